@@ -1,0 +1,61 @@
+"""The pytest front door: command-line options, scenario selection, parametrisation and report hooks.
+
+It wires; the library (src/tritonsuite) does. Fixtures live in fixtures/.
+"""
+from __future__ import annotations
+
+import pytest
+
+from fixtures.options import OPTIONS_KEY, SCENARIO_MARKERS, SERVER_KEY, add_options, cases_for, resolve_options
+
+pytest_plugins = ["fixtures.session"]
+
+
+def pytest_addoption(parser):
+    add_options(parser)
+
+
+def pytest_configure(config):
+    config.stash[OPTIONS_KEY] = resolve_options(config)  # bad input -> pytest.UsageError naming choices
+    if config.pluginmanager.hasplugin("xdist"):
+        from fixtures.session import XdistRunId
+
+        config.pluginmanager.register(XdistRunId(), "tritonsuite-xdist")
+
+
+def pytest_generate_tests(metafunc):
+    for scenario in SCENARIO_MARKERS:
+        argname = f"{scenario}_case"
+        if argname in metafunc.fixturenames:
+            cases = cases_for(metafunc.config, scenario)
+            metafunc.parametrize(argname, cases, ids=[c.id for c in cases])
+
+
+def pytest_collection_modifyitems(config, items):
+    """Plain `pytest` runs the suite's own tests; scenario tests run when a -m expression asks for them."""
+    if config.option.markexpr:
+        return
+    selected, deselected = [], []
+    for item in items:
+        (deselected if any(item.get_closest_marker(m) for m in SCENARIO_MARKERS) else selected).append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = selected
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed:
+        server = item.config.stash.get(SERVER_KEY, None)
+        if server is not None and "triton" in getattr(item, "fixturenames", ()):
+            tail = server.log_tail()
+            if tail:
+                report.sections.append(("tritonserver log tail", tail))
+    return report
+
+
+def pytest_sessionfinish(session):
+    from fixtures.session import write_session_reports
+
+    write_session_reports(session.config)

@@ -1,0 +1,120 @@
+"""Accuracy of a deployment against its eager reference: per-output atol/rtol and the model's task metrics.
+
+Used for export verification (artifact vs eager) and for the accuracy scenario (Triton vs eager).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+import numpy as np
+
+from tritonsuite.spec import Metric, ModelSpec
+
+
+@dataclass(frozen=True)
+class OutputComparison:
+    """How one output tensor compares with its reference."""
+
+    name: str
+    max_abs_error: float
+    max_rel_error: float
+    atol: float
+    rtol: float
+    mismatched: int  # elements outside atol + rtol * |reference|
+    total: int
+    worst_index: tuple[int, ...] = ()  # index of the largest violation; worst_index[0] is the sample
+
+    @property
+    def passed(self) -> bool:
+        return self.mismatched == 0
+
+    def describe(self) -> str:
+        text = (f"{self.name}: max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g} "
+                f"(atol {self.atol:g}, rtol {self.rtol:g})")
+        if not self.passed:
+            text += f"; {self.mismatched}/{self.total} elements out of tolerance, worst at sample {self.worst_index[0]}" \
+                    f" index {self.worst_index[1:]}"
+        return text
+
+
+def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], spec: ModelSpec,
+                    precision: str) -> list[OutputComparison]:
+    results = []
+    for out in spec.outputs:
+        if out.name not in actual:
+            raise KeyError(f"output {out.name!r} missing; got {sorted(actual)}")
+        a = np.asarray(actual[out.name], dtype=np.float64)
+        e = np.asarray(expected[out.name], dtype=np.float64)
+        if a.shape != e.shape:
+            raise ValueError(f"output {out.name!r} has shape {a.shape}, reference has {e.shape}")
+        atol, rtol = spec.tolerance(precision, out.name)
+        diff = np.abs(a - e)
+        violation = diff - (atol + rtol * np.abs(e))
+        rel = diff / np.maximum(np.abs(e), 1e-12)
+        nan_mismatch = np.isnan(a) != np.isnan(e)
+        bad = (violation > 0) | nan_mismatch
+        worst = np.unravel_index(int(np.nanargmax(np.where(nan_mismatch, np.inf, violation))), a.shape) if a.size else ()
+        results.append(OutputComparison(
+            name=out.name, max_abs_error=float(np.nanmax(diff)) if a.size else 0.0,
+            max_rel_error=float(np.nanmax(rel)) if a.size else 0.0, atol=atol, rtol=rtol,
+            mismatched=int(bad.sum()), total=int(a.size), worst_index=tuple(int(i) for i in worst)))
+    return results
+
+
+@dataclass
+class AccuracyResult:
+    """Outcome of one deployment's accuracy run."""
+
+    model: str
+    deployment: str
+    precision: str
+    samples: int
+    comparisons: list[OutputComparison]
+    metrics: list[Metric]
+    seconds: float
+    description: str = ""
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    def to_record(self) -> dict:
+        return {
+            "scenario": "accuracy", "model": self.model, "deployment": self.deployment, "precision": self.precision,
+            "samples": self.samples, "description": self.description,
+            "metrics": {m.name: m.value for m in self.metrics},
+            "thresholds": {m.name: m.threshold for m in self.metrics},
+            "outputs": {c.name: {"max_abs_error": c.max_abs_error, "max_rel_error": c.max_rel_error,
+                                 "atol": c.atol, "rtol": c.rtol, "mismatched": c.mismatched} for c in self.comparisons},
+            "status": "OK" if self.passed else "FAILED", "valid": self.passed, "reasons": self.failures,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def run_batched(infer: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]], inputs: Mapping[str, np.ndarray],
+                batch_size: int) -> dict[str, np.ndarray]:
+    """Run ``infer`` over all samples in batches of ``batch_size`` and concatenate the outputs."""
+    n = len(next(iter(inputs.values())))
+    parts: dict[str, list[np.ndarray]] = {}
+    for start in range(0, n, batch_size):
+        out = infer({k: v[start:start + batch_size] for k, v in inputs.items()})
+        for k, v in out.items():
+            parts.setdefault(k, []).append(v)
+    return {k: np.concatenate(v) for k, v in parts.items()}
+
+
+def evaluate(spec: ModelSpec, deployment: str, precision: str, data, served_infer, reference_infer,
+             batch_size: int) -> AccuracyResult:
+    """Run the accuracy data through the served deployment and the eager reference, and judge the result."""
+    start = time.perf_counter()
+    served = run_batched(served_infer, data.inputs, batch_size)
+    reference = run_batched(reference_infer, data.inputs, batch_size)
+    comparisons = compare_outputs(served, reference, spec, precision)
+    metrics = data.score(served, reference, precision)
+    failures = [c.describe() for c in comparisons if not c.passed] + [m.describe() for m in metrics if not m.passed]
+    return AccuracyResult(model=spec.name, deployment=deployment, precision=precision,
+                          samples=len(next(iter(data.inputs.values()))), comparisons=comparisons, metrics=metrics,
+                          seconds=time.perf_counter() - start, description=data.description, failures=failures)

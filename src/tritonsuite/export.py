@@ -1,0 +1,204 @@
+"""Export a model spec to a serving artifact (``ts-trace``, ``ts-script``, ``onnx``), verified against eager.
+
+Artifacts are cached on disk under a key hashed from (spec, weights, checkpoint, format, precision, exporter
+versions): a second run with the same inputs reuses the file and its recorded verification.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tritonsuite.accuracy import compare_outputs
+from tritonsuite.runtime import ARTIFACT_FILES, ArtifactRunner
+from tritonsuite.spec import FORMATS, PRECISIONS, ModelSpec, file_digest, stable_hash
+
+EXPORT_VERSION = 1  # bump when the export procedure changes, to invalidate cached artifacts
+ONNX_OPSET = 17
+VERIFY_BATCH_SIZES = (1, 3)
+
+
+class ExportUnsupported(Exception):
+    """This model cannot be exported to this format/precision here; the message is the skip reason."""
+
+
+class ExportMismatch(AssertionError):
+    """The exported artifact does not reproduce the eager model within tolerance."""
+
+
+@dataclass(frozen=True)
+class Artifact:
+    model: str
+    size: str
+    format: str
+    precision: str
+    path: Path
+    key: str
+    max_abs_error: dict[str, float]
+    max_rel_error: dict[str, float]
+    verified_batch_sizes: tuple[int, ...]
+    versions: dict[str, str]
+    export_seconds: float
+    cached: bool = field(default=False, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["path"] = self.path.name
+        data.pop("cached")
+        return data
+
+
+def exporter_versions() -> dict[str, str]:
+    versions = {"tritonsuite-export": str(EXPORT_VERSION)}
+    for dist in ("torch", "onnx", "transformers"):
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            versions[dist] = "absent"
+    return versions
+
+
+def _checkpoint_digest(checkpoint: Path | None) -> str | None:
+    if checkpoint is None:
+        return None
+    files = sorted(p for p in Path(checkpoint).rglob("*") if p.is_file()) if Path(checkpoint).is_dir() else [Path(checkpoint)]
+    return stable_hash([(str(p.relative_to(checkpoint) if p != Path(checkpoint) else p.name), file_digest(p)) for p in files])
+
+
+def cache_key(spec: ModelSpec, fmt: str, precision: str, checkpoint: Path | None = None) -> str:
+    return stable_hash({
+        "spec": spec.fingerprint(),
+        "weights": [file_digest(p) for p in spec.weights_files()],
+        "checkpoint": _checkpoint_digest(checkpoint),
+        "format": fmt,
+        "precision": precision,
+        "versions": exporter_versions(),
+    })
+
+
+def check_supported(spec: ModelSpec, fmt: str, precision: str) -> None:
+    """Raise ValueError for names that do not exist, ExportUnsupported for combinations this model/host lacks."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; valid choices: {', '.join(FORMATS)}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; valid choices: {', '.join(PRECISIONS)}")
+    if fmt not in spec.formats:
+        raise ExportUnsupported(f"{spec.key} does not support {fmt}; it supports {', '.join(spec.formats)}")
+    if precision not in spec.precisions:
+        raise ExportUnsupported(f"{spec.key} does not support {precision}; it supports {', '.join(spec.precisions)}")
+    if precision == "fp16":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ExportUnsupported("fp16 export needs a CUDA device (fp16 kernels on CPU are not a served "
+                                    "configuration); this host has none")
+
+
+def _to_torch(spec: ModelSpec, inputs: dict[str, np.ndarray], device: str):
+    import torch
+
+    return tuple(torch.from_numpy(inputs[t.name]).to(device) for t in spec.inputs)
+
+
+def eager_runner(module, spec: ModelSpec, device: str = "cpu"):
+    """The eager reference as a dict-in/dict-out callable (outputs as float32/float numpy arrays)."""
+    import torch
+
+    def run(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        with torch.inference_mode():
+            outputs = module(*_to_torch(spec, inputs, device))
+        if not isinstance(outputs, (tuple, list)):
+            outputs = (outputs,)
+        return {t.name: o.detach().float().cpu().numpy() if o.is_floating_point() else o.cpu().numpy()
+                for t, o in zip(spec.outputs, outputs)}
+
+    return run
+
+
+def _write_artifact(module, spec: ModelSpec, fmt: str, path: Path, example: tuple) -> None:
+    import torch
+
+    with torch.inference_mode(False), torch.no_grad():
+        if fmt == "ts-trace":
+            torch.jit.save(torch.jit.trace(module, example, check_trace=False), str(path))
+        elif fmt == "ts-script":
+            try:
+                scripted = torch.jit.script(module)
+            except Exception as exc:  # torch raises many types here; the first line is the reason
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise ExportUnsupported(f"torch.jit.script cannot compile {spec.key}: {reason}") from None
+            torch.jit.save(scripted, str(path))
+        elif fmt == "onnx":
+            names = [t.name for t in spec.inputs] + [t.name for t in spec.outputs]
+            dynamic_axes = {n: {0: "batch"} for n in names}
+            for t in spec.inputs + spec.outputs:
+                for axis, dim in enumerate(t.shape, start=1):
+                    if dim == -1:
+                        dynamic_axes[t.name][axis] = f"{t.name}_dim{axis}"
+            torch.onnx.export(module, example, str(path), input_names=[t.name for t in spec.inputs],
+                              output_names=[t.name for t in spec.outputs], dynamic_axes=dynamic_axes,
+                              opset_version=ONNX_OPSET, dynamo=False)
+
+
+def export(spec: ModelSpec, fmt: str, precision: str, cache_dir: str | Path, checkpoint: Path | None = None,
+           module=None, verify_batch_sizes: tuple[int, ...] = VERIFY_BATCH_SIZES) -> Artifact:
+    """Export (or reuse from cache) ``spec`` as ``fmt``/``precision`` and verify it against the eager model.
+
+    ``module`` may pass an already built eager module to avoid building it twice.
+    """
+    check_supported(spec, fmt, precision)
+    key = cache_key(spec, fmt, precision, checkpoint)
+    final = Path(cache_dir) / f"{spec.name}-{spec.size}-{fmt}-{precision}-{key[:16]}"
+    meta_file = final / "artifact.json"
+    if meta_file.is_file():
+        meta = json.loads(meta_file.read_text())
+        meta["path"] = final / meta["path"]
+        meta["verified_batch_sizes"] = tuple(meta["verified_batch_sizes"])
+        return Artifact(**meta, cached=True)
+
+    device = "cuda" if precision == "fp16" else "cpu"
+    start = time.perf_counter()
+    if module is None:
+        module = spec.build(checkpoint)
+    module = module.to(device)
+    if precision == "fp16":
+        module = module.half()
+    tmp = final.with_name(f"{final.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        path = tmp / ARTIFACT_FILES[fmt]
+        example = spec.example_inputs(2, 0)
+        _write_artifact(module, spec, fmt, path, _to_torch(spec, example, device))
+        runner = ArtifactRunner(path, fmt, [t.name for t in spec.inputs], [t.name for t in spec.outputs], device=device)
+        reference = eager_runner(module, spec, device)
+        max_abs: dict[str, float] = {}
+        max_rel: dict[str, float] = {}
+        for batch in verify_batch_sizes:
+            sample = spec.example_inputs(batch, 1000 + batch)
+            for c in compare_outputs(runner(sample), reference(sample), spec, precision):
+                if not c.passed:
+                    raise ExportMismatch(f"{fmt} artifact of {spec.key} differs from eager at batch {batch}: "
+                                         f"{c.describe()}")
+                max_abs[c.name] = max(max_abs.get(c.name, 0.0), c.max_abs_error)
+                max_rel[c.name] = max(max_rel.get(c.name, 0.0), c.max_rel_error)
+        artifact = Artifact(model=spec.name, size=spec.size, format=fmt, precision=precision, path=final / path.name,
+                            key=key, max_abs_error=max_abs, max_rel_error=max_rel,
+                            verified_batch_sizes=tuple(verify_batch_sizes), versions=exporter_versions(),
+                            export_seconds=round(time.perf_counter() - start, 3))
+        (tmp / "artifact.json").write_text(json.dumps(artifact.to_json(), indent=2))
+        try:
+            os.rename(tmp, final)
+        except OSError:  # another process (an xdist worker) finished the same export first: use theirs
+            if not meta_file.is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return artifact

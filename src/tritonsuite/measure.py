@@ -1,0 +1,500 @@
+"""The measurement engine: closed-loop load over HTTP against a Triton model, one point at a time.
+
+Requests are built once per point with tritonclient's own protocol code (binary tensor extension, or system
+shared memory references) and sent by an asyncio load generator: ``concurrency`` connections, each keeping one
+request in flight (closed loop). After a warm-up, measurement windows (time-based, or count-based) run until the
+last three agree within the stability percentage on throughput and average latency, or ``max_trials`` windows
+have run (then the point is UNSTABLE).
+
+Each point yields the seeds' columns (ms):
+- Client Send: handing the prepared request to the socket; Client Recv: from the response headers to the outputs
+  decoded (inputs are serialised once before measuring, as perf_analyzer does);
+- Server Queue / Compute Input / Compute Infer / Compute Output: deltas of Triton's statistics extension over the
+  stable windows, per request;
+- Network+Server Send/Recv: the residual of the average client latency minus all the parts above;
+- p50/p90/p95/p99/avg latency: from the raw per-request latencies of the stable windows.
+It also records how it was measured and whether the row is valid: the server's success-count delta over the whole
+point must equal the requests the client completed (else someone else used the model), no request may fail, and
+the load generator's own CPU use must stay below the client-bound limit.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from tritonsuite.report import LATENCY_PARTS, RESULT_COLUMNS
+from tritonsuite.server import ServerDied, TritonServer
+from tritonsuite.spec import TensorSpec
+
+CLIENT_SHM_PREFIX = "tritonsuite_shm_"  # + "<pid>x<n>_in|out" under /dev/shm
+STABLE_WINDOWS = 3
+SERVER_STATS = ("queue", "compute_input", "compute_infer", "compute_output")
+_region_counter = itertools.count(1)
+
+
+class MeasurementError(RuntimeError):
+    """A point could not be measured (request failed, server unreachable); nothing was recorded for it."""
+
+
+@dataclass(frozen=True)
+class MeasurementSettings:
+    window_ms: float = 1000.0  # time-based windows of this length...
+    window_requests: int = 0  # ...or, when > 0, count-based windows of this many completed requests
+    min_requests_per_window: int = 10  # a time-based window lasts until at least this many requests completed
+    stability_percentage: float = 10.0
+    max_trials: int = 10
+    warmup_ms: float = 500.0
+    request_timeout_s: float = 120.0
+    client_bound_percent: float = 90.0  # load generator CPU (% of one core) above which a row is client bound
+
+    def __post_init__(self):
+        if self.window_ms <= 0 and self.window_requests <= 0:
+            raise ValueError("a measurement window needs window_ms > 0 or window_requests > 0")
+        if self.stability_percentage <= 0:
+            raise ValueError(f"stability_percentage must be > 0, got {self.stability_percentage}")
+        if self.max_trials < STABLE_WINDOWS:
+            raise ValueError(f"max_trials must be >= {STABLE_WINDOWS}, got {self.max_trials}")
+
+    def describe_window(self) -> str:
+        if self.window_requests > 0:
+            return f"{self.window_requests} requests"
+        return f"{self.window_ms:g} ms (min {self.min_requests_per_window} requests)"
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    batch_size: int
+    concurrency: int
+    shared_memory: bool = False
+
+    def __post_init__(self):
+        if self.batch_size < 1 or self.concurrency < 1:
+            raise ValueError(f"batch size and concurrency must be >= 1, got {self.batch_size}, {self.concurrency}")
+
+
+@dataclass
+class Measurement:
+    point: LoadPoint
+    result: dict[str, float]
+    meta: dict
+    status: str = "OK"
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return self.status == "OK"
+
+    def to_record(self, *, run_id: str, scenario: str, model: str, deployment: str, parameters: Mapping) -> dict:
+        return {
+            "run_id": run_id, "scenario": scenario, "model": model, "deployment": deployment,
+            "parameters": dict(parameters), "result": self.result, "measurement": self.meta,
+            "status": self.status, "valid": self.valid, "reasons": self.reasons,
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+
+
+# --------------------------------------------------------------------------------------------- HTTP transport
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, int | None, bytes, float]:
+    """Read one HTTP/1.1 response: (status, inference header length, body, time the headers arrived)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    t_head = time.perf_counter()
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split(b" ", 2)[1])
+    length, header_length = 0, None
+    for line in lines[1:]:
+        key, _, value = line.partition(b":")
+        key = key.strip().lower()
+        if key == b"content-length":
+            length = int(value)
+        elif key == b"inference-header-content-length":
+            header_length = int(value)
+    body = await reader.readexactly(length) if length else b""
+    return status, header_length, body, t_head
+
+
+def _error_text(body: bytes) -> str:
+    try:
+        return json.loads(body).get("error", body.decode(errors="replace"))
+    except ValueError:
+        return body.decode(errors="replace")
+
+
+class _Connection:
+    def __init__(self, host: str, port: int):
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def open(self):
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        return self
+
+    async def get_json(self, path: str) -> dict:
+        self.writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n\r\n".encode())
+        status, _, body, _ = await _read_response(self.reader)
+        if status != 200:
+            raise MeasurementError(f"GET {path} answered {status}: {_error_text(body)}")
+        return json.loads(body)
+
+    def close(self):
+        if self.writer is not None:
+            self.writer.close()
+
+
+@dataclass
+class _PreparedRequest:
+    data: bytes
+    decode_outputs: Sequence[str]  # outputs returned in the body (not through shared memory)
+
+
+def prepare_request(host: str, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[str],
+                    shm: "_SharedMemory | None" = None) -> _PreparedRequest:
+    """Serialise one inference request with tritonclient's protocol code, once, for repeated sending."""
+    import tritonclient.http as httpclient
+    from tritonclient.utils import np_to_triton_dtype
+
+    infer_inputs, infer_outputs = [], []
+    for name, array in inputs.items():
+        tensor = httpclient.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
+        if shm is not None:
+            tensor.set_shared_memory(shm.input_name, array.nbytes, offset=shm.input_offsets[name])
+        else:
+            tensor.set_data_from_numpy(array, binary_data=True)
+        infer_inputs.append(tensor)
+    for name in outputs:
+        requested = httpclient.InferRequestedOutput(name, binary_data=True)
+        if shm is not None:
+            requested.set_shared_memory(shm.output_name, shm.output_sizes[name], offset=shm.output_offsets[name])
+        infer_outputs.append(requested)
+    body, json_size = httpclient.InferenceServerClient.generate_request_body(infer_inputs, infer_outputs)
+    head = f"POST /v2/models/{model}/infer HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/octet-stream\r\n"
+    if json_size is not None:
+        head += f"Inference-Header-Content-Length: {json_size}\r\n"
+    head += f"Content-Length: {len(body)}\r\n\r\n"
+    return _PreparedRequest(head.encode() + body, [] if shm is not None else list(outputs))
+
+
+# --------------------------------------------------------------------------------------------- shared memory
+class _SharedMemory:
+    """System shared-memory regions for one point's inputs and outputs, registered with the server.
+
+    Created, registered, unregistered and destroyed within the point, so no region outlives it.
+    """
+
+    def __init__(self, server: TritonServer, inputs: Mapping[str, np.ndarray], output_specs: Sequence[TensorSpec],
+                 batch_size: int):
+        n = next(_region_counter)
+        self.server = server
+        self.input_name = f"{CLIENT_SHM_PREFIX}{os.getpid()}x{n}_in"
+        self.output_name = f"{CLIENT_SHM_PREFIX}{os.getpid()}x{n}_out"
+        self.input_offsets, offset = {}, 0
+        for name, array in inputs.items():
+            self.input_offsets[name] = offset
+            offset += array.nbytes
+        self.input_size = offset
+        self.output_offsets, self.output_sizes, offset = {}, {}, 0
+        for t in output_specs:
+            if any(d < 0 for d in t.shape):
+                raise MeasurementError(f"output {t.name} has a dynamic shape {t.shape}: shared-memory output needs "
+                                       f"a fixed size")
+            self.output_offsets[t.name] = offset
+            self.output_sizes[t.name] = int(np.prod(t.shape, dtype=np.int64)) * batch_size * np.dtype(t.dtype).itemsize
+            offset += self.output_sizes[t.name]
+        self.output_size = offset
+        self._inputs = inputs
+        self._handles: list = []
+        self._registered: list[str] = []
+
+    def __enter__(self):
+        import tritonclient.utils.shared_memory as shm
+
+        try:
+            handle = shm.create_shared_memory_region(self.input_name, "/" + self.input_name, self.input_size)
+            self._handles.append(handle)
+            shm.set_shared_memory_region(handle, [np.ascontiguousarray(a) for a in self._inputs.values()])
+            self._handles.append(shm.create_shared_memory_region(self.output_name, "/" + self.output_name,
+                                                                 self.output_size))
+            client = self.server.client()
+            try:
+                for name, size in ((self.input_name, self.input_size), (self.output_name, self.output_size)):
+                    client.register_system_shared_memory(name, "/" + name, size)
+                    self._registered.append(name)
+            finally:
+                client.close()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def read_output(self, name: str, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+        import tritonclient.utils.shared_memory as shm
+
+        return shm.get_contents_as_numpy(self._handles[1], np.dtype(dtype), shape, offset=self.output_offsets[name])
+
+    def __exit__(self, *exc):
+        import tritonclient.utils.shared_memory as shm
+
+        if self._registered:
+            try:
+                client = self.server.client(timeout=10)
+                try:
+                    for name in self._registered:
+                        client.unregister_system_shared_memory(name)
+                finally:
+                    client.close()
+            except Exception:
+                pass  # the server is gone: its registrations went with it
+            self._registered.clear()
+        for handle in self._handles:
+            shm.destroy_shared_memory_region(handle)
+        self._handles.clear()
+
+
+# --------------------------------------------------------------------------------------------- load generator
+@dataclass
+class _Window:
+    start: float
+    end: float
+    samples: np.ndarray  # rows: (latency, send, recv) seconds
+    server: dict[str, int]  # statistics deltas over the window
+    client_cpu: float  # seconds of this process's CPU during the window
+
+
+def _stats_snapshot(stats: dict) -> dict[str, int]:
+    s = stats["model_stats"][0]["inference_stats"]
+    snap = {"success_count": s["success"]["count"], "fail_count": s["fail"]["count"]}
+    for part in SERVER_STATS:
+        snap[f"{part}_ns"] = s[part]["ns"]
+    return snap
+
+
+def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: after[k] - before[k] for k in after}
+
+
+def _spread(values: Sequence[float]) -> float:
+    """Largest deviation from the mean, in percent of the mean."""
+    mean = float(np.mean(values))
+    if mean <= 0:
+        return float("inf")
+    return float(np.max(np.abs(np.asarray(values) - mean)) / mean * 100.0)
+
+
+class _LoadGenerator:
+    def __init__(self, server: TritonServer, model: str, request: _PreparedRequest, concurrency: int,
+                 settings: MeasurementSettings):
+        host, port = server.http_url.rsplit(":", 1)
+        self.host, self.port = host, int(port)
+        self.server, self.model, self.request = server, model, request
+        self.concurrency, self.settings = concurrency, settings
+        self.samples: list[tuple[float, float, float]] = []
+        self.completed = 0
+        self.stop = False
+        self.progress = asyncio.Event()
+
+    async def _worker(self) -> None:
+        import tritonclient.http as httpclient
+
+        conn = await _Connection(self.host, self.port).open()
+        data, outputs = self.request.data, self.request.decode_outputs
+        parse = httpclient.InferenceServerClient.parse_response_body
+        try:
+            while not self.stop:
+                t0 = time.perf_counter()
+                conn.writer.write(data)
+                t1 = time.perf_counter()
+                status, header_length, body, t_head = await _read_response(conn.reader)
+                if status != 200:
+                    raise MeasurementError(f"inference request failed with HTTP {status}: {_error_text(body)}")
+                if outputs:
+                    result = parse(body, header_length=header_length)
+                    for name in outputs:
+                        result.as_numpy(name)
+                t2 = time.perf_counter()
+                self.samples.append((t2 - t0, t1 - t0, t2 - t_head))
+                self.completed += 1
+                self.progress.set()
+        finally:
+            conn.close()
+
+    async def _wait_window(self, start_count: int) -> None:
+        s = self.settings
+        deadline = time.perf_counter() + s.window_ms / 1000.0 if s.window_requests <= 0 else None
+        target = start_count + (s.window_requests if s.window_requests > 0 else s.min_requests_per_window)
+        last_progress = time.perf_counter()
+        seen = self.completed
+        while True:
+            now = time.perf_counter()
+            if self.completed >= target and (deadline is None or now >= deadline):
+                return
+            if self.completed != seen:
+                seen, last_progress = self.completed, now
+            elif now - last_progress > s.request_timeout_s:
+                raise MeasurementError(f"no response within {s.request_timeout_s:.0f} s")
+            self.progress.clear()
+            timeout = max(0.001, deadline - now) if deadline is not None and now < deadline else 0.5
+            try:
+                await asyncio.wait_for(self.progress.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+
+    async def run(self) -> tuple[list[_Window], dict[str, int], int]:
+        """Run warm-up and windows; return (windows, statistics delta over the whole point, requests completed)."""
+        control = await _Connection(self.host, self.port).open()
+        stats_path = f"/v2/models/{self.model}/stats"
+        workers: list[asyncio.Task] = []
+        try:
+            begin = _stats_snapshot(await control.get_json(stats_path))
+            workers = [asyncio.create_task(self._worker()) for _ in range(self.concurrency)]
+            watcher = asyncio.gather(*workers)
+            windows: list[_Window] = []
+
+            async def guarded(coro):
+                done, _ = await asyncio.wait([asyncio.ensure_future(coro), watcher],
+                                             return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    if task is watcher:
+                        watcher.result()  # a worker failed: raise its error
+                        raise MeasurementError("all load-generator workers stopped")
+                return next(iter(done)).result()
+
+            # warm-up: a time span and at least one completed request per connection
+            warmup_end = time.perf_counter() + self.settings.warmup_ms / 1000.0
+            while time.perf_counter() < warmup_end or self.completed < self.concurrency:
+                await guarded(self._wait_window_until(min(warmup_end, time.perf_counter() + 0.5)))
+            previous = _stats_snapshot(await guarded(control.get_json(stats_path)))
+            for _ in range(self.settings.max_trials):
+                index, start, cpu0 = len(self.samples), time.perf_counter(), time.process_time()
+                await guarded(self._wait_window(self.completed))
+                end, cpu1 = time.perf_counter(), time.process_time()
+                current = _stats_snapshot(await guarded(control.get_json(stats_path)))
+                windows.append(_Window(start, end, np.asarray(self.samples[index:len(self.samples)], dtype=np.float64),
+                                       _delta(current, previous), cpu1 - cpu0))
+                previous = current
+                if len(windows) >= STABLE_WINDOWS and self._stable(windows[-STABLE_WINDOWS:])[0]:
+                    break
+            self.stop = True
+            await watcher  # each connection finishes its in-flight request
+            end_stats = _stats_snapshot(await control.get_json(stats_path))
+            return windows, _delta(end_stats, begin), self.completed
+        finally:
+            self.stop = True
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            control.close()
+
+    async def _wait_window_until(self, until: float) -> None:
+        self.progress.clear()
+        try:
+            await asyncio.wait_for(self.progress.wait(), max(0.001, until - time.perf_counter()))
+        except asyncio.TimeoutError:
+            pass
+
+    def _stable(self, windows: Sequence[_Window]) -> tuple[bool, float, float]:
+        throughput = [len(w.samples) / (w.end - w.start) for w in windows]
+        latency = [float(w.samples[:, 0].mean()) if len(w.samples) else 0.0 for w in windows]
+        t_spread, l_spread = _spread(throughput), _spread(latency)
+        limit = self.settings.stability_percentage
+        return t_spread <= limit and l_spread <= limit, t_spread, l_spread
+
+
+def _summarise(gen: _LoadGenerator, point: LoadPoint, windows: list[_Window], total: dict[str, int], completed: int,
+               settings: MeasurementSettings, protocol: str) -> Measurement:
+    stable_windows = windows[-STABLE_WINDOWS:]
+    stable, t_spread, l_spread = gen._stable(stable_windows)
+    samples = np.concatenate([w.samples for w in stable_windows])
+    duration = sum(w.end - w.start for w in stable_windows)
+    server = {k: sum(w.server[k] for w in stable_windows) for k in stable_windows[0].server}
+    per_request_ms = {part: server[f"{part}_ns"] / max(server["success_count"], 1) / 1e6 for part in SERVER_STATS}
+    latency_ms = samples[:, 0] * 1e3
+    result = {
+        "Batch": point.batch_size,
+        "Concurrency": point.concurrency,
+        "Inferences/Second": len(samples) * point.batch_size / duration,
+        "Client Send": float(samples[:, 1].mean() * 1e3),
+        "Server Queue": per_request_ms["queue"],
+        "Server Compute Input": per_request_ms["compute_input"],
+        "Server Compute Infer": per_request_ms["compute_infer"],
+        "Server Compute Output": per_request_ms["compute_output"],
+        "Client Recv": float(samples[:, 2].mean() * 1e3),
+        "avg latency": float(latency_ms.mean()),
+    }
+    for q in (50, 90, 95, 99):
+        result[f"p{q} latency"] = float(np.percentile(latency_ms, q))
+    known = sum(result[p] for p in LATENCY_PARTS if p != "Network+Server Send/Recv")
+    result["Network+Server Send/Recv"] = max(0.0, result["avg latency"] - known)
+    result = {c: result[c] for c in RESULT_COLUMNS}
+
+    client_cpu = sum(w.client_cpu for w in stable_windows) / duration * 100.0
+    meta = {
+        "protocol": protocol,
+        "shared_memory": "system" if point.shared_memory else "none",
+        "window": settings.describe_window(),
+        "windows": len(windows),
+        "stable_windows": len(stable_windows),
+        "stability_percentage": settings.stability_percentage,
+        "throughput_spread_percent": round(t_spread, 2),
+        "latency_spread_percent": round(l_spread, 2),
+        "measured_requests": int(len(samples)),
+        "client_cpu_percent": round(client_cpu, 1),
+        "client_bound": client_cpu >= settings.client_bound_percent,
+        "requests_sent": completed,
+        "server_success_delta": total["success_count"],
+        "server_fail_delta": total["fail_count"],
+    }
+    reasons, status = [], "OK"
+    if not stable:
+        status = "UNSTABLE"
+        reasons.append(f"throughput varied {t_spread:.1f}% and latency {l_spread:.1f}% over the last "
+                       f"{STABLE_WINDOWS} windows (limit {settings.stability_percentage:g}%) after {len(windows)} windows")
+    if total["success_count"] != completed:
+        status = "INVALID" if status == "OK" else status
+        reasons.append(f"server counted {total['success_count']} successful requests, client completed {completed}: "
+                       f"another client used the model during measurement")
+    if total["fail_count"]:
+        status = "INVALID" if status == "OK" else status
+        reasons.append(f"server counted {total['fail_count']} failed requests")
+    if meta["client_bound"]:
+        status = "INVALID" if status == "OK" else status
+        reasons.append(f"client bound: the load generator used {client_cpu:.0f}% of a core "
+                       f"(limit {settings.client_bound_percent:g}%)")
+    return Measurement(point=point, result=result, meta=meta, status=status, reasons=reasons)
+
+
+def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[TensorSpec],
+            point: LoadPoint, settings: MeasurementSettings = MeasurementSettings()) -> Measurement:
+    """Measure one load point of ``model`` with ``inputs`` (one request's tensors, batch first)."""
+    batch = {name: np.ascontiguousarray(array[:point.batch_size]) for name, array in inputs.items()}
+    if any(len(a) != point.batch_size for a in batch.values()):
+        raise ValueError(f"inputs hold fewer than {point.batch_size} samples")
+    server.check_alive()
+    host = server.http_url.rsplit(":", 1)[0]
+
+    async def run(shm):
+        request = prepare_request(host, model, batch, [t.name for t in outputs], shm)
+        gen = _LoadGenerator(server, model, request, point.concurrency, settings)
+        windows, total, completed = await gen.run()
+        return _summarise(gen, point, windows, total, completed, settings, "http")
+
+    try:
+        if point.shared_memory:
+            if not server.local:
+                raise MeasurementError(f"system shared memory needs a server on this host; {server.describe()} is not")
+            with _SharedMemory(server, batch, outputs, point.batch_size) as shm:
+                return asyncio.run(run(shm))
+        return asyncio.run(run(None))
+    except (OSError, asyncio.IncompleteReadError, MeasurementError) as exc:
+        if not server.is_alive():
+            raise ServerDied(f"{server.describe()} died while measuring {model} at batch {point.batch_size}, "
+                             f"concurrency {point.concurrency}: {exc}\n{server.log_tail()}") from None
+        if isinstance(exc, MeasurementError):
+            raise
+        raise MeasurementError(f"measuring {model} at {point}: {type(exc).__name__}: {exc}") from None

@@ -1,0 +1,51 @@
+"""The python-backend model every embedded deployment runs: executes the exported artifact inside Triton.
+
+Each deployment's ``<version>/model.py`` is one import line pointing here, so all deployments share this runner.
+Parameters from ``config.pbtxt``: ``ARTIFACT`` (file name in the version directory), ``FORMAT`` (onnx,
+ts-trace, ts-script) and ``INTRA_OP_THREADS`` (threads per model instance; 0 = the runtime's default).
+The python backend hands a list of requests (several when the dynamic batcher grouped them): they are
+concatenated along the batch dimension, run once, and the outputs split back per request.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+from tritonsuite.runtime import ArtifactRunner
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        config = json.loads(args["model_config"])
+        params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
+        path = Path(args["model_repository"]) / args["model_version"] / params["ARTIFACT"]
+        self.input_names = [t["name"] for t in config["input"]]
+        self.output_names = [t["name"] for t in config["output"]]
+        self.output_dtypes = {t["name"]: pb_utils.triton_string_to_numpy(t["data_type"]) for t in config["output"]}
+        device = "cuda" if args.get("model_instance_kind") == "GPU" else "cpu"
+        threads = int(params.get("INTRA_OP_THREADS", "0")) or None
+        self.runner = ArtifactRunner(path, params["FORMAT"], self.input_names, self.output_names, threads, device)
+
+    def execute(self, requests):
+        try:
+            per_request = [{n: pb_utils.get_input_tensor_by_name(r, n).as_numpy() for n in self.input_names}
+                           for r in requests]
+            sizes = [len(arrays[self.input_names[0]]) for arrays in per_request]
+            if len(per_request) == 1:
+                batch = per_request[0]
+            else:
+                batch = {n: np.concatenate([arrays[n] for arrays in per_request]) for n in self.input_names}
+            outputs = self.runner(batch)
+        except Exception as exc:  # report to every client instead of killing the stub
+            error = pb_utils.TritonError(f"{type(exc).__name__}: {exc}")
+            return [pb_utils.InferenceResponse(output_tensors=[], error=error) for _ in requests]
+        responses, start = [], 0
+        for size in sizes:
+            tensors = [pb_utils.Tensor(n, np.ascontiguousarray(outputs[n][start:start + size], dtype=self.output_dtypes[n]))
+                       for n in self.output_names]
+            responses.append(pb_utils.InferenceResponse(output_tensors=tensors))
+            start += size
+        return responses

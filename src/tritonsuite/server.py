@@ -1,0 +1,420 @@
+"""Triton server launchers behind one interface: ``embedded`` (the real binary from the nvidia-pytriton wheel)
+and ``remote`` (a server someone else runs).
+
+The embedded launcher binds HTTP, gRPC and metrics to 127.0.0.1 on free ports (retrying on a port clash), uses
+explicit model control, waits for readiness with a timeout, writes its log to a file, and on stop leaves no
+process (the server and its python-backend stubs are one process group, killed with the parent if the parent
+dies) and no ``/dev/shm`` region behind (each launch gets its own region prefix, removed after the server exits;
+regions of launches whose owner died are swept at the next start).
+"""
+from __future__ import annotations
+
+import ctypes
+import itertools
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from abc import ABC, abstractmethod
+from pathlib import Path
+from urllib.parse import urlsplit
+
+SHM_DIR = Path("/dev/shm")
+SHM_PREFIX = "triton_python_backend_shm_region_ts"  # + "<pid>x<n>_": owner pid and launch number
+_launch_counter = itertools.count(1)
+
+
+class ServerError(RuntimeError):
+    """A server could not be started, died, or refused an operation; the message carries its log tail."""
+
+
+class ServerDied(ServerError):
+    pass
+
+
+class ModelControlUnavailable(ServerError):
+    """The (remote) server does not allow loading/unloading models (it is not in explicit model control mode)."""
+
+
+class TritonServer(ABC):
+    """What the suite needs from a Triton server, whoever runs it."""
+
+    name = "abstract"
+    http_url: str  # "127.0.0.1:8000" (host:port, as tritonclient takes it)
+
+    @property
+    @abstractmethod
+    def local(self) -> bool:
+        """Whether the server shares this host's /dev/shm (system shared memory possible)."""
+
+    @abstractmethod
+    def start(self) -> None: ...
+
+    @abstractmethod
+    def stop(self) -> None: ...
+
+    @abstractmethod
+    def is_alive(self) -> bool: ...
+
+    def log_tail(self, lines: int = 40) -> str:
+        return ""
+
+    def describe(self) -> str:
+        return f"{self.name} server at {self.http_url}"
+
+    def check_alive(self) -> None:
+        if not self.is_alive():
+            raise ServerDied(f"{self.describe()} is not running\n{self.log_tail()}")
+
+    def client(self, timeout: float = 120.0):
+        import tritonclient.http as httpclient
+
+        return httpclient.InferenceServerClient(self.http_url, connection_timeout=timeout, network_timeout=timeout)
+
+    def load(self, deployment_dir: str | Path) -> str:
+        """Load (or reload) a deployment by its directory; returns the model name once it is ready."""
+        from tritonclient.utils import InferenceServerException
+
+        name = Path(deployment_dir).name
+        client = self.client(timeout=600.0)
+        try:
+            client.load_model(name, **self._load_arguments(Path(deployment_dir)))
+        except InferenceServerException as exc:
+            message = str(exc)
+            if "explicit" in message.lower() or "not allowed" in message.lower():
+                if client.is_model_ready(name):
+                    return name
+                raise ModelControlUnavailable(
+                    f"{self.describe()} does not allow loading models ({message.strip()}), and model {name!r} is "
+                    f"not ready there: start that server with --model-control-mode=explicit, or load {name!r} on it "
+                    f"yourself") from None
+            raise ServerError(f"loading {name!r} on {self.describe()} failed: {message}\n{self.log_tail()}") from None
+        except Exception as exc:
+            self.check_alive()
+            raise ServerError(f"loading {name!r} on {self.describe()} failed: {exc}\n{self.log_tail()}") from None
+        finally:
+            client.close()
+        return name
+
+    def _load_arguments(self, deployment_dir: Path) -> dict:
+        return {}
+
+    def unload(self, name: str) -> None:
+        from tritonclient.utils import InferenceServerException
+
+        client = self.client()
+        try:
+            client.unload_model(name)
+        except InferenceServerException:
+            pass  # a server without explicit model control keeps its models: nothing to undo
+        finally:
+            client.close()
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_shm() -> list[str]:
+    """Remove python-backend regions of earlier launches whose owning process is gone (e.g. killed with -9)."""
+    removed = []
+    for path in SHM_DIR.glob(f"{SHM_PREFIX}*"):
+        match = re.match(rf"{SHM_PREFIX}(\d+)x", path.name)
+        if match and not _pid_alive(int(match.group(1))):
+            path.unlink(missing_ok=True)
+            removed.append(path.name)
+    return removed
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def pytriton_paths() -> dict[str, Path]:
+    """Locations inside the nvidia-pytriton wheel: the binary, its libraries, the python backend and stubs."""
+    try:
+        import pytriton
+    except ImportError:
+        raise ServerError("the embedded server needs the nvidia-pytriton package (pip install nvidia-pytriton)") from None
+    root = Path(pytriton.__file__).parent / "tritonserver"
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    paths = {
+        "binary": root / "bin" / "tritonserver",
+        "libs": root.parent.parent / "nvidia_pytriton.libs",
+        "python_backend": root / "backends" / "python",
+        "stub": root / "python_backend_stubs" / version / "triton_python_backend_stub",
+    }
+    missing = [f"{k}: {v}" for k, v in paths.items() if not v.exists()]
+    if missing:
+        raise ServerError(f"nvidia-pytriton is missing parts the embedded server needs: {'; '.join(missing)}")
+    return paths
+
+
+class EmbeddedServer(TritonServer):
+    """The real ``tritonserver`` from the nvidia-pytriton wheel, run as a child process on this host."""
+
+    name = "embedded"
+
+    def __init__(self, model_repository: str | Path, log_dir: str | Path, startup_timeout: float = 120.0,
+                 extra_args: tuple[str, ...] = (), model_control_mode: str = "explicit", port_attempts: int = 3):
+        self.model_repository = Path(model_repository).resolve()
+        self.log_dir = Path(log_dir)
+        self.startup_timeout = startup_timeout
+        self.extra_args = tuple(extra_args)
+        self.model_control_mode = model_control_mode
+        self.port_attempts = port_attempts
+        self.process: subprocess.Popen | None = None
+        self.log_path: Path | None = None
+        self.shm_prefix = ""
+        self.ports: dict[str, int] = {}
+        self.http_url = ""
+        self._backend_dir: Path | None = None
+
+    @property
+    def local(self) -> bool:
+        return True
+
+    def _environment(self, paths: dict[str, Path]) -> dict[str, str]:
+        env = dict(os.environ)
+        libdirs = [str(paths["libs"]), sysconfig.get_config_var("LIBDIR") or ""]
+        env["LD_LIBRARY_PATH"] = os.pathsep.join([d for d in libdirs if d] + [env.get("LD_LIBRARY_PATH", "")]).strip(os.pathsep)
+        # The python-backend stub embeds Python in isolated mode (PYTHONPATH is ignored) and finds its prefix
+        # through the "python3" first on PATH: this interpreter's bin directory first makes the stub use this
+        # environment (a venv included), so it imports the runner, the runtimes and numpy from here.
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+        env.setdefault("OMP_NUM_THREADS", "1")
+        return env
+
+    def _command(self, paths: dict[str, Path]) -> list[str]:
+        p = self.ports
+        return [
+            str(paths["binary"]),
+            f"--model-repository={self.model_repository}",
+            f"--backend-directory={self._backend_dir}",
+            f"--model-control-mode={self.model_control_mode}",
+            "--http-address=127.0.0.1", f"--http-port={p['http']}",
+            "--grpc-address=127.0.0.1", f"--grpc-port={p['grpc']}",
+            "--metrics-address=127.0.0.1", f"--metrics-port={p['metrics']}",
+            "--allow-metrics=true", "--allow-gpu-metrics=false",
+            f"--backend-config=python,shm-region-prefix-name={self.shm_prefix}",
+            "--exit-timeout-secs=10", "--strict-readiness=true",
+            *self.extra_args,
+        ]
+
+    def choose_ports(self) -> dict[str, int]:
+        ports: dict[str, int] = {}
+        while len(set(ports.values())) < 3:
+            ports = {"http": free_port(), "grpc": free_port(), "metrics": free_port()}
+        return ports
+
+    def start(self) -> None:
+        if self.process is not None:
+            return
+        sweep_stale_shm()
+        paths = pytriton_paths()
+        self.model_repository.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._backend_dir = Path(tempfile.mkdtemp(prefix="tritonsuite-backends-"))
+        python_dir = self._backend_dir / "python"
+        shutil.copytree(paths["python_backend"], python_dir, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy2(paths["stub"], python_dir / "triton_python_backend_stub")
+        last_error = None
+        for _ in range(self.port_attempts):
+            try:
+                self._start_once(paths)
+                return
+            except _PortClash as exc:
+                last_error = exc
+        self._cleanup()
+        raise ServerError(f"tritonserver could not bind its ports after {self.port_attempts} attempts: {last_error}")
+
+    def _start_once(self, paths: dict[str, Path]) -> None:
+        launch = next(_launch_counter)
+        self.shm_prefix = f"{SHM_PREFIX}{os.getpid()}x{launch}_"
+        self.ports = self.choose_ports()
+        self.http_url = f"127.0.0.1:{self.ports['http']}"
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        self.log_path = self.log_dir / f"tritonserver-{stamp}-{os.getpid()}-{launch}.log"
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(self._command(paths), stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, env=self._environment(paths),
+                                            start_new_session=True, preexec_fn=_die_with_parent)
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                tail = self.log_tail()
+                self._reap()
+                if "address already in use" in tail.lower() or "failed to bind" in tail.lower():
+                    raise _PortClash(tail.strip().splitlines()[-1] if tail.strip() else "port in use")
+                raise ServerError(f"tritonserver exited with code {self.process.returncode} during start-up "
+                                  f"(log: {self.log_path})\n{tail}")
+            if self._ready():
+                return
+            time.sleep(0.1)
+        tail = self.log_tail()
+        self.stop()
+        raise ServerError(f"tritonserver was not ready within {self.startup_timeout:.0f} s (log: {self.log_path})\n{tail}")
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://{self.http_url}/v2/health/ready", timeout=1.0) as response:
+                return response.status == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def is_alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_tail(self, lines: int = 40) -> str:
+        if not self.log_path or not self.log_path.exists():
+            return ""
+        text = self.log_path.read_text(errors="replace").splitlines()
+        return "--- tritonserver log tail ({}) ---\n{}".format(self.log_path, "\n".join(text[-lines:]))
+
+    def describe(self) -> str:
+        return f"embedded tritonserver (pid {self.process.pid if self.process else '-'}) at {self.http_url}"
+
+    def _reap(self) -> None:
+        """Kill whatever is left of the process group and remove this launch's shared-memory regions."""
+        if self.process is None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        # stubs that outlived the group kill (they poll their parent) get a moment to exit
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and _group_alive(self.process.pid):
+            time.sleep(0.05)
+        for path in SHM_DIR.glob(f"{self.shm_prefix}*"):
+            path.unlink(missing_ok=True)
+        self.process = None
+
+    def stop(self) -> None:
+        if self.process is not None:
+            if self.process.poll() is None:
+                try:
+                    os.killpg(self.process.pid, signal.SIGTERM)
+                    self.process.wait(timeout=15)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    pass
+            self._reap()
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self._backend_dir is not None:
+            shutil.rmtree(self._backend_dir, ignore_errors=True)
+            self._backend_dir = None
+
+
+class _PortClash(Exception):
+    pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+class RemoteServer(TritonServer):
+    """A Triton server run by someone else, reached at ``--triton-url host:port`` (HTTP).
+
+    Deployments are uploaded with the load request (config and files travel in the request), so the remote
+    server does not need to see this host's model repository; it needs the python backend and tritonsuite on
+    its PYTHONPATH for the suite's python-backend deployments.
+    """
+
+    name = "remote"
+
+    def __init__(self, url: str, timeout: float = 10.0):
+        if not url:
+            raise ServerError("--server remote needs --triton-url host:port")
+        parts = urlsplit(url if "//" in url else f"http://{url}")
+        if parts.scheme not in ("http", "") or not parts.hostname or not parts.port:
+            raise ServerError(f"--triton-url {url!r} is not an HTTP host:port (e.g. 127.0.0.1:8000)")
+        self.http_url = f"{parts.hostname}:{parts.port}"
+        self.timeout = timeout
+
+    @property
+    def local(self) -> bool:
+        return self.http_url.split(":")[0] in ("127.0.0.1", "localhost", "::1")
+
+    def start(self) -> None:
+        client = self.client(timeout=self.timeout)
+        try:
+            live = client.is_server_live()
+        except Exception as exc:
+            raise ServerError(f"remote Triton at {self.http_url} is not reachable: {exc}") from None
+        finally:
+            client.close()
+        if not live:
+            raise ServerError(f"remote Triton at {self.http_url} answers but is not live")
+
+    def stop(self) -> None:
+        pass  # not ours to stop
+
+    def is_alive(self) -> bool:
+        client = self.client(timeout=self.timeout)
+        try:
+            return bool(client.is_server_live())
+        except Exception:
+            return False
+        finally:
+            client.close()
+
+    def _load_arguments(self, deployment_dir: Path) -> dict:
+        from tritonsuite.repository import read_config
+        from google.protobuf import json_format
+
+        config = json.dumps(json_format.MessageToDict(read_config(deployment_dir), preserving_proto_field_name=True))
+        files = {f"file:{p.relative_to(deployment_dir)}": p.read_bytes()
+                 for p in sorted(deployment_dir.rglob("*")) if p.is_file() and p.name != "config.pbtxt"}
+        return {"config": config, "files": files}
+
+
+LAUNCHERS = {"embedded": EmbeddedServer, "remote": RemoteServer}
+
+
+def make_server(kind: str, *, model_repository: str | Path, log_dir: str | Path, triton_url: str = "",
+                **options) -> TritonServer:
+    if kind == "embedded":
+        return EmbeddedServer(model_repository, log_dir, **options)
+    if kind == "remote":
+        return RemoteServer(triton_url)
+    raise ValueError(f"unknown server {kind!r}; valid choices: {', '.join(LAUNCHERS)}")

@@ -1,0 +1,136 @@
+"""Typed description of a model the suite can export, deploy, check and measure.
+
+A model is a :class:`ModelSpec`: how to build the eager torch module, its serving signature (Triton tensor names,
+dtypes, per-sample shapes), which export formats and precisions it supports, example inputs for performance runs,
+and its accuracy task (data plus the metrics that compare a deployment with its eager reference).
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+FORMATS = ("ts-trace", "ts-script", "onnx")
+PRECISIONS = ("fp32", "fp16")
+
+# numpy dtype name -> Triton data type (model configuration enum name without TYPE_, and the protocol name)
+TRITON_DTYPES = {
+    "bool": "BOOL", "uint8": "UINT8", "int8": "INT8", "int16": "INT16", "int32": "INT32", "int64": "INT64",
+    "float16": "FP16", "float32": "FP32", "float64": "FP64",
+}
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One input or output of the serving signature; ``shape`` excludes the batch dimension (-1 = dynamic)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+    @property
+    def triton_dtype(self) -> str:
+        return TRITON_DTYPES[self.dtype]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A task metric computed on a deployment's outputs, with the threshold it must meet."""
+
+    name: str
+    value: float
+    threshold: float
+    higher_is_better: bool = True
+    worst: str = ""  # the worst example, named, for the failure message
+
+    @property
+    def passed(self) -> bool:
+        if not np.isfinite(self.value):
+            return False
+        return self.value >= self.threshold if self.higher_is_better else self.value <= self.threshold
+
+    def describe(self) -> str:
+        op = ">=" if self.higher_is_better else "<="
+        text = f"{self.name} = {self.value:.4f} (threshold {op} {self.threshold:.4f})"
+        return f"{text}; worst example: {self.worst}" if self.worst else text
+
+
+@dataclass
+class AccuracyData:
+    """Inputs for an accuracy run, and the task metrics that compare served outputs with reference outputs.
+
+    ``score(served, reference, precision)`` gets dicts output-name -> array over all samples and returns metrics.
+    """
+
+    inputs: dict[str, np.ndarray]
+    score: Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray], str], list[Metric]]
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Everything the suite needs to know about one model at one size.
+
+    ``build(checkpoint)`` returns an eval-mode ``torch.nn.Module`` whose ``forward`` takes the inputs in signature
+    order (as tensors of the signature dtypes, batch first) and returns a tuple of outputs in signature order.
+    """
+
+    name: str
+    size: str
+    build: Callable[[Path | None], Any]
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    example_inputs: Callable[[int, int], dict[str, np.ndarray]]  # (batch_size, seed) -> inputs
+    formats: tuple[str, ...] = FORMATS
+    precisions: tuple[str, ...] = PRECISIONS
+    # per precision, per output name: (atol, rtol) for artifact-vs-eager and Triton-vs-eager comparisons
+    tolerances: Mapping[str, Mapping[str, tuple[float, float]]] = field(default_factory=dict)
+    # (user dataset or None, user checkpoint or None) -> data; None when the model has no accuracy task
+    accuracy_data: Callable[[Path | None, Path | None], AccuracyData] | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)  # architecture hyper-parameters, part of the cache key
+    weights_files: Callable[[], Sequence[Path]] = lambda: ()  # files whose content determines the weights
+    parameters: Mapping[str, Any] = field(default_factory=dict)  # extra rows for the report's parameter table
+    description: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}:{self.size}"
+
+    def tolerance(self, precision: str, output: str) -> tuple[float, float]:
+        per_output = self.tolerances.get(precision) or self.tolerances.get("fp32") or {}
+        return per_output.get(output, (1e-4, 1e-4))
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What identifies the built module (for cache keys): name, size, signature, config."""
+        return {
+            "name": self.name,
+            "size": self.size,
+            "inputs": [dataclasses.astuple(t) for t in self.inputs],
+            "outputs": [dataclasses.astuple(t) for t in self.outputs],
+            "config": dict(self.config),
+        }
+
+
+_FILE_HASHES: dict[tuple[str, int, int], str] = {}
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file's content, remembered per (path, size, mtime) within the process."""
+    st = path.stat()
+    memo = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if memo not in _FILE_HASHES:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        _FILE_HASHES[memo] = h.hexdigest()
+    return _FILE_HASHES[memo]
+
+
+def stable_hash(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()

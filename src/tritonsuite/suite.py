@@ -1,0 +1,242 @@
+"""A run of the suite: profile × model specs × server, turned into cases, deployments and recorded rows.
+
+This is what the pytest glue drives, and what a plain script can drive the same way::
+
+    profile = load_profile("cpu", "fixtures/profiles")
+    with EmbeddedServer("model_repos", "reports/logs") as server:
+        suite = Suite(profile, default_registry(), server, Path("model_repos"), Path("model_repos/.cache"),
+                      Path("reports"), run_id="my-run")
+        for case in suite.cases("offline"):
+            suite.run_performance(case)
+    write_reports("reports", "my-run")
+"""
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from tritonsuite import export as export_mod
+from tritonsuite.accuracy import AccuracyResult, evaluate
+from tritonsuite.measure import LoadPoint, Measurement, measure
+from tritonsuite.models import Registry
+from tritonsuite.profiles import ModelProfile, Profile
+from tritonsuite.report import RawWriter, raw_path
+from tritonsuite.repository import DeploymentConfig, build_deployment, deployment_name
+from tritonsuite.server import TritonServer
+from tritonsuite.spec import ModelSpec
+
+SCENARIOS = ("offline", "online", "accuracy")
+FORMAT_NAMES = {"onnx": "ONNX", "ts-trace": "TorchScript Trace", "ts-script": "TorchScript Script"}
+RUNTIME_NAMES = {"onnx": "onnxruntime", "ts-trace": "torch (TorchScript)", "ts-script": "torch (TorchScript)"}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test point: a deployment (model, format, precision, scenario) and, for performance, a load point."""
+
+    model: str
+    format: str
+    precision: str
+    scenario: str
+    batch_size: int = 0
+    concurrency: int = 0
+
+    @property
+    def id(self) -> str:
+        parts = [self.model, self.format, self.precision]
+        if self.scenario == "offline":
+            parts.append(f"batch{self.batch_size}")
+        elif self.scenario == "online":
+            parts.append(f"concurrency{self.concurrency}")
+        return "-".join(parts)
+
+
+@dataclass
+class Deployment:
+    name: str
+    spec: ModelSpec
+    artifact: export_mod.Artifact
+    config: DeploymentConfig
+    directory: Path
+
+
+def profile_cases(profile: Profile, scenario: str) -> list[Case]:
+    """The cases a profile asks for in a scenario, in a stable order (model, format, precision, sweep value)."""
+    if scenario not in SCENARIOS:
+        raise ValueError(f"unknown scenario {scenario!r}; valid choices: {', '.join(SCENARIOS)}")
+    cases = []
+    for model, mp in profile.models.items():
+        for fmt in mp.formats:
+            for precision in mp.precisions:
+                if scenario == "offline":
+                    cases += [Case(model, fmt, precision, scenario, batch_size=b) for b in mp.offline.batch_sizes]
+                elif scenario == "online":
+                    cases += [Case(model, fmt, precision, scenario, batch_size=mp.online.batch_size, concurrency=c)
+                              for c in mp.online.concurrency]
+                else:
+                    cases.append(Case(model, fmt, precision, scenario, batch_size=mp.max_batch_size))
+    return cases
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+@dataclass
+class Suite:
+    profile: Profile
+    registry: Registry
+    server: TritonServer
+    repository_dir: Path
+    cache_dir: Path
+    reports_dir: Path
+    run_id: str
+    worker: str = "main"
+    checkpoints: Mapping[str, Path] = field(default_factory=dict)
+    datasets: Mapping[str, Path] = field(default_factory=dict)
+    _modules: dict = field(default_factory=dict, repr=False)
+    _deployments: dict = field(default_factory=dict, repr=False)
+    _writers: dict = field(default_factory=dict, repr=False)
+
+    # ------------------------------------------------------------------------------------------------- cases
+    def model_profile(self, model: str) -> ModelProfile:
+        return self.profile.models[model]
+
+    def spec(self, model: str) -> ModelSpec:
+        return self.registry.get(model, self.model_profile(model).size)
+
+    def cases(self, scenario: str) -> list[Case]:
+        return profile_cases(self.profile, scenario)
+
+    # ------------------------------------------------------------------------------------------- deployments
+    def eager_module(self, model: str):
+        if model not in self._modules:
+            self._modules[model] = self.spec(model).build(self.checkpoints.get(model))
+        return self._modules[model]
+
+    def deployment(self, model: str, fmt: str, precision: str, scenario: str) -> Deployment:
+        """Export (cached), write the model repository entry and load it on the server, once per session.
+
+        A failure (export unsupported, mismatch, load error) is remembered and raised again for later cases of
+        the same deployment, so they fail or skip at once.
+        """
+        repo_scenario = "online" if scenario == "online" else "offline"  # accuracy runs on the static deployment
+        key = (model, fmt, precision, repo_scenario)
+        if key not in self._deployments:
+            try:
+                self._deployments[key] = self._deploy(model, fmt, precision, repo_scenario)
+            except Exception as exc:
+                self._deployments[key] = exc
+        found = self._deployments[key]
+        if isinstance(found, Exception):
+            raise found
+        self.server.check_alive()
+        return found
+
+    def _deploy(self, model: str, fmt: str, precision: str, scenario: str) -> Deployment:
+        spec = self.spec(model)
+        export_mod.check_supported(spec, fmt, precision)
+        self.server.check_alive()
+        artifact = export_mod.export(spec, fmt, precision, self.cache_dir, checkpoint=self.checkpoints.get(model),
+                                     module=self.eager_module(model) if precision == "fp32" else None)
+        config = self.model_profile(model).deployment_config(scenario)
+        name = deployment_name(spec, fmt, precision, scenario)
+        directory = build_deployment(self.repository_dir, name, spec, artifact, config)
+        self.server.load(directory)
+        return Deployment(name, spec, artifact, config, directory)
+
+    def parameters(self, deployment: Deployment) -> dict:
+        """The report's "Parameter Name | Parameter Value" table for a deployment."""
+        art, cfg = deployment.artifact, deployment.config
+        gpu = self.profile.gpu if self.profile.device != "cpu" else f"none (CPU: {cpu_name()})"
+        params = {
+            "GPU": gpu,
+            "Backend": f"python backend ({RUNTIME_NAMES[art.format]})",
+            "Backend accelerator": "-",
+            "Precision": art.precision.upper(),
+            "Model format": FORMAT_NAMES[art.format],
+            "Max batch size": cfg.max_batch_size,
+            "Number of model instances": cfg.instance_count,
+            "Export format": art.format,
+            "Device kind": cfg.instance_kind.replace("KIND_", "").lower(),
+            "Model": f"{deployment.spec.key} ({deployment.spec.description})",
+            "Threads per instance": cfg.intra_op_threads or "runtime default",
+            "Server": self.server.describe(),
+        }
+        if cfg.dynamic_batching:
+            params["Preferred batch sizes"] = " ".join(map(str, cfg.preferred_batch_sizes)) or "-"
+            params["Max queue delay (us)"] = cfg.max_queue_delay_microseconds
+        params.update(deployment.spec.parameters)
+        params["Export max abs error"] = ", ".join(f"{k} {v:.2g}" for k, v in art.max_abs_error.items())
+        return params
+
+    # --------------------------------------------------------------------------------------------- recording
+    def record(self, scenario: str, record: dict) -> None:
+        if scenario not in self._writers:
+            self._writers[scenario] = RawWriter(raw_path(self.reports_dir, scenario, self.run_id, self.worker))
+        record.setdefault("run_id", self.run_id)
+        record.setdefault("timestamp", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        self._writers[scenario].append(record)
+
+    # ------------------------------------------------------------------------------------------------- runs
+    def run_performance(self, case: Case) -> Measurement:
+        """Measure one offline or online point and append its row to reports/raw before returning it."""
+        deployment = self.deployment(case.model, case.format, case.precision, case.scenario)
+        spec = deployment.spec
+        shared_memory = case.scenario == "offline" and self.server.local
+        point = LoadPoint(case.batch_size, case.concurrency or 1, shared_memory=shared_memory)
+        inputs = spec.example_inputs(case.batch_size, 0)
+        result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement)
+        if case.scenario == "offline" and not shared_memory:
+            result.reasons.append("server is not on this host: inputs and outputs sent over HTTP, not shared memory")
+        self.record(case.scenario, result.to_record(run_id=self.run_id, scenario=case.scenario, model=case.model,
+                                                    deployment=deployment.name,
+                                                    parameters=self.parameters(deployment)))
+        return result
+
+    def run_accuracy(self, case: Case) -> AccuracyResult:
+        """Run the model's accuracy data through Triton at the max batch size and judge it against eager."""
+        deployment = self.deployment(case.model, case.format, case.precision, "accuracy")
+        spec = deployment.spec
+        if spec.accuracy_data is None:
+            raise export_mod.ExportUnsupported(f"{spec.key} defines no accuracy task")
+        data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoints.get(case.model))
+        reference = export_mod.eager_runner(self.eager_module(case.model), spec)
+        client = self.server.client()
+        try:
+            result = evaluate(spec, deployment.name, case.precision, data, served_infer(client, deployment.name, spec),
+                              reference, deployment.config.max_batch_size)
+        finally:
+            client.close()
+        record = result.to_record()
+        record["parameters"] = self.parameters(deployment)
+        self.record("accuracy", record)
+        return result
+
+
+def served_infer(client, model_name: str, spec: ModelSpec):
+    """A dict-in/dict-out callable that runs one batch through Triton over HTTP."""
+    import tritonclient.http as httpclient
+    from tritonclient.utils import np_to_triton_dtype
+
+    def infer(inputs):
+        tensors = []
+        for t in spec.inputs:
+            array = inputs[t.name]
+            tensor = httpclient.InferInput(t.name, list(array.shape), np_to_triton_dtype(array.dtype))
+            tensor.set_data_from_numpy(array, binary_data=True)
+            tensors.append(tensor)
+        outputs = [httpclient.InferRequestedOutput(t.name, binary_data=True) for t in spec.outputs]
+        result = client.infer(model_name, tensors, outputs=outputs)
+        return {t.name: result.as_numpy(t.name) for t in spec.outputs}
+
+    return infer
