@@ -82,13 +82,20 @@ class AccuracyResult:
         return not self.failures
 
     def to_record(self) -> dict:
+        metrics, thresholds, status = {}, {}, {}
+        for m in self.metrics:
+            metrics[m.name] = m.value
+            thresholds[m.name] = f"{'>=' if m.higher_is_better else '<='} {m.threshold:.4g}"
+            status[m.name] = "OK" if m.passed else "FAILED"
+        for c in self.comparisons:
+            metrics[f"{c.name} max abs error"] = c.max_abs_error
+            thresholds[f"{c.name} max abs error"] = f"each element within atol {c.atol:g} + rtol {c.rtol:g} x |ref|"
+            status[f"{c.name} max abs error"] = "OK" if c.passed else f"FAILED ({c.mismatched}/{c.total})"
+            metrics[f"{c.name} max rel error"] = c.max_rel_error
         return {
             "scenario": "accuracy", "model": self.model, "deployment": self.deployment, "precision": self.precision,
             "samples": self.samples, "description": self.description,
-            "metrics": {m.name: m.value for m in self.metrics},
-            "thresholds": {m.name: m.threshold for m in self.metrics},
-            "outputs": {c.name: {"max_abs_error": c.max_abs_error, "max_rel_error": c.max_rel_error,
-                                 "atol": c.atol, "rtol": c.rtol, "mismatched": c.mismatched} for c in self.comparisons},
+            "metrics": metrics, "thresholds": thresholds, "metric_status": status,
             "status": "OK" if self.passed else "FAILED", "valid": self.passed, "reasons": self.failures,
             "seconds": round(self.seconds, 3),
         }

@@ -506,6 +506,9 @@ def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[st
     """
     rows = list(rows)
     out = [f"# {_model_title(model)} {scenario} results", ""]
+    for description in _distinct(row.get("description") for row in rows):
+        if description:
+            out += [f"Data: {description}.", ""]
     table = []
     for row in rows:
         metrics = row.get("metrics")
@@ -514,8 +517,10 @@ def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[st
         flat = _flatten("", metrics) or [("-", None)]
         for name, value in flat:
             threshold = _threshold_for(row.get("thresholds"), name)
+            per_metric = row.get("metric_status") or {}
             table.append([str(row.get("deployment") or "-"), name, _format_value(value),
-                          _format_value(threshold), _status(row)])
+                          _format_value(threshold) if threshold is not None else "-",
+                          str(per_metric.get(name, "-" if per_metric else _status(row)))])
     if table:
         out += [_pipe_table(["deployment", "metric", "value", "threshold", "status"], table, align="left"), ""]
     else:

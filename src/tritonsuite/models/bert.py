@@ -100,10 +100,14 @@ def _example_inputs(seq_len: int, vocab_size: int):
         question_len = max(2, seq_len // 8)
         ids[:, 0] = 101  # [CLS]
         ids[:, question_len] = 102  # [SEP]
-        ids[:, -1] = 102
         segments = np.zeros((batch_size, seq_len), np.int32)
         segments[:, question_len + 1:] = 1
-        mask = np.ones((batch_size, seq_len), np.int32)
+        # padded like real features: each sample keeps 60-100% of the sequence, the rest is [PAD] and masked
+        lengths = rng.integers(int(seq_len * 0.6), seq_len + 1, size=batch_size)
+        mask = (np.arange(seq_len)[None, :] < lengths[:, None]).astype(np.int32)
+        ids[mask == 0] = 0
+        segments[mask == 0] = 0
+        ids[np.arange(batch_size), lengths - 1] = 102  # [SEP] closes every sample
         return {"input__0": ids, "input__1": segments, "input__2": mask}
 
     return make

@@ -1,0 +1,126 @@
+"""Self-benchmark: how much does serving through Triton, and measuring with this suite, cost?
+
+One run prints, side by side:
+(a) in-process onnxruntime throughput vs through-Triton offline throughput for the profile's BERT at its largest
+    offline batch size, as a ratio (target >= 0.9);
+(b) p50 latency at batch 1 in-process vs through Triton, and the difference (target <= 0.5 ms);
+(c) the load generator's highest sustained request rate against a trivial model (identity), with its own CPU use
+    (target >= 5,000 requests/s).
+
+Usage: ``tritonsuite-selfbench [--gpu cpu] [--seconds 5]`` (or ``python -m tritonsuite.selfbench``).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from tritonsuite.export import export
+from tritonsuite.measure import LoadPoint, MeasurementSettings, measure
+from tritonsuite.models import default_registry
+from tritonsuite.profiles import load_profile
+from tritonsuite.repository import DeploymentConfig, build_deployment, deployment_name
+from tritonsuite.runtime import ArtifactRunner
+from tritonsuite.server import EmbeddedServer
+from tritonsuite.suite import cpu_name
+
+ROOT = Path(__file__).resolve().parents[2]
+CEILING_CONCURRENCY = (1, 4, 8, 16, 32)
+
+
+def in_process(runner: ArtifactRunner, inputs: dict, seconds: float) -> tuple[float, float]:
+    """(inferences/second, p50 latency ms) of the artifact called directly, after a short warm-up."""
+    batch = len(next(iter(inputs.values())))
+    for _ in range(3):
+        runner(inputs)
+    latencies = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end or len(latencies) < 10:
+        t0 = time.perf_counter()
+        runner(inputs)
+        latencies.append(time.perf_counter() - t0)
+    return batch * len(latencies) / sum(latencies), float(np.percentile(latencies, 50) * 1e3)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--gpu", default="cpu", help="profile (fixtures/profiles/<name>.yaml)")
+    parser.add_argument("--profiles-dir", default=str(ROOT / "fixtures" / "profiles"))
+    parser.add_argument("--model", default="bert")
+    parser.add_argument("--seconds", type=float, default=5.0, help="in-process timing per point")
+    parser.add_argument("--cache-dir", default=str(ROOT / "model_repos" / ".cache"))
+    args = parser.parse_args(argv)
+
+    profile = load_profile(args.gpu, args.profiles_dir)
+    if args.model not in profile.models:
+        parser.error(f"--model {args.model!r} is not in profile {args.gpu!r}; valid choices: {', '.join(profile.models)}")
+    mp = profile.models[args.model]
+    registry = default_registry()
+    spec, trivial = registry.get(args.model, mp.size), registry.get("identity", "tiny")
+    big = max(mp.offline.batch_sizes)
+    print(f"tritonsuite self-benchmark on {cpu_name()} ({os.cpu_count()} cores), profile {args.gpu}: "
+          f"{spec.key} onnx fp32, batch {big} and 1; {mp.intra_op_threads or 'default'} threads per instance")
+
+    artifact = export(spec, "onnx", "fp32", args.cache_dir)
+    runner = ArtifactRunner(artifact.path, "onnx", [t.name for t in spec.inputs], [t.name for t in spec.outputs],
+                            threads=mp.intra_op_threads or None)
+    inputs_big, inputs_one = spec.example_inputs(big, 0), spec.example_inputs(1, 0)
+    local_tput, _ = in_process(runner, inputs_big, args.seconds)
+    _, local_p50 = in_process(runner, inputs_one, args.seconds)
+    del runner
+
+    settings = profile.measurement
+    with tempfile.TemporaryDirectory(prefix="tritonsuite-selfbench-") as tmp:
+        with EmbeddedServer(Path(tmp) / "repo", ROOT / "reports" / "logs") as server:
+            name = deployment_name(spec, "onnx", "fp32", "offline")
+            server.load(build_deployment(Path(tmp) / "repo", name, spec, artifact, mp.deployment_config("offline")))
+            served_big = measure(server, name, inputs_big, spec.outputs, LoadPoint(big, 1, True), settings)
+            served_one = measure(server, name, inputs_one, spec.outputs, LoadPoint(1, 1, True), settings)
+            server.unload(name)
+
+            trivial_artifact = export(trivial, "onnx", "fp32", args.cache_dir)
+            trivial_name = deployment_name(trivial, "onnx", "fp32", "online")
+            config = DeploymentConfig(max_batch_size=64, dynamic_batching=True, preferred_batch_sizes=(),
+                                      max_queue_delay_microseconds=0, intra_op_threads=1)
+            server.load(build_deployment(Path(tmp) / "repo", trivial_name, trivial, trivial_artifact, config))
+            ceiling = [measure(server, trivial_name, trivial.example_inputs(1, 0), trivial.outputs, LoadPoint(1, c),
+                               MeasurementSettings(window_ms=1000, stability_percentage=10, max_trials=10))
+                       for c in CEILING_CONCURRENCY]
+
+    served_tput = served_big.result["Inferences/Second"]
+    served_p50 = served_one.result["p50 latency"]
+    best = max((m for m in ceiling if m.valid), key=lambda m: m.result["Inferences/Second"], default=None)
+    rows = [
+        ("(a) throughput, batch %d (inf/s)" % big, f"{local_tput:.1f}", f"{served_tput:.1f}",
+         f"ratio {served_tput / local_tput:.3f}", ">= 0.9"),
+        ("(b) p50 latency, batch 1 (ms)", f"{local_p50:.2f}", f"{served_p50:.2f}",
+         f"overhead {served_p50 - local_p50:+.2f} ms", "<= 0.5 ms"),
+    ]
+    if best is not None:
+        rows.append(("(c) load generator vs identity (req/s)", "-", f"{best.result['Inferences/Second']:.0f}",
+                     f"at concurrency {best.point.concurrency}, client CPU {best.meta['client_cpu_percent']:.0f}%",
+                     ">= 5000"))
+    print()
+    print("| measure | in-process | through Triton | comparison | target |")
+    print("|:--|--:|--:|:--|:--|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print()
+    print("load generator against identity (batch 1, dynamic batching):")
+    print("| concurrency | requests/s | p50 (ms) | client CPU (% of a core) | status |")
+    print("|--:|--:|--:|--:|:--|")
+    for m in ceiling:
+        print(f"| {m.point.concurrency} | {m.result['Inferences/Second']:.0f} | {m.result['p50 latency']:.2f} | "
+              f"{m.meta['client_cpu_percent']:.0f} | {m.status} {'; '.join(m.reasons)} |")
+    for label, m in (("batch %d" % big, served_big), ("batch 1", served_one)):
+        if not m.valid:
+            print(f"note: the through-Triton {label} row is {m.status}: {'; '.join(m.reasons)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

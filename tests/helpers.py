@@ -1,0 +1,42 @@
+"""Helpers for the suite's own integration tests (not used by the scenario tests)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TINY_PROFILE = """
+device: cpu
+gpu: none (CPU only)
+measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 25, max_trials: 8, warmup_ms: 200}
+models:
+  bert:
+    size: tiny
+    formats: [onnx, ts-trace, ts-script]
+    precisions: [fp32]
+    max_batch_size: 4
+    intra_op_threads: 1
+    offline: {batch_sizes: [1, 4]}
+    online: {batch_size: 1, concurrency: [1, 2], preferred_batch_sizes: [2, 4], max_queue_delay_microseconds: 200}
+"""
+
+
+def run_pytest(args: list[str], tmp_path: Path, profile: str = TINY_PROFILE, timeout: float = 600) \
+        -> subprocess.CompletedProcess:
+    """Run the suite as a user would, in a subprocess, against a profile and report directory in tmp_path."""
+    profiles = tmp_path / "profiles"
+    profiles.mkdir(exist_ok=True)
+    (profiles / "tiny.yaml").write_text(profile)
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={ROOT}",
+               f"--profiles-dir={profiles}", f"--reports-dir={tmp_path / 'reports'}",
+               f"--repository-dir={tmp_path / 'repos'}", *args]
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env,
+                          stdin=subprocess.DEVNULL)
+
+
+def leftover_shm(prefix: str) -> list[str]:
+    return [p.name for p in Path("/dev/shm").glob(f"{prefix}*")]

@@ -1,0 +1,40 @@
+"""End to end as a user runs it: tiny BERT exported, served by the embedded Triton, checked, measured, reported."""
+import json
+
+import pytest
+
+from tests.helpers import leftover_shm, run_pytest
+
+pytestmark = pytest.mark.smoke
+
+
+def test_offline_online_accuracy_end_to_end(tmp_path):
+    result = run_pytest(["--gpu", "tiny", "-m", "offline or online or accuracy", "-q", "-rs", "-p", "no:warnings",
+                         "--formats", "onnx,ts-trace,ts-script"], tmp_path)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    # ts-script cannot compile transformers' BERT: skipped with the reason, every other case passed
+    assert "10 passed, 5 skipped" in out, out
+    assert "torch.jit.script cannot compile bert:tiny" in out
+
+    reports = tmp_path / "reports"
+    rows = [json.loads(line) for f in (reports / "raw").glob("*.jsonl") for line in f.read_text().splitlines()]
+    perf = [r for r in rows if r["scenario"] in ("offline", "online")]
+    assert len(perf) == 8 and all(r["status"] == "OK" and r["valid"] for r in perf)
+    for r in perf:
+        m = r["measurement"]
+        assert m["requests_sent"] == m["server_success_delta"] > 0
+        assert r["result"]["Inferences/Second"] > 0 and r["result"]["p99 latency"] >= r["result"]["p50 latency"]
+    assert {r["measurement"]["shared_memory"] for r in perf if r["scenario"] == "offline"} == {"system"}
+    accuracy = [r for r in rows if r["scenario"] == "accuracy"]
+    assert len(accuracy) == 2 and all(r["metrics"]["f1_vs_reference"] == 100.0 for r in accuracy)
+
+    offline_md = (reports / "offline" / "bert.md").read_text()
+    assert "| Parameter Name" in offline_md and "bert_tiny_onnx_fp32_offline" in offline_md
+    assert "|   Batch |   Concurrency |   Inferences/Second |   Client Send (ms) |" in offline_md
+    for png in ("offline/bert/throughput_vs_batch.png", "offline/bert/latency_vs_batch.png",
+                "online/bert/latency_vs_concurrency.png"):
+        assert (reports / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
+    assert (reports / "accuracy" / "bert.md").is_file()
+    assert list((reports / "logs").glob("tritonserver-*.log"))
+    assert not leftover_shm("triton_python_backend_shm_region_ts") and not leftover_shm("tritonsuite_shm_")

@@ -1,0 +1,85 @@
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+
+from tritonsuite.export import ExportMismatch, ExportUnsupported, cache_key, check_supported, export
+from tritonsuite.models import default_registry
+from tritonsuite.runtime import ArtifactRunner
+
+
+@pytest.fixture(scope="module")
+def tiny_bert():
+    return default_registry().get("bert", "tiny")
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("artifacts")
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "ts-trace"])
+def test_export_is_verified_against_eager_and_cached(tiny_bert, cache, fmt):
+    first = export(tiny_bert, fmt, "fp32", cache)
+    assert not first.cached and first.path.is_file()
+    assert set(first.max_abs_error) == {"output__0", "output__1"}
+    assert all(0 <= e < 1e-3 for e in first.max_abs_error.values())
+    assert first.verified_batch_sizes == (1, 3)
+    mtime = first.path.stat().st_mtime_ns
+    second = export(tiny_bert, fmt, "fp32", cache)
+    assert second.cached and second.path == first.path and second.path.stat().st_mtime_ns == mtime
+    assert second.max_abs_error == first.max_abs_error
+    # the artifact runs with the same runtime Triton's runner uses, on a batch size it was not traced with
+    runner = ArtifactRunner(second.path, fmt, [t.name for t in tiny_bert.inputs], [t.name for t in tiny_bert.outputs])
+    out = runner(tiny_bert.example_inputs(5, 3))
+    assert out["output__0"].shape == (5, 32) and np.isfinite(out["output__0"]).all()
+
+
+def test_cache_key_depends_on_format_precision_and_spec(tiny_bert):
+    keys = {cache_key(tiny_bert, "onnx", "fp32"), cache_key(tiny_bert, "ts-trace", "fp32"),
+            cache_key(tiny_bert, "onnx", "fp16"),
+            cache_key(dataclasses.replace(tiny_bert, config={**tiny_bert.config, "seq_len": 64}), "onnx", "fp32")}
+    assert len(keys) == 4
+    assert cache_key(tiny_bert, "onnx", "fp32") == cache_key(tiny_bert, "onnx", "fp32")
+
+
+def test_bert_cannot_be_scripted_and_says_why(tiny_bert, cache):
+    with pytest.raises(ExportUnsupported, match=r"torch.jit.script cannot compile bert:tiny: \S+"):
+        export(tiny_bert, "ts-script", "fp32", cache)
+    assert not [p for p in os.listdir(cache) if "ts-script" in p], "a failed export leaves nothing in the cache"
+
+
+def test_identity_scripts(cache):
+    identity = default_registry().get("identity", "tiny")
+    artifact = export(identity, "ts-script", "fp32", cache)
+    assert artifact.max_abs_error == {"OUTPUT__0": 0.0}
+
+
+def test_unsupported_and_unknown_choices(tiny_bert):
+    import torch
+
+    with pytest.raises(ValueError, match=r"unknown format 'tensorflow'; valid choices: ts-trace, ts-script, onnx"):
+        check_supported(tiny_bert, "tensorflow", "fp32")
+    with pytest.raises(ValueError, match=r"unknown precision 'int4'; valid choices: fp32, fp16"):
+        check_supported(tiny_bert, "onnx", "int4")
+    if not torch.cuda.is_available():
+        with pytest.raises(ExportUnsupported, match="fp16 export needs a CUDA device"):
+            check_supported(tiny_bert, "onnx", "fp16")
+    with pytest.raises(ExportUnsupported, match="does not support ts-script"):
+        check_supported(dataclasses.replace(tiny_bert, formats=("onnx",)), "ts-script", "fp32")
+
+
+def test_an_artifact_that_differs_from_eager_is_rejected(tmp_path):
+    import torch
+
+    class Noisy(torch.nn.Module):
+        def forward(self, x):  # random at every call: the artifact cannot reproduce the eager output
+            return (x + torch.rand_like(x),)
+
+    identity = default_registry().get("identity", "tiny")
+    noisy = dataclasses.replace(identity, name="noisy", build=lambda checkpoint=None: Noisy().eval())
+    with pytest.raises(ExportMismatch, match=r"onnx artifact of noisy:tiny differs from eager at batch 1: OUTPUT__0: "
+                                             r"max abs error .* out of tolerance"):
+        export(noisy, "onnx", "fp32", tmp_path)
+    assert not list(tmp_path.iterdir())

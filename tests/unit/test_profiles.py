@@ -1,0 +1,47 @@
+from pathlib import Path
+
+import pytest
+
+from tritonsuite.profiles import ProfileError, available_profiles, load_profile, narrow
+from tritonsuite.suite import profile_cases
+
+PROFILES = Path(__file__).resolve().parents[2] / "fixtures" / "profiles"
+
+
+def test_cpu_profile():
+    assert "cpu" in available_profiles(PROFILES)
+    profile = load_profile("cpu", PROFILES)
+    bert = profile.models["bert"]
+    assert bert.size == "cpu" and bert.precisions == ("fp32",) and "onnx" in bert.formats
+    assert max(bert.offline.batch_sizes) <= bert.max_batch_size
+    assert profile.measurement.stability_percentage == 10
+    online = bert.deployment_config("online")
+    assert online.dynamic_batching and online.preferred_batch_sizes == bert.online.preferred_batch_sizes
+    assert not bert.deployment_config("offline").dynamic_batching
+
+
+def test_unknown_profile_names_the_choices():
+    with pytest.raises(ProfileError, match=r"unknown profile 'h100'; valid choices: .*cpu"):
+        load_profile("h100", PROFILES)
+
+
+def test_narrowing(tmp_path):
+    profile = load_profile("cpu", PROFILES)
+    narrowed = narrow(profile, models=["bert"], formats=["onnx"], batch_sizes=[1, 2], concurrency=[3])
+    cases = profile_cases(narrowed, "offline")
+    assert [c.id for c in cases] == ["bert-onnx-fp32-batch1", "bert-onnx-fp32-batch2"]
+    assert [c.id for c in profile_cases(narrowed, "online")] == ["bert-onnx-fp32-concurrency3"]
+    assert [c.id for c in profile_cases(narrowed, "accuracy")] == ["bert-onnx-fp32"]
+    with pytest.raises(ProfileError, match="not in profile 'cpu'; valid choices: bert"):
+        narrow(profile, models=["fastpitch"])
+    with pytest.raises(ProfileError, match=r"--batch-sizes \[64\] exceed bert's max batch size 8"):
+        narrow(profile, batch_sizes=[64])
+
+
+def test_bad_profile_content(tmp_path):
+    (tmp_path / "bad.yaml").write_text("measurement: {window: 3}\nmodels: {}\n")
+    with pytest.raises(ProfileError, match=r"unknown measurement settings \['window'\]; valid choices: .*window_ms"):
+        load_profile("bad", tmp_path)
+    (tmp_path / "bad2.yaml").write_text("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32]}}\n")
+    with pytest.raises(ProfileError, match="missing key 'max_batch_size'"):
+        load_profile("bad2", tmp_path)

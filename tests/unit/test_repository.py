@@ -1,0 +1,52 @@
+import pytest
+
+from tritonsuite.export import export
+from tritonsuite.models import default_registry
+from tritonsuite.repository import DeploymentConfig, build_deployment, deployment_name, read_config
+
+
+@pytest.fixture(scope="module")
+def bert_artifact(tmp_path_factory):
+    spec = default_registry().get("bert", "tiny")
+    return spec, export(spec, "onnx", "fp32", tmp_path_factory.mktemp("cache"))
+
+
+def test_offline_config_is_static_batching(tmp_path, bert_artifact):
+    spec, artifact = bert_artifact
+    name = deployment_name(spec, "onnx", "fp32", "offline")
+    assert name == "bert_tiny_onnx_fp32_offline"
+    d = build_deployment(tmp_path, name, spec, artifact, DeploymentConfig(max_batch_size=8, instance_count=2,
+                                                                          intra_op_threads=3))
+    cfg = read_config(d)
+    assert cfg.name == name and cfg.backend == "python" and cfg.max_batch_size == 8
+    assert [(i.name, i.data_type, list(i.dims)) for i in cfg.input] == [(f"input__{k}", 8, [32]) for k in range(3)]  # 8 = TYPE_INT32
+    assert [(o.name, o.data_type, list(o.dims)) for o in cfg.output] == [("output__0", 11, [32]), ("output__1", 11, [32])]  # 11 = TYPE_FP32
+    assert cfg.instance_group[0].count == 2 and cfg.instance_group[0].kind == 2  # KIND_CPU
+    assert not cfg.HasField("dynamic_batching")
+    assert cfg.parameters["FORMAT"].string_value == "onnx"
+    assert cfg.parameters["INTRA_OP_THREADS"].string_value == "3"
+    assert (d / "1" / cfg.parameters["ARTIFACT"].string_value).read_bytes() == artifact.path.read_bytes()
+    assert "from tritonsuite.runner import TritonPythonModel" in (d / "1" / "model.py").read_text()
+
+
+def test_online_config_has_dynamic_batching(tmp_path, bert_artifact):
+    spec, artifact = bert_artifact
+    config = DeploymentConfig(max_batch_size=8, dynamic_batching=True, preferred_batch_sizes=(4, 8),
+                              max_queue_delay_microseconds=500)
+    d = build_deployment(tmp_path, "x_online", spec, artifact, config)
+    cfg = read_config(d)
+    assert list(cfg.dynamic_batching.preferred_batch_size) == [4, 8]
+    assert cfg.dynamic_batching.max_queue_delay_microseconds == 500
+    # rebuilding replaces the deployment in place
+    d2 = build_deployment(tmp_path, "x_online", spec, artifact, DeploymentConfig(max_batch_size=4))
+    assert d2 == d and read_config(d).max_batch_size == 4 and not read_config(d).HasField("dynamic_batching")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x_online"]
+
+
+def test_bad_deployment_settings_are_rejected():
+    with pytest.raises(ValueError, match="preferred batch sizes \\[16\\] exceed max_batch_size 8"):
+        DeploymentConfig(max_batch_size=8, preferred_batch_sizes=(4, 16))
+    with pytest.raises(ValueError, match="valid choices: KIND_CPU, KIND_GPU"):
+        DeploymentConfig(max_batch_size=8, instance_kind="KIND_TPU")
+    with pytest.raises(ValueError, match="max_batch_size must be >= 1"):
+        DeploymentConfig(max_batch_size=0)
