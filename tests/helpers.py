@@ -24,8 +24,8 @@ models:
 """
 
 
-def run_pytest(args: list[str], tmp_path: Path, profile: str = TINY_PROFILE, timeout: float = 600) \
-        -> subprocess.CompletedProcess:
+def run_pytest(args: list[str], tmp_path: Path, profile: str = TINY_PROFILE, timeout: float = 600,
+               pythonpath: str = "") -> subprocess.CompletedProcess:
     """Run the suite as a user would, in a subprocess, against a profile and report directory in tmp_path."""
     profiles = tmp_path / "profiles"
     profiles.mkdir(exist_ok=True)
@@ -34,6 +34,8 @@ def run_pytest(args: list[str], tmp_path: Path, profile: str = TINY_PROFILE, tim
                f"--profiles-dir={profiles}", f"--reports-dir={tmp_path / 'reports'}",
                f"--repository-dir={tmp_path / 'repos'}", *args]
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [pythonpath, env.get("PYTHONPATH")]))
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env,
                           stdin=subprocess.DEVNULL)
 

@@ -374,9 +374,9 @@ class _LoadGenerator:
                 index, start, cpu0 = len(self.samples), time.perf_counter(), time.process_time()
                 await guarded(self._wait_window(self.completed))
                 end, cpu1 = time.perf_counter(), time.process_time()
+                samples = np.asarray(self.samples[index:], dtype=np.float64)
                 current = _stats_snapshot(await guarded(control.get_json(stats_path)))
-                windows.append(_Window(start, end, np.asarray(self.samples[index:len(self.samples)], dtype=np.float64),
-                                       _delta(current, previous), cpu1 - cpu0))
+                windows.append(_Window(start, end, samples, _delta(current, previous), cpu1 - cpu0))
                 previous = current
                 if len(windows) >= STABLE_WINDOWS and self._stable(windows[-STABLE_WINDOWS:])[0]:
                     break

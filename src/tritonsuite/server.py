@@ -270,12 +270,13 @@ class EmbeddedServer(TritonServer):
                                             start_new_session=True, preexec_fn=_die_with_parent)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+            code = self.process.poll()
+            if code is not None:
                 tail = self.log_tail()
                 self._reap()
-                if "address already in use" in tail.lower() or "failed to bind" in tail.lower():
+                if "already in use" in tail or "failed to bind" in tail.lower():
                     raise _PortClash(tail.strip().splitlines()[-1] if tail.strip() else "port in use")
-                raise ServerError(f"tritonserver exited with code {self.process.returncode} during start-up "
+                raise ServerError(f"tritonserver exited with code {code} during start-up "
                                   f"(log: {self.log_path})\n{tail}")
             if self._ready():
                 return

@@ -1,0 +1,126 @@
+"""The measurement engine against the real embedded Triton serving the identity model."""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from tests.helpers import leftover_shm
+from tritonsuite.export import export
+from tritonsuite.measure import CLIENT_SHM_PREFIX, LoadPoint, MeasurementError, MeasurementSettings, measure
+from tritonsuite.models import default_registry
+from tritonsuite.report import LATENCY_PARTS, RESULT_COLUMNS
+from tritonsuite.repository import DeploymentConfig, build_deployment
+from tritonsuite.server import EmbeddedServer, ServerDied
+
+FAST = MeasurementSettings(window_ms=200, min_requests_per_window=5, stability_percentage=30, max_trials=10,
+                           warmup_ms=100)
+
+
+@pytest.fixture(scope="module")
+def identity():
+    return default_registry().get("identity", "tiny")
+
+
+@pytest.fixture(scope="module")
+def served(identity, tmp_path_factory):
+    artifact = export(identity, "onnx", "fp32", tmp_path_factory.mktemp("cache"))
+    repo = tmp_path_factory.mktemp("repo")
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+        for name, config in (("static", DeploymentConfig(max_batch_size=8, intra_op_threads=1)),
+                             ("dynamic", DeploymentConfig(max_batch_size=8, intra_op_threads=1, dynamic_batching=True,
+                                                          preferred_batch_sizes=(4, 8),
+                                                          max_queue_delay_microseconds=100))):
+            server.load(build_deployment(repo, name, identity, artifact, config))
+        yield server
+
+
+def test_offline_point_through_shared_memory(served, identity):
+    m = measure(served, "static", identity.example_inputs(8, 0), identity.outputs, LoadPoint(4, 1, True), FAST)
+    assert m.status == "OK" and m.valid and not m.reasons
+    assert list(m.result) == list(RESULT_COLUMNS)
+    r = m.result
+    assert (r["Batch"], r["Concurrency"]) == (4, 1)
+    assert r["Server Compute Infer"] > 0 and r["p50 latency"] <= r["p90 latency"] <= r["p95 latency"] <= r["p99 latency"]
+    # throughput is consistent with the latency of one request in flight
+    assert r["Inferences/Second"] == pytest.approx(4 * 1000 / r["avg latency"], rel=0.2)
+    assert sum(r[p] for p in LATENCY_PARTS) >= r["avg latency"] * 0.95  # the residual closes the breakdown
+    meta = m.meta
+    assert meta["shared_memory"] == "system" and meta["protocol"] == "http"
+    assert meta["requests_sent"] == meta["server_success_delta"] and meta["windows"] >= 3
+    assert 0 < meta["client_cpu_percent"] < 100 and meta["client_bound"] is False
+    assert not leftover_shm(CLIENT_SHM_PREFIX)
+    client = served.client()
+    assert client.get_system_shared_memory_status() == []  # regions were unregistered from the server
+    client.close()
+
+
+def test_online_point_with_concurrency(served, identity):
+    m = measure(served, "dynamic", identity.example_inputs(1, 0), identity.outputs, LoadPoint(1, 4), FAST)
+    assert m.valid, m.reasons
+    assert m.meta["shared_memory"] == "none" and m.result["Concurrency"] == 4
+    assert m.result["Inferences/Second"] > 0
+
+
+def test_count_based_windows(served, identity):
+    settings = MeasurementSettings(window_requests=40, stability_percentage=30, max_trials=10, warmup_ms=100)
+    m = measure(served, "static", identity.example_inputs(1, 0), identity.outputs, LoadPoint(1, 1), settings)
+    assert m.meta["window"] == "40 requests"
+    assert m.meta["measured_requests"] == 3 * 40
+
+
+def test_a_point_that_never_stabilises_is_unstable(served, identity):
+    settings = MeasurementSettings(window_ms=100, min_requests_per_window=1, stability_percentage=1e-6, max_trials=3,
+                                   warmup_ms=50)
+    m = measure(served, "static", identity.example_inputs(1, 0), identity.outputs, LoadPoint(1, 1), settings)
+    assert m.status == "UNSTABLE" and not m.valid
+    assert "over the last 3 windows (limit 1e-06%) after 3 windows" in m.reasons[0]
+
+
+def test_another_client_on_the_model_invalidates_the_row(served, identity):
+    import tritonclient.http as httpclient
+
+    stop = threading.Event()
+
+    def intruder():
+        client = httpclient.InferenceServerClient(served.http_url)
+        x = httpclient.InferInput("INPUT__0", [1, 16], "FP32")
+        x.set_data_from_numpy(np.zeros((1, 16), np.float32))
+        while not stop.is_set():
+            client.infer("static", [x])
+            time.sleep(0.005)
+        client.close()
+
+    thread = threading.Thread(target=intruder)
+    thread.start()
+    try:
+        m = measure(served, "static", identity.example_inputs(1, 0), identity.outputs, LoadPoint(1, 1), FAST)
+    finally:
+        stop.set()
+        thread.join()
+    assert m.status == "INVALID"
+    assert any("another client used the model" in r for r in m.reasons)
+    assert m.meta["server_success_delta"] > m.meta["requests_sent"]
+
+
+def test_a_failing_request_is_an_error_naming_the_server_message(served, identity):
+    with pytest.raises(MeasurementError, match="inference request failed with HTTP 400: .*batch-size must be <= 8"):
+        measure(served, "static", identity.example_inputs(16, 0), identity.outputs, LoadPoint(16, 1), FAST)
+    with pytest.raises(ValueError, match="inputs hold fewer than 4 samples"):
+        measure(served, "static", identity.example_inputs(2, 0), identity.outputs, LoadPoint(4, 1), FAST)
+
+
+def test_server_death_mid_measurement_fails_fast_with_the_log_tail(identity, tmp_path):
+    artifact = export(identity, "onnx", "fp32", tmp_path / "cache")
+    server = EmbeddedServer(tmp_path / "repo", tmp_path / "logs")
+    with server:
+        server.load(build_deployment(tmp_path / "repo", "static", identity, artifact, DeploymentConfig(max_batch_size=8)))
+        killer = threading.Timer(1.0, server.process.kill)
+        killer.start()
+        start = time.monotonic()
+        slow = MeasurementSettings(window_ms=2000, stability_percentage=1e-6, max_trials=20)
+        with pytest.raises(ServerDied, match=r"(?s)died while measuring static at batch 1.*tritonserver log tail"):
+            measure(server, "static", identity.example_inputs(1, 0), identity.outputs, LoadPoint(1, 2, True), slow)
+        assert time.monotonic() - start < 15
+        killer.join()
+    assert not leftover_shm(CLIENT_SHM_PREFIX) and not leftover_shm(server.shm_prefix or "none")
