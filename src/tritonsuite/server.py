@@ -71,6 +71,18 @@ class TritonServer(ABC):
     def describe(self) -> str:
         return f"{self.name} server at {self.http_url}"
 
+    def version(self) -> str:
+        """The server's own version string (server metadata), or "unknown" when it cannot be read."""
+        if not getattr(self, "_version", None):
+            client = self.client(timeout=10)
+            try:
+                self._version = str(client.get_server_metadata().get("version", "unknown"))
+            except Exception:
+                return "unknown"
+            finally:
+                client.close()
+        return self._version
+
     def check_alive(self) -> None:
         if not self.is_alive():
             raise ServerDied(f"{self.describe()} is not running\n{self.log_tail()}")

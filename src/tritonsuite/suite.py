@@ -170,7 +170,7 @@ class Suite:
             "Device kind": cfg.instance_kind.replace("KIND_", "").lower(),
             "Model": f"{deployment.spec.key} ({deployment.spec.description})",
             "Threads per instance": cfg.intra_op_threads or "runtime default",
-            "Server": self.server.describe(),
+            "Server": f"tritonserver {self.server.version()} ({self.server.name})",
         }
         if cfg.dynamic_batching:
             params["Preferred batch sizes"] = " ".join(map(str, cfg.preferred_batch_sizes)) or "-"
