@@ -382,8 +382,14 @@ class _LoadGenerator:
                     break
             self.stop = True
             await watcher  # each connection finishes its in-flight request
-            end_stats = _stats_snapshot(await control.get_json(stats_path))
-            return windows, _delta(end_stats, begin), self.completed
+            # Triton updates its counters just after sending a response: give the last ones a moment to land
+            for _ in range(20):
+                end_stats = _stats_snapshot(await control.get_json(stats_path))
+                total = _delta(end_stats, begin)
+                if total["success_count"] + total["fail_count"] >= self.completed:
+                    break
+                await asyncio.sleep(0.01)
+            return windows, total, self.completed
         finally:
             self.stop = True
             for task in workers:
