@@ -378,7 +378,7 @@ class _LoadGenerator:
                 current = _stats_snapshot(await guarded(control.get_json(stats_path)))
                 windows.append(_Window(start, end, samples, _delta(current, previous), cpu1 - cpu0))
                 previous = current
-                if len(windows) >= STABLE_WINDOWS and self._stable(windows[-STABLE_WINDOWS:])[0]:
+                if len(windows) >= STABLE_WINDOWS and self._stable(windows[-STABLE_WINDOWS:]):
                     break
             self.stop = True
             await watcher  # each connection finishes its in-flight request
@@ -404,18 +404,22 @@ class _LoadGenerator:
         except asyncio.TimeoutError:
             pass
 
-    def _stable(self, windows: Sequence[_Window]) -> tuple[bool, float, float]:
-        throughput = [len(w.samples) / (w.end - w.start) for w in windows]
-        latency = [float(w.samples[:, 0].mean()) if len(w.samples) else 0.0 for w in windows]
-        t_spread, l_spread = _spread(throughput), _spread(latency)
-        limit = self.settings.stability_percentage
-        return t_spread <= limit and l_spread <= limit, t_spread, l_spread
+    def _stable(self, windows: Sequence[_Window]) -> bool:
+        return _stability(windows, self.settings.stability_percentage)[0]
 
 
-def _summarise(gen: _LoadGenerator, point: LoadPoint, windows: list[_Window], total: dict[str, int], completed: int,
+def _stability(windows: Sequence[_Window], limit: float) -> tuple[bool, float, float]:
+    """(stable, throughput spread %, latency spread %) over the given windows."""
+    throughput = [len(w.samples) / (w.end - w.start) for w in windows]
+    latency = [float(w.samples[:, 0].mean()) if len(w.samples) else 0.0 for w in windows]
+    t_spread, l_spread = _spread(throughput), _spread(latency)
+    return t_spread <= limit and l_spread <= limit, t_spread, l_spread
+
+
+def _summarise(point: LoadPoint, windows: list[_Window], total: dict[str, int], completed: int,
                settings: MeasurementSettings, protocol: str) -> Measurement:
     stable_windows = windows[-STABLE_WINDOWS:]
-    stable, t_spread, l_spread = gen._stable(stable_windows)
+    stable, t_spread, l_spread = _stability(stable_windows, settings.stability_percentage)
     samples = np.concatenate([w.samples for w in stable_windows])
     duration = sum(w.end - w.start for w in stable_windows)
     server = {k: sum(w.server[k] for w in stable_windows) for k in stable_windows[0].server}
@@ -488,7 +492,7 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
         request = prepare_request(host, model, batch, [t.name for t in outputs], shm)
         gen = _LoadGenerator(server, model, request, point.concurrency, settings)
         windows, total, completed = await gen.run()
-        return _summarise(gen, point, windows, total, completed, settings, "http")
+        return _summarise(point, windows, total, completed, settings, "http")
 
     try:
         if point.shared_memory:

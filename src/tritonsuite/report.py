@@ -639,22 +639,11 @@ def plot_offline(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[s
     ax.set_title(_title_of(rows, "offline", "throughput vs batch size"))
     plotted = False
     for (label, pts), color in zip(series.items(), colors):
-        xs, ys, oks = [], [], []
-        for b, r in pts:
-            y = _result(r).get("Inferences/Second")
-            if _is_number(y):
-                xs.append(b), ys.append(y), oks.append(_status(r) == "OK")
+        xs, ys, oks = _batch_points(pts, "Inferences/Second")
         if xs:
             _plot_marked(ax, xs, ys, oks, color, "-", "o", label)
             plotted = True
-    if plotted:
-        _batch_axis(ax, batches)
-        ax.set_ylabel("Inferences/Second")
-        ax.set_ylim(bottom=0)
-        ax.grid(True, alpha=0.3)
-        _legend_below(fig, ax, note=_OK_NOTE if any_bad else None)
-    else:
-        _no_data(ax)
+    _finish_batch_axes(fig, ax, plotted, batches, "Inferences/Second", any_bad)
     paths = [_save(fig, out_dir / "throughput_vs_batch.png")]
 
     # Latency (p50, p99) vs batch.
@@ -664,24 +653,34 @@ def plot_offline(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[s
     plotted = False
     for (label, pts), color in zip(series.items(), colors):
         for column, style, marker in (("p50 latency", "-", "o"), ("p99 latency", "--", "s")):
-            xs, ys, oks = [], [], []
-            for b, r in pts:
-                y = _result(r).get(column)
-                if _is_number(y):
-                    xs.append(b), ys.append(y), oks.append(_status(r) == "OK")
+            xs, ys, oks = _batch_points(pts, column)
             if xs:
                 _plot_marked(ax, xs, ys, oks, color, style, marker, f"{label} {column.split()[0]}")
                 plotted = True
-    if plotted:
-        _batch_axis(ax, batches)
-        ax.set_ylabel("latency (ms)")
-        ax.set_ylim(bottom=0)
-        ax.grid(True, alpha=0.3)
-        _legend_below(fig, ax, note=_OK_NOTE if any_bad else None)
-    else:
-        _no_data(ax)
+    _finish_batch_axes(fig, ax, plotted, batches, "latency (ms)", any_bad)
     paths.append(_save(fig, out_dir / "latency_vs_batch.png"))
     return paths
+
+
+def _batch_points(pts, column: str) -> tuple[list, list, list]:
+    """(batch sizes, values, row is OK) of one column over a deployment's (batch, row) points."""
+    xs, ys, oks = [], [], []
+    for b, r in pts:
+        y = _result(r).get(column)
+        if _is_number(y):
+            xs.append(b), ys.append(y), oks.append(_status(r) == "OK")
+    return xs, ys, oks
+
+
+def _finish_batch_axes(fig, ax, plotted: bool, batches, ylabel: str, any_bad: bool) -> None:
+    if not plotted:
+        _no_data(ax)
+        return
+    _batch_axis(ax, batches)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    _legend_below(fig, ax, note=_OK_NOTE if any_bad else None)
 
 
 def _palette(n: int) -> list:
