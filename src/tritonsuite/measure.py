@@ -501,10 +501,21 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
             with _SharedMemory(server, batch, outputs, point.batch_size) as shm:
                 return asyncio.run(run(shm))
         return asyncio.run(run(None))
-    except (OSError, asyncio.IncompleteReadError, MeasurementError) as exc:
-        if not server.is_alive():
+    except Exception as exc:
+        if _server_died(server):
             raise ServerDied(f"{server.describe()} died while measuring {model} at batch {point.batch_size}, "
-                             f"concurrency {point.concurrency}: {exc}\n{server.log_tail()}") from None
-        if isinstance(exc, MeasurementError):
-            raise
-        raise MeasurementError(f"measuring {model} at {point}: {type(exc).__name__}: {exc}") from None
+                             f"concurrency {point.concurrency}: {type(exc).__name__}: {exc}\n{server.log_tail()}") from None
+        if isinstance(exc, (OSError, asyncio.IncompleteReadError)):
+            raise MeasurementError(f"measuring {model} at {point}: {type(exc).__name__}: {exc}") from None
+        raise
+
+
+def _server_died(server: TritonServer, grace_s: float = 0.5) -> bool:
+    """Whether the server is gone. A dying process closes its sockets before it can be reaped, so a connection
+    error may arrive a moment before the process is seen dead: wait a little before answering no."""
+    deadline = time.monotonic() + grace_s
+    while server.is_alive():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
