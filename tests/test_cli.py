@@ -13,6 +13,7 @@ from tests.helpers import run_pytest
     (["--batch-sizes", "64"], "--batch-sizes [64] exceed bert's max batch size 4"),
     (["--server", "remote"], "--server remote needs --triton-url host:port"),
     (["--checkpoint", "bert"], "--checkpoint 'bert': expected MODEL=PATH"),
+    (["--dataset", "gpt=/tmp"], "--dataset gpt=...: unknown model; valid choices: bert, identity"),
 ])
 def test_usage_errors(tmp_path, args, message):
     result = run_pytest(["--gpu", "tiny", "--collect-only", "-q", *args] if "--gpu" not in args

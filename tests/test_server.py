@@ -12,7 +12,7 @@ from tritonsuite.export import export
 from tritonsuite.models import default_registry
 from tritonsuite.repository import DeploymentConfig, build_deployment
 from tritonsuite.server import (SHM_PREFIX, EmbeddedServer, ModelControlUnavailable, RemoteServer, ServerDied,
-                                ServerError, make_server)
+                                ServerError, _group_alive, make_server)
 
 
 @pytest.fixture(scope="module")
@@ -22,14 +22,6 @@ def identity_repo(tmp_path_factory):
     repo = tmp_path_factory.mktemp("repo")
     build_deployment(repo, "identity", spec, artifact, DeploymentConfig(max_batch_size=8))
     return repo
-
-
-def _group_alive(pid: int) -> bool:
-    try:
-        os.killpg(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _listening(port: int) -> bool:

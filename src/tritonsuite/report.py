@@ -515,9 +515,9 @@ def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[st
         if not isinstance(metrics, Mapping):
             metrics = _result(row)
         flat = _flatten("", metrics) or [("-", None)]
+        per_metric = row.get("metric_status") or {}
         for name, value in flat:
             threshold = _threshold_for(row.get("thresholds"), name)
-            per_metric = row.get("metric_status") or {}
             table.append([str(row.get("deployment") or "-"), name, _format_value(value),
                           _format_value(threshold) if threshold is not None else "-",
                           str(per_metric.get(name, "-" if per_metric else _status(row)))])
