@@ -18,7 +18,7 @@ import numpy as np
 
 from tritonsuite.accuracy import compare_outputs
 from tritonsuite.runtime import ARTIFACT_FILES, ArtifactRunner
-from tritonsuite.spec import FORMATS, PRECISIONS, ModelSpec, file_digest, stable_hash
+from tritonsuite.spec import FORMATS, PRECISIONS, ModelSpec, file_digest, path_digest, stable_hash
 
 EXPORT_VERSION = 1  # bump when the export procedure changes, to invalidate cached artifacts
 ONNX_OPSET = 17
@@ -65,18 +65,11 @@ def exporter_versions() -> dict[str, str]:
     return versions
 
 
-def _checkpoint_digest(checkpoint: Path | None) -> str | None:
-    if checkpoint is None:
-        return None
-    files = sorted(p for p in Path(checkpoint).rglob("*") if p.is_file()) if Path(checkpoint).is_dir() else [Path(checkpoint)]
-    return stable_hash([(str(p.relative_to(checkpoint) if p != Path(checkpoint) else p.name), file_digest(p)) for p in files])
-
-
 def cache_key(spec: ModelSpec, fmt: str, precision: str, checkpoint: Path | None = None) -> str:
     return stable_hash({
         "spec": spec.fingerprint(),
         "weights": [file_digest(p) for p in spec.weights_files()],
-        "checkpoint": _checkpoint_digest(checkpoint),
+        "checkpoint": path_digest(checkpoint),
         "format": fmt,
         "precision": precision,
         "versions": exporter_versions(),

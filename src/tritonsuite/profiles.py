@@ -1,6 +1,7 @@
 """Profiles: per device (``--gpu``), which models run at which size, formats, precisions and sweep points.
 
-A profile is ``fixtures/profiles/<name>.yaml``; ``cpu`` is the default. The command line narrows a profile
+A profile is ``fixtures/profiles/<name>.yaml``; ``cpu`` is the default, GPU profiles (``a100``) carry the seeds'
+full-size models and Triton settings. The command line narrows a profile
 (``--models``, ``--formats``, ``--batch-sizes``, ``--concurrency``) but never widens it past the model's limits.
 """
 from __future__ import annotations
@@ -11,6 +12,9 @@ from typing import Any, Mapping, Sequence
 
 from tritonsuite.measure import MeasurementSettings
 from tritonsuite.repository import DeploymentConfig
+
+
+DEVICES = {"cpu": "KIND_CPU", "gpu": "KIND_GPU"}  # profile device -> default Triton instance kind
 
 
 class ProfileError(ValueError):
@@ -83,7 +87,7 @@ def _strs(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in (value if isinstance(value, (list, tuple)) else [value]))
 
 
-def _model_profile(name: str, data: Mapping[str, Any], where: str) -> ModelProfile:
+def _model_profile(name: str, data: Mapping[str, Any], where: str, instance_kind: str) -> ModelProfile:
     try:
         offline, online = data.get("offline", {}), data.get("online", {})
         max_batch = int(data["max_batch_size"])
@@ -99,7 +103,7 @@ def _model_profile(name: str, data: Mapping[str, Any], where: str) -> ModelProfi
                                                              f"{where}.online.preferred_batch_sizes"),
                                  max_queue_delay_microseconds=int(online.get("max_queue_delay_microseconds", 0))),
             intra_op_threads=int(data.get("intra_op_threads", 0)),
-            instance_kind=str(data.get("instance_kind", "KIND_CPU")),
+            instance_kind=str(data.get("instance_kind", instance_kind)),
         )
     except KeyError as exc:
         raise ProfileError(f"{where}: missing key {exc.args[0]!r}") from None
@@ -117,9 +121,25 @@ def load_profile(name: str, directory: str | Path) -> Profile:
     unknown = sorted(set(measurement) - known)
     if unknown:
         raise ProfileError(f"{path}: unknown measurement settings {unknown}; valid choices: {', '.join(sorted(known))}")
-    models = {m: _model_profile(m, d, f"{path.name}:{m}") for m, d in (data.get("models") or {}).items()}
-    return Profile(name=name, device=str(data.get("device", "cpu")), gpu=str(data.get("gpu", "none")), models=models,
+    device = str(data.get("device", "cpu"))
+    if device not in DEVICES:
+        raise ProfileError(f"{path}: unknown device {device!r}; valid choices: {', '.join(DEVICES)}")
+    models = {m: _model_profile(m, d, f"{path.name}:{m}", DEVICES[device])
+              for m, d in (data.get("models") or {}).items()}
+    return Profile(name=name, device=device, gpu=str(data.get("gpu", "none")), models=models,
                    measurement=MeasurementSettings(**measurement))
+
+
+def check_host(profile: Profile, server: str) -> None:
+    """A GPU profile on the embedded server needs a CUDA device here; a remote server may have one elsewhere."""
+    if profile.device != "gpu" or server != "embedded":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ProfileError(f"--gpu {profile.name}: this profile runs models on a GPU ({profile.gpu}) and this host "
+                           f"has no CUDA device; valid choices here: cpu, or --server remote --triton-url of a GPU "
+                           f"host")
 
 
 def narrow(profile: Profile, models: Sequence[str] | None = None, formats: Sequence[str] | None = None,

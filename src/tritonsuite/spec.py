@@ -94,6 +94,11 @@ class ModelSpec:
     accuracy_data: Callable[[Path | None, Path | None], AccuracyData] | None = None
     config: Mapping[str, Any] = field(default_factory=dict)  # architecture hyper-parameters, part of the cache key
     weights_files: Callable[[], Sequence[Path]] = lambda: ()  # files whose content determines the weights
+    # (user dataset or None, checkpoint file to write) -> training statistics. Models with no published weights
+    # that can be fetched here train briefly on real or generated data; the suite caches the checkpoint on disk
+    # (tritonsuite.training) and passes it to ``build`` and ``accuracy_data`` when the user gave none.
+    train: Callable[[Path | None, Path], Mapping[str, Any]] | None = None
+    training: Mapping[str, Any] = field(default_factory=dict)  # training hyper-parameters, part of its cache key
     parameters: Mapping[str, Any] = field(default_factory=dict)  # extra rows for the report's parameter table
     description: str = ""
 
@@ -130,6 +135,15 @@ def file_digest(path: Path) -> str:
                 h.update(chunk)
         _FILE_HASHES[memo] = h.hexdigest()
     return _FILE_HASHES[memo]
+
+
+def path_digest(path: Path | None) -> str | None:
+    """A digest of a file's or a directory tree's content (None for None): for checkpoint and dataset cache keys."""
+    if path is None:
+        return None
+    path = Path(path)
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    return stable_hash([(str(p.relative_to(path)) if p != path else p.name, file_digest(p)) for p in files])
 
 
 def stable_hash(obj: Any) -> str:

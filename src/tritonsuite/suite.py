@@ -27,6 +27,7 @@ from tritonsuite.report import RawWriter, raw_path
 from tritonsuite.repository import DeploymentConfig, build_deployment, deployment_name
 from tritonsuite.server import TritonServer
 from tritonsuite.spec import ModelSpec
+from tritonsuite.training import trained_checkpoint, training_stats
 
 SCENARIOS = ("offline", "online", "accuracy")
 FORMAT_NAMES = {"onnx": "ONNX", "ts-trace": "TorchScript Trace", "ts-script": "TorchScript Script"}
@@ -118,9 +119,18 @@ class Suite:
         return profile_cases(self.profile, scenario)
 
     # ------------------------------------------------------------------------------------------- deployments
+    def checkpoint(self, model: str) -> Path | None:
+        """The user's checkpoint for ``model``; else the suite-trained one if the spec trains; else None."""
+        if model in self.checkpoints:
+            return self.checkpoints[model]
+        spec = self.spec(model)
+        if spec.train is None:
+            return None
+        return trained_checkpoint(spec, self.cache_dir, self.datasets.get(model))
+
     def eager_module(self, model: str):
         if model not in self._modules:
-            self._modules[model] = self.spec(model).build(self.checkpoints.get(model))
+            self._modules[model] = self.spec(model).build(self.checkpoint(model))
         return self._modules[model]
 
     def deployment(self, model: str, fmt: str, precision: str, scenario: str) -> Deployment:
@@ -146,7 +156,7 @@ class Suite:
         spec = self.spec(model)
         export_mod.check_supported(spec, fmt, precision)
         self.server.check_alive()
-        artifact = export_mod.export(spec, fmt, precision, self.cache_dir, checkpoint=self.checkpoints.get(model),
+        artifact = export_mod.export(spec, fmt, precision, self.cache_dir, checkpoint=self.checkpoint(model),
                                      module=self.eager_module(model) if precision == "fp32" else None)
         config = self.model_profile(model).deployment_config(scenario)
         name = deployment_name(spec, fmt, precision, scenario)
@@ -154,10 +164,21 @@ class Suite:
         self.server.load(directory)
         return Deployment(name, spec, artifact, config, directory)
 
+    def gpu_name(self) -> str:
+        """The report's GPU row: the device this server runs on where it is known, else what the profile names."""
+        if self.profile.device == "cpu":
+            return f"none (CPU: {cpu_name()})"
+        if self.server.local:
+            import torch
+
+            if torch.cuda.is_available():
+                return torch.cuda.get_device_name(0)
+        return f"{self.profile.gpu} (as the profile names it; the server is remote)"
+
     def parameters(self, deployment: Deployment) -> dict:
         """The report's "Parameter Name | Parameter Value" table for a deployment."""
         art, cfg = deployment.artifact, deployment.config
-        gpu = self.profile.gpu if self.profile.device != "cpu" else f"none (CPU: {cpu_name()})"
+        gpu = self.gpu_name()
         params = {
             "GPU": gpu,
             "Backend": f"python backend ({RUNTIME_NAMES[art.format]})",
@@ -176,6 +197,11 @@ class Suite:
             params["Preferred batch sizes"] = " ".join(map(str, cfg.preferred_batch_sizes)) or "-"
             params["Max queue delay (us)"] = cfg.max_queue_delay_microseconds
         params.update(deployment.spec.parameters)
+        checkpoint = self.checkpoint(deployment.spec.name)
+        if checkpoint is not None:
+            trained = training_stats(checkpoint)
+            params["Checkpoint"] = (f"trained by the suite ({', '.join(f'{k} {v}' for k, v in trained.items() if k != 'training')})"
+                                    if trained else str(checkpoint))
         params["Export max abs error"] = ", ".join(f"{k} {v:.2g}" for k, v in art.max_abs_error.items())
         return params
 
@@ -209,7 +235,7 @@ class Suite:
         spec = deployment.spec
         if spec.accuracy_data is None:
             raise export_mod.ExportUnsupported(f"{spec.key} defines no accuracy task")
-        data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoints.get(case.model))
+        data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
         reference = export_mod.eager_runner(self.eager_module(case.model), spec)
         client = self.server.client()
         try:

@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from tritonsuite.profiles import ProfileError, available_profiles, load_profile, narrow
+from tritonsuite.models import default_registry
+from tritonsuite.profiles import ProfileError, available_profiles, check_host, load_profile, narrow
 from tritonsuite.suite import profile_cases
 
 PROFILES = Path(__file__).resolve().parents[2] / "fixtures" / "profiles"
@@ -45,3 +46,38 @@ def test_bad_profile_content(tmp_path):
     (tmp_path / "bad2.yaml").write_text("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32]}}\n")
     with pytest.raises(ProfileError, match="missing key 'max_batch_size'"):
         load_profile("bad2", tmp_path)
+
+
+@pytest.mark.parametrize("name", available_profiles(PROFILES))
+def test_every_shipped_profile_names_real_models_within_their_limits(name):
+    profile = load_profile(name, PROFILES)
+    registry = default_registry()
+    assert profile.models
+    for model, mp in profile.models.items():
+        spec = registry.get(model, mp.size)
+        assert set(mp.formats) <= set(spec.formats), (model, mp.formats, spec.formats)
+        assert set(mp.precisions) <= set(spec.precisions), (model, mp.precisions, spec.precisions)
+        assert max(mp.offline.batch_sizes) <= mp.max_batch_size
+        assert mp.online.batch_size <= mp.max_batch_size
+        assert max(mp.online.preferred_batch_sizes) <= mp.max_batch_size
+        assert mp.instance_kind == ("KIND_GPU" if profile.device == "gpu" else "KIND_CPU")
+
+
+def test_gpu_profile_needs_cuda_on_the_embedded_server():
+    import torch
+
+    profile = load_profile("a100", PROFILES)
+    assert profile.device == "gpu" and profile.models["bert"].size == "large"
+    check_host(profile, "remote")  # the GPU may be on the remote host
+    check_host(load_profile("cpu", PROFILES), "embedded")
+    if torch.cuda.is_available():
+        check_host(profile, "embedded")
+    else:
+        with pytest.raises(ProfileError, match="--gpu a100: .*no CUDA device; valid choices here: cpu"):
+            check_host(profile, "embedded")
+
+
+def test_unknown_device(tmp_path):
+    (tmp_path / "tpu.yaml").write_text("device: tpu\nmodels: {}\n")
+    with pytest.raises(ProfileError, match="unknown device 'tpu'; valid choices: cpu, gpu"):
+        load_profile("tpu", tmp_path)

@@ -1,0 +1,70 @@
+"""Checkpoints the suite trains itself, for models whose real weights cannot be fetched on this host.
+
+A spec with a ``train`` function gets a checkpoint from :func:`trained_checkpoint` when the user supplies none:
+trained once, then reused from ``<cache_dir>/<model>-<size>-trained-<key>/`` where the key hashes the spec, its
+training hyper-parameters, the dataset file (if the user gave one) and the torch version. Concurrent processes
+(xdist workers) wait on a file lock instead of training twice. ``training.json`` next to the checkpoint keeps the
+statistics the spec's ``train`` returned (loss, epochs, seconds), for the report's parameter table.
+"""
+from __future__ import annotations
+
+import fcntl
+import importlib.metadata
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from tritonsuite.spec import ModelSpec, path_digest, stable_hash
+
+TRAINING_VERSION = 1  # bump when the caching procedure changes
+CHECKPOINT_FILE = "checkpoint.pt"
+
+
+def _torch_version() -> str:
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
+def checkpoint_dir(spec: ModelSpec, cache_dir: str | Path, dataset: Path | None = None) -> Path:
+    key = stable_hash({"spec": spec.fingerprint(), "training": dict(spec.training), "dataset": path_digest(dataset),
+                       "torch": _torch_version(), "version": TRAINING_VERSION})
+    return Path(cache_dir) / f"{spec.name}-{spec.size}-trained-{key[:16]}"
+
+
+def training_stats(checkpoint: Path) -> dict[str, Any]:
+    """What the spec's ``train`` reported for a checkpoint this module produced ({} for user checkpoints)."""
+    meta = Path(checkpoint).parent / "training.json"
+    return json.loads(meta.read_text()) if meta.is_file() else {}
+
+
+def trained_checkpoint(spec: ModelSpec, cache_dir: str | Path, dataset: Path | None = None) -> Path:
+    """The cached checkpoint of ``spec`` trained on ``dataset`` (or its own data), training it if needed."""
+    if spec.train is None:
+        raise ValueError(f"{spec.key} has no train function; pass a checkpoint instead")
+    final = checkpoint_dir(spec, cache_dir, dataset)
+    checkpoint = final / CHECKPOINT_FILE
+    if checkpoint.is_file():
+        return checkpoint
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with open(final.with_name(final.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be training the same checkpoint: wait for it
+        if checkpoint.is_file():
+            return checkpoint
+        tmp = final.with_name(f"{final.name}.tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        try:
+            start = time.perf_counter()
+            stats = dict(spec.train(dataset, tmp / CHECKPOINT_FILE) or {})
+            stats.setdefault("seconds", round(time.perf_counter() - start, 2))
+            (tmp / "training.json").write_text(json.dumps({"training": dict(spec.training), **stats}, indent=2,
+                                                          default=str))
+            os.rename(tmp, final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return checkpoint
