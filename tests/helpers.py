@@ -8,10 +8,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# The end-to-end tests check plumbing (export, repository, server, rows, reports), not this host's noise: the
+# stability limit is wide so a busy shared machine does not fail them (test_engine checks stability itself).
 TINY_PROFILE = """
 device: cpu
 gpu: none (CPU only)
-measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 25, max_trials: 8, warmup_ms: 200}
+measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 60, max_trials: 8, warmup_ms: 200}
 models:
   bert:
     size: tiny

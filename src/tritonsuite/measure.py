@@ -295,6 +295,7 @@ class _LoadGenerator:
         self.server, self.model, self.request = server, model, request
         self.concurrency, self.settings = concurrency, settings
         self.samples: list[tuple[float, float, float]] = []
+        self.finished_at: list[float] = []  # perf_counter at each sample's completion
         self.completed = 0
         self.stop = False
         self.progress = asyncio.Event()
@@ -319,6 +320,7 @@ class _LoadGenerator:
                         result.as_numpy(name)
                 t2 = time.perf_counter()
                 self.samples.append((t2 - t0, t1 - t0, t2 - t_head))
+                self.finished_at.append(t2)
                 self.completed += 1
                 self.progress.set()
         finally:
@@ -370,14 +372,22 @@ class _LoadGenerator:
             while time.perf_counter() < warmup_end or self.completed < self.concurrency:
                 await guarded(self._wait_window_until(min(warmup_end, time.perf_counter() + 0.5)))
             previous = _stats_snapshot(await guarded(control.get_json(stats_path)))
+            # windows are contiguous; a count-based one holds exactly its count and ends at its last completion
+            # (more may complete before this coroutine wakes: they open the next window)
+            index, start = len(self.samples), time.perf_counter()
             for _ in range(self.settings.max_trials):
-                index, start, cpu0 = len(self.samples), time.perf_counter(), time.process_time()
-                await guarded(self._wait_window(self.completed))
-                end, cpu1 = time.perf_counter(), time.process_time()
-                samples = np.asarray(self.samples[index:], dtype=np.float64)
+                cpu0 = time.process_time()
+                await guarded(self._wait_window(index))
+                cpu1 = time.process_time()
+                if self.settings.window_requests > 0:
+                    stop = index + self.settings.window_requests
+                    end = self.finished_at[stop - 1]
+                else:
+                    stop, end = len(self.samples), time.perf_counter()
+                samples = np.asarray(self.samples[index:stop], dtype=np.float64)
                 current = _stats_snapshot(await guarded(control.get_json(stats_path)))
                 windows.append(_Window(start, end, samples, _delta(current, previous), cpu1 - cpu0))
-                previous = current
+                previous, index, start = current, stop, end
                 if len(windows) >= STABLE_WINDOWS and self._stable(windows[-STABLE_WINDOWS:]):
                     break
             self.stop = True
