@@ -11,7 +11,7 @@ Two models are registered, because they have different serving signatures:
   feature specification: 13 one-hot categorical int32 [1], 3 multi-hot int32 [3] (``-1`` pads a missing entry),
   13 numeric float32 [1]. Sizes: ``tiny`` (smoke tests), ``cpu`` (2-core profiles: tables capped at 10,000 rows,
   16-wide embeddings, 3x256 MLP) and ``full`` (the seed's hash-bucket sizes and embedding widths, 5x1024 MLP,
-  ~86 M parameters; GPU profiles). Weights are seeded random unless ``--checkpoint wide_deep=PATH`` gives a
+  ~92 M parameters; GPU profiles). Weights are seeded random unless ``--checkpoint wide_deep=PATH`` gives a
   state dict. Its accuracy task is MAP@12 over display groups (the seed's metric) on Triton's and on eager's
   scores; the requests are Outbrain-shaped synthetic display groups (2-12 ads sharing the page context, one
   click each), or the user's own (``--dataset wide_deep=FILE.npz`` with one array per input plus ``display_id``
