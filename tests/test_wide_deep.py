@@ -52,7 +52,8 @@ def test_wide_deep_through_triton(tmp_path):
     assert result.returncode == 0, out
     assert "5 passed" in out, out
 
-    rows = [json.loads(line) for f in (tmp_path / "reports" / "raw").glob("*.jsonl") for line in f.read_text().splitlines()]
+    raw = (tmp_path / "reports" / "raw").glob("*.jsonl")
+    rows = [json.loads(line) for f in raw for line in f.read_text().splitlines()]
     offline = [r for r in rows if r["scenario"] == "offline"]
     assert len(offline) == 2 and all(r["valid"] and r["measurement"]["shared_memory"] == "system" for r in offline)
     assert all(r["result"]["Batch"] == 8192 and r["parameters"]["Checkpoint"].endswith("user.pt") for r in offline)

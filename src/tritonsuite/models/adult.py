@@ -141,7 +141,8 @@ def read_table(path: Path):
     frame.columns = [_snake(c) for c in frame.columns]
     missing = [c for c in (*CATEGORICAL, *NUMERIC, LABEL) if c not in frame.columns]
     if missing:
-        raise AdultDataError(f"{path}: missing columns {missing}; an Adult table has {', '.join((*NUMERIC, *CATEGORICAL, LABEL))}")
+        expected = ", ".join((*NUMERIC, *CATEGORICAL, LABEL))
+        raise AdultDataError(f"{path}: missing columns {missing}; an Adult table has {expected}")
     return frame
 
 

@@ -140,7 +140,7 @@ def _module_class():  # defined lazily so importing this module does not import 
     from torch import nn
 
     class WideDeep(nn.Module):
-        """Inputs in signature order: one-hot categorical [B, 1] int32, multi-hot [B, H] int32, numeric [B, 1] float32."""
+        """Inputs in signature order: one-hot categorical [B, 1] int32, multi-hot [B, H] int32, numeric [B, 1] f32."""
 
         def __init__(self, onehot: Sequence[tuple[int, int]], multihot: Sequence[tuple[int, int]], n_numeric: int,
                      hidden: Sequence[int], crosses: Sequence[tuple[int, int, int]] = (), dropout: float = 0.0):
@@ -213,7 +213,9 @@ def outbrain_tables(size: str) -> dict[str, tuple[int, int]]:
     cfg = OUTBRAIN_SIZES[size]
     tables = {}
     for name in (*ONEHOT_COLUMNS, *MULTIHOT_COLUMNS):
-        rows = HASH_BUCKET_SIZES[name] if cfg["max_buckets"] is None else min(HASH_BUCKET_SIZES[name], cfg["max_buckets"])
+        rows = HASH_BUCKET_SIZES[name]
+        if cfg["max_buckets"] is not None:
+            rows = min(rows, cfg["max_buckets"])
         dim = EMBEDDING_DIMENSIONS[name] if cfg["embedding_dim"] is None else cfg["embedding_dim"]
         tables[name] = (rows, dim)
     return tables
@@ -285,7 +287,8 @@ def _example_outbrain(size: str):
     return make
 
 
-def synthetic_display_groups(size: str, n_groups: int, seed: int) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+def synthetic_display_groups(size: str, n_groups: int,
+                             seed: int) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     """(inputs, display_id per row, clicked per row): groups of 2-12 ads, one click each, all seeded."""
     rng = np.random.default_rng(seed)
     sizes = rng.integers(2, MAP_K + 1, size=n_groups)
@@ -333,8 +336,9 @@ def _accuracy_outbrain(size: str, dataset: Path | None) -> AccuracyData:
                 Metric(f"map_at_{MAP_K}_abs_difference_to_reference", abs(served_map - reference_map), tol,
                        higher_is_better=False, worst=note)]
 
+    groups = len(np.unique(display_ids))
     return AccuracyData(inputs=inputs, score=score,
-                        description=f"{len(np.unique(display_ids))} display groups, {len(display_ids)} ads, from {source}")
+                        description=f"{groups} display groups, {len(display_ids)} ads, from {source}")
 
 
 def make_outbrain_spec(size: str) -> ModelSpec:
@@ -406,7 +410,8 @@ def adult_splits(dataset: Path | None, checkpoint: Path | None = None) -> tuple[
     """(train, held-out) rows of the Adult table, encoded with the checkpoint's vocabulary if it has one."""
     path = adult.locate(dataset)
     frame = adult.read_table(path)
-    table = adult.encode(frame, _adult_vocabulary(checkpoint, frame), str(dataset or f"{adult.DISTRIBUTION} {adult.VERSION}"))
+    source = str(dataset or f"{adult.DISTRIBUTION} {adult.VERSION}")
+    table = adult.encode(frame, _adult_vocabulary(checkpoint, frame), source)
     train_rows, test_rows = adult.split(len(table), ADULT_TRAINING["test_fraction"], ADULT_TRAINING["split_seed"])
     return table.rows(train_rows), table.rows(test_rows)
 
