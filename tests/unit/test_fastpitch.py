@@ -112,7 +112,7 @@ def test_export_verification_catches_a_length_baked_into_the_trace(tmp_path):
             return (x.float() * int(x.size(1)),)
 
     base = default_registry().get("identity", "tiny")
-    make = lambda n: {"INPUT__0": np.ones((2, n), np.float32)}  # noqa: E731
+    make = lambda n: {"INPUT__0": np.ones((2, n), np.float32)}
     baked = dataclasses.replace(base, name="baked", build=lambda checkpoint=None: Baked(),
                                 inputs=(TensorSpec("INPUT__0", "float32", (-1,)),),
                                 outputs=(TensorSpec("OUTPUT__0", "float32", (-1,)),),

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import json
 import math
-from functools import lru_cache
+from collections.abc import Mapping, Sequence
+from functools import cache
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -51,12 +51,12 @@ MEL_RANGE = (-15.0, 3.0)  # the seed's sanity check: mel values expected in this
 SENTENCES_FILE = Path(__file__).parent / "data" / "fastpitch_sentences.json"
 
 SIZES = {
-    "tiny": dict(d_model=48, n_heads=2, encoder_layers=1, decoder_layers=1, filter_size=96, kernel_size=3,
-                 predictor_filter=48, max_duration=20, frames_per_symbol=3.0),
-    "cpu": dict(d_model=128, n_heads=2, encoder_layers=2, decoder_layers=2, filter_size=512, kernel_size=3,
-                predictor_filter=128, max_duration=20, frames_per_symbol=2.0),
-    "large": dict(d_model=384, n_heads=1, encoder_layers=6, decoder_layers=6, filter_size=1536, kernel_size=3,
-                  predictor_filter=256, max_duration=75, frames_per_symbol=5.0),
+    "tiny": {"d_model": 48, "n_heads": 2, "encoder_layers": 1, "decoder_layers": 1, "filter_size": 96,
+             "kernel_size": 3, "predictor_filter": 48, "max_duration": 20, "frames_per_symbol": 3.0},
+    "cpu": {"d_model": 128, "n_heads": 2, "encoder_layers": 2, "decoder_layers": 2, "filter_size": 512,
+            "kernel_size": 3, "predictor_filter": 128, "max_duration": 20, "frames_per_symbol": 2.0},
+    "large": {"d_model": 384, "n_heads": 1, "encoder_layers": 6, "decoder_layers": 6, "filter_size": 1536,
+              "kernel_size": 3, "predictor_filter": 256, "max_duration": 75, "frames_per_symbol": 5.0},
 }
 
 TOLERANCES = {  # (atol, rtol); mel is compared over each sample's valid frames only
@@ -117,7 +117,7 @@ def load_sentences(path: Path | None = None) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------------- the network
-@lru_cache(maxsize=None)
+@cache
 def _classes():  # defined lazily so importing this module does not import torch
     import torch
     from torch import nn
@@ -380,7 +380,7 @@ def make_spec(size: str) -> ModelSpec:
         tolerances=TOLERANCES,
         accuracy_data=lambda dataset=None, checkpoint=None: _accuracy_data(size, dataset, checkpoint),
         config={**cfg, "symbols": SYMBOLS, "seed": SEED, "n_mel": N_MEL, "implementation": IMPLEMENTATION_VERSION},
-        weights_files=lambda: [],
+        weights_files=list,
         parameters={"Sequence Length": PERF_SEQ_LEN},
         verification_inputs=_verification_inputs,
         description=(f"FastPitch, width {cfg['d_model']}, {cfg['encoder_layers']}+{cfg['decoder_layers']} FFT layers, "
