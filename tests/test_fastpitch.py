@@ -108,3 +108,43 @@ def test_shared_memory_carries_outputs_of_dynamic_shape(served, spec):
     m = measure(served, "static", spec.example_inputs(2, 0), spec.outputs, LoadPoint(2, 1, True), settings)
     assert m.meta["shared_memory"] == "system" and m.meta["server_fail_delta"] == 0
     assert m.meta["server_success_delta"] == m.meta["requests_sent"] > 0
+
+
+FASTPITCH_TINY_PROFILE = """
+device: cpu
+gpu: none (CPU only)
+measurement: {window_ms: 300, min_requests_per_window: 3, stability_percentage: 50, max_trials: 6, warmup_ms: 200}
+models:
+  fastpitch:
+    size: tiny
+    formats: [onnx]
+    precisions: [fp32]
+    max_batch_size: 4
+    intra_op_threads: 1
+    offline: {batch_sizes: [2]}
+    online: {batch_size: 1, concurrency: [2], preferred_batch_sizes: [2], max_queue_delay_microseconds: 200}
+"""
+
+
+def test_accuracy_with_a_user_checkpoint_and_sentences(tmp_path):
+    import json
+
+    import torch
+
+    from tests.helpers import run_pytest
+
+    module = fp.build_module("tiny")
+    with torch.no_grad():
+        module.projection.bias.fill_(40.0)  # every mel value out of the seed's sanity range [-15, 3]
+    torch.save(module.state_dict(), tmp_path / "fastpitch.pt")
+    (tmp_path / "sentences.txt").write_text("A short one.\nA somewhat longer sentence, read aloud.\nGood night.\n")
+    result = run_pytest(["--gpu", "tiny", "-m", "accuracy", "--models", "fastpitch", "-q", "-p", "no:warnings",
+                         "--checkpoint", f"fastpitch={tmp_path / 'fastpitch.pt'}",
+                         "--dataset", f"fastpitch={tmp_path / 'sentences.txt'}"], tmp_path, profile=FASTPITCH_TINY_PROFILE)
+    assert result.returncode == 1, result.stdout + result.stderr  # the checkpoint's mel fails the sanity check
+    assert "mel_in_range_share = 0.0000 (threshold >= 0.9900); worst example: sentence 0 ('A short one.')" in result.stdout
+    rows = [json.loads(line) for f in (tmp_path / "reports" / "raw").glob("accuracy-*.jsonl")
+            for line in f.read_text().splitlines()]
+    assert len(rows) == 1 and rows[0]["samples"] == 3
+    metrics = rows[0]["metrics"]  # the deployment still reproduces its eager reference exactly
+    assert metrics["lengths_and_durations_equal_share"] == 1.0 and metrics["mel_in_range_share"] == 0.0
