@@ -47,6 +47,9 @@ def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.
             raise KeyError(f"output {out.name!r} missing; got {sorted(actual)}")
         a = np.asarray(actual[out.name], dtype=np.float64)
         e = np.asarray(expected[out.name], dtype=np.float64)
+        valid = None
+        if out.valid_length is not None:  # compare the reference's valid frames only (padding is not output)
+            a, e, valid = _valid_region(a, e, expected[out.valid_length[0]], out.valid_length[1] + 1)
         if a.shape != e.shape:
             raise ValueError(f"output {out.name!r} has shape {a.shape}, reference has {e.shape}")
         atol, rtol = spec.tolerance(precision, out.name)
@@ -54,13 +57,27 @@ def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.
         violation = diff - (atol + rtol * np.abs(e))
         rel = diff / np.maximum(np.abs(e), 1e-12)
         nan_mismatch = np.isnan(a) != np.isnan(e)
+        if valid is not None:
+            diff, rel = np.where(valid, diff, 0.0), np.where(valid, rel, 0.0)
+            violation, nan_mismatch = np.where(valid, violation, -np.inf), nan_mismatch & valid
         bad = (violation > 0) | nan_mismatch
         worst = np.unravel_index(int(np.nanargmax(np.where(nan_mismatch, np.inf, violation))), a.shape) if a.size else ()
         results.append(OutputComparison(
             name=out.name, max_abs_error=float(np.nanmax(diff)) if a.size else 0.0,
             max_rel_error=float(np.nanmax(rel)) if a.size else 0.0, atol=atol, rtol=rtol,
-            mismatched=int(bad.sum()), total=int(a.size), worst_index=tuple(int(i) for i in worst)))
+            mismatched=int(bad.sum()), total=int(a.size if valid is None else valid.sum()),
+            worst_index=tuple(int(i) for i in worst)))
     return results
+
+
+def _valid_region(actual: np.ndarray, expected: np.ndarray, lengths: np.ndarray, axis: int):
+    """Crop both arrays to a common size along ``axis`` and mask the elements past each sample's valid length."""
+    n = min(actual.shape[axis], expected.shape[axis])
+    actual, expected = np.take(actual, np.arange(n), axis=axis), np.take(expected, np.arange(n), axis=axis)
+    per_sample = np.asarray(lengths).reshape(len(expected), -1)[:, 0]
+    frames = np.arange(n).reshape([n if i == axis else 1 for i in range(expected.ndim)])
+    valid = frames < per_sample.reshape([-1] + [1] * (expected.ndim - 1))
+    return actual, expected, np.broadcast_to(valid, expected.shape)
 
 
 @dataclass
@@ -103,14 +120,26 @@ class AccuracyResult:
 
 def run_batched(infer: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]], inputs: Mapping[str, np.ndarray],
                 batch_size: int) -> dict[str, np.ndarray]:
-    """Run ``infer`` over all samples in batches of ``batch_size`` and concatenate the outputs."""
+    """Run ``infer`` over all samples in batches of ``batch_size`` and concatenate the outputs.
+
+    Outputs whose dynamic dims differ between batches (a padded length) are zero-padded to the longest first.
+    """
     n = len(next(iter(inputs.values())))
     parts: dict[str, list[np.ndarray]] = {}
     for start in range(0, n, batch_size):
         out = infer({k: v[start:start + batch_size] for k, v in inputs.items()})
         for k, v in out.items():
             parts.setdefault(k, []).append(v)
-    return {k: np.concatenate(v) for k, v in parts.items()}
+    return {k: np.concatenate(pad_to_common_shape(v)) for k, v in parts.items()}
+
+
+def pad_to_common_shape(arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """Zero-pad arrays (at the end of every axis but the first) to their largest common shape."""
+    target = np.max([a.shape[1:] for a in arrays], axis=0) if arrays and arrays[0].ndim > 1 else None
+    if target is None:
+        return arrays
+    return [a if a.shape[1:] == tuple(target) else
+            np.pad(a, [(0, 0)] + [(0, int(t) - d) for t, d in zip(target, a.shape[1:])]) for a in arrays]
 
 
 def evaluate(spec: ModelSpec, deployment: str, precision: str, data, served_infer, reference_infer,

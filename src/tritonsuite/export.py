@@ -140,6 +140,10 @@ def _write_artifact(module, spec: ModelSpec, fmt: str, path: Path, example: tupl
                               opset_version=ONNX_OPSET, dynamo=False)
 
 
+def _shapes(inputs: dict[str, np.ndarray]) -> str:
+    return ", ".join(f"{k} {list(v.shape)}" for k, v in inputs.items())
+
+
 def export(spec: ModelSpec, fmt: str, precision: str, cache_dir: str | Path, checkpoint: Path | None = None,
            module=None, verify_batch_sizes: tuple[int, ...] = VERIFY_BATCH_SIZES) -> Artifact:
     """Export (or reuse from cache) ``spec`` as ``fmt``/``precision`` and verify it against the eager model.
@@ -174,11 +178,13 @@ def export(spec: ModelSpec, fmt: str, precision: str, cache_dir: str | Path, che
         reference = eager_runner(module, spec, device)
         max_abs: dict[str, float] = {}
         max_rel: dict[str, float] = {}
-        for batch in verify_batch_sizes:
-            sample = spec.example_inputs(batch, 1000 + batch)
+        checks = [(f"batch {b}", spec.example_inputs(b, 1000 + b)) for b in verify_batch_sizes]
+        extra = spec.verification_inputs() if spec.verification_inputs is not None else []
+        checks += [(f"verification input {i} (shapes {_shapes(sample)})", sample) for i, sample in enumerate(extra)]
+        for where, sample in checks:
             for c in compare_outputs(runner(sample), reference(sample), spec, precision):
                 if not c.passed:
-                    raise ExportMismatch(f"{fmt} artifact of {spec.key} differs from eager at batch {batch}: "
+                    raise ExportMismatch(f"{fmt} artifact of {spec.key} differs from eager at {where}: "
                                          f"{c.describe()}")
                 max_abs[c.name] = max(max_abs.get(c.name, 0.0), c.max_abs_error)
                 max_rel[c.name] = max(max_rel.get(c.name, 0.0), c.max_rel_error)

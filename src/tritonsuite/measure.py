@@ -200,12 +200,12 @@ class _SharedMemory:
             offset += array.nbytes
         self.input_size = offset
         self.output_offsets, self.output_sizes, offset = {}, {}, 0
-        for t in output_specs:
-            if any(d < 0 for d in t.shape):
-                raise MeasurementError(f"output {t.name} has a dynamic shape {t.shape}: shared-memory output needs "
-                                       f"a fixed size")
+        for t in output_specs:  # sized up front: a dynamic dim needs the output's max_shape to bound it
+            if any(d < 0 for d in t.shape) and t.max_shape is None:
+                raise MeasurementError(f"output {t.name} has a dynamic shape {t.shape} and no max_shape: "
+                                       f"shared-memory output needs an upper bound")
             self.output_offsets[t.name] = offset
-            self.output_sizes[t.name] = int(np.prod(t.shape, dtype=np.int64)) * batch_size * np.dtype(t.dtype).itemsize
+            self.output_sizes[t.name] = t.max_elements() * batch_size * np.dtype(t.dtype).itemsize
             offset += self.output_sizes[t.name]
         self.output_size = offset
         self._inputs = inputs
@@ -234,6 +234,8 @@ class _SharedMemory:
         return self
 
     def read_output(self, name: str, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+        """An output as Triton wrote it: ``shape`` is the one the response returned (for a dynamic output, at most
+        the region's bound)."""
         import tritonclient.utils.shared_memory as shm
 
         return shm.get_contents_as_numpy(self._handles[1], np.dtype(dtype), shape, offset=self.output_offsets[name])

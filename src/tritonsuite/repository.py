@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -60,6 +61,9 @@ def model_config(name: str, spec: ModelSpec, artifact: Artifact, config: Deploym
     for key, value in (("ARTIFACT", artifact.path.name), ("FORMAT", artifact.format),
                        ("INTRA_OP_THREADS", str(config.intra_op_threads)), ("ARTIFACT_KEY", artifact.key)):
         cfg.parameters[key].string_value = value
+    valid_lengths = {t.name: list(t.valid_length) for t in spec.outputs if t.valid_length is not None}
+    if valid_lengths:  # the runner trims each request's padded outputs to its own valid length
+        cfg.parameters["VALID_LENGTHS"].string_value = json.dumps(valid_lengths, sort_keys=True)
     return cfg
 
 

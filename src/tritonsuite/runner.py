@@ -2,9 +2,11 @@
 
 Each deployment's ``<version>/model.py`` is one import line pointing here, so all deployments share this runner.
 Parameters from ``config.pbtxt``: ``ARTIFACT`` (file name in the version directory), ``FORMAT`` (onnx,
-ts-trace, ts-script) and ``INTRA_OP_THREADS`` (threads per model instance; 0 = the runtime's default).
-The python backend hands a list of requests (several when the dynamic batcher grouped them): they are
-concatenated along the batch dimension, run once, and the outputs split back per request.
+ts-trace, ts-script), ``INTRA_OP_THREADS`` (threads per model instance; 0 = the runtime's default) and, for
+models whose outputs are padded within a batch, ``VALID_LENGTHS`` (JSON: output -> [lengths output, per-sample
+axis]). The python backend hands a list of requests (several when the dynamic batcher grouped them): they are
+concatenated along the batch dimension, run once, and the outputs split back per request; a padded output is
+trimmed to the longest valid length within the request, so a result does not depend on what it was batched with.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
-from tritonsuite.runtime import ArtifactRunner
+from tritonsuite.runtime import ArtifactRunner, split_request
 
 
 class TritonPythonModel:
@@ -28,6 +30,7 @@ class TritonPythonModel:
         device = "cuda" if args.get("model_instance_kind") == "GPU" else "cpu"
         threads = int(params.get("INTRA_OP_THREADS", "0")) or None
         self.runner = ArtifactRunner(path, params["FORMAT"], self.input_names, self.output_names, threads, device)
+        self.valid_lengths = {k: tuple(v) for k, v in json.loads(params.get("VALID_LENGTHS", "{}")).items()}
 
     def execute(self, requests):
         try:
@@ -44,8 +47,10 @@ class TritonPythonModel:
             return [pb_utils.InferenceResponse(output_tensors=[], error=error) for _ in requests]
         responses, start = [], 0
         for size in sizes:
-            tensors = [pb_utils.Tensor(n, np.ascontiguousarray(outputs[n][start:start + size], dtype=self.output_dtypes[n]))
+            part = split_request(outputs, start, size, self.valid_lengths)
+            tensors = [pb_utils.Tensor(n, np.ascontiguousarray(part[n], dtype=self.output_dtypes[n]))
                        for n in self.output_names]
             responses.append(pb_utils.InferenceResponse(output_tensors=tensors))
             start += size
         return responses
+

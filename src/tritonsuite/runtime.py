@@ -50,3 +50,13 @@ class ArtifactRunner:
         if not isinstance(outputs, (tuple, list)):
             outputs = (outputs,)
         return {n: o.detach().cpu().numpy() for n, o in zip(self.output_names, outputs)}
+
+
+def split_request(outputs: dict[str, np.ndarray], start: int, size: int,
+                  valid_lengths: dict[str, tuple[str, int]]) -> dict[str, np.ndarray]:
+    """One request's slice of a batch's outputs, each padded output trimmed to the request's longest valid length."""
+    part = {n: v[start:start + size] for n, v in outputs.items()}
+    for name, (length_name, axis) in valid_lengths.items():
+        keep = int(np.asarray(part[length_name]).reshape(size, -1)[:, 0].max(initial=0))
+        part[name] = part[name][(slice(None),) * (axis + 1) + (slice(0, keep),)]
+    return part

@@ -32,10 +32,32 @@ class TensorSpec:
     name: str
     dtype: str
     shape: tuple[int, ...]
+    # upper bound of the shape for sizing buffers up front (system shared memory): -1 dims replaced by the largest
+    # size the model produces for the example inputs; None when the shape is fixed
+    max_shape: tuple[int, ...] | None = None
+    # for an output padded along a dynamic axis within a batch: (name of the output holding each sample's valid
+    # length, axis of this tensor's per-sample shape it counts). Frames past a sample's length are padding: the
+    # runner trims each request to its own longest sample, and comparisons skip the padding
+    valid_length: tuple[str, int] | None = None
+
+    def __post_init__(self):
+        if self.max_shape is not None and (len(self.max_shape) != len(self.shape) or any(
+                d >= 0 and m != d or m < 0 for d, m in zip(self.shape, self.max_shape))):
+            raise ValueError(f"{self.name}: max_shape {self.max_shape} must match shape {self.shape} with every -1 "
+                             f"dim bounded")
+        if self.valid_length is not None and not 0 <= self.valid_length[1] < len(self.shape):
+            raise ValueError(f"{self.name}: valid_length axis {self.valid_length[1]} is not an axis of {self.shape}")
 
     @property
     def triton_dtype(self) -> str:
         return TRITON_DTYPES[self.dtype]
+
+    def max_elements(self) -> int:
+        """Elements per sample at most: the shape's product, with ``max_shape`` bounding the dynamic dims."""
+        shape = self.max_shape if self.max_shape is not None else self.shape
+        if any(d < 0 for d in shape):
+            raise ValueError(f"{self.name} has a dynamic shape {self.shape} and no max_shape to bound it")
+        return int(np.prod(shape, dtype=np.int64))
 
 
 @dataclass(frozen=True)
@@ -100,6 +122,10 @@ class ModelSpec:
     train: Callable[[Path | None, Path], Mapping[str, Any]] | None = None
     training: Mapping[str, Any] = field(default_factory=dict)  # training hyper-parameters, part of its cache key
     parameters: Mapping[str, Any] = field(default_factory=dict)  # extra rows for the report's parameter table
+    # extra input batches export verification checks besides example_inputs at its batch sizes: models with a
+    # dynamic input dim give other lengths (and padding) here, so an artifact traced at one length is proven to
+    # generalise. () -> list of input dicts
+    verification_inputs: Callable[[], Sequence[dict[str, np.ndarray]]] | None = None
     description: str = ""
 
     @property

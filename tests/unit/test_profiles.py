@@ -34,7 +34,7 @@ def test_narrowing(tmp_path):
     assert [c.id for c in profile_cases(narrowed, "online")] == ["bert-onnx-fp32-concurrency3"]
     assert [c.id for c in profile_cases(narrowed, "accuracy")] == ["bert-onnx-fp32"]
     with pytest.raises(ProfileError, match="not in profile 'cpu'; valid choices: bert"):
-        narrow(profile, models=["fastpitch"])
+        narrow(profile, models=["identity"])
     with pytest.raises(ProfileError, match=r"--batch-sizes \[64\] exceed bert's max batch size 8"):
         narrow(profile, batch_sizes=[64])
 

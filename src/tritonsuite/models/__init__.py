@@ -16,7 +16,8 @@ from typing import Iterable
 from tritonsuite.spec import ModelSpec
 
 ENTRY_POINT_GROUP = "tritonsuite.models"
-BUILTIN_MODULES = ("tritonsuite.models.bert", "tritonsuite.models.identity", "tritonsuite.models.wide_deep")
+BUILTIN_MODULES = ("tritonsuite.models.bert", "tritonsuite.models.identity", "tritonsuite.models.fastpitch",
+                   "tritonsuite.models.wide_deep")
 
 
 class RegistryError(ValueError):
