@@ -36,6 +36,11 @@ class ArtifactRunner:
 
             if threads:
                 torch.set_num_threads(threads)
+            if device == "cpu":
+                # TorchScript's TensorExpr fuser compiles kernels per input shape; on CPU, with shapes that vary
+                # (text lengths, frame counts, batch sizes) it recompiled and ran 3-50x slower than eager for
+                # FastPitch. Off, as Triton's PyTorch backend allows with ENABLE_TENSOR_FUSER=false.
+                torch._C._jit_set_texpr_fuser_enabled(False)
             self._torch = torch
             self._module = torch.jit.load(str(path), map_location=device).eval()
 
