@@ -67,11 +67,15 @@ SIZES = {
     "large": _size(128, 32, 320, trained=False),
 }
 
-# Suite training of the cpu size (seconds on 2 cores; see ``train``). Thresholds below come from what it reaches.
+# Suite training of the cpu size: Adam, constant lr, 60 steps of 2 random 24^3 crops (mirrored) from 24 phantoms;
+# ~40 s on the 2-core machine while other jobs ran (30-160 s as the load varied).
 TRAINING = {"steps": 60, "batch_size": 2, "crop": 24, "train_volumes": 24, "learning_rate": 0.01, "seed": 0,
             "threads": 2}
-# per-class dice against the phantoms' ground truth that the suite-trained cpu model must reach on held-out phantoms
-DICE_THRESHOLDS = {1: 0.80, 2: 0.60, 3: 0.70}
+# Per-class mean dice against the phantoms' ground truth on the 8 held-out phantoms that the suite-trained cpu model
+# must reach. Measured with this recipe and training seeds 0 / 1 / 2 (the suite uses seed 0):
+#   edema 0.824 / 0.734 / 0.836, necrotic core 0.952 / 0.912 / 0.799, enhancing 0.929 / 0.861 / 0.880;
+# 40 steps reached as low as 0.60 (core) and 0.69 (edema), hence 60. Thresholds sit below the worst seed:
+DICE_THRESHOLDS = {1: 0.65, 2: 0.70, 3: 0.75}
 EVAL_VOLUMES = 8
 EVAL_SEED = 12345  # held-out phantoms: training draws its volumes from seeds below 10_000
 # MLPerf style: the deployment's dice against ground truth must reach this share of the eager reference's
