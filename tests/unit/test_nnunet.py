@@ -117,6 +117,18 @@ def test_every_format_exports_labels_verified_against_eager(tiny, cache, fmt):
     assert len(np.unique(eager)) > 1  # the seeded weights do not collapse to one class
 
 
+def test_a_half_precision_module_takes_the_float32_input(tiny):
+    """fp16 deployments (GPU profiles) keep INPUT__0 float32: the module casts it to its weights' dtype."""
+    import torch
+
+    x = torch.from_numpy(tiny.example_inputs(2, 0)["INPUT__0"])
+    module = tiny.build(None)
+    with torch.inference_mode():
+        full = module(x)[0]
+        half = module.half()(x)[0]
+    assert half.dtype == torch.int64 and (half == full).float().mean() >= 0.99
+
+
 # ------------------------------------------------------------------------------------------------ training cache
 QUICK = {**nnunet.TRAINING, "steps": 2, "crop": 16, "train_volumes": 2}
 

@@ -184,9 +184,11 @@ def _wrapper_class():  # defined lazily so importing this module imports neither
         def __init__(self, net):
             super().__init__()
             self.net = net
+            # follows the weights' dtype through .half(): fp16 deployments take the float32 INPUT__0 and cast it
+            self.register_buffer("dtype_probe", torch.zeros(0), persistent=False)
 
         def forward(self, x):
-            return (torch.argmax(self.net(x), dim=1),)
+            return (torch.argmax(self.net(x.to(self.dtype_probe.dtype)), dim=1),)
 
     return NNUnetLabels
 
