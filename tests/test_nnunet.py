@@ -10,7 +10,7 @@ from tritonsuite.models import nnunet
 PROFILE = """
 device: cpu
 gpu: none (CPU only)
-measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 25, max_trials: 8, warmup_ms: 200}
+measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 40, max_trials: 12, warmup_ms: 200}
 models:
   nnunet:
     size: tiny
