@@ -7,13 +7,13 @@ from tritonsuite.models.bert import SIZES
 
 def test_builtin_models_and_sizes():
     registry = default_registry()
-    assert registry.names() == ["bert", "identity"]
+    assert registry.names() == ["bert", "identity", "tft"]
     assert registry.sizes("bert") == ["tiny", "cpu", "large"]
 
 
 def test_unknown_model_and_size_name_the_valid_choices():
     registry = default_registry()
-    with pytest.raises(RegistryError, match=r"unknown model 'gpt'; valid choices: bert, identity"):
+    with pytest.raises(RegistryError, match=r"unknown model 'gpt'; valid choices: bert, identity, tft"):
         registry.get("gpt", "cpu")
     with pytest.raises(RegistryError, match=r"no size 'huge'; valid choices: tiny, cpu, large"):
         registry.get("bert", "huge")

@@ -16,7 +16,7 @@ from typing import Iterable
 from tritonsuite.spec import ModelSpec
 
 ENTRY_POINT_GROUP = "tritonsuite.models"
-BUILTIN_MODULES = ("tritonsuite.models.bert", "tritonsuite.models.identity")
+BUILTIN_MODULES = ("tritonsuite.models.bert", "tritonsuite.models.identity", "tritonsuite.models.tft")
 
 
 class RegistryError(ValueError):
