@@ -30,11 +30,11 @@ def test_tft_offline_and_accuracy_on_a_user_csv(tmp_path):
     result = run_pytest(["--gpu", "tiny", "-m", "accuracy or offline", "--models", "tft",
                          "--dataset", f"tft={data}", "-q", "-p", "no:warnings"], tmp_path, profile=TFT_PROFILE)
     raw = tmp_path / "reports" / "raw"
-    offline = [json.loads(l) for f in raw.glob("offline-*.jsonl") for l in f.read_text().splitlines()]
+    offline = [json.loads(line) for f in raw.glob("offline-*.jsonl") for line in f.read_text().splitlines()]
     assert {(r["deployment"], r["result"]["Batch"]) for r in offline} == {
         ("tft_tiny_onnx_fp32_offline", 1), ("tft_tiny_onnx_fp32_offline", 8),
         ("tft_tiny_ts_trace_fp32_offline", 1), ("tft_tiny_ts_trace_fp32_offline", 8)}, result.stdout
-    accuracy = [json.loads(l) for f in raw.glob("accuracy-*.jsonl") for l in f.read_text().splitlines()]
+    accuracy = [json.loads(line) for f in raw.glob("accuracy-*.jsonl") for line in f.read_text().splitlines()]
     assert {r["deployment"] for r in accuracy} == {"tft_tiny_onnx_fp32_offline", "tft_tiny_ts_trace_fp32_offline"}
     for r in accuracy:
         assert "load.csv" in r["description"] and r["samples"] == 2 * (14 * 24 - 24 + 1)

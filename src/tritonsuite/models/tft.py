@@ -46,10 +46,10 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 
@@ -130,7 +130,7 @@ def _taylor_source() -> bytes:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--platform",
                "manylinux2014_x86_64", "--python-version", "3.11", f"pmdarima=={PMDARIMA_VERSION}", "-d", tmp,
                "--quiet", "--disable-pip-version-check"]
-        result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
         wheels = list(Path(tmp).glob("pmdarima-*.whl"))
         if result.returncode != 0 or not wheels:
             raise DatasetError(f"cannot fetch the pmdarima {PMDARIMA_VERSION} wheel for the load_taylor series "
@@ -284,7 +284,7 @@ def naive_seasons(history: int) -> dict[str, int]:
 
 # --- network ------------------------------------------------------------------------------------------------------
 
-@lru_cache(maxsize=None)
+@cache
 def _network():  # defined lazily so importing this module does not import torch
     import torch
     from torch import nn
