@@ -2,9 +2,10 @@
 
 A compact implementation of our own (see ``TemporalFusionTransformer``): static covariate encoders, variable
 selection networks, an LSTM encoder/decoder, interpretable multi-head attention, gated residual networks and
-quantile outputs (P10, P50, P90). Library implementations were weighed: gluonts pulls lightning and pins pandas<3,
-pytorch-forecasting pulls lightning, scikit-learn and scipy and builds its network from a pandas ``TimeSeriesDataSet``
-(dict inputs), so neither maps onto the seed's eight-tensor Triton signature without a wrapper as large as the model.
+quantile outputs (P10, P50, P90). Library implementations were weighed: gluonts 0.17 pins pandas<3 (the suite ships
+pandas 3) and its torch models need its ``torch`` extra (lightning, pytorch-lightning, scipy); pytorch-forecasting
+1.8 requires lightning, scipy, scikit-learn and scikit-base and builds its network from a pandas ``TimeSeriesDataSet``
+(dict inputs). Neither maps onto the seed's eight-tensor Triton signature without a wrapper as large as the model.
 
 Serving signature (the seed's Triton model; every group is time-major over the whole window, history + horizon,
 as in NVIDIA's TFT data loader; a group the dataset does not have is a one-element placeholder, [1]):
