@@ -31,6 +31,9 @@ class ArtifactRunner:
                 options.inter_op_num_threads = 1
             providers = ["CUDAExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"]
             self._session = ort.InferenceSession(str(path), sess_options=options, providers=providers)
+            # the ONNX exporter drops inputs the graph never reads (e.g. placeholders of a fixed signature); the
+            # serving signature still has them, so they are accepted here and not fed
+            self._feeds = [i.name for i in self._session.get_inputs()]
         else:
             import torch
 
@@ -46,7 +49,7 @@ class ArtifactRunner:
 
     def __call__(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         if self.fmt == "onnx":
-            outputs = self._session.run(self.output_names, {n: inputs[n] for n in self.input_names})
+            outputs = self._session.run(self.output_names, {n: inputs[n] for n in self._feeds})
             return dict(zip(self.output_names, outputs))
         torch = self._torch
         with torch.inference_mode():

@@ -83,3 +83,24 @@ def test_an_artifact_that_differs_from_eager_is_rejected(tmp_path):
                                              r"max abs error .* out of tolerance"):
         export(noisy, "onnx", "fp32", tmp_path)
     assert not list(tmp_path.iterdir())
+
+
+def test_an_input_the_graph_never_reads_is_accepted_by_the_onnx_runner(tmp_path):
+    import torch
+
+    from tritonsuite.spec import TensorSpec
+
+    class IgnoresSecond(torch.nn.Module):
+        def forward(self, x, placeholder):  # a fixed signature can carry inputs the network does not read
+            return (x * 2,)
+
+    identity = default_registry().get("identity", "tiny")
+    spec = dataclasses.replace(
+        identity, name="ignores", build=lambda checkpoint=None: IgnoresSecond().eval(),
+        inputs=identity.inputs + (TensorSpec("PLACEHOLDER__1", "float32", (1,)),),
+        example_inputs=lambda b, seed=0: {**identity.example_inputs(b, seed),
+                                          "PLACEHOLDER__1": np.zeros((b, 1), np.float32)})
+    artifact = export(spec, "onnx", "fp32", tmp_path)  # verification feeds both inputs
+    runner = ArtifactRunner(artifact.path, "onnx", ["INPUT__0", "PLACEHOLDER__1"], ["OUTPUT__0"])
+    x = np.ones((2, 16), np.float32)
+    assert (runner({"INPUT__0": x, "PLACEHOLDER__1": np.zeros((2, 1), np.float32)})["OUTPUT__0"] == 2).all()

@@ -17,7 +17,7 @@ from tritonsuite.spec import ModelSpec
 
 ENTRY_POINT_GROUP = "tritonsuite.models"
 BUILTIN_MODULES = ("tritonsuite.models.bert", "tritonsuite.models.identity", "tritonsuite.models.fastpitch",
-                   "tritonsuite.models.nnunet", "tritonsuite.models.wide_deep")
+                   "tritonsuite.models.nnunet", "tritonsuite.models.tft", "tritonsuite.models.wide_deep")
 
 
 class RegistryError(ValueError):
