@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,17 +147,28 @@ class ModelSpec:
         return float(found[2]) if len(found) > 2 else 0.0
 
     def fingerprint(self) -> dict[str, Any]:
-        """What identifies the built module (for cache keys): name, size, signature, config."""
+        """What identifies the built module (for cache keys): name, size, signature, config, and the content of
+        the source file that defines ``build`` (so editing a model's code invalidates its cached artifacts)."""
         return {
             "name": self.name,
             "size": self.size,
             "inputs": [dataclasses.astuple(t) for t in self.inputs],
             "outputs": [dataclasses.astuple(t) for t in self.outputs],
             "config": dict(self.config),
+            "code": _source_digest(self.build),
         }
 
 
 _FILE_HASHES: dict[tuple[str, int, int], str] = {}
+
+
+def _source_digest(func: Callable) -> str | None:
+    """Digest of the file that defines ``func`` (None where there is no source file, e.g. a REPL function)."""
+    try:
+        source = inspect.getsourcefile(inspect.unwrap(func))
+    except TypeError:
+        return None
+    return file_digest(Path(source)) if source and Path(source).is_file() else None
 
 
 def file_digest(path: Path) -> str:

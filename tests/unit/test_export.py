@@ -104,3 +104,23 @@ def test_an_input_the_graph_never_reads_is_accepted_by_the_onnx_runner(tmp_path)
     runner = ArtifactRunner(artifact.path, "onnx", ["INPUT__0", "PLACEHOLDER__1"], ["OUTPUT__0"])
     x = np.ones((2, 16), np.float32)
     assert (runner({"INPUT__0": x, "PLACEHOLDER__1": np.zeros((2, 1), np.float32)})["OUTPUT__0"] == 2).all()
+
+
+def test_cache_key_follows_the_model_code(tmp_path):
+    """Editing the file that defines a spec's build function gives new artifact and training keys."""
+    import importlib.util
+
+    module_file = tmp_path / "my_model_spec.py"
+    base = default_registry().get("identity", "tiny")
+
+    def key_of_current_file():
+        loader = importlib.util.spec_from_file_location("my_model_spec", module_file)
+        module = importlib.util.module_from_spec(loader)
+        loader.loader.exec_module(module)
+        return cache_key(dataclasses.replace(base, build=module.build), "onnx", "fp32")
+
+    module_file.write_text("def build(checkpoint=None):\n    return None\n")
+    first = key_of_current_file()
+    assert key_of_current_file() == first
+    module_file.write_text("def build(checkpoint=None):\n    return None  # changed\n")
+    assert key_of_current_file() != first
