@@ -1,8 +1,12 @@
+import functools
 import os
+import zipfile
 
 import numpy as np
 import pytest
 
+from tritonsuite import datasets
+from tritonsuite.datasets import DatasetError
 from tritonsuite.export import export
 from tritonsuite.models import default_registry, tft
 from tritonsuite.training import trained_checkpoint, training_stats
@@ -78,27 +82,33 @@ def test_csv_loader_and_windows(tmp_path):
 def test_csv_loader_names_the_problem(tmp_path, content, message):
     path = tmp_path / "bad.csv"
     path.write_text(content)
-    with pytest.raises(tft.DatasetError, match=message):
+    with pytest.raises(DatasetError, match=message):
         tft.load_csv(path)
 
 
 def test_too_short_a_series_is_refused(tmp_path):
     series = tft.load_csv(_write_csv(tmp_path / "short.csv", hours=tft.TEST_HOURS + 10))
-    with pytest.raises(tft.DatasetError, match="needs at least"):
+    with pytest.raises(DatasetError, match="needs at least"):
         tft.make_windows(series, 24, "train")
 
 
-def test_taylor_source_must_match_its_pinned_hash():
-    with pytest.raises(tft.DatasetError, match="expected 3df2f44f"):
+def test_built_in_series_is_the_hourly_pinned_taylor_source(tmp_path, monkeypatch):
+    values = np.arange(4032, dtype=float) + 20000  # pmdarima's taylor.py holds its half-hourly values in one list
+    source = f"import numpy as np\nrslt = {values.tolist()}\n".encode()
+    wheel = tmp_path / "pmdarima-2.1.1-cp311-cp311-manylinux2014_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr(tft.TAYLOR_MEMBER, source)
+
+    def download(dest):  # stands in for `pip download` (no network in unit tests)
+        (dest / wheel.name).write_bytes(wheel.read_bytes())
+
+    monkeypatch.setattr(tft, "TAYLOR_SHA256", datasets.sha256_of(source))
+    monkeypatch.setattr(tft, "wheel_member", functools.partial(datasets.wheel_member, cache=tmp_path / "cache",
+                                                               download=download))
+    series = tft.load_taylor_hourly()
+    assert len(series.values) == 2016 and series.values[0] == 20000.5 and series.start == tft.TAYLOR_START
+    with pytest.raises(DatasetError, match="no data list found"):
         tft.parse_taylor_source(b"rslt = [1, 2, 3]")
-
-
-def test_built_in_series_is_the_hourly_load_taylor(tmp_path, monkeypatch):
-    series = tft.load_taylor_hourly(tmp_path)  # from the installed pmdarima or its wheel, then cached
-    assert len(series.values) == 2016 and series.values[0] == (22262 + 21756) / 2
-    assert list(tmp_path.glob("taylor-*.npy"))
-    monkeypatch.setattr(tft, "_taylor_source", lambda: pytest.fail("the cached series was not used"))
-    np.testing.assert_array_equal(tft.load_taylor_hourly(tmp_path).values, series.values)
 
 
 @pytest.mark.parametrize("size", list(tft.SIZES))
@@ -190,5 +200,5 @@ def test_a_checkpoint_of_another_size_is_refused(tmp_path):
 def test_a_dataset_with_more_series_than_the_size_embeds_is_refused(tmp_path):
     spec = default_registry().get("tft", "tiny")
     data = _write_csv(tmp_path / "many.csv", names=[f"s{i}" for i in range(17)])
-    with pytest.raises(tft.DatasetError, match="17 series; TFT size 'tiny' embeds at most 16"):
+    with pytest.raises(DatasetError, match="17 series; TFT size 'tiny' embeds at most 16"):
         spec.train(data, tmp_path / "ckpt.pt")

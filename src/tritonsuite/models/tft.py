@@ -39,14 +39,7 @@ from __future__ import annotations
 
 import ast
 import csv
-import hashlib
-import importlib.metadata
 import io
-import os
-import subprocess
-import sys
-import tempfile
-import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -54,6 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tritonsuite.datasets import DatasetError, wheel_member
 from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec
 
 HORIZON = 24
@@ -87,10 +81,6 @@ TAYLOR_SHA256 = "3df2f44f654bfe4338ea39350912140c9710fa776270f50a2529b2f5c87a4e1
 TAYLOR_START = np.datetime64("2000-06-05T00")  # Monday, 5 June 2000, 00:00 (half-hourly from there)
 
 
-class DatasetError(ValueError):
-    """A dataset the TFT loader cannot use; the message names the file and what is wrong."""
-
-
 @dataclass(frozen=True)
 class Series:
     """One hourly series: its name, the hour of its first value, and its values."""
@@ -100,58 +90,20 @@ class Series:
     values: np.ndarray  # float64, hourly
 
 
-def data_cache_dir() -> Path:
-    """Where the extracted built-in series is cached: ``$TRITONSUITE_DATA_CACHE`` or ``~/.cache/tritonsuite``."""
-    return Path(os.environ.get("TRITONSUITE_DATA_CACHE") or Path.home() / ".cache" / "tritonsuite")
-
-
 def parse_taylor_source(source: bytes) -> np.ndarray:
     """The 4032 half-hourly values in pmdarima's ``taylor.py``, read from its source (the package is not imported)."""
-    if hashlib.sha256(source).hexdigest() != TAYLOR_SHA256:
-        raise DatasetError(f"{TAYLOR_MEMBER} of pmdarima has sha256 {hashlib.sha256(source).hexdigest()}, expected "
-                           f"{TAYLOR_SHA256} (pmdarima {PMDARIMA_VERSION})")
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.List) and len(node.elts) > 1000:
             return np.array([ast.literal_eval(e) for e in node.elts], dtype=np.float64)
     raise DatasetError(f"{TAYLOR_MEMBER}: no data list found")
 
 
-def _taylor_source() -> bytes:
-    """pmdarima's ``taylor.py``: from the installed distribution if there is one, else from its wheel (fetched once)."""
-    try:
-        path = importlib.metadata.distribution("pmdarima").locate_file(TAYLOR_MEMBER)
-        if Path(path).is_file():
-            source = Path(path).read_bytes()
-            if hashlib.sha256(source).hexdigest() == TAYLOR_SHA256:
-                return source
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    with tempfile.TemporaryDirectory() as tmp:
-        # any platform's wheel carries the same pure-python member; ask for one fixed wheel so pip never builds
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--platform",
-               "manylinux2014_x86_64", "--python-version", "3.11", f"pmdarima=={PMDARIMA_VERSION}", "-d", tmp,
-               "--quiet", "--disable-pip-version-check"]
-        result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
-        wheels = list(Path(tmp).glob("pmdarima-*.whl"))
-        if result.returncode != 0 or not wheels:
-            raise DatasetError(f"cannot fetch the pmdarima {PMDARIMA_VERSION} wheel for the load_taylor series "
-                               f"({result.stderr.strip().splitlines()[-1:] or 'no wheel'}); pass "
-                               f"--dataset tft=PATH (a CSV: series,timestamp,value) instead")
-        with zipfile.ZipFile(wheels[0]) as wheel:
-            return wheel.read(TAYLOR_MEMBER)
-
-
-def load_taylor_hourly(cache_dir: Path | None = None) -> Series:
-    """England and Wales demand (MW), hourly means of pmdarima's half-hourly ``load_taylor``; cached as a .npy."""
-    cache = (cache_dir or data_cache_dir()) / f"taylor-{TAYLOR_SHA256[:16]}.npy"
-    if cache.is_file():
-        half_hourly = np.load(cache)
-    else:
-        half_hourly = parse_taylor_source(_taylor_source())
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f"{cache.name}.tmp-{os.getpid()}.npy")
-        np.save(tmp, half_hourly)
-        os.replace(tmp, cache)
+def load_taylor_hourly() -> Series:
+    """England and Wales demand (MW), hourly means of pmdarima's half-hourly ``load_taylor``."""
+    # any platform's wheel carries the same pure-python member; ask for one fixed wheel so pip never builds
+    source = wheel_member("pmdarima", PMDARIMA_VERSION, TAYLOR_MEMBER, TAYLOR_SHA256, model="tft",
+                          platform="manylinux2014_x86_64", python_version="3.11")
+    half_hourly = parse_taylor_source(source.read_bytes())
     return Series("load_taylor", TAYLOR_START, half_hourly.reshape(-1, 2).mean(axis=1))
 
 
