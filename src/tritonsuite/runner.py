@@ -53,4 +53,3 @@ class TritonPythonModel:
             responses.append(pb_utils.InferenceResponse(output_tensors=tensors))
             start += size
         return responses
-
