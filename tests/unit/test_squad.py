@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -113,8 +114,8 @@ def test_load_squad_reads_user_file(tmp_path):
     examples = squad.load_squad(str(_write(tmp_path, payload)))
     assert [ex.id for ex in examples] == ["q1", "q2"]
     assert examples[1] == squad.QAExample("q2", "Where is Rome?", "Rome is in Italy.", ("Italy", "in Italy", "Italy"))
-    with pytest.raises(Exception):
-        examples[0].id = "x"  # frozen
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        examples[0].id = "x"
 
 
 @pytest.mark.parametrize("payload, message", [

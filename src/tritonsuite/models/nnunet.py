@@ -246,7 +246,7 @@ def make_train(size: str, training: Mapping):
             opt = torch.optim.Adam(net.parameters(), lr=float(training["learning_rate"]))
             x_all, y_all = torch.from_numpy(images), torch.from_numpy(labels)
             start, losses = time.perf_counter(), []
-            for step in range(int(training["steps"])):
+            for _ in range(int(training["steps"])):
                 idx = torch.randint(0, len(x_all), (int(training["batch_size"]),), generator=gen)
                 x, y = x_all[idx], y_all[idx]
                 crop = int(training.get("crop", 0)) or x.shape[-1]  # nnU-Net trains on patches: cheaper steps
