@@ -42,6 +42,27 @@ def training_stats(checkpoint: Path) -> dict[str, Any]:
     return json.loads(meta.read_text()) if meta.is_file() else {}
 
 
+def load_weights(module, checkpoint: str | Path, key: str) -> dict[str, Any]:
+    """Load a checkpoint file (or ``<dir>/checkpoint.pt``) into ``module``: a state_dict, or a dict holding one
+    under ``"state_dict"`` as this module's trainers write. Returns what the file held. A file that does not fit
+    raises ValueError naming the checkpoint and the model (``key``, e.g. ``fastpitch:tiny``)."""
+    import torch
+
+    path = Path(checkpoint)
+    if path.is_dir():
+        path = path / CHECKPOINT_FILE
+    name = key.split(":")[0]
+    try:
+        saved = torch.load(str(path), map_location="cpu", weights_only=True)
+        state = saved["state_dict"] if isinstance(saved, dict) and "state_dict" in saved else saved
+        module.load_state_dict(state)
+    except (RuntimeError, KeyError, OSError, TypeError, AttributeError) as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]  # torch's reason is on line 2
+        raise ValueError(f"--checkpoint {name}={checkpoint} does not fit {key}: "
+                         f"{' '.join(lines[:2]) or type(exc).__name__}") from None
+    return saved
+
+
 def trained_checkpoint(spec: ModelSpec, cache_dir: str | Path, dataset: Path | None = None) -> Path:
     """The cached checkpoint of ``spec`` trained on ``dataset`` (or its own data), training it if needed."""
     if spec.train is None:

@@ -173,7 +173,7 @@ def test_user_checkpoint_is_loaded_and_a_wrong_one_is_named(tiny, tmp_path):
     x = torch.from_numpy(tiny.example_inputs(1, 0)["INPUT__0"])
     assert (module(x)[0] == 3).all()
     torch.save(nnunet.build_net("cpu").state_dict(), tmp_path / "cpu.pt")
-    with pytest.raises(ValueError, match=r"--checkpoint nnunet=.*cpu.pt: not a DynUNet state_dict of size 'tiny'"):
+    with pytest.raises(ValueError, match=r"--checkpoint nnunet=.*cpu.pt does not fit nnunet:tiny: "):
         tiny.build(tmp_path / "cpu.pt")
 
 

@@ -68,3 +68,21 @@ def test_concurrent_processes_train_once(spec, tmp_path):
     assert len({(tmp_path / f"path{i}").read_text() for i in range(3)}) == 1
     assert (tmp_path / "calls.txt").read_text() == "x"
     assert json.loads((checkpoint_dir(spec, tmp_path) / "training.json").read_text())["final_loss"] == 0.25
+
+
+def test_load_weights_takes_a_state_dict_a_trainer_file_or_its_directory(tmp_path):
+    import torch
+
+    from tritonsuite.training import load_weights
+
+    source = torch.nn.Linear(3, 2)
+    torch.save(source.state_dict(), tmp_path / "plain.pt")
+    (tmp_path / "run").mkdir()
+    torch.save({"state_dict": source.state_dict(), "config": {"width": 3}}, tmp_path / "run" / "checkpoint.pt")
+    for path in (tmp_path / "plain.pt", tmp_path / "run"):
+        target = torch.nn.Linear(3, 2)
+        load_weights(target, path, "linear:tiny")
+        assert torch.equal(target.weight, source.weight)
+    assert load_weights(torch.nn.Linear(3, 2), tmp_path / "run", "linear:tiny")["config"] == {"width": 3}
+    with pytest.raises(ValueError, match=r"--checkpoint linear=.*plain.pt does not fit linear:small: .*size mismatch"):
+        load_weights(torch.nn.Linear(4, 2), tmp_path / "plain.pt", "linear:small")

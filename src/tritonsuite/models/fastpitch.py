@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec
+from tritonsuite.training import load_weights
 
 PAD = "_"
 PUNCTUATION = "!'\"(),-.:;?"
@@ -266,14 +267,7 @@ def build_module(size: str, checkpoint: Path | None = None):
     torch.manual_seed(SEED)
     module = _classes()(len(SYMBOLS), **SIZES[size])
     if checkpoint is not None:
-        state = torch.load(str(checkpoint), map_location="cpu", weights_only=True)
-        if isinstance(state, dict) and "state_dict" in state:
-            state = state["state_dict"]
-        try:
-            module.load_state_dict(state)
-        except RuntimeError as exc:
-            first = str(exc).strip().splitlines()[0]
-            raise ValueError(f"--checkpoint fastpitch={checkpoint} does not fit fastpitch:{size}: {first}") from None
+        load_weights(module, checkpoint, f"fastpitch:{size}")
     return module.eval()
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec
+from tritonsuite.training import load_weights
 
 CHANNELS = 4  # the four MRI modalities of BraTS
 CLASSES = 4  # background, edema (1), non-enhancing/necrotic core (2), enhancing tumour (3)
@@ -207,17 +208,9 @@ def build_net(size: str):
 
 
 def _build(size: str, checkpoint: Path | None):
-    import torch
-
     net = build_net(size)
     if checkpoint is not None:
-        try:
-            state = torch.load(str(checkpoint), map_location="cpu", weights_only=True)
-            net.load_state_dict(state)
-        except (RuntimeError, KeyError, OSError, TypeError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ValueError(f"--checkpoint nnunet={checkpoint}: not a DynUNet state_dict of size {size!r} "
-                             f"({first})") from None
+        load_weights(net, checkpoint, f"nnunet:{size}")
     return _wrapper_class()(net.eval()).eval()
 
 

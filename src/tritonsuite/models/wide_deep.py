@@ -35,6 +35,7 @@ import numpy as np
 
 from tritonsuite.models import adult
 from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec
+from tritonsuite.training import load_weights
 
 OUTPUT = "wide_deep_model"
 WEIGHTS_SEED = 20261122
@@ -222,28 +223,13 @@ def outbrain_tables(size: str) -> dict[str, tuple[int, int]]:
 
 
 def _build_outbrain(size: str, checkpoint: Path | None):
-    import torch
-
     tables = outbrain_tables(size)
     module = _module_class()([tables[n] for n in ONEHOT_COLUMNS], [tables[n] for n in MULTIHOT_COLUMNS],
                              len(NUMERIC_COLUMNS), OUTBRAIN_SIZES[size]["hidden"], dropout=0.1)
     _seeded_init(module, WEIGHTS_SEED)
     if checkpoint is not None:
-        _load_state(module, checkpoint, torch)
+        load_weights(module, checkpoint, f"wide_deep:{size}")
     return module.eval()
-
-
-def _load_state(module, checkpoint: Path, torch) -> None:
-    path = Path(checkpoint)
-    if path.is_dir():
-        path = path / "checkpoint.pt"
-    state = torch.load(str(path), map_location="cpu", weights_only=True)
-    state = state.get("state_dict", state)
-    try:
-        module.load_state_dict(state)
-    except RuntimeError as exc:
-        first = str(exc).strip().splitlines()
-        raise ValueError(f"checkpoint {checkpoint} does not fit this model: {' '.join(first[:2])}") from None
 
 
 def outbrain_inputs(size: str, groups: Sequence[int] | np.ndarray, seed: int) -> dict[str, np.ndarray]:
@@ -375,12 +361,10 @@ def _adult_module():
 
 
 def _build_adult(checkpoint: Path | None):
-    import torch
-
     module = _adult_module()
     _seeded_init(module, WEIGHTS_SEED)
     if checkpoint is not None:
-        _load_state(module, checkpoint, torch)
+        load_weights(module, checkpoint, "wide_deep_adult:base")
     return module.eval()
 
 
