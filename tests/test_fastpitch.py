@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from tritonsuite.export import export
-from tritonsuite.measure import LoadPoint, MeasurementSettings, _SharedMemory, measure
+from tritonsuite.measure import LoadPoint, MeasurementSettings, _SharedMemory, infer_tensors, measure
 from tritonsuite.models import default_registry
 from tritonsuite.models import fastpitch as fp
 from tritonsuite.repository import DeploymentConfig, build_deployment
 from tritonsuite.server import EmbeddedServer
+from tritonsuite.suite import served_infer
 
 pytestmark = pytest.mark.smoke
-OUTPUTS = [f"OUTPUT__{i}" for i in range(5)]
 
 
 @pytest.fixture(scope="module")
@@ -35,20 +35,12 @@ def served(spec, tmp_path_factory):
         yield server
 
 
-def _request(ids):
-    import tritonclient.http as httpclient
-
-    tensor = httpclient.InferInput("INPUT__0", list(ids.shape), "INT64")
-    tensor.set_data_from_numpy(ids, binary_data=True)
-    return {"inputs": [tensor], "outputs": [httpclient.InferRequestedOutput(n, binary_data=True) for n in OUTPUTS]}
-
-
 def _executions(client, model):
     stats = client.get_inference_statistics(model)["model_stats"][0]
     return stats["execution_count"], stats["inference_count"]
 
 
-def test_a_sample_gets_the_same_result_alone_and_dynamically_batched_with_longer_ones(served):
+def test_a_sample_gets_the_same_result_alone_and_dynamically_batched_with_longer_ones(served, spec):
     sentences = fp.load_sentences()
     length = 90
     texts = ["Thank you."] + sorted((s for s in sentences if 60 < len(s) <= length), key=len)[-3:]
@@ -56,8 +48,7 @@ def test_a_sample_gets_the_same_result_alone_and_dynamically_batched_with_longer
     def infer(row):
         own = served.client()  # one connection per concurrent request
         try:
-            result = own.infer("dynamic", **_request(row[None]))
-            return {n: result.as_numpy(n) for n in OUTPUTS}
+            return served_infer(own, "dynamic", spec)({"INPUT__0": row[None]})
         finally:
             own.close()
 
@@ -83,24 +74,16 @@ def test_a_sample_gets_the_same_result_alone_and_dynamically_batched_with_longer
 
 
 def test_shared_memory_carries_outputs_of_dynamic_shape(served, spec):
-    import tritonclient.http as httpclient
-
     inputs = spec.example_inputs(2, 0)
     client = served.client()
     try:
-        over_http = client.infer("static", **_request(inputs["INPUT__0"]))
+        over_http = served_infer(client, "static", spec)(inputs)
         with _SharedMemory(served, inputs, spec.outputs, 2) as shm:
-            tensor = httpclient.InferInput("INPUT__0", list(inputs["INPUT__0"].shape), "INT64")
-            tensor.set_shared_memory(shm.input_name, inputs["INPUT__0"].nbytes)
-            requested = []
-            for name in OUTPUTS:
-                out = httpclient.InferRequestedOutput(name, binary_data=True)
-                out.set_shared_memory(shm.output_name, shm.output_sizes[name], offset=shm.output_offsets[name])
-                requested.append(out)
-            result = client.infer("static", [tensor], outputs=requested)
+            tensors, requested = infer_tensors(inputs, [t.name for t in spec.outputs], shm)
+            result = client.infer("static", tensors, outputs=requested)
             for t in spec.outputs:
                 shape = tuple(result.get_output(t.name)["shape"])  # the actual shape, within the region's bound
-                np.testing.assert_array_equal(shm.read_output(t.name, shape, t.dtype), over_http.as_numpy(t.name))
+                np.testing.assert_array_equal(shm.read_output(t.name, shape, t.dtype), over_http[t.name])
     finally:
         client.close()
     settings = MeasurementSettings(window_ms=200, min_requests_per_window=3, stability_percentage=50, max_trials=4,

@@ -154,9 +154,9 @@ class _PreparedRequest:
     decode_outputs: Sequence[str]  # outputs returned in the body (not through shared memory)
 
 
-def prepare_request(host: str, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[str],
-                    shm: "_SharedMemory | None" = None) -> _PreparedRequest:
-    """Serialise one inference request with tritonclient's protocol code, once, for repeated sending."""
+def infer_tensors(inputs: Mapping[str, np.ndarray], outputs: Sequence[str], shm: "_SharedMemory | None" = None):
+    """tritonclient HTTP input and requested-output objects for one request: tensors in the request body, or, with
+    ``shm``, references into its registered regions. The one place the suite builds them."""
     import tritonclient.http as httpclient
     from tritonclient.utils import np_to_triton_dtype
 
@@ -166,13 +166,22 @@ def prepare_request(host: str, model: str, inputs: Mapping[str, np.ndarray], out
         if shm is not None:
             tensor.set_shared_memory(shm.input_name, array.nbytes, offset=shm.input_offsets[name])
         else:
-            tensor.set_data_from_numpy(array, binary_data=True)
+            tensor.set_data_from_numpy(np.ascontiguousarray(array), binary_data=True)
         infer_inputs.append(tensor)
     for name in outputs:
         requested = httpclient.InferRequestedOutput(name, binary_data=True)
         if shm is not None:
             requested.set_shared_memory(shm.output_name, shm.output_sizes[name], offset=shm.output_offsets[name])
         infer_outputs.append(requested)
+    return infer_inputs, infer_outputs
+
+
+def prepare_request(host: str, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[str],
+                    shm: "_SharedMemory | None" = None) -> _PreparedRequest:
+    """Serialise one inference request with tritonclient's protocol code, once, for repeated sending."""
+    import tritonclient.http as httpclient
+
+    infer_inputs, infer_outputs = infer_tensors(inputs, outputs, shm)
     body, json_size = httpclient.InferenceServerClient.generate_request_body(infer_inputs, infer_outputs)
     head = f"POST /v2/models/{model}/infer HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/octet-stream\r\n"
     if json_size is not None:

@@ -20,7 +20,7 @@ from typing import Mapping
 
 from tritonsuite import export as export_mod
 from tritonsuite.accuracy import AccuracyResult, evaluate
-from tritonsuite.measure import LoadPoint, Measurement, measure
+from tritonsuite.measure import LoadPoint, Measurement, infer_tensors, measure
 from tritonsuite.models import Registry
 from tritonsuite.profiles import ModelProfile, Profile
 from tritonsuite.report import RawWriter, raw_path
@@ -251,18 +251,11 @@ class Suite:
 
 def served_infer(client, model_name: str, spec: ModelSpec):
     """A dict-in/dict-out callable that runs one batch through Triton over HTTP."""
-    import tritonclient.http as httpclient
-    from tritonclient.utils import np_to_triton_dtype
+    names = [t.name for t in spec.outputs]
 
     def infer(inputs):
-        tensors = []
-        for t in spec.inputs:
-            array = inputs[t.name]
-            tensor = httpclient.InferInput(t.name, list(array.shape), np_to_triton_dtype(array.dtype))
-            tensor.set_data_from_numpy(array, binary_data=True)
-            tensors.append(tensor)
-        outputs = [httpclient.InferRequestedOutput(t.name, binary_data=True) for t in spec.outputs]
-        result = client.infer(model_name, tensors, outputs=outputs)
-        return {t.name: result.as_numpy(t.name) for t in spec.outputs}
+        tensors, requested = infer_tensors({t.name: inputs[t.name] for t in spec.inputs}, names)
+        result = client.infer(model_name, tensors, outputs=requested)
+        return {name: result.as_numpy(name) for name in names}
 
     return infer
