@@ -7,7 +7,8 @@ import pytest
 
 from tests.helpers import leftover_shm
 from tritonsuite.export import export
-from tritonsuite.measure import CLIENT_SHM_PREFIX, LoadPoint, MeasurementError, MeasurementSettings, measure
+from tritonsuite.client import CLIENT_SHM_PREFIX
+from tritonsuite.measure import LoadPoint, MeasurementError, MeasurementSettings, measure
 from tritonsuite.models import default_registry
 from tritonsuite.report import LATENCY_PARTS, RESULT_COLUMNS
 from tritonsuite.repository import DeploymentConfig, build_deployment

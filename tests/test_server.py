@@ -12,7 +12,8 @@ from tritonsuite.export import export
 from tritonsuite.models import default_registry
 from tritonsuite.repository import DeploymentConfig, build_deployment
 from tritonsuite.server import (SHM_PREFIX, EmbeddedServer, ModelControlUnavailable, RemoteServer, ServerDied,
-                                ServerError, _group_alive, make_server)
+                                ServerError, make_server)
+from tritonsuite.server.embedded import _group_alive
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""Export a model spec to a serving artifact (``ts-trace``, ``ts-script``, ``onnx``), verified against eager.
+"""Export a model spec to a serving artifact in any registered format (:mod:`tritonsuite.formats`), verified
+against eager through the stock backend's own behaviour (:mod:`tritonsuite.backends`), and cached.
 
 Artifacts are cached on disk under a key hashed from (spec, weights, checkpoint, format, precision, exporter
 versions): a second run with the same inputs reuses the file and its recorded verification.
@@ -17,20 +18,17 @@ from typing import Any
 import numpy as np
 
 from tritonsuite.accuracy import compare_outputs
-from tritonsuite.runtime import ARTIFACT_FILES, ArtifactRunner
-from tritonsuite.spec import FORMATS, PRECISIONS, ModelSpec, file_digest, path_digest, stable_hash
+from tritonsuite.backends import backend_for
+from tritonsuite.device import export_device, unavailable_reason
+from tritonsuite.formats import get_format
+from tritonsuite.formats.base import ExportMismatch, ExportUnsupported
+from tritonsuite.spec import PRECISIONS, ModelSpec, file_digest, path_digest, stable_hash
 
-EXPORT_VERSION = 1  # bump when the export procedure changes, to invalidate cached artifacts
-ONNX_OPSET = 17
+EXPORT_VERSION = 2  # bump when the export procedure changes, to invalidate cached artifacts
 VERIFY_BATCH_SIZES = (1, 3)
 
-
-class ExportUnsupported(Exception):
-    """This model cannot be exported to this format/precision here; the message is the skip reason."""
-
-
-class ExportMismatch(AssertionError):
-    """The exported artifact does not reproduce the eager model within tolerance."""
+__all__ = ["Artifact", "ExportMismatch", "ExportUnsupported", "artifact_session", "cache_key", "check_supported",
+           "eager_runner", "export"]
 
 
 @dataclass(frozen=True)
@@ -78,20 +76,16 @@ def cache_key(spec: ModelSpec, fmt: str, precision: str, checkpoint: Path | None
 
 def check_supported(spec: ModelSpec, fmt: str, precision: str) -> None:
     """Raise ValueError for names that do not exist, ExportUnsupported for combinations this model/host lacks."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; valid choices: {', '.join(FORMATS)}")
+    get_format(fmt)
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; valid choices: {', '.join(PRECISIONS)}")
     if fmt not in spec.formats:
         raise ExportUnsupported(f"{spec.key} does not support {fmt}; it supports {', '.join(spec.formats)}")
     if precision not in spec.precisions:
         raise ExportUnsupported(f"{spec.key} does not support {precision}; it supports {', '.join(spec.precisions)}")
-    if precision == "fp16":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise ExportUnsupported("fp16 export needs a CUDA device (fp16 kernels on CPU are not a served "
-                                    "configuration); this host has none")
+    reason = backend_for(fmt).supports(spec) or unavailable_reason(precision)
+    if reason:
+        raise ExportUnsupported(f"{spec.key} as {fmt}: {reason}")
 
 
 def _to_torch(spec: ModelSpec, inputs: dict[str, np.ndarray], device: str):
@@ -115,29 +109,16 @@ def eager_runner(module, spec: ModelSpec, device: str = "cpu"):
     return run
 
 
-def _write_artifact(module, spec: ModelSpec, fmt: str, path: Path, example: tuple) -> None:
-    import torch
+def artifact_session(spec: ModelSpec, path: str | Path, fmt: str, device: str = "cpu", max_batch_size: int = 64):
+    """Run an artifact in-process exactly as its stock backend serves it (the backend's stand-in session over a
+    minimal deployment configuration: the spec's tensors and the backend's default parameters)."""
+    from tritonsuite.repository import DeploymentConfig, config_json, model_config
 
-    with torch.inference_mode(False), torch.no_grad():
-        if fmt == "ts-trace":
-            torch.jit.save(torch.jit.trace(module, example, check_trace=False), str(path))
-        elif fmt == "ts-script":
-            try:
-                scripted = torch.jit.script(module)
-            except Exception as exc:  # torch raises many types here; the first line is the reason
-                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise ExportUnsupported(f"torch.jit.script cannot compile {spec.key}: {reason}") from None
-            torch.jit.save(scripted, str(path))
-        elif fmt == "onnx":
-            names = [t.name for t in spec.inputs] + [t.name for t in spec.outputs]
-            dynamic_axes = {n: {0: "batch"} for n in names}
-            for t in spec.inputs + spec.outputs:
-                for axis, dim in enumerate(t.shape, start=1):
-                    if dim == -1:
-                        dynamic_axes[t.name][axis] = f"{t.name}_dim{axis}"
-            torch.onnx.export(module, example, str(path), input_names=[t.name for t in spec.inputs],
-                              output_names=[t.name for t in spec.outputs], dynamic_axes=dynamic_axes,
-                              opset_version=ONNX_OPSET, dynamo=False)
+    backend = backend_for(fmt)
+    kind = "KIND_GPU" if device.startswith("cuda") else "KIND_CPU"
+    config = model_config(spec.name, spec, backend, DeploymentConfig(max_batch_size=max_batch_size,
+                                                                     instance_kind=kind))
+    return backend.session(path, config_json(config), device)
 
 
 def _shapes(inputs: dict[str, np.ndarray]) -> str:
@@ -160,7 +141,7 @@ def export(spec: ModelSpec, fmt: str, precision: str, cache_dir: str | Path, che
         meta["verified_batch_sizes"] = tuple(meta["verified_batch_sizes"])
         return Artifact(**meta, cached=True)
 
-    device = "cuda" if precision == "fp16" else "cpu"
+    device = export_device(precision)
     start = time.perf_counter()
     if module is None:
         module = spec.build(checkpoint)
@@ -171,10 +152,13 @@ def export(spec: ModelSpec, fmt: str, precision: str, cache_dir: str | Path, che
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
-        path = tmp / ARTIFACT_FILES[fmt]
-        example = spec.example_inputs(2, 0)
-        _write_artifact(module, spec, fmt, path, _to_torch(spec, example, device))
-        runner = ArtifactRunner(path, fmt, [t.name for t in spec.inputs], [t.name for t in spec.outputs], device=device)
+        form = get_format(fmt)
+        source = None
+        if form.source is not None:  # a chained format is built from another format's (cached, verified) artifact
+            source = export(spec, form.source, precision, cache_dir, checkpoint, module, verify_batch_sizes).path
+        path = tmp / backend_for(fmt).file_name
+        form.write(module, spec, path, _to_torch(spec, spec.example_inputs(2, 0), device), source)
+        runner = artifact_session(spec, path, fmt, device)
         reference = eager_runner(module, spec, device)
         max_abs: dict[str, float] = {}
         max_rel: dict[str, float] = {}

@@ -20,9 +20,7 @@ the load generator's own CPU use must stay below the client-bound limit.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
@@ -30,13 +28,12 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from tritonsuite.report import LATENCY_PARTS, RESULT_COLUMNS
+from tritonsuite.client import SharedMemoryRegions, infer_tensors
 from tritonsuite.server import ServerDied, TritonServer
 from tritonsuite.spec import TensorSpec
 
-CLIENT_SHM_PREFIX = "tritonsuite_shm_"  # + "<pid>x<n>_in|out" under /dev/shm
 STABLE_WINDOWS = 3
 SERVER_STATS = ("queue", "compute_input", "compute_infer", "compute_output")
-_region_counter = itertools.count(1)
 
 
 class MeasurementError(RuntimeError):
@@ -154,30 +151,8 @@ class _PreparedRequest:
     decode_outputs: Sequence[str]  # outputs returned in the body (not through shared memory)
 
 
-def infer_tensors(inputs: Mapping[str, np.ndarray], outputs: Sequence[str], shm: "_SharedMemory | None" = None):
-    """tritonclient HTTP input and requested-output objects for one request: tensors in the request body, or, with
-    ``shm``, references into its registered regions. The one place the suite builds them."""
-    import tritonclient.http as httpclient
-    from tritonclient.utils import np_to_triton_dtype
-
-    infer_inputs, infer_outputs = [], []
-    for name, array in inputs.items():
-        tensor = httpclient.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
-        if shm is not None:
-            tensor.set_shared_memory(shm.input_name, array.nbytes, offset=shm.input_offsets[name])
-        else:
-            tensor.set_data_from_numpy(np.ascontiguousarray(array), binary_data=True)
-        infer_inputs.append(tensor)
-    for name in outputs:
-        requested = httpclient.InferRequestedOutput(name, binary_data=True)
-        if shm is not None:
-            requested.set_shared_memory(shm.output_name, shm.output_sizes[name], offset=shm.output_offsets[name])
-        infer_outputs.append(requested)
-    return infer_inputs, infer_outputs
-
-
 def prepare_request(host: str, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[str],
-                    shm: "_SharedMemory | None" = None) -> _PreparedRequest:
+                    shm: "SharedMemoryRegions | None" = None) -> _PreparedRequest:
     """Serialise one inference request with tritonclient's protocol code, once, for repeated sending."""
     import tritonclient.http as httpclient
 
@@ -188,84 +163,6 @@ def prepare_request(host: str, model: str, inputs: Mapping[str, np.ndarray], out
         head += f"Inference-Header-Content-Length: {json_size}\r\n"
     head += f"Content-Length: {len(body)}\r\n\r\n"
     return _PreparedRequest(head.encode() + body, [] if shm is not None else list(outputs))
-
-
-# --------------------------------------------------------------------------------------------- shared memory
-class _SharedMemory:
-    """System shared-memory regions for one point's inputs and outputs, registered with the server.
-
-    Created, registered, unregistered and destroyed within the point, so no region outlives it.
-    """
-
-    def __init__(self, server: TritonServer, inputs: Mapping[str, np.ndarray], output_specs: Sequence[TensorSpec],
-                 batch_size: int):
-        n = next(_region_counter)
-        self.server = server
-        self.input_name = f"{CLIENT_SHM_PREFIX}{os.getpid()}x{n}_in"
-        self.output_name = f"{CLIENT_SHM_PREFIX}{os.getpid()}x{n}_out"
-        self.input_offsets, offset = {}, 0
-        for name, array in inputs.items():
-            self.input_offsets[name] = offset
-            offset += array.nbytes
-        self.input_size = offset
-        self.output_offsets, self.output_sizes, offset = {}, {}, 0
-        for t in output_specs:  # sized up front: a dynamic dim needs the output's max_shape to bound it
-            if any(d < 0 for d in t.shape) and t.max_shape is None:
-                raise MeasurementError(f"output {t.name} has a dynamic shape {t.shape} and no max_shape: "
-                                       f"shared-memory output needs an upper bound")
-            self.output_offsets[t.name] = offset
-            self.output_sizes[t.name] = t.max_elements() * batch_size * np.dtype(t.dtype).itemsize
-            offset += self.output_sizes[t.name]
-        self.output_size = offset
-        self._inputs = inputs
-        self._handles: list = []
-        self._registered: list[str] = []
-
-    def __enter__(self):
-        import tritonclient.utils.shared_memory as shm
-
-        try:
-            handle = shm.create_shared_memory_region(self.input_name, "/" + self.input_name, self.input_size)
-            self._handles.append(handle)
-            shm.set_shared_memory_region(handle, [np.ascontiguousarray(a) for a in self._inputs.values()])
-            self._handles.append(shm.create_shared_memory_region(self.output_name, "/" + self.output_name,
-                                                                 self.output_size))
-            client = self.server.client()
-            try:
-                for name, size in ((self.input_name, self.input_size), (self.output_name, self.output_size)):
-                    client.register_system_shared_memory(name, "/" + name, size)
-                    self._registered.append(name)
-            finally:
-                client.close()
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
-
-    def read_output(self, name: str, shape: tuple[int, ...], dtype: str) -> np.ndarray:
-        """An output as Triton wrote it: ``shape`` is the one the response returned (for a dynamic output, at most
-        the region's bound)."""
-        import tritonclient.utils.shared_memory as shm
-
-        return shm.get_contents_as_numpy(self._handles[1], np.dtype(dtype), shape, offset=self.output_offsets[name])
-
-    def __exit__(self, *exc):
-        import tritonclient.utils.shared_memory as shm
-
-        if self._registered:
-            try:
-                client = self.server.client(timeout=10)
-                try:
-                    for name in self._registered:
-                        client.unregister_system_shared_memory(name)
-                finally:
-                    client.close()
-            except Exception:
-                pass  # the server is gone: its registrations went with it
-            self._registered.clear()
-        for handle in self._handles:
-            shm.destroy_shared_memory_region(handle)
-        self._handles.clear()
 
 
 # --------------------------------------------------------------------------------------------- load generator
@@ -519,7 +416,7 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
         if point.shared_memory:
             if not server.local:
                 raise MeasurementError(f"system shared memory needs a server on this host; {server.describe()} is not")
-            with _SharedMemory(server, batch, outputs, point.batch_size) as shm:
+            with SharedMemoryRegions(server, batch, outputs, point.batch_size) as shm:
                 return asyncio.run(run(shm))
         return asyncio.run(run(None))
     except Exception as exc:

@@ -23,16 +23,16 @@ from tritonsuite.export import export
 from tritonsuite.measure import LoadPoint, MeasurementSettings, measure
 from tritonsuite.models import default_registry
 from tritonsuite.profiles import load_profile
-from tritonsuite.repository import DeploymentConfig, build_deployment, deployment_name
-from tritonsuite.runtime import ArtifactRunner
+from tritonsuite.backends import backend_for
+from tritonsuite.device import cpu_name
+from tritonsuite.repository import DeploymentConfig, build_deployment, config_json, deployment_name, model_config
 from tritonsuite.server import EmbeddedServer
-from tritonsuite.suite import cpu_name
 
 ROOT = Path(__file__).resolve().parents[2]
 CEILING_CONCURRENCY = (1, 4, 8, 16, 32)
 
 
-def in_process(runner: ArtifactRunner, inputs: dict, seconds: float) -> tuple[float, float]:
+def in_process(runner, inputs: dict, seconds: float) -> tuple[float, float]:
     """(inferences/second, p50 latency ms) of the artifact called directly, after a short warm-up."""
     batch = len(next(iter(inputs.values())))
     for _ in range(3):
@@ -66,8 +66,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{spec.key} onnx fp32, batch {big} and 1; {mp.intra_op_threads or 'default'} threads per instance")
 
     artifact = export(spec, "onnx", "fp32", args.cache_dir)
-    runner = ArtifactRunner(artifact.path, "onnx", [t.name for t in spec.inputs], [t.name for t in spec.outputs],
-                            threads=mp.intra_op_threads or None)
+    name, backend = deployment_name(spec, "onnx", "fp32", "offline"), backend_for("onnx")
+    # in-process = the artifact run as the deployment configures its backend (the same session the stand-in runs)
+    runner = backend.session(artifact.path, config_json(model_config(name, spec, backend,
+                                                                     mp.deployment_config("offline"))))
     inputs_big, inputs_one = spec.example_inputs(big, 0), spec.example_inputs(1, 0)
     local_tput, _ = in_process(runner, inputs_big, args.seconds)
     _, local_p50 = in_process(runner, inputs_one, args.seconds)
@@ -76,7 +78,6 @@ def main(argv: list[str] | None = None) -> int:
     settings = profile.measurement
     with tempfile.TemporaryDirectory(prefix="tritonsuite-selfbench-") as tmp:
         with EmbeddedServer(Path(tmp) / "repo", ROOT / "reports" / "logs") as server:
-            name = deployment_name(spec, "onnx", "fp32", "offline")
             server.load(build_deployment(Path(tmp) / "repo", name, spec, artifact, mp.deployment_config("offline")))
             served_big = measure(server, name, inputs_big, spec.outputs, LoadPoint(big, 1, True), settings)
             served_one = measure(server, name, inputs_one, spec.outputs, LoadPoint(1, 1, True), settings)

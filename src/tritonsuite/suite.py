@@ -12,7 +12,6 @@ This is what the pytest glue drives, and what a plain script can drive the same 
 """
 from __future__ import annotations
 
-import platform
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,11 @@ from typing import Mapping
 
 from tritonsuite import export as export_mod
 from tritonsuite.accuracy import AccuracyResult, evaluate
-from tritonsuite.measure import LoadPoint, Measurement, infer_tensors, measure
+from tritonsuite.backends import backend_for
+from tritonsuite.client import served_infer
+from tritonsuite.device import gpu_description
+from tritonsuite.formats import get_format
+from tritonsuite.measure import LoadPoint, Measurement, measure
 from tritonsuite.models import Registry
 from tritonsuite.profiles import ModelProfile, Profile
 from tritonsuite.report import RawWriter, raw_path
@@ -30,8 +33,6 @@ from tritonsuite.spec import ModelSpec
 from tritonsuite.training import trained_checkpoint, training_stats
 
 SCENARIOS = ("offline", "online", "accuracy")
-FORMAT_NAMES = {"onnx": "ONNX", "ts-trace": "TorchScript Trace", "ts-script": "TorchScript Script"}
-RUNTIME_NAMES = {"onnx": "onnxruntime", "ts-trace": "torch (TorchScript)", "ts-script": "torch (TorchScript)"}
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class Deployment:
     artifact: export_mod.Artifact
     config: DeploymentConfig
     directory: Path
+    served_by: str  # the backend that serves it, as the server reports it
 
 
 def profile_cases(profile: Profile, scenario: str) -> list[Case]:
@@ -80,16 +82,6 @@ def profile_cases(profile: Profile, scenario: str) -> list[Case]:
                 else:
                     cases.append(Case(model, fmt, precision, scenario, batch_size=mp.max_batch_size))
     return cases
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 @dataclass
@@ -162,29 +154,18 @@ class Suite:
         name = deployment_name(spec, fmt, precision, scenario)
         directory = build_deployment(self.repository_dir, name, spec, artifact, config)
         self.server.load(directory)
-        return Deployment(name, spec, artifact, config, directory)
-
-    def gpu_name(self) -> str:
-        """The report's GPU row: the device this server runs on where it is known, else what the profile names."""
-        if self.profile.device == "cpu":
-            return f"none (CPU: {cpu_name()})"
-        if self.server.local:
-            import torch
-
-            if torch.cuda.is_available():
-                return torch.cuda.get_device_name(0)
-        return f"{self.profile.gpu} (as the profile names it; the server is remote)"
+        return Deployment(name, spec, artifact, config, directory, self.server.backend_description(name))
 
     def parameters(self, deployment: Deployment) -> dict:
         """The report's "Parameter Name | Parameter Value" table for a deployment."""
         art, cfg = deployment.artifact, deployment.config
-        gpu = self.gpu_name()
         params = {
-            "GPU": gpu,
-            "Backend": f"python backend ({RUNTIME_NAMES[art.format]})",
+            "GPU": gpu_description(self.profile.device, self.profile.gpu, self.server.local),
+            "Backend": deployment.served_by,
+            "Platform": backend_for(art.format).platform,
             "Backend accelerator": "-",
             "Precision": art.precision.upper(),
-            "Model format": FORMAT_NAMES[art.format],
+            "Model format": get_format(art.format).display,
             "Max batch size": cfg.max_batch_size,
             "Number of model instances": cfg.instance_count,
             "Export format": art.format,
@@ -248,14 +229,3 @@ class Suite:
         self.record("accuracy", record)
         return result
 
-
-def served_infer(client, model_name: str, spec: ModelSpec):
-    """A dict-in/dict-out callable that runs one batch through Triton over HTTP."""
-    names = [t.name for t in spec.outputs]
-
-    def infer(inputs):
-        tensors, requested = infer_tensors({t.name: inputs[t.name] for t in spec.inputs}, names)
-        result = client.infer(model_name, tensors, outputs=requested)
-        return {name: result.as_numpy(name) for name in names}
-
-    return infer

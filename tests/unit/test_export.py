@@ -4,9 +4,8 @@ import os
 import numpy as np
 import pytest
 
-from tritonsuite.export import ExportMismatch, ExportUnsupported, cache_key, check_supported, export
+from tritonsuite.export import ExportMismatch, ExportUnsupported, artifact_session, cache_key, check_supported, export
 from tritonsuite.models import default_registry
-from tritonsuite.runtime import ArtifactRunner
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +30,7 @@ def test_export_is_verified_against_eager_and_cached(tiny_bert, cache, fmt):
     assert second.cached and second.path == first.path and second.path.stat().st_mtime_ns == mtime
     assert second.max_abs_error == first.max_abs_error
     # the artifact runs with the same runtime Triton's runner uses, on a batch size it was not traced with
-    runner = ArtifactRunner(second.path, fmt, [t.name for t in tiny_bert.inputs], [t.name for t in tiny_bert.outputs])
+    runner = artifact_session(tiny_bert, second.path, fmt)
     out = runner(tiny_bert.example_inputs(5, 3))
     assert out["output__0"].shape == (5, 32) and np.isfinite(out["output__0"]).all()
 
@@ -101,7 +100,7 @@ def test_an_input_the_graph_never_reads_is_accepted_by_the_onnx_runner(tmp_path)
         example_inputs=lambda b, seed=0: {**identity.example_inputs(b, seed),
                                           "PLACEHOLDER__1": np.zeros((b, 1), np.float32)})
     artifact = export(spec, "onnx", "fp32", tmp_path)  # verification feeds both inputs
-    runner = ArtifactRunner(artifact.path, "onnx", ["INPUT__0", "PLACEHOLDER__1"], ["OUTPUT__0"])
+    runner = artifact_session(spec, artifact.path, "onnx")
     x = np.ones((2, 16), np.float32)
     assert (runner({"INPUT__0": x, "PLACEHOLDER__1": np.zeros((2, 1), np.float32)})["OUTPUT__0"] == 2).all()
 

@@ -1,5 +1,5 @@
 """FastPitch: the module, its text front end, its export at several lengths, and the machinery it needs
-(per-request trimming of padded outputs, valid-frame comparison, shared-memory sizing of dynamic outputs)."""
+(valid-frame comparison, shared-memory sizing of dynamic outputs)."""
 import dataclasses
 
 import numpy as np
@@ -9,7 +9,6 @@ from tritonsuite.accuracy import compare_outputs, run_batched
 from tritonsuite.export import ExportMismatch, eager_runner, export
 from tritonsuite.models import default_registry
 from tritonsuite.models import fastpitch as fp
-from tritonsuite.runtime import split_request
 from tritonsuite.spec import TensorSpec
 
 
@@ -92,11 +91,11 @@ def test_user_dataset_of_sentences(tmp_path):
 
 @pytest.mark.parametrize("fmt", ["ts-trace", "onnx", "ts-script"])
 def test_export_generalises_to_other_lengths_and_batch_sizes(spec, tmp_path, fmt):
-    from tritonsuite.runtime import ArtifactRunner
+    from tritonsuite.export import artifact_session
 
     artifact = export(spec, fmt, "fp32", tmp_path)
     assert artifact.max_abs_error["OUTPUT__1"] == 0 and artifact.max_abs_error["OUTPUT__2"] == 0
-    runner = ArtifactRunner(artifact.path, fmt, ["INPUT__0"], [t.name for t in spec.outputs])
+    runner = artifact_session(spec, artifact.path, fmt)
     reference = eager_runner(spec.build(None), spec)
     for batch in fp._verification_inputs():  # lengths 9..200, batch 1..5, traced at 128 x 2
         served, expected = runner(batch), reference(batch)
@@ -120,18 +119,6 @@ def test_export_verification_catches_a_length_baked_into_the_trace(tmp_path):
                                 verification_inputs=lambda: [make(7)])
     with pytest.raises(ExportMismatch, match=r"verification input 0 \(shapes INPUT__0 \[2, 7\]\)"):
         export(baked, "ts-trace", "fp32", tmp_path)
-
-
-def test_split_request_trims_each_request_to_its_own_valid_length():
-    mel = np.zeros((3, 2, 10), np.float32)
-    lengths = np.array([[4], [10], [6]])
-    mel[0, :, :4], mel[1], mel[2, :, :6] = 1, 2, 3
-    outputs = {"mel": mel, "len": lengths}
-    first = split_request(outputs, 0, 1, {"mel": ("len", 1)})
-    assert first["mel"].shape == (1, 2, 4) and (first["mel"] == 1).all()
-    rest = split_request(outputs, 1, 2, {"mel": ("len", 1)})
-    assert rest["mel"].shape == (2, 2, 10) and rest["len"].tolist() == [[10], [6]]
-    assert split_request(outputs, 0, 1, {})["mel"].shape == (1, 2, 10)
 
 
 def test_valid_frames_are_compared_and_batches_of_different_lengths_padded(spec, run):
@@ -166,15 +153,15 @@ def test_accuracy_score_names_the_sample_that_misses(spec, run):
 
 
 def test_shared_memory_output_regions_are_sized_by_max_shape(spec):
-    from tritonsuite.measure import MeasurementError, _SharedMemory
+    from tritonsuite.client import ClientError, SharedMemoryRegions
 
     inputs = spec.example_inputs(2, 0)
-    regions = _SharedMemory(None, inputs, spec.outputs, 2)
+    regions = SharedMemoryRegions(None, inputs, spec.outputs, 2)
     mel_bound = fp.N_MEL * fp.PERF_SEQ_LEN * fp.SIZES["tiny"]["max_duration"]
     assert regions.output_sizes["OUTPUT__0"] == 2 * mel_bound * 4
     assert regions.output_sizes["OUTPUT__2"] == 2 * fp.PERF_SEQ_LEN * 8
     unbounded = TensorSpec("OUTPUT__0", "float32", (80, -1))
-    with pytest.raises(MeasurementError, match="no max_shape"):
-        _SharedMemory(None, inputs, [unbounded], 2)
+    with pytest.raises(ClientError, match="no max_shape"):
+        SharedMemoryRegions(None, inputs, [unbounded], 2)
     with pytest.raises(ValueError, match="max_shape"):
         TensorSpec("x", "float32", (80, -1), max_shape=(81, 10))

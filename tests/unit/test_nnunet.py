@@ -6,9 +6,8 @@ import sys
 import numpy as np
 import pytest
 
-from tritonsuite.export import export
+from tritonsuite.export import artifact_session, export
 from tritonsuite.models import default_registry, nnunet
-from tritonsuite.runtime import ArtifactRunner
 from tritonsuite.training import trained_checkpoint, training_stats
 
 
@@ -105,7 +104,7 @@ def cache(tmp_path_factory):
 def test_every_format_exports_labels_verified_against_eager(tiny, cache, fmt):
     artifact = export(tiny, fmt, "fp32", cache)
     assert artifact.verified_batch_sizes == (1, 3) and set(artifact.max_abs_error) == {"OUTPUT__0"}
-    runner = ArtifactRunner(artifact.path, fmt, ["INPUT__0"], ["OUTPUT__0"])
+    runner = artifact_session(tiny, artifact.path, fmt)
     inputs = tiny.example_inputs(2, 5)
     labels = runner(inputs)["OUTPUT__0"]
     assert labels.dtype == np.int64 and labels.shape == (2, 16, 16, 16)

@@ -11,22 +11,42 @@ def bert_artifact(tmp_path_factory):
     return spec, export(spec, "onnx", "fp32", tmp_path_factory.mktemp("cache"))
 
 
-def test_offline_config_is_static_batching(tmp_path, bert_artifact):
+STOCK_FIELDS = {"name", "platform", "max_batch_size", "input", "output", "instance_group", "dynamic_batching",
+                "parameters"}
+
+
+def test_offline_config_is_a_stock_onnxruntime_deployment(tmp_path, bert_artifact):
     spec, artifact = bert_artifact
     name = deployment_name(spec, "onnx", "fp32", "offline")
     assert name == "bert_tiny_onnx_fp32_offline"
     d = build_deployment(tmp_path, name, spec, artifact, DeploymentConfig(max_batch_size=8, instance_count=2,
                                                                           intra_op_threads=3))
     cfg = read_config(d)
-    assert cfg.name == name and cfg.backend == "python" and cfg.max_batch_size == 8
+    assert cfg.name == name and cfg.platform == "onnxruntime_onnx" and not cfg.backend and cfg.max_batch_size == 8
+    assert {f.name for f, _ in cfg.ListFields()} <= STOCK_FIELDS
     assert [(i.name, i.data_type, list(i.dims)) for i in cfg.input] == [(f"input__{k}", 8, [32]) for k in range(3)]  # 8 = TYPE_INT32
     assert [(o.name, o.data_type, list(o.dims)) for o in cfg.output] == [("output__0", 11, [32]), ("output__1", 11, [32])]  # 11 = TYPE_FP32
     assert cfg.instance_group[0].count == 2 and cfg.instance_group[0].kind == 2  # KIND_CPU
     assert not cfg.HasField("dynamic_batching")
-    assert cfg.parameters["FORMAT"].string_value == "onnx"
-    assert cfg.parameters["INTRA_OP_THREADS"].string_value == "3"
-    assert (d / "1" / cfg.parameters["ARTIFACT"].string_value).read_bytes() == artifact.path.read_bytes()
-    assert "from tritonsuite.runner import TritonPythonModel" in (d / "1" / "model.py").read_text()
+    # only the onnxruntime backend's own parameters (its README: intra_op_thread_count, inter_op_thread_count)
+    assert {k: v.string_value for k, v in cfg.parameters.items()} == {"intra_op_thread_count": "3",
+                                                                       "inter_op_thread_count": "1"}
+    # the version directory holds the artifact alone, under the platform's default file name
+    assert sorted(str(p.relative_to(d)) for p in d.rglob("*")) == ["1", "1/model.onnx", "config.pbtxt"]
+    assert (d / "1" / "model.onnx").read_bytes() == artifact.path.read_bytes()
+
+
+def test_torchscript_deployment_is_a_stock_pytorch_one(tmp_path):
+    spec = default_registry().get("identity", "tiny")
+    artifact = export(spec, "ts-trace", "fp32", tmp_path / "cache")
+    d = build_deployment(tmp_path, "ident", spec, artifact, DeploymentConfig(max_batch_size=4, intra_op_threads=1))
+    cfg = read_config(d)
+    assert cfg.platform == "pytorch_libtorch" and {f.name for f, _ in cfg.ListFields()} <= STOCK_FIELDS
+    # pytorch_backend's own parameters: threads, the tensor fuser off on CPU, inference mode
+    assert {k: v.string_value for k, v in cfg.parameters.items()} == {
+        "INTRA_OP_THREAD_COUNT": "1", "INTER_OP_THREAD_COUNT": "1", "ENABLE_TENSOR_FUSER": "false",
+        "INFERENCE_MODE": "true"}
+    assert sorted(str(p.relative_to(d)) for p in d.rglob("*")) == ["1", "1/model.pt", "config.pbtxt"]
 
 
 def test_online_config_has_dynamic_batching(tmp_path, bert_artifact):

@@ -7,10 +7,9 @@ import pytest
 
 from tritonsuite import datasets
 from tritonsuite.datasets import DatasetError
-from tritonsuite.export import ExportUnsupported, export
+from tritonsuite.export import ExportUnsupported, artifact_session, export
 from tritonsuite.models import adult, default_registry
 from tritonsuite.models import wide_deep as wd
-from tritonsuite.runtime import ArtifactRunner
 from tritonsuite.training import trained_checkpoint, training_stats
 
 
@@ -243,7 +242,7 @@ def test_exports_are_verified_against_eager(tmp_path, model, size, fmt):
     spec = default_registry().get(model, size)
     artifact = export(spec, fmt, "fp32", tmp_path)
     assert artifact.max_abs_error["wide_deep_model"] < 1e-5
-    runner = ArtifactRunner(artifact.path, fmt, [t.name for t in spec.inputs], [t.name for t in spec.outputs])
+    runner = artifact_session(spec, artifact.path, fmt)
     out = runner(spec.example_inputs(33, 9))["wide_deep_model"]
     assert out.shape == (33, 1) and np.isfinite(out).all()
 

@@ -1,17 +1,19 @@
-"""Triton server launchers behind one interface: ``embedded`` (the real binary from the nvidia-pytriton wheel)
-and ``remote`` (a server someone else runs).
+"""The embedded launcher: the real ``tritonserver`` (2.51) from the nvidia-pytriton wheel, run as a child process.
 
-The embedded launcher binds HTTP, gRPC and metrics to 127.0.0.1 on free ports (retrying on a port clash), uses
-explicit model control, waits for readiness with a timeout, writes its log to a file, and on stop leaves no
-process (the server and its python-backend stubs are one process group, killed with the parent if the parent
-dies) and no ``/dev/shm`` region behind (each launch gets its own region prefix, removed after the server exits;
-regions of launches whose owner died are swept at the next start).
+It binds HTTP, gRPC and metrics to 127.0.0.1 on free ports (retrying on a port clash), uses explicit model
+control, waits for readiness with a timeout, writes its log to a file, and on stop leaves no process (the server
+and its python-backend stubs are one process group, killed with the parent if the parent dies) and no ``/dev/shm``
+region behind (each launch gets its own region prefix, removed after the server exits; regions of launches whose
+owner died are swept at the next start).
+
+The wheel ships only the python backend. Its backend directory gets the python backend and, for every stock
+backend in :mod:`tritonsuite.backends`, ``<name>/model.py``: a python-based stand-in, so stock repositories load
+unchanged.
 """
 from __future__ import annotations
 
 import ctypes
 import itertools
-import json
 import os
 import re
 import shutil
@@ -24,124 +26,19 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from abc import ABC, abstractmethod
 from pathlib import Path
-from urllib.parse import urlsplit
+
+from tritonsuite.backends import STANDIN_FILE, standin_backends
+from tritonsuite.server.base import LOOPBACK, ServerArguments, ServerError, TritonServer
 
 SHM_DIR = Path("/dev/shm")
 SHM_PREFIX = "triton_python_backend_shm_region_ts"  # + "<pid>x<n>_": owner pid and launch number
 _launch_counter = itertools.count(1)
 
 
-class ServerError(RuntimeError):
-    """A server could not be started, died, or refused an operation; the message carries its log tail."""
-
-
-class ServerDied(ServerError):
-    pass
-
-
-class ModelControlUnavailable(ServerError):
-    """The (remote) server does not allow loading/unloading models (it is not in explicit model control mode)."""
-
-
-class TritonServer(ABC):
-    """What the suite needs from a Triton server, whoever runs it."""
-
-    name = "abstract"
-    http_url: str  # "127.0.0.1:8000" (host:port, as tritonclient takes it)
-
-    @property
-    @abstractmethod
-    def local(self) -> bool:
-        """Whether the server shares this host's /dev/shm (system shared memory possible)."""
-
-    @abstractmethod
-    def start(self) -> None: ...
-
-    @abstractmethod
-    def stop(self) -> None: ...
-
-    @abstractmethod
-    def is_alive(self) -> bool: ...
-
-    def log_tail(self, lines: int = 40) -> str:
-        return ""
-
-    def describe(self) -> str:
-        return f"{self.name} server at {self.http_url}"
-
-    def version(self) -> str:
-        """The server's own version string (server metadata), or "unknown" when it cannot be read."""
-        if not getattr(self, "_version", None):
-            client = self.client(timeout=10)
-            try:
-                self._version = str(client.get_server_metadata().get("version", "unknown"))
-            except Exception:
-                return "unknown"
-            finally:
-                client.close()
-        return self._version
-
-    def check_alive(self) -> None:
-        if not self.is_alive():
-            raise ServerDied(f"{self.describe()} is not running\n{self.log_tail()}")
-
-    def client(self, timeout: float = 120.0):
-        import tritonclient.http as httpclient
-
-        return httpclient.InferenceServerClient(self.http_url, connection_timeout=timeout, network_timeout=timeout)
-
-    def load(self, deployment_dir: str | Path) -> str:
-        """Load (or reload) a deployment by its directory; returns the model name once it is ready."""
-        from tritonclient.utils import InferenceServerException
-
-        name = Path(deployment_dir).name
-        client = self.client(timeout=600.0)
-        try:
-            client.load_model(name, **self._load_arguments(Path(deployment_dir)))
-        except InferenceServerException as exc:
-            message = str(exc)
-            if "explicit" in message.lower() or "not allowed" in message.lower():
-                if client.is_model_ready(name):
-                    return name
-                raise ModelControlUnavailable(
-                    f"{self.describe()} does not allow loading models ({message.strip()}), and model {name!r} is "
-                    f"not ready there: start that server with --model-control-mode=explicit, or load {name!r} on it "
-                    f"yourself") from None
-            raise ServerError(f"loading {name!r} on {self.describe()} failed: {message}\n{self.log_tail()}") from None
-        except Exception as exc:
-            self.check_alive()
-            raise ServerError(f"loading {name!r} on {self.describe()} failed: {exc}\n{self.log_tail()}") from None
-        finally:
-            client.close()
-        return name
-
-    def _load_arguments(self, deployment_dir: Path) -> dict:
-        return {}
-
-    def unload(self, name: str) -> None:
-        from tritonclient.utils import InferenceServerException
-
-        client = self.client()
-        try:
-            client.unload_model(name)
-        except InferenceServerException:
-            pass  # a server without explicit model control keeps its models: nothing to undo
-        finally:
-            client.close()
-
-    def __enter__(self):
-        self.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
-
-
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((LOOPBACK, 0))
         return s.getsockname()[1]
 
 
@@ -196,6 +93,11 @@ class EmbeddedServer(TritonServer):
 
     name = "embedded"
 
+    @classmethod
+    def create(cls, *, model_repository: str | Path, log_dir: str | Path, triton_url: str = "",
+               **options) -> "EmbeddedServer":
+        return cls(model_repository, log_dir, **options)
+
     def __init__(self, model_repository: str | Path, log_dir: str | Path, startup_timeout: float = 120.0,
                  extra_args: tuple[str, ...] = (), model_control_mode: str = "explicit", port_attempts: int = 3):
         self.model_repository = Path(model_repository).resolve()
@@ -221,7 +123,7 @@ class EmbeddedServer(TritonServer):
         env["LD_LIBRARY_PATH"] = os.pathsep.join([d for d in libdirs if d] + [env.get("LD_LIBRARY_PATH", "")]).strip(os.pathsep)
         # The python-backend stub embeds Python in isolated mode (PYTHONPATH is ignored) and finds its prefix
         # through the "python3" first on PATH: this interpreter's bin directory first makes the stub use this
-        # environment (a venv included), so it imports the runner, the runtimes and numpy from here.
+        # environment (a venv included), so the stand-ins import onnxruntime, torch and numpy from here.
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
         env.setdefault("OMP_NUM_THREADS", "1")
         # OpenMP threads that spin while idle take the cores from Triton, the other model stubs and the client
@@ -230,21 +132,13 @@ class EmbeddedServer(TritonServer):
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         return env
 
-    def _command(self, paths: dict[str, Path]) -> list[str]:
+    def arguments(self) -> ServerArguments:
         p = self.ports
-        return [
-            str(paths["binary"]),
-            f"--model-repository={self.model_repository}",
-            f"--backend-directory={self._backend_dir}",
-            f"--model-control-mode={self.model_control_mode}",
-            "--http-address=127.0.0.1", f"--http-port={p['http']}",
-            "--grpc-address=127.0.0.1", f"--grpc-port={p['grpc']}",
-            "--metrics-address=127.0.0.1", f"--metrics-port={p['metrics']}",
-            "--allow-metrics=true", "--allow-gpu-metrics=false",
-            f"--backend-config=python,shm-region-prefix-name={self.shm_prefix}",
-            "--exit-timeout-secs=10", "--strict-readiness=true",
-            *self.extra_args,
-        ]
+        return ServerArguments(
+            model_repository=str(self.model_repository), http_port=p["http"], grpc_port=p["grpc"],
+            metrics_port=p["metrics"], backend_directory=str(self._backend_dir),
+            model_control_mode=self.model_control_mode,
+            backend_config=(f"python,shm-region-prefix-name={self.shm_prefix}",), extra=self.extra_args)
 
     def choose_ports(self) -> dict[str, int]:
         ports: dict[str, int] = {}
@@ -263,6 +157,9 @@ class EmbeddedServer(TritonServer):
         python_dir = self._backend_dir / "python"
         shutil.copytree(paths["python_backend"], python_dir, ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copy2(paths["stub"], python_dir / "triton_python_backend_stub")
+        for name in standin_backends():  # python-based backends: <name>/model.py and no libtriton_<name>.so
+            (self._backend_dir / name).mkdir()
+            shutil.copy2(STANDIN_FILE, self._backend_dir / name / "model.py")
         last_error = None
         for _ in range(self.port_attempts):
             try:
@@ -281,7 +178,7 @@ class EmbeddedServer(TritonServer):
         stamp = time.strftime("%Y%m%dT%H%M%S")
         self.log_path = self.log_dir / f"tritonserver-{stamp}-{os.getpid()}-{launch}.log"
         with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(self._command(paths), stdout=log, stderr=subprocess.STDOUT,
+            self.process = subprocess.Popen(self.arguments().command(str(paths["binary"])), stdout=log, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, env=self._environment(paths),
                                             start_new_session=True, preexec_fn=_die_with_parent)
         deadline = time.monotonic() + self.startup_timeout
@@ -369,69 +266,3 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-class RemoteServer(TritonServer):
-    """A Triton server run by someone else, reached at ``--triton-url host:port`` (HTTP).
-
-    Deployments are uploaded with the load request (config and files travel in the request), so the remote
-    server does not need to see this host's model repository; it needs the python backend and tritonsuite on
-    its PYTHONPATH for the suite's python-backend deployments.
-    """
-
-    name = "remote"
-
-    def __init__(self, url: str, timeout: float = 10.0):
-        if not url:
-            raise ServerError("--server remote needs --triton-url host:port")
-        parts = urlsplit(url if "//" in url else f"http://{url}")
-        if parts.scheme not in ("http", "") or not parts.hostname or not parts.port:
-            raise ServerError(f"--triton-url {url!r} is not an HTTP host:port (e.g. 127.0.0.1:8000)")
-        self.http_url = f"{parts.hostname}:{parts.port}"
-        self.timeout = timeout
-
-    @property
-    def local(self) -> bool:
-        return self.http_url.split(":")[0] in ("127.0.0.1", "localhost", "::1")
-
-    def start(self) -> None:
-        client = self.client(timeout=self.timeout)
-        try:
-            live = client.is_server_live()
-        except Exception as exc:
-            raise ServerError(f"remote Triton at {self.http_url} is not reachable: {exc}") from None
-        finally:
-            client.close()
-        if not live:
-            raise ServerError(f"remote Triton at {self.http_url} answers but is not live")
-
-    def stop(self) -> None:
-        pass  # not ours to stop
-
-    def is_alive(self) -> bool:
-        client = self.client(timeout=self.timeout)
-        try:
-            return bool(client.is_server_live())
-        except Exception:
-            return False
-        finally:
-            client.close()
-
-    def _load_arguments(self, deployment_dir: Path) -> dict:
-        from tritonsuite.repository import read_config
-        from google.protobuf import json_format
-
-        config = json.dumps(json_format.MessageToDict(read_config(deployment_dir), preserving_proto_field_name=True))
-        files = {f"file:{p.relative_to(deployment_dir)}": p.read_bytes()
-                 for p in sorted(deployment_dir.rglob("*")) if p.is_file() and p.name != "config.pbtxt"}
-        return {"config": config, "files": files}
-
-
-LAUNCHERS = {"embedded": EmbeddedServer, "remote": RemoteServer}
-
-
-def make_server(kind: str, *, model_repository: str | Path, log_dir: str | Path, triton_url: str = "",
-                **options) -> TritonServer:
-    if kind == "embedded":
-        return EmbeddedServer(model_repository, log_dir, **options)
-    if kind == "remote":
-        return RemoteServer(triton_url)
-    raise ValueError(f"unknown server {kind!r}; valid choices: {', '.join(LAUNCHERS)}")

@@ -1,0 +1,116 @@
+"""Triton's stock backends, one class per platform: which export formats it serves, the model file it reads, the
+``config.pbtxt`` parameters it understands, whether a spec can be served by it, and its embedded stand-in.
+
+A new backend (``tensorrt_plan`` next) is one more class registered in :data:`BACKENDS`; the repository writer,
+the launchers, export verification and the report ask the registry and never name a platform themselves.
+"""
+from __future__ import annotations
+
+import keyword
+from pathlib import Path
+
+from tritonsuite.backends.standin import (DEFAULT_MODEL_FILENAMES, libtorch_input_binding, libtorch_output_binding,
+                                          open_session)
+
+STANDIN_FILE = Path(__file__).with_name("standin.py")
+
+
+class Backend:
+    """One stock Triton backend (named by its ``platform`` in ``config.pbtxt``)."""
+
+    platform = ""  # config.pbtxt ``platform``
+    name = ""  # Triton's backend name: what ``/v2/models/<m>/config`` reports as "backend"
+    formats: tuple[str, ...] = ()  # export formats whose artifact this backend serves
+    standin = True  # the embedded server serves it through standin.py as a python-based backend
+
+    @property
+    def file_name(self) -> str:
+        """The model file's default name in the version directory (Triton's model repository docs)."""
+        return DEFAULT_MODEL_FILENAMES[self.name]
+
+    def parameters(self, config) -> dict[str, str]:
+        """The stock backend's own ``parameters`` for a :class:`~tritonsuite.repository.DeploymentConfig`."""
+        return {}
+
+    def supports(self, spec) -> str | None:
+        """Why ``spec`` cannot be served by this backend, or None when it can."""
+        return None
+
+    def session(self, path: str | Path, model_config: dict, device: str = "cpu"):
+        """Run a model file in-process as this backend runs it (export verification, self-benchmark)."""
+        return open_session(self.name, str(path), model_config, device)
+
+
+class OnnxRuntimeBackend(Backend):
+    platform, name, formats = "onnxruntime_onnx", "onnxruntime", ("onnx",)
+
+    def parameters(self, config) -> dict[str, str]:
+        if not config.intra_op_threads:
+            return {}
+        # sequential execution (the default) runs one node at a time: inter-op threads would only idle
+        return {"intra_op_thread_count": str(config.intra_op_threads), "inter_op_thread_count": "1"}
+
+
+class PyTorchBackend(Backend):
+    platform, name, formats = "pytorch_libtorch", "pytorch", ("ts-trace", "ts-script")
+
+    def parameters(self, config) -> dict[str, str]:
+        params = {"INFERENCE_MODE": "true"}
+        if config.intra_op_threads:
+            params["INTRA_OP_THREAD_COUNT"] = str(config.intra_op_threads)
+            params["INTER_OP_THREAD_COUNT"] = "1"
+        if config.instance_kind == "KIND_CPU":
+            # TorchScript's TensorExpr fuser compiles kernels per input shape; on CPU, with shapes that vary (text
+            # lengths, frame counts, batch sizes) it recompiled and ran FastPitch 3-50x slower than eager.
+            params["ENABLE_TENSOR_FUSER"] = "false"
+        return params
+
+    def supports(self, spec) -> str | None:
+        """Every spec binds: the export gives ``forward`` the spec's input names as arguments when they are
+        identifiers, and otherwise orders its arguments and results by the backend's ``<name>__<index>`` or
+        config-order rule (:func:`torchscript_signature`)."""
+        try:
+            torchscript_signature([t.name for t in spec.inputs], [t.name for t in spec.outputs])
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+
+def torchscript_signature(inputs: list[str], outputs: list[str]) -> tuple[list[str], list[int], list[int]]:
+    """How an exported TorchScript ``forward`` must look for pytorch_backend to bind the configured tensors right.
+
+    Returns (forward argument names, spec input index per argument position, spec output index per result
+    position). Names that are identifiers become the arguments themselves (bound by name); otherwise the
+    arguments are ordered as the backend will read them (``<name>__<index>``, else config order).
+    """
+    if all(n.isidentifier() and not keyword.iskeyword(n) and n != "self" for n in inputs):
+        arguments = list(inputs)
+    else:
+        arguments = [f"input_{i}" for i in range(len(inputs))]
+    binding = libtorch_input_binding(inputs, arguments)
+    results = libtorch_output_binding(outputs)
+    for kind, names, index in (("input", inputs, binding), ("output", outputs, results)):
+        if sorted(index.values()) != list(range(len(names))):
+            raise ValueError(f"pytorch_libtorch binds {kind}s {', '.join(names)} to positions "
+                             f"{[index[n] for n in names]} (the <name>__<index> convention): they must be 0..."
+                             f"{len(names) - 1}, each once; rename the {kind}s or use onnx")
+    argument_inputs = [inputs.index(n) for n in sorted(binding, key=binding.get)]
+    result_outputs = [outputs.index(n) for n in sorted(results, key=results.get)]
+    return arguments, argument_inputs, result_outputs
+
+
+BACKENDS: dict[str, Backend] = {b.platform: b for b in (OnnxRuntimeBackend(), PyTorchBackend())}
+
+
+def backend_for(fmt: str) -> Backend:
+    """The stock backend that serves artifacts of export format ``fmt``."""
+    for backend in BACKENDS.values():
+        if fmt in backend.formats:
+            return backend
+    served = sorted(f for b in BACKENDS.values() for f in b.formats)
+    raise ValueError(f"no backend serves format {fmt!r}; valid choices: {', '.join(served)}")
+
+
+def standin_backends() -> list[str]:
+    """Backend names the embedded server provides as python-based stand-ins."""
+    return [b.name for b in BACKENDS.values() if b.standin]

@@ -1,0 +1,203 @@
+"""Stand-ins for Triton's stock ``onnxruntime`` and ``pytorch`` backends, run as python-based backends.
+
+The wheel's tritonserver ships only the python backend. Triton (>= 2.35) loads a *python-based backend* when its
+backend directory holds ``<name>/model.py`` and no ``libtriton_<name>.so``: the embedded launcher copies this file
+as ``onnxruntime/model.py`` and ``pytorch/model.py`` there, so a stock repository (``platform: "onnxruntime_onnx"``
++ ``model.onnx``, ``platform: "pytorch_libtorch"`` + ``model.pt``) loads unchanged, and ``/v2/models/<m>/config``
+says ``"runtime": "model.py"``.
+
+It behaves as the stock backends do, as far as a deployment can observe:
+- the model file is ``default_model_filename`` or the platform's default (``model.onnx``, ``model.pt``) in the
+  version directory;
+- the requests of one execution (one batch the dynamic batcher formed, or one request) are concatenated along the
+  batch dimension, run once, and the outputs sliced back per request; an output padded to the batch's longest
+  sample is returned padded, as the stock backends return it;
+- onnxruntime: ``intra_op_thread_count``, ``inter_op_thread_count``, ``execution_mode``, ``enable_mem_arena``,
+  ``enable_mem_pattern`` parameters and ``optimization { graph { level } }``; tensors bound by name;
+- pytorch: ``INTRA_OP_THREAD_COUNT``, ``INTER_OP_THREAD_COUNT``, ``ENABLE_TENSOR_FUSER``, ``INFERENCE_MODE``
+  (default on), ``DISABLE_OPTIMIZED_EXECUTION``, ``ENABLE_JIT_PROFILING``, ``ENABLE_JIT_EXECUTOR`` parameters;
+  inputs bound by ``forward`` argument names, else the ``<name>__<index>`` convention, else config order; outputs by
+  the convention, else config order (pytorch_backend's ``GetNamingConvention``).
+
+It imports nothing from tritonsuite (the stub runs it from the backend directory), and the suite's export
+verification and self-benchmark run artifacts through the same sessions (:func:`open_session`), so what is verified
+in-process is what is served.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+DEFAULT_MODEL_FILENAMES = {"onnxruntime": "model.onnx", "pytorch": "model.pt"}
+_TRUE = ("1", "true", "yes", "on")
+
+
+def parameters(config: dict) -> dict[str, str]:
+    """A model configuration's ``parameters`` as plain strings (the JSON form Triton hands a backend)."""
+    return {k: str(v.get("string_value", "")) if isinstance(v, dict) else str(v)
+            for k, v in config.get("parameters", {}).items()}
+
+
+def _flag(params: dict[str, str], key: str) -> bool | None:
+    return None if key not in params else params[key].strip().lower() in _TRUE
+
+
+def _int(params: dict[str, str], key: str, default: int) -> int:
+    try:
+        return int(params.get(key, default))
+    except ValueError:
+        raise ValueError(f"parameter {key}={params[key]!r} is not an integer") from None
+
+
+class OnnxRuntimeSession:
+    """An ONNX model as Triton's onnxruntime backend runs it: callable over {name: array} (batch first)."""
+
+    def __init__(self, path: str, config: dict, device: str = "cpu"):
+        import onnxruntime as ort
+
+        params = parameters(config)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = _int(params, "intra_op_thread_count", 0)
+        options.inter_op_num_threads = _int(params, "inter_op_thread_count", 0)
+        if _int(params, "execution_mode", 0) == 1:
+            options.execution_mode = ort.ExecutionMode.ORT_PARALLEL
+        if _flag(params, "enable_mem_arena") is not None:
+            options.enable_cpu_mem_arena = bool(_flag(params, "enable_mem_arena"))
+        if _flag(params, "enable_mem_pattern") is not None:
+            options.enable_mem_pattern = bool(_flag(params, "enable_mem_pattern"))
+        level = int(config.get("optimization", {}).get("graph", {}).get("level", 0) or 0)
+        options.graph_optimization_level = {-1: ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+                                            1: ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+                                            2: ort.GraphOptimizationLevel.ORT_DISABLE_ALL}.get(
+            level, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+        providers = (["CUDAExecutionProvider", "CPUExecutionProvider"] if device.startswith("cuda")
+                     else ["CPUExecutionProvider"])
+        self._session = ort.InferenceSession(path, sess_options=options, providers=providers)
+        self.output_names = [t["name"] for t in config["output"]]
+        # the ONNX exporter drops inputs a graph never reads (placeholders of a fixed signature); the configuration
+        # still declares them, and the stock backend accepts them without feeding them
+        self._feeds = [i.name for i in self._session.get_inputs()]
+
+    def __call__(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        outputs = self._session.run(self.output_names, {n: inputs[n] for n in self._feeds})
+        return dict(zip(self.output_names, outputs))
+
+
+def _convention_index(name: str) -> int | None:
+    """``<name>__<index>`` -> index, as pytorch_backend parses it (after the first ``__``), else None."""
+    head, sep, tail = name.partition("__")
+    return int(tail) if sep and tail.isdigit() else None
+
+
+def libtorch_input_binding(config_names: list[str], forward_arguments: list[str]) -> dict[str, int]:
+    """Which ``forward`` argument each configured input feeds, by pytorch_backend's rules: every name is a
+    ``forward`` argument -> by name; else every name is ``<name>__<index>`` -> by index; else config order."""
+    if all(n in forward_arguments for n in config_names):
+        return {n: forward_arguments.index(n) for n in config_names}
+    indices = [_convention_index(n) for n in config_names]
+    if all(i is not None for i in indices):
+        return dict(zip(config_names, indices))
+    return {n: i for i, n in enumerate(config_names)}
+
+
+def libtorch_output_binding(config_names: list[str]) -> dict[str, int]:
+    """Which element of the ``forward`` result each configured output is: by ``<name>__<index>``, else config
+    order."""
+    indices = [_convention_index(n) for n in config_names]
+    if all(i is not None for i in indices):
+        return dict(zip(config_names, indices))
+    return {n: i for i, n in enumerate(config_names)}
+
+
+class LibTorchSession:
+    """A TorchScript model as Triton's pytorch backend runs it: callable over {name: array} (batch first)."""
+
+    def __init__(self, path: str, config: dict, device: str = "cpu"):
+        import torch
+
+        params = parameters(config)
+        # process-wide settings, as the stock backend applies them (at::set_num_threads, ...) when given
+        if _int(params, "INTRA_OP_THREAD_COUNT", 0) > 0:
+            torch.set_num_threads(_int(params, "INTRA_OP_THREAD_COUNT", 0))
+        if _int(params, "INTER_OP_THREAD_COUNT", 0) > 0:
+            try:
+                torch.set_num_interop_threads(_int(params, "INTER_OP_THREAD_COUNT", 0))
+            except RuntimeError:
+                pass  # can only be set once per process; another instance set it first
+        if _flag(params, "ENABLE_TENSOR_FUSER") is not None:
+            torch._C._jit_set_texpr_fuser_enabled(bool(_flag(params, "ENABLE_TENSOR_FUSER")))
+        if _flag(params, "ENABLE_JIT_PROFILING") is not None:
+            torch._C._jit_set_profiling_mode(bool(_flag(params, "ENABLE_JIT_PROFILING")))
+        if _flag(params, "ENABLE_JIT_EXECUTOR") is not None:
+            torch._C._jit_set_profiling_executor(bool(_flag(params, "ENABLE_JIT_EXECUTOR")))
+        torch._C._set_graph_executor_optimize(not _flag(params, "DISABLE_OPTIMIZED_EXECUTION"))
+        self._inference_mode = _flag(params, "INFERENCE_MODE") is not False
+        self._torch, self._device = torch, device
+        self._module = torch.jit.load(path, map_location=device).eval()
+        arguments = [a.name for a in self._module.forward.schema.arguments[1:]]
+        inputs = [t["name"] for t in config["input"]]
+        if len(inputs) != len(arguments):
+            raise ValueError(f"the model's forward takes {len(arguments)} inputs ({', '.join(arguments)}), the "
+                             f"configuration declares {len(inputs)} ({', '.join(inputs)})")
+        binding = libtorch_input_binding(inputs, arguments)
+        self._argument_order = sorted(binding, key=binding.get)
+        self._outputs = libtorch_output_binding([t["name"] for t in config["output"]])
+
+    def __call__(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        torch = self._torch
+        context = torch.inference_mode() if self._inference_mode else torch.no_grad()
+        with context:
+            args = [torch.from_numpy(np.ascontiguousarray(inputs[n])).to(self._device) for n in self._argument_order]
+            result = self._module(*args)
+            if not isinstance(result, (tuple, list)):
+                result = (result,)
+            return {n: result[i].detach().cpu().numpy() for n, i in self._outputs.items()}
+
+
+SESSIONS = {"onnxruntime": OnnxRuntimeSession, "pytorch": LibTorchSession}
+
+
+def open_session(backend: str, path: str, config: dict, device: str = "cpu"):
+    """The stock backend's behaviour for ``backend`` over the model file ``path`` and its configuration (JSON)."""
+    if backend not in SESSIONS:
+        raise ValueError(f"no stand-in for backend {backend!r}; valid choices: {', '.join(SESSIONS)}")
+    return SESSIONS[backend](path, config, device)
+
+
+class TritonPythonModel:
+    """The python-based backend entry point: Triton calls it for every model of this backend."""
+
+    def initialize(self, args):
+        config = json.loads(args["model_config"])
+        backend = config["backend"]
+        filename = config.get("default_model_filename") or DEFAULT_MODEL_FILENAMES[backend]
+        path = os.path.join(args["model_repository"], args["model_version"], filename)
+        device = "cpu"
+        if args.get("model_instance_kind") == "GPU":
+            device = f"cuda:{args.get('model_instance_device_id', 0)}"
+        self.session = open_session(backend, path, config, device)
+        self.batching = int(config.get("max_batch_size", 0)) > 0
+        self.input_names = [t["name"] for t in config["input"]]
+        self.outputs = [(t["name"], t["data_type"]) for t in config["output"]]
+
+    def execute(self, requests):
+        import triton_python_backend_utils as pb_utils
+
+        try:
+            arrays = [{n: pb_utils.get_input_tensor_by_name(r, n).as_numpy() for n in self.input_names}
+                      for r in requests]
+            if self.batching and len(arrays) > 1:
+                sizes = [len(a[self.input_names[0]]) for a in arrays]
+                merged = self.session({n: np.concatenate([a[n] for a in arrays]) for n in self.input_names})
+                starts = np.cumsum([0] + sizes)
+                results = [{n: v[starts[i]:starts[i + 1]] for n, v in merged.items()} for i in range(len(sizes))]
+            else:
+                results = [self.session(a) for a in arrays]
+        except Exception as exc:  # every request of the execution gets the error; the stub lives on
+            error = pb_utils.TritonError(f"{type(exc).__name__}: {exc}")
+            return [pb_utils.InferenceResponse(output_tensors=[], error=error) for _ in requests]
+        return [pb_utils.InferenceResponse(output_tensors=[
+            pb_utils.Tensor(n, np.ascontiguousarray(out[n], dtype=pb_utils.triton_string_to_numpy(dtype)))
+            for n, dtype in self.outputs]) for out in results]

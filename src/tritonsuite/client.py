@@ -1,0 +1,134 @@
+"""The suite's Triton client: request tensors, system shared-memory regions and served inference, used by the
+measurement engine, the accuracy scenario and the tests alike (tritonclient's own protocol code underneath)."""
+from __future__ import annotations
+
+import itertools
+import os
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+import numpy as np
+
+from tritonsuite.spec import ModelSpec, TensorSpec
+
+if TYPE_CHECKING:
+    from tritonsuite.server import TritonServer
+
+CLIENT_SHM_PREFIX = "tritonsuite_shm_"  # + "<pid>x<n>_in|out" under /dev/shm
+_region_counter = itertools.count(1)
+
+
+class ClientError(ValueError):
+    """A request the server refused or answered wrongly; the message says which."""
+
+
+def infer_tensors(inputs: Mapping[str, np.ndarray], outputs: Sequence[str], shm: "SharedMemoryRegions | None" = None):
+    """tritonclient HTTP input and requested-output objects for one request: tensors in the request body, or, with
+    ``shm``, references into its registered regions. The one place the suite builds them."""
+    import tritonclient.http as httpclient
+    from tritonclient.utils import np_to_triton_dtype
+
+    infer_inputs, infer_outputs = [], []
+    for name, array in inputs.items():
+        tensor = httpclient.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
+        if shm is not None:
+            tensor.set_shared_memory(shm.input_name, array.nbytes, offset=shm.input_offsets[name])
+        else:
+            tensor.set_data_from_numpy(np.ascontiguousarray(array), binary_data=True)
+        infer_inputs.append(tensor)
+    for name in outputs:
+        requested = httpclient.InferRequestedOutput(name, binary_data=True)
+        if shm is not None:
+            requested.set_shared_memory(shm.output_name, shm.output_sizes[name], offset=shm.output_offsets[name])
+        infer_outputs.append(requested)
+    return infer_inputs, infer_outputs
+
+
+class SharedMemoryRegions:
+    """System shared-memory regions for one point's inputs and outputs, registered with the server.
+
+    Created, registered, unregistered and destroyed within the point, so no region outlives it.
+    """
+
+    def __init__(self, server: TritonServer, inputs: Mapping[str, np.ndarray], output_specs: Sequence[TensorSpec],
+                 batch_size: int):
+        n = next(_region_counter)
+        self.server = server
+        self.input_name = f"{CLIENT_SHM_PREFIX}{os.getpid()}x{n}_in"
+        self.output_name = f"{CLIENT_SHM_PREFIX}{os.getpid()}x{n}_out"
+        self.input_offsets, offset = {}, 0
+        for name, array in inputs.items():
+            self.input_offsets[name] = offset
+            offset += array.nbytes
+        self.input_size = offset
+        self.output_offsets, self.output_sizes, offset = {}, {}, 0
+        for t in output_specs:  # sized up front: a dynamic dim needs the output's max_shape to bound it
+            if any(d < 0 for d in t.shape) and t.max_shape is None:
+                raise ClientError(f"output {t.name} has a dynamic shape {t.shape} and no max_shape: "
+                                       f"shared-memory output needs an upper bound")
+            self.output_offsets[t.name] = offset
+            self.output_sizes[t.name] = t.max_elements() * batch_size * np.dtype(t.dtype).itemsize
+            offset += self.output_sizes[t.name]
+        self.output_size = offset
+        self._inputs = inputs
+        self._handles: list = []
+        self._registered: list[str] = []
+
+    def __enter__(self):
+        import tritonclient.utils.shared_memory as shm
+
+        try:
+            handle = shm.create_shared_memory_region(self.input_name, "/" + self.input_name, self.input_size)
+            self._handles.append(handle)
+            shm.set_shared_memory_region(handle, [np.ascontiguousarray(a) for a in self._inputs.values()])
+            self._handles.append(shm.create_shared_memory_region(self.output_name, "/" + self.output_name,
+                                                                 self.output_size))
+            client = self.server.client()
+            try:
+                for name, size in ((self.input_name, self.input_size), (self.output_name, self.output_size)):
+                    client.register_system_shared_memory(name, "/" + name, size)
+                    self._registered.append(name)
+            finally:
+                client.close()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def read_output(self, name: str, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+        """An output as Triton wrote it: ``shape`` is the one the response returned (for a dynamic output, at most
+        the region's bound)."""
+        import tritonclient.utils.shared_memory as shm
+
+        return shm.get_contents_as_numpy(self._handles[1], np.dtype(dtype), shape, offset=self.output_offsets[name])
+
+    def __exit__(self, *exc):
+        import tritonclient.utils.shared_memory as shm
+
+        if self._registered:
+            try:
+                client = self.server.client(timeout=10)
+                try:
+                    for name in self._registered:
+                        client.unregister_system_shared_memory(name)
+                finally:
+                    client.close()
+            except Exception:
+                pass  # the server is gone: its registrations went with it
+            self._registered.clear()
+        for handle in self._handles:
+            shm.destroy_shared_memory_region(handle)
+        self._handles.clear()
+
+
+
+
+def served_infer(client, model_name: str, spec: ModelSpec) -> Callable[[dict], dict]:
+    """A dict-in/dict-out callable that runs one batch through Triton over HTTP."""
+    names = [t.name for t in spec.outputs]
+
+    def infer(inputs):
+        tensors, requested = infer_tensors({t.name: inputs[t.name] for t in spec.inputs}, names)
+        result = client.infer(model_name, tensors, outputs=requested)
+        return {name: result.as_numpy(name) for name in names}
+
+    return infer

@@ -1,0 +1,52 @@
+"""The one place that decides devices: where an export runs, whether this host has CUDA, what the report's GPU row
+says. Profiles say ``device: cpu|gpu``; instance groups follow as ``KIND_CPU``/``KIND_GPU``.
+"""
+from __future__ import annotations
+
+import platform
+from functools import lru_cache
+from pathlib import Path
+
+INSTANCE_KINDS = {"cpu": "KIND_CPU", "gpu": "KIND_GPU"}  # profile device -> Triton instance group kind
+
+
+@lru_cache(maxsize=None)
+def cuda_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def export_device(precision: str) -> str:
+    """fp16 exports are built and verified on CUDA (fp16 kernels on CPU are not a served configuration)."""
+    return "cuda" if precision == "fp16" else "cpu"
+
+
+def unavailable_reason(precision: str) -> str | None:
+    """Why this host cannot export ``precision``, or None."""
+    if export_device(precision) == "cuda" and not cuda_available():
+        return (f"{precision} export needs a CUDA device (fp16 kernels on CPU are not a served configuration); "
+                f"this host has none")
+    return None
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def gpu_description(profile_device: str, profile_gpu: str, server_local: bool) -> str:
+    """The report's GPU row: the device the server runs on where it can be known here, else what the profile
+    names."""
+    if profile_device == "cpu":
+        return f"none (CPU: {cpu_name()})"
+    if server_local and cuda_available():
+        import torch
+
+        return torch.cuda.get_device_name(0)
+    return f"{profile_gpu} (as the profile names it; the server is not on this host)"

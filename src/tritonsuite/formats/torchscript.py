@@ -1,0 +1,76 @@
+"""TorchScript by tracing (``ts-trace``, the seeds' usual format) and by scripting (``ts-script``).
+
+pytorch_backend binds configured inputs to ``forward`` arguments by name, else by the ``<name>__<index>``
+convention, else in config order, and outputs by the convention, else in config order. The export wraps the
+model in a generated module whose ``forward`` takes arguments and returns results exactly as the backend will
+bind them (:func:`tritonsuite.backends.torchscript_signature`), so any spec's tensor names serve correctly.
+"""
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+from pathlib import Path
+
+from tritonsuite.formats.base import ExportUnsupported, Format
+
+
+def _signature_wrapper(module, spec, example: tuple, directory: Path):
+    """``module`` behind a generated ``forward`` whose arguments and results are ordered for pytorch_backend.
+
+    The wrapper's source is written to a file in ``directory`` and imported from there, because
+    ``torch.jit.script`` compiles from source: keep the directory until the export is written.
+    """
+    import torch
+
+    from tritonsuite.backends import torchscript_signature
+
+    arguments, argument_inputs, result_outputs = torchscript_signature([t.name for t in spec.inputs],
+                                                                       [t.name for t in spec.outputs])
+    call = ", ".join(arguments[argument_inputs.index(j)] for j in range(len(spec.inputs)))
+    with torch.no_grad():
+        returns_tuple = isinstance(module(*example), (tuple, list))
+    results = ", ".join(f"outputs[{k}]" for k in result_outputs) if returns_tuple else "outputs"
+    path = directory / "tritonsuite_signature.py"
+    path.write_text(
+        "import torch\n\n\n"
+        "class Signature(torch.nn.Module):\n"
+        "    def __init__(self, inner):\n"
+        "        super().__init__()\n"
+        "        self.inner = inner\n\n"
+        f"    def forward(self, {', '.join(arguments)}):\n"
+        f"        outputs = self.inner({call})\n"
+        f"        return ({results},)\n")
+    loader = importlib.util.spec_from_file_location("tritonsuite_signature", path)
+    generated = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(generated)
+    # the wrapper takes its arguments in the backend's order: so does the example it is traced with
+    return generated.Signature(module).eval(), tuple(example[j] for j in argument_inputs)
+
+
+class TorchScriptTrace(Format):
+    name, display = "ts-trace", "TorchScript Trace"
+
+    def write(self, module, spec, path: Path, example: tuple, source: Path | None = None) -> None:
+        import torch
+
+        with tempfile.TemporaryDirectory(prefix="tritonsuite-signature-") as tmp, \
+                torch.inference_mode(False), torch.no_grad():
+            wrapper, arguments = _signature_wrapper(module, spec, example, Path(tmp))
+            torch.jit.save(torch.jit.trace(wrapper, arguments, check_trace=False), str(path))
+
+
+class TorchScriptScript(Format):
+    name, display = "ts-script", "TorchScript Script"
+
+    def write(self, module, spec, path: Path, example: tuple, source: Path | None = None) -> None:
+        import torch
+
+        with tempfile.TemporaryDirectory(prefix="tritonsuite-signature-") as tmp, \
+                torch.inference_mode(False), torch.no_grad():
+            wrapper, _ = _signature_wrapper(module, spec, example, Path(tmp))
+            try:
+                scripted = torch.jit.script(wrapper)
+            except Exception as exc:  # torch raises many types here; the first line is the reason
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise ExportUnsupported(f"torch.jit.script cannot compile {spec.key}: {reason}") from None
+            torch.jit.save(scripted, str(path))

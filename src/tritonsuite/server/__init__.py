@@ -1,0 +1,28 @@
+"""Triton server launchers behind one interface (:class:`TritonServer`), chosen by name with ``--server``.
+
+``embedded`` runs the real binary from the nvidia-pytriton wheel; ``remote`` uses a stock Triton someone else runs.
+Every launcher that starts a server builds its command line with :class:`ServerArguments`. A new launcher is one
+module and one entry in :data:`LAUNCHERS`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tritonsuite.server.base import (LOOPBACK, ModelControlUnavailable, ServerArguments, ServerDied, ServerError,
+                                     TritonServer)
+from tritonsuite.server.embedded import SHM_PREFIX, EmbeddedServer, pytriton_paths, sweep_stale_shm
+from tritonsuite.server.remote import RemoteServer
+
+LAUNCHERS: dict[str, type[TritonServer]] = {"embedded": EmbeddedServer, "remote": RemoteServer}
+
+__all__ = ["LAUNCHERS", "LOOPBACK", "SHM_PREFIX", "EmbeddedServer", "ModelControlUnavailable", "RemoteServer",
+           "ServerArguments", "ServerDied", "ServerError", "TritonServer", "make_server", "pytriton_paths",
+           "sweep_stale_shm"]
+
+
+def make_server(kind: str, *, model_repository: str | Path, log_dir: str | Path, triton_url: str = "",
+                **options) -> TritonServer:
+    if kind not in LAUNCHERS:
+        raise ValueError(f"unknown server {kind!r}; valid choices: {', '.join(LAUNCHERS)}")
+    return LAUNCHERS[kind].create(model_repository=model_repository, log_dir=log_dir, triton_url=triton_url,
+                                  **options)

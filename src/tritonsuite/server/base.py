@@ -1,0 +1,175 @@
+"""What the suite needs from a Triton server, whoever runs it, and the one builder of ``tritonserver`` command
+lines that every launcher which starts a server uses."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class ServerArguments:
+    """A ``tritonserver`` command line (Model Analyzer keeps one such object for its local and docker launchers).
+
+    Every endpoint binds to 127.0.0.1 (Triton's default is all interfaces); explicit model control by default, so
+    the suite loads exactly the deployments it tests.
+    """
+
+    model_repository: str
+    http_port: int
+    grpc_port: int
+    metrics_port: int
+    backend_directory: str = ""
+    model_control_mode: str = "explicit"
+    backend_config: tuple[str, ...] = ()  # "<backend>,<key>=<value>"
+    exit_timeout_secs: int = 10
+    extra: tuple[str, ...] = ()
+
+    def command(self, binary: str = "tritonserver") -> list[str]:
+        args = [binary, f"--model-repository={self.model_repository}"]
+        if self.backend_directory:
+            args.append(f"--backend-directory={self.backend_directory}")
+        args += [
+            f"--model-control-mode={self.model_control_mode}",
+            f"--http-address={LOOPBACK}", f"--http-port={self.http_port}",
+            f"--grpc-address={LOOPBACK}", f"--grpc-port={self.grpc_port}",
+            f"--metrics-address={LOOPBACK}", f"--metrics-port={self.metrics_port}",
+            "--allow-metrics=true", "--allow-gpu-metrics=false",
+            *(f"--backend-config={c}" for c in self.backend_config),
+            f"--exit-timeout-secs={self.exit_timeout_secs}", "--strict-readiness=true",
+            *self.extra,
+        ]
+        return args
+
+
+class ServerError(RuntimeError):
+    """A server could not be started, died, or refused an operation; the message carries its log tail."""
+
+
+class ServerDied(ServerError):
+    pass
+
+
+class ModelControlUnavailable(ServerError):
+    """The (remote) server does not allow loading/unloading models (it is not in explicit model control mode)."""
+
+
+class TritonServer(ABC):
+    """What the suite needs from a Triton server, whoever runs it."""
+
+    name = "abstract"
+    http_url: str  # "127.0.0.1:8000" (host:port, as tritonclient takes it)
+
+    @classmethod
+    @abstractmethod
+    def create(cls, *, model_repository: str | Path, log_dir: str | Path, triton_url: str = "",
+               **options) -> "TritonServer":
+        """Build the launcher from the suite's common settings (it takes what it needs)."""
+
+    @property
+    @abstractmethod
+    def local(self) -> bool:
+        """Whether the server shares this host's /dev/shm (system shared memory possible)."""
+
+    @abstractmethod
+    def start(self) -> None: ...
+
+    @abstractmethod
+    def stop(self) -> None: ...
+
+    @abstractmethod
+    def is_alive(self) -> bool: ...
+
+    def log_tail(self, lines: int = 40) -> str:
+        return ""
+
+    def model_config(self, name: str) -> dict:
+        """The configuration the server actually runs for a loaded model (``/v2/models/<m>/config``)."""
+        client = self.client(timeout=30)
+        try:
+            return client.get_model_config(name)
+        finally:
+            client.close()
+
+    def backend_description(self, name: str) -> str:
+        """What serves a loaded model, read back from the server: e.g. "onnxruntime (python-based stand-in,
+        embedded)" or "onnxruntime (libtriton_onnxruntime.so)"."""
+        config = self.model_config(name)
+        backend, runtime = config.get("backend") or config.get("platform", "?"), config.get("runtime", "")
+        if runtime.endswith(".py"):
+            return f"{backend} (python-based stand-in, {self.name})"
+        return f"{backend} ({runtime or f'libtriton_{backend}.so'})"
+
+    def describe(self) -> str:
+        return f"{self.name} server at {self.http_url}"
+
+    def version(self) -> str:
+        """The server's own version string (server metadata), or "unknown" when it cannot be read."""
+        if not getattr(self, "_version", None):
+            client = self.client(timeout=10)
+            try:
+                self._version = str(client.get_server_metadata().get("version", "unknown"))
+            except Exception:
+                return "unknown"
+            finally:
+                client.close()
+        return self._version
+
+    def check_alive(self) -> None:
+        if not self.is_alive():
+            raise ServerDied(f"{self.describe()} is not running\n{self.log_tail()}")
+
+    def client(self, timeout: float = 120.0):
+        import tritonclient.http as httpclient
+
+        return httpclient.InferenceServerClient(self.http_url, connection_timeout=timeout, network_timeout=timeout)
+
+    def load(self, deployment_dir: str | Path) -> str:
+        """Load (or reload) a deployment by its directory; returns the model name once it is ready."""
+        from tritonclient.utils import InferenceServerException
+
+        name = Path(deployment_dir).name
+        client = self.client(timeout=600.0)
+        try:
+            client.load_model(name, **self._load_arguments(Path(deployment_dir)))
+        except InferenceServerException as exc:
+            message = str(exc)
+            if "explicit" in message.lower() or "not allowed" in message.lower():
+                if client.is_model_ready(name):
+                    return name
+                raise ModelControlUnavailable(
+                    f"{self.describe()} does not allow loading models ({message.strip()}), and model {name!r} is "
+                    f"not ready there: start that server with --model-control-mode=explicit, or load {name!r} on it "
+                    f"yourself") from None
+            raise ServerError(f"loading {name!r} on {self.describe()} failed: {message}\n{self.log_tail()}") from None
+        except Exception as exc:
+            self.check_alive()
+            raise ServerError(f"loading {name!r} on {self.describe()} failed: {exc}\n{self.log_tail()}") from None
+        finally:
+            client.close()
+        return name
+
+    def _load_arguments(self, deployment_dir: Path) -> dict:
+        return {}
+
+    def unload(self, name: str) -> None:
+        from tritonclient.utils import InferenceServerException
+
+        client = self.client()
+        try:
+            client.unload_model(name)
+        except InferenceServerException:
+            pass  # a server without explicit model control keeps its models: nothing to undo
+        finally:
+            client.close()
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
