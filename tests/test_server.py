@@ -1,4 +1,5 @@
 """The launchers against the real tritonserver: start, stop, clean-up, faults, and remote model control."""
+import json
 import os
 import signal
 import socket
@@ -8,6 +9,7 @@ import time
 import pytest
 
 from tests.helpers import leftover_shm
+from tests.unit.test_repository import STOCK_FIELDS
 from tritonsuite.export import export
 from tritonsuite.models import default_registry
 from tritonsuite.repository import DeploymentConfig, build_deployment
@@ -115,7 +117,12 @@ def test_remote_server_loads_by_upload_when_explicit(identity_repo, tmp_path):
         remote = make_server("remote", model_repository="unused", log_dir="unused", triton_url=someone_elses.http_url)
         remote.start()
         assert remote.is_alive() and remote.local
-        # the remote server has an empty repository of its own: config and files travel with the load request
+        # the remote server has an empty repository of its own: config and files travel with the load request,
+        # and they are a stock deployment (nothing of tritonsuite): Triton's config fields and the model file
+        upload = remote._load_arguments(identity_repo / "identity")
+        config = json.loads(upload["config"])
+        assert set(config) <= STOCK_FIELDS and config["platform"] == "onnxruntime_onnx"
+        assert set(upload["files"]) == {"file:1/model.onnx"}
         assert remote.load(identity_repo / "identity") == "identity"
         client = remote.client()
         assert client.is_model_ready("identity")

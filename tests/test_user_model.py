@@ -40,3 +40,51 @@ def test_the_library_runs_from_a_plain_script(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "bert-onnx-fp32-batch4 OK" in result.stdout and "bert-onnx-fp32 accuracy passed" in result.stdout
     assert (tmp_path / "offline" / "bert.md").is_file() and (tmp_path / "accuracy" / "bert.md").is_file()
+
+
+NAMED_PROFILE = """
+device: cpu
+gpu: none (CPU only)
+measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 60, max_trials: 8, warmup_ms: 200}
+models:
+  named:
+    size: tiny
+    formats: [onnx, ts-trace, ts-script]
+    precisions: [fp32]
+    max_batch_size: 8
+    intra_op_threads: 1
+    offline: {batch_sizes: [4]}
+    online: {batch_size: 1, concurrency: [2], preferred_batch_sizes: [2], max_queue_delay_microseconds: 500}
+  swapped:
+    size: tiny
+    formats: [onnx, ts-trace]
+    precisions: [fp32]
+    max_batch_size: 8
+    intra_op_threads: 1
+    offline: {batch_sizes: [4]}
+    online: {batch_size: 1, concurrency: [2], preferred_batch_sizes: [2], max_queue_delay_microseconds: 500}
+"""
+
+
+def test_any_tensor_names_pass_offline_online_and_accuracy_on_both_platforms(tmp_path):
+    """A user spec named image/meta -> logits/embedding, and one with <name>__<index> names declared out of order,
+    through stock onnxruntime_onnx and pytorch_libtorch deployments on the real server."""
+    result = run_pytest(["--gpu", "tiny", "-m", "offline or online or accuracy", "-q", "-p", "no:warnings",
+                         "--model-spec", str(ROOT / "tests" / "data" / "named_tensors_spec.py")], tmp_path,
+                        profile=NAMED_PROFILE)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "15 passed" in result.stdout, result.stdout  # (3 + 2 formats) x (offline, online, accuracy)
+    rows = [json.loads(line) for f in (tmp_path / "reports" / "raw").glob("*.jsonl")
+            for line in f.read_text().splitlines()]
+    served_by = {r["deployment"]: r["parameters"]["Backend"] for r in rows}
+    assert served_by["named_tiny_onnx_fp32_online"] == "onnxruntime (python-based stand-in, embedded)"
+    assert served_by["swapped_tiny_ts_trace_fp32_offline"] == "pytorch (python-based stand-in, embedded)"
+    for r in rows:
+        if r["scenario"] == "accuracy":
+            assert r["metrics"]["argmax_agreement"] == 1.0 and r["status"] == "OK", r
+    for deployment in (tmp_path / "repos").iterdir():  # every deployment is a stock one
+        if deployment.name.startswith("."):
+            continue
+        files = sorted(str(p.relative_to(deployment)) for p in deployment.rglob("*"))
+        assert files in (["1", "1/model.onnx", "config.pbtxt"], ["1", "1/model.pt", "config.pbtxt"]), files
+        assert "platform:" in (deployment / "config.pbtxt").read_text()
