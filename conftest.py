@@ -48,8 +48,9 @@ def pytest_runtest_makereport(item, call):
     report = yield
     if report.failed:
         server = item.config.stash.get(SERVER_KEY, None)
-        if server is not None and "triton" in getattr(item, "fixturenames", ()):
-            tail = server.log_tail()
+        shown = "--- tritonserver log tail" in report.longreprtext or server is None or server.death_reported()
+        if not shown and "triton" in getattr(item, "fixturenames", ()):
+            tail = server.log_tail()  # once: a death or a failed load carries the tail in its own message
             if tail:
                 report.sections.append(("tritonserver log tail", tail))
     return report

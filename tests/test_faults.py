@@ -1,6 +1,9 @@
 """Server death in the middle of a sweep: that test fails with the log tail, the rest fail fast, rows stay."""
 import json
+import os
 import time
+
+import pytest
 
 from tests.helpers import TINY_PROFILE, leftover_shm, run_pytest
 
@@ -38,3 +41,89 @@ def test_server_dies_mid_sweep(tmp_path):
     assert [r["result"]["Batch"] for r in rows] == [1] and rows[0]["status"] == "OK"
     assert (tmp_path / "reports" / "offline" / "bert.md").is_file(), "the report is written from what was measured"
     assert not leftover_shm("triton_python_backend_shm_region_ts") and not leftover_shm("tritonsuite_shm_")
+
+
+FAULT_PLUGIN = '''
+import json
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+KILL_AT = os.environ["TRITONSUITE_TEST_KILL_AT"]
+
+
+def _kill(server, note):
+    with open(os.environ["TRITONSUITE_TEST_RECORD"], "w") as f:
+        json.dump({"pid": server.process.pid, "prefix": server.shm_prefix, "pytest": os.getpid(),
+                   "killed_at": time.time()}, f)
+    os.kill(server.process.pid, signal.SIGKILL)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    server = item.funcargs.get("triton")
+    if server is not None and KILL_AT == "load" and item.name.endswith("concurrency1]"):
+        real = server._load_arguments
+
+        def load_arguments(directory):  # SIGKILL while the load request is in flight (stubs take ~1 s to start)
+            threading.Timer(0.3, _kill, (server, "load")).start()
+            return real(directory)
+        server._load_arguments = load_arguments
+    if server is not None and KILL_AT == "online" and item.name.endswith("concurrency2]"):
+        threading.Timer(1.0, _kill, (server, "online")).start()
+    if server is not None and KILL_AT == "accuracy" and "test_accuracy" in item.name:
+        import tritonsuite.suite as suite_module
+        real_infer = suite_module.served_infer
+
+        def served_infer(client, name, spec):  # SIGKILL after the first batch of the accuracy data
+            infer, calls = real_infer(client, name, spec), []
+
+            def once(inputs):
+                calls.append(1)
+                if len(calls) == 2:
+                    _kill(server, "accuracy")
+                return infer(inputs)
+            return once
+        suite_module.served_infer = served_infer
+    return (yield)
+'''
+
+
+@pytest.mark.parametrize("kill_at,markers", [("load", "online"), ("online", "online"), ("accuracy", "accuracy")])
+def test_sigkill_of_the_server_ends_the_run_within_seconds_and_leaves_nothing(tmp_path, kill_at, markers):
+    """The OOM killer takes the server during a model load, an online point or an accuracy run: the run must end on
+    its own soon after, fail, show the log tail once, keep what was measured, and leave no process or region."""
+    from tritonsuite.client import CLIENT_SHM_PREFIX
+    from tritonsuite.server.embedded import _group_alive
+
+    (tmp_path / "faultplugin.py").write_text(FAULT_PLUGIN)
+    record = tmp_path / "killed.json"
+    os.environ["TRITONSUITE_TEST_KILL_AT"], os.environ["TRITONSUITE_TEST_RECORD"] = kill_at, str(record)
+    try:
+        profile = TINY_PROFILE.replace("concurrency: [1, 2]", "concurrency: [1, 2, 4]") \
+                              .replace("max_trials: 8", "max_trials: 50")
+        result = run_pytest(["--gpu", "tiny", "-m", markers, "--formats", "onnx", "-p", "faultplugin",
+                             "-p", "no:warnings", "-rA"], tmp_path, profile=profile, timeout=240,
+                            pythonpath=str(tmp_path))
+    finally:
+        del os.environ["TRITONSUITE_TEST_KILL_AT"], os.environ["TRITONSUITE_TEST_RECORD"]
+    ended = time.time()
+    out = result.stdout + result.stderr
+    assert record.is_file(), out
+    killed = json.loads(record.read_text())
+    assert ended - killed["killed_at"] < 60, f"the run took {ended - killed['killed_at']:.0f} s after the kill"
+    assert result.returncode == 1, out
+    assert out.count("--- tritonserver log tail") == 1, out  # shown once, by the test that met the death
+    if kill_at != "accuracy":  # later cases fail at once, in one line
+        assert "is not running: it died earlier in this run (its log tail is in the first failure)" in out, out
+    assert "INTERNALERROR" not in out and "Traceback" not in out
+    assert not _group_alive(killed["pid"]), "a stub of the killed server is still alive"
+    assert not leftover_shm(killed["prefix"]) and not leftover_shm(f"{CLIENT_SHM_PREFIX}{killed['pytest']}x")
+    if kill_at == "online":  # rows measured before the fault are kept and the report is written
+        rows = [json.loads(line) for f in (tmp_path / "reports" / "raw").glob("online-*.jsonl")
+                for line in f.read_text().splitlines()]
+        assert [r["result"]["Concurrency"] for r in rows if r["status"] != "FAILED"] == [1]
+        assert (tmp_path / "reports" / "online" / "bert.md").is_file()

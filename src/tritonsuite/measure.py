@@ -29,7 +29,7 @@ import numpy as np
 
 from tritonsuite.report import LATENCY_PARTS, RESULT_COLUMNS
 from tritonsuite.client import SharedMemoryRegions, infer_tensors
-from tritonsuite.server import ServerDied, TritonServer
+from tritonsuite.server import TritonServer
 from tritonsuite.spec import TensorSpec
 
 STABLE_WINDOWS = 3
@@ -421,8 +421,8 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
         return asyncio.run(run(None))
     except Exception as exc:
         if _server_died(server):
-            raise ServerDied(f"{server.describe()} died while measuring {model} at batch {point.batch_size}, "
-                             f"concurrency {point.concurrency}: {type(exc).__name__}: {exc}\n{server.log_tail()}") from None
+            raise server.died(f"while measuring {model} at batch {point.batch_size}, concurrency "
+                              f"{point.concurrency} ({type(exc).__name__}: {exc})") from None
         if isinstance(exc, (OSError, asyncio.IncompleteReadError)):
             raise MeasurementError(f"measuring {model} at {point}: {type(exc).__name__}: {exc}") from None
         raise

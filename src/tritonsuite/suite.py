@@ -132,6 +132,7 @@ class Suite:
         the same deployment, so they fail or skip at once.
         """
         repo_scenario = "online" if scenario == "online" else "offline"  # accuracy runs on the static deployment
+        self.server.check_alive()  # a dead server fails every later case at once, in one line
         key = (model, fmt, precision, repo_scenario)
         if key not in self._deployments:
             try:
@@ -141,7 +142,6 @@ class Suite:
         found = self._deployments[key]
         if isinstance(found, Exception):
             raise found
-        self.server.check_alive()
         return found
 
     def _deploy(self, model: str, fmt: str, precision: str, scenario: str) -> Deployment:
@@ -222,6 +222,10 @@ class Suite:
         try:
             result = evaluate(spec, deployment.name, case.precision, data, served_infer(client, deployment.name, spec),
                               reference, deployment.config.max_batch_size)
+        except Exception:
+            if not self.server.is_alive():
+                raise self.server.died(f"during the accuracy run of {deployment.name}") from None
+            raise
         finally:
             client.close()
         record = result.to_record()

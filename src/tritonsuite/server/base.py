@@ -117,9 +117,22 @@ class TritonServer(ABC):
                 client.close()
         return self._version
 
-    def check_alive(self) -> None:
+    def died(self, context: str = "") -> ServerDied:
+        """The error for a server found dead: with its log tail the first time, one line after that (the tail was
+        already shown by the test that met the death)."""
+        where = f" {context}" if context else ""
+        if not getattr(self, "_death_reported", False):
+            self._death_reported = True
+            return ServerDied(f"{self.describe()} is not running: it died{where}\n{self.log_tail()}")
+        return ServerDied(f"{self.describe()} is not running: it died earlier in this run{where} (its log tail is "
+                          f"in the first failure)")
+
+    def death_reported(self) -> bool:
+        return bool(getattr(self, "_death_reported", False))
+
+    def check_alive(self, context: str = "") -> None:
         if not self.is_alive():
-            raise ServerDied(f"{self.describe()} is not running\n{self.log_tail()}")
+            raise self.died(context)
 
     def client(self, timeout: float = 120.0):
         import tritonclient.http as httpclient
@@ -135,6 +148,8 @@ class TritonServer(ABC):
         try:
             client.load_model(name, **self._load_arguments(Path(deployment_dir)))
         except InferenceServerException as exc:
+            if not self.is_alive():
+                raise self.died(f"while loading {name!r}") from None
             message = str(exc)
             if "explicit" in message.lower() or "not allowed" in message.lower():
                 if client.is_model_ready(name):
@@ -145,7 +160,8 @@ class TritonServer(ABC):
                     f"yourself") from None
             raise ServerError(f"loading {name!r} on {self.describe()} failed: {message}\n{self.log_tail()}") from None
         except Exception as exc:
-            self.check_alive()
+            if not self.is_alive():
+                raise self.died(f"while loading {name!r}") from None
             raise ServerError(f"loading {name!r} on {self.describe()} failed: {exc}\n{self.log_tail()}") from None
         finally:
             client.close()

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -34,6 +35,7 @@ from tritonsuite.server.base import LOOPBACK, ServerArguments, ServerError, Trit
 SHM_DIR = Path("/dev/shm")
 SHM_PREFIX = "triton_python_backend_shm_region_ts"  # + "<pid>x<n>_": owner pid and launch number
 _launch_counter = itertools.count(1)
+WATCHDOG_INTERVAL_S = 0.2
 
 
 def free_port() -> int:
@@ -112,6 +114,7 @@ class EmbeddedServer(TritonServer):
         self.ports: dict[str, int] = {}
         self.http_url = ""
         self._backend_dir: Path | None = None
+        self._stopping = threading.Event()
 
     @property
     def local(self) -> bool:
@@ -192,6 +195,9 @@ class EmbeddedServer(TritonServer):
                 raise ServerError(f"tritonserver exited with code {code} during start-up "
                                   f"(log: {self.log_path})\n{tail}")
             if self._ready():
+                self._stopping.clear()
+                threading.Thread(target=self._watch, args=(self.process, self.shm_prefix), daemon=True,
+                                 name="tritonserver-watchdog").start()
                 return
             time.sleep(0.1)
         tail = self.log_tail()
@@ -217,14 +223,23 @@ class EmbeddedServer(TritonServer):
     def describe(self) -> str:
         return f"embedded tritonserver (pid {self.process.pid if self.process else '-'}) at {self.http_url}"
 
+    def _watch(self, process: subprocess.Popen, shm_prefix: str) -> None:
+        """Notice a server that dies on its own (the OOM killer, a crash) within a poll interval, and clean up at
+        once: its python-backend stubs inherited its listening HTTP socket, so while they live a client's next
+        request is accepted by a stub that never answers (a model load then waited its full timeout). Killing the
+        group closes those sockets, so every waiting request fails at once and the suite reports the death."""
+        while not self._stopping.wait(WATCHDOG_INTERVAL_S):
+            if process.poll() is not None:
+                _kill_group(process.pid)
+                for path in SHM_DIR.glob(f"{shm_prefix}*"):
+                    path.unlink(missing_ok=True)
+                return
+
     def _reap(self) -> None:
         """Kill whatever is left of the process group and remove this launch's shared-memory regions."""
         if self.process is None:
             return
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _kill_group(self.process.pid)
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -238,6 +253,7 @@ class EmbeddedServer(TritonServer):
         self.process = None
 
     def stop(self) -> None:
+        self._stopping.set()
         if self.process is not None:
             if self.process.poll() is None:
                 try:
@@ -256,6 +272,13 @@ class EmbeddedServer(TritonServer):
 
 class _PortClash(Exception):
     pass
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _group_alive(pgid: int) -> bool:
