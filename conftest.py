@@ -15,7 +15,18 @@ def pytest_addoption(parser):
     add_options(parser)
 
 
+def _terminated(signum, frame):
+    raise KeyboardInterrupt(f"terminated by signal {signum}")
+
+
 def pytest_configure(config):
+    # SIGTERM (a CI runner cancelling the job, a timeout) ends the run like Ctrl-C: fixtures stop the server and
+    # the report is written from what was measured. Python's default for SIGTERM is to die on the spot.
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminated)
     config.stash[OPTIONS_KEY] = resolve_options(config)  # bad input -> pytest.UsageError naming choices
     if config.pluginmanager.hasplugin("xdist"):
         from fixtures.session import XdistRunId

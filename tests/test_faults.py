@@ -1,11 +1,14 @@
 """Server death in the middle of a sweep: that test fails with the log tail, the rest fail fast, rows stay."""
 import json
 import os
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
 
-from tests.helpers import TINY_PROFILE, leftover_shm, run_pytest
+from tests.helpers import ROOT, TINY_PROFILE, leftover_shm, run_pytest
 
 KILLER_PLUGIN = '''
 import threading
@@ -65,6 +68,15 @@ def _kill(server, note):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
     server = item.funcargs.get("triton")
+    if server is not None and KILL_AT in ("pytest", "stub") and item.name.endswith("concurrency2]"):
+        with open(os.environ["TRITONSUITE_TEST_RECORD"], "w") as f:
+            json.dump({"pid": server.process.pid, "prefix": server.shm_prefix, "pytest": os.getpid(),
+                       "killed_at": time.time()}, f)
+        if KILL_AT == "stub":  # a python-backend stub dies alone, 1 s into the point
+            import psutil
+            stubs = [p for p in psutil.Process(server.process.pid).children(recursive=True)
+                     if "triton_python_backend_stub" in " ".join(p.cmdline())]
+            threading.Timer(1.0, lambda: [p.kill() for p in stubs]).start()
     if server is not None and KILL_AT == "load" and item.name.endswith("concurrency1]"):
         real = server._load_arguments
 
@@ -127,3 +139,79 @@ def test_sigkill_of_the_server_ends_the_run_within_seconds_and_leaves_nothing(tm
                 for line in f.read_text().splitlines()]
         assert [r["result"]["Concurrency"] for r in rows if r["status"] != "FAILED"] == [1]
         assert (tmp_path / "reports" / "online" / "bert.md").is_file()
+
+
+def _pytest_process(tmp_path, kill_at, args, profile):
+    profiles = tmp_path / "profiles"
+    profiles.mkdir(exist_ok=True)
+    (profiles / "tiny.yaml").write_text(profile)
+    (tmp_path / "faultplugin.py").write_text(FAULT_PLUGIN)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TRITONSUITE_TEST_KILL_AT=kill_at,
+               TRITONSUITE_TEST_RECORD=str(tmp_path / "killed.json"),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={ROOT}",
+               f"--profiles-dir={profiles}", f"--reports-dir={tmp_path / 'reports'}",
+               f"--repository-dir={tmp_path / 'repos'}", "-p", "faultplugin", *args]
+    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=env, stdin=subprocess.DEVNULL)
+
+
+def _wait_gone(pid: int, prefix: str, pytest_pid: int, bound_s: float) -> float:
+    """Seconds until the server's process group and the run's regions are gone (fails past ``bound_s``)."""
+    from tritonsuite.client import CLIENT_SHM_PREFIX
+    from tritonsuite.server.embedded import _group_alive
+
+    start = time.monotonic()
+    while time.monotonic() - start < bound_s:
+        if not _group_alive(pid) and not leftover_shm(prefix) and \
+                not leftover_shm(f"{CLIENT_SHM_PREFIX}{pytest_pid}x"):
+            return time.monotonic() - start
+        time.sleep(0.2)
+    raise AssertionError(f"{bound_s:.0f} s after the fault: server group alive {_group_alive(pid)}, regions "
+                         f"{leftover_shm(prefix) + leftover_shm(f'{CLIENT_SHM_PREFIX}{pytest_pid}x')}")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_pytest_itself_killed_leaves_nothing_behind(tmp_path, sig):
+    """SIGTERM (a CI runner cancelling the job) or SIGKILL (the OOM killer) of pytest mid-sweep: the server and its
+    stubs go, the run's regions go, the rows measured so far stay; after SIGTERM the report is written too."""
+    profile = TINY_PROFILE.replace("concurrency: [1, 2]", "concurrency: [1, 2, 4]")
+    process = _pytest_process(tmp_path, "pytest", ["--gpu", "tiny", "-m", "online", "--formats", "onnx", "-q"],
+                              profile)
+    record = tmp_path / "killed.json"
+    try:
+        deadline = time.monotonic() + 180
+        while not record.is_file() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert record.is_file(), process.communicate(timeout=30)[0]
+        time.sleep(0.5)  # inside the second point (its deployment loaded, its load generator running)
+        process.send_signal(sig)
+        out = process.communicate(timeout=60)[0]
+    finally:
+        if process.poll() is None:
+            process.kill()
+    killed = json.loads(record.read_text())
+    assert process.returncode != 0, out
+    _wait_gone(killed["pid"], killed["prefix"], killed["pytest"], bound_s=30)
+    rows = [json.loads(line) for f in (tmp_path / "reports" / "raw").glob("online-*.jsonl")
+            for line in f.read_text().splitlines()]
+    assert [r["result"]["Concurrency"] for r in rows if r["status"] != "FAILED"][:1] == [1]
+    if sig == signal.SIGTERM:
+        assert (tmp_path / "reports" / "online" / "bert.md").is_file(), out
+
+
+def test_a_stub_killed_alone_fails_its_point_and_the_run_ends(tmp_path):
+    profile = TINY_PROFILE.replace("concurrency: [1, 2]", "concurrency: [1, 2, 4]") \
+                          .replace("max_trials: 8", "max_trials: 50")
+    process = _pytest_process(tmp_path, "stub", ["--gpu", "tiny", "-m", "online", "--formats", "onnx", "-rA",
+                                                 "-p", "no:warnings"], profile)
+    try:
+        out = process.communicate(timeout=180)[0]
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 1, out
+    assert "PASSED tests/test_online.py::test_online[bert-onnx-fp32-concurrency1]" in out
+    assert "FAILED tests/test_online.py::test_online[bert-onnx-fp32-concurrency2]" in out, out
+    killed = json.loads((tmp_path / "killed.json").read_text())
+    _wait_gone(killed["pid"], killed["prefix"], killed["pytest"], bound_s=30)

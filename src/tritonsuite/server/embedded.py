@@ -30,6 +30,7 @@ import urllib.request
 from pathlib import Path
 
 from tritonsuite.backends import STANDIN_FILE, standin_backends
+from tritonsuite.server import janitor
 from tritonsuite.server.base import LOOPBACK, ServerArguments, ServerError, TritonServer
 
 SHM_DIR = Path("/dev/shm")
@@ -115,6 +116,7 @@ class EmbeddedServer(TritonServer):
         self.http_url = ""
         self._backend_dir: Path | None = None
         self._stopping = threading.Event()
+        self._janitor: int | None = None  # write end of the janitor's pipe
 
     @property
     def local(self) -> bool:
@@ -196,6 +198,11 @@ class EmbeddedServer(TritonServer):
                                   f"(log: {self.log_path})\n{tail}")
             if self._ready():
                 self._stopping.clear()
+                # if this process dies without stopping the server (SIGKILL, OOM), the janitor cleans up
+                from tritonsuite.client import CLIENT_SHM_PREFIX
+
+                self._janitor = janitor.start(self.process.pid, [str(SHM_DIR / f"{self.shm_prefix}*"),
+                                                                 str(SHM_DIR / f"{CLIENT_SHM_PREFIX}{os.getpid()}x*")])
                 threading.Thread(target=self._watch, args=(self.process, self.shm_prefix), daemon=True,
                                  name="tritonserver-watchdog").start()
                 return
@@ -265,6 +272,9 @@ class EmbeddedServer(TritonServer):
         self._cleanup()
 
     def _cleanup(self) -> None:
+        if self._janitor is not None:  # cleaned up ourselves: the janitor is not needed
+            janitor.dismiss(self._janitor)
+            self._janitor = None
         if self._backend_dir is not None:
             shutil.rmtree(self._backend_dir, ignore_errors=True)
             self._backend_dir = None
