@@ -23,7 +23,7 @@ def build(checkpoint: Path | None = None):
     torch.manual_seed(0)  # reproducible weights when no checkpoint is given
     model = torch.nn.Sequential(torch.nn.Linear(FEATURES, 64), torch.nn.ReLU(), torch.nn.Linear(64, CLASSES))
     if checkpoint is not None:
-        model.load_state_dict(torch.load(checkpoint, map_location="cpu"))
+        model.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=True))
 
     class Classifier(torch.nn.Module):  # the serving signature: one input, one output, as a tuple
         def __init__(self):

