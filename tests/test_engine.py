@@ -10,7 +10,7 @@ from tritonsuite.export import export
 from tritonsuite.client import CLIENT_SHM_PREFIX
 from tritonsuite.measure import LoadPoint, MeasurementError, MeasurementSettings, measure
 from tritonsuite.models import default_registry
-from tritonsuite.report import LATENCY_PARTS, RESULT_COLUMNS
+from tritonsuite.rows import LATENCY_PARTS, RESULT_COLUMNS
 from tritonsuite.repository import DeploymentConfig, build_deployment
 from tritonsuite.server import EmbeddedServer, ServerDied
 

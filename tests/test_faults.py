@@ -41,8 +41,11 @@ def test_server_dies_mid_sweep(tmp_path):
         assert f"FAILED tests/test_offline.py::test_offline[bert-onnx-fp32-batch{batch}]" in out
     assert out.count("is not running") >= 2, out  # the cases after the crash fail at once, naming the dead server
     rows = [json.loads(l) for f in (tmp_path / "reports" / "raw").glob("offline-*.jsonl") for l in f.read_text().splitlines()]
-    assert [r["result"]["Batch"] for r in rows] == [1] and rows[0]["status"] == "OK"
-    assert (tmp_path / "reports" / "offline" / "bert.md").is_file(), "the report is written from what was measured"
+    # every attempted point has a row: the one measured before the crash, and FAILED rows with their reasons
+    assert [(r["batch"], r["status"]) for r in rows] == [(1, "OK"), (2, "FAILED"), (4, "FAILED"), (3, "FAILED")]
+    assert "died while measuring" in rows[1]["reasons"][0] and "died earlier" in rows[2]["reasons"][0]
+    report = (tmp_path / "reports" / "offline" / "bert.md").read_text()  # written from what was attempted
+    assert "- batch 2, concurrency 1: FAILED: ServerDied:" in report
     assert not leftover_shm("triton_python_backend_shm_region_ts") and not leftover_shm("tritonsuite_shm_")
 
 
@@ -137,8 +140,8 @@ def test_sigkill_of_the_server_ends_the_run_within_seconds_and_leaves_nothing(tm
     if kill_at == "online":  # rows measured before the fault are kept and the report is written
         rows = [json.loads(line) for f in (tmp_path / "reports" / "raw").glob("online-*.jsonl")
                 for line in f.read_text().splitlines()]
-        assert [r["result"]["Concurrency"] for r in rows if r["status"] != "FAILED"] == [1]
-        assert (tmp_path / "reports" / "online" / "bert.md").is_file()
+        assert [(r["concurrency"], r["status"] == "FAILED") for r in rows] == [(1, False), (2, True), (4, True)]
+        assert "| FAILED |" in (tmp_path / "reports" / "online" / "bert.md").read_text().replace("  ", "")
 
 
 def _pytest_process(tmp_path, kill_at, args, profile):
@@ -195,7 +198,7 @@ def test_pytest_itself_killed_leaves_nothing_behind(tmp_path, sig):
     _wait_gone(killed["pid"], killed["prefix"], killed["pytest"], bound_s=30)
     rows = [json.loads(line) for f in (tmp_path / "reports" / "raw").glob("online-*.jsonl")
             for line in f.read_text().splitlines()]
-    assert [r["result"]["Concurrency"] for r in rows if r["status"] != "FAILED"][:1] == [1]
+    assert [r["concurrency"] for r in rows if r["status"] != "FAILED"][:1] == [1]
     if sig == signal.SIGTERM:
         assert (tmp_path / "reports" / "online" / "bert.md").is_file(), out
 

@@ -10,6 +10,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from tritonsuite.rows import Row
 from tritonsuite.spec import Metric, ModelSpec
 
 
@@ -110,7 +111,8 @@ class AccuracyResult:
     def passed(self) -> bool:
         return not self.failures
 
-    def to_record(self) -> dict:
+    def to_row(self, **identity) -> Row:
+        """The accuracy row; ``identity`` names the deployment (model, format, parameters, ...)."""
         metrics, thresholds, status = {}, {}, {}
         for m in self.metrics:
             metrics[m.name] = m.value
@@ -124,13 +126,10 @@ class AccuracyResult:
             status[f"{c.name} max abs error"] = ("OK" if c.passed else "FAILED") + \
                 (f" ({c.mismatched}/{c.total} out)" if c.mismatched else "")
             metrics[f"{c.name} max rel error"] = c.max_rel_error
-        return {
-            "scenario": "accuracy", "model": self.model, "deployment": self.deployment, "precision": self.precision,
-            "samples": self.samples, "description": self.description,
-            "metrics": metrics, "thresholds": thresholds, "metric_status": status,
-            "status": "OK" if self.passed else "FAILED", "valid": self.passed, "reasons": self.failures,
-            "seconds": round(self.seconds, 3),
-        }
+        return Row(scenario="accuracy", deployment=self.deployment, precision=self.precision, samples=self.samples,
+                   description=self.description, metrics=metrics, thresholds=thresholds, metric_status=status,
+                   status="OK" if self.passed else "FAILED", reasons=list(self.failures),
+                   seconds=round(self.seconds, 3), **{"model": self.model, **identity})
 
 
 def run_batched(infer: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]], inputs: Mapping[str, np.ndarray],

@@ -27,7 +27,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from tritonsuite.report import LATENCY_PARTS, RESULT_COLUMNS
+from tritonsuite.rows import LATENCY_PARTS, RESULT_COLUMNS, Row
 from tritonsuite.client import SharedMemoryRegions, infer_tensors
 from tritonsuite.server import TritonServer
 from tritonsuite.spec import TensorSpec
@@ -88,13 +88,10 @@ class Measurement:
     def valid(self) -> bool:
         return self.status == "OK"
 
-    def to_record(self, *, run_id: str, scenario: str, model: str, deployment: str, parameters: Mapping) -> dict:
-        return {
-            "run_id": run_id, "scenario": scenario, "model": model, "deployment": deployment,
-            "parameters": dict(parameters), "result": self.result, "measurement": self.meta,
-            "status": self.status, "valid": self.valid, "reasons": self.reasons,
-            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }
+    def to_row(self, **identity) -> Row:
+        """The measured row; ``identity`` names the point (scenario, model, deployment, format, ...)."""
+        return Row(**identity, batch=self.point.batch_size, concurrency=self.point.concurrency, result=self.result,
+                   measurement=self.meta, status=self.status, reasons=list(self.reasons))
 
 
 # --------------------------------------------------------------------------------------------- HTTP transport

@@ -131,6 +131,7 @@ class ModelSpec:
     # generalise. () -> list of input dicts
     verification_inputs: Callable[[], Sequence[dict[str, np.ndarray]]] | None = None
     description: str = ""
+    title: str = ""  # display name in reports ("BERT", "Wide & Deep"); the model name when empty
 
     @property
     def key(self) -> str:

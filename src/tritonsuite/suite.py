@@ -12,7 +12,6 @@ This is what the pytest glue drives, and what a plain script can drive the same 
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -26,7 +25,7 @@ from tritonsuite.formats import get_format
 from tritonsuite.measure import LoadPoint, Measurement, measure
 from tritonsuite.models import Registry
 from tritonsuite.profiles import ModelProfile, Profile
-from tritonsuite.report import RawWriter, raw_path
+from tritonsuite.rows import RawWriter, Row, raw_path
 from tritonsuite.repository import DeploymentConfig, build_deployment, deployment_name
 from tritonsuite.server import TritonServer
 from tritonsuite.spec import ModelSpec
@@ -187,49 +186,75 @@ class Suite:
         return params
 
     # --------------------------------------------------------------------------------------------- recording
-    def record(self, scenario: str, record: dict) -> None:
-        if scenario not in self._writers:
-            self._writers[scenario] = RawWriter(raw_path(self.reports_dir, scenario, self.run_id, self.worker))
-        record.setdefault("run_id", self.run_id)
-        record.setdefault("timestamp", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-        self._writers[scenario].append(record)
+    def record(self, row: Row) -> None:
+        """Append a row to ``reports/raw`` the moment it exists (durable when this returns)."""
+        if row.scenario not in self._writers:
+            self._writers[row.scenario] = RawWriter(raw_path(self.reports_dir, row.scenario, self.run_id,
+                                                             self.worker))
+        row.run_id = row.run_id or self.run_id
+        self._writers[row.scenario].append(row)
+
+    def _identity(self, case: Case) -> dict:
+        """What names a case's row, known before anything is deployed (so a failure still has a row)."""
+        spec = self.spec(case.model)
+        scenario = "online" if case.scenario == "online" else "offline"
+        return {"scenario": case.scenario, "model": case.model, "title": spec.title or case.model,
+                "format": case.format, "precision": case.precision,
+                "deployment": deployment_name(spec, case.format, case.precision, scenario)}
+
+    def _record_failure(self, case: Case, exc: Exception, deployment: Deployment | None, **coordinates) -> None:
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        self.record(Row.failed(reason=f"{type(exc).__name__}: {first_line}", **self._identity(case), **coordinates,
+                               parameters=self.parameters(deployment) if deployment is not None else {}))
 
     # ------------------------------------------------------------------------------------------------- runs
     def run_performance(self, case: Case) -> Measurement:
-        """Measure one offline or online point and append its row to reports/raw before returning it."""
-        deployment = self.deployment(case.model, case.format, case.precision, case.scenario)
-        spec = deployment.spec
-        shared_memory = case.scenario == "offline" and self.server.local
-        point = LoadPoint(case.batch_size, case.concurrency or 1, shared_memory=shared_memory)
-        inputs = spec.example_inputs(case.batch_size, 0)
-        result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement)
+        """Measure one offline or online point and append its row to reports/raw before returning it; a point that
+        raises is recorded as a FAILED row with its reason, then the error goes on to the caller."""
+        deployment = None
+        try:
+            deployment = self.deployment(case.model, case.format, case.precision, case.scenario)
+            spec = deployment.spec
+            shared_memory = case.scenario == "offline" and self.server.local
+            point = LoadPoint(case.batch_size, case.concurrency or 1, shared_memory=shared_memory)
+            inputs = spec.example_inputs(case.batch_size, 0)
+            result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement)
+        except export_mod.ExportUnsupported:
+            raise  # not attempted: a skip with its reason
+        except Exception as exc:
+            self._record_failure(case, exc, deployment if deployment is not None and self.server.is_alive() else None,
+                                 batch=case.batch_size, concurrency=case.concurrency or 1)
+            raise
         if case.scenario == "offline" and not shared_memory:
             result.reasons.append("server is not on this host: inputs and outputs sent over HTTP, not shared memory")
-        self.record(case.scenario, result.to_record(run_id=self.run_id, scenario=case.scenario, model=case.model,
-                                                    deployment=deployment.name,
-                                                    parameters=self.parameters(deployment)))
+        self.record(result.to_row(**self._identity(case), parameters=self.parameters(deployment)))
         return result
 
     def run_accuracy(self, case: Case) -> AccuracyResult:
         """Run the model's accuracy data through Triton at the max batch size and judge it against eager."""
-        deployment = self.deployment(case.model, case.format, case.precision, "accuracy")
-        spec = deployment.spec
-        if spec.accuracy_data is None:
-            raise export_mod.ExportUnsupported(f"{spec.key} defines no accuracy task")
-        data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
-        reference = export_mod.eager_runner(self.eager_module(case.model), spec)
-        client = self.server.client()
+        deployment = None
         try:
-            result = evaluate(spec, deployment.name, case.precision, data, served_infer(client, deployment.name, spec),
-                              reference, deployment.config.max_batch_size)
-        except Exception:
-            if not self.server.is_alive():
-                raise self.server.died(f"during the accuracy run of {deployment.name}") from None
+            deployment = self.deployment(case.model, case.format, case.precision, "accuracy")
+            spec = deployment.spec
+            if spec.accuracy_data is None:
+                raise export_mod.ExportUnsupported(f"{spec.key} defines no accuracy task")
+            data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
+            reference = export_mod.eager_runner(self.eager_module(case.model), spec)
+            client = self.server.client()
+            try:
+                result = evaluate(spec, deployment.name, case.precision, data,
+                                  served_infer(client, deployment.name, spec), reference,
+                                  deployment.config.max_batch_size)
+            except Exception:
+                if not self.server.is_alive():
+                    raise self.server.died(f"during the accuracy run of {deployment.name}") from None
+                raise
+            finally:
+                client.close()
+        except export_mod.ExportUnsupported:
             raise
-        finally:
-            client.close()
-        record = result.to_record()
-        record["parameters"] = self.parameters(deployment)
-        self.record("accuracy", record)
+        except Exception as exc:
+            self._record_failure(case, exc, deployment if deployment is not None and self.server.is_alive() else None)
+            raise
+        self.record(result.to_row(**self._identity(case), parameters=self.parameters(deployment)))
         return result
-

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tritonsuite import report
-from tritonsuite.report import (LATENCY_PARTS, RESULT_COLUMNS, RawWriter, load_rows, plot_offline, plot_online,
-                                raw_path, render_markdown, write_reports)
+from tritonsuite.report import plot_offline, plot_online, render_markdown, write_reports
+from tritonsuite.rows import LATENCY_PARTS, RESULT_COLUMNS, RawWriter, Row, load_rows, raw_path
 
 RUN = "20261122T021500-1234"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -48,10 +48,11 @@ def _result(batch: int, concurrency: int, compute_ms: float) -> dict:
 
 
 def make_row(scenario: str, deployment: str, batch: int, concurrency: int, *, status: str = "OK",
-             reasons=(), run_id: str = RUN, speed: float = 1.0, second: int = 0) -> dict:
+             reasons=(), run_id: str = RUN, speed: float = 1.0, second: int = 0) -> Row:
     compute = (2.0 + 1.1 * batch * (concurrency if scenario == "online" else 1)) * speed
-    return {
-        "run_id": run_id, "scenario": scenario, "model": "bert", "deployment": deployment,
+    return Row.from_dict({
+        "run_id": run_id, "scenario": scenario, "model": "bert", "title": "BERT", "deployment": deployment,
+        "format": "onnx", "precision": "fp32", "batch": batch, "concurrency": concurrency,
         "parameters": {
             "GPU": "none (CPU: AMD EPYC 7B13)", "Backend": "python backend (onnxruntime)", "Precision": "FP32",
             "Model format": "ONNX", "Max batch size": 8, "Number of model instances": 1, "Export format": "onnx",
@@ -65,13 +66,13 @@ def make_row(scenario: str, deployment: str, batch: int, concurrency: int, *, st
         },
         "status": status, "valid": status == "OK", "reasons": list(reasons),
         "timestamp": f"2026-11-22T02:15:{second:02d}+00:00",
-    }
+    })
 
 
 DEPLOYMENTS = ("bert_cpu_onnx_fp32_{s}", "bert_cpu_torchscript_fp32_{s}")
 
 
-def offline_rows(run_id: str = RUN) -> list[dict]:
+def offline_rows(run_id: str = RUN) -> list[Row]:
     """2 deployments x 3 batch sizes, written in an unsorted batch order; one UNSTABLE row."""
     rows = []
     second = 0
@@ -85,7 +86,7 @@ def offline_rows(run_id: str = RUN) -> list[dict]:
     return rows
 
 
-def online_rows(run_id: str = RUN) -> list[dict]:
+def online_rows(run_id: str = RUN) -> list[Row]:
     rows = []
     second = 30
     for d, dep in enumerate(DEPLOYMENTS):
@@ -98,9 +99,9 @@ def online_rows(run_id: str = RUN) -> list[dict]:
     return rows
 
 
-def write_rows(reports_dir: Path, rows: list[dict], worker: str = "main") -> None:
+def write_rows(reports_dir: Path, rows: list[Row], worker: str = "main") -> None:
     for row in rows:
-        RawWriter(raw_path(reports_dir, row["scenario"], row["run_id"], worker)).append(row)
+        RawWriter(raw_path(reports_dir, row.scenario, row.run_id, worker)).append(row)
 
 
 def split_cells(line: str) -> list[str]:
@@ -159,7 +160,8 @@ def test_append_serialises_numpy_and_non_finite(tmp_path):
                             "p": Path("/x")})
     line = path.read_text().strip()
     assert "NaN" not in line
-    assert json.loads(line) == {"a": 1.5, "b": 3, "c": [0, 1, 2], "d": None, "p": "/x"}
+    assert json.loads(line) == {"a": 1.5, "b": 3, "c": [0, 1, 2], "d": None, "p": "/x",
+                                "timestamp": json.loads(line)["timestamp"]}  # stamped when written
 
 
 def test_truncated_last_line_is_skipped_with_warning(tmp_path):
@@ -167,7 +169,7 @@ def test_truncated_last_line_is_skipped_with_warning(tmp_path):
     path = raw_path(tmp_path, "offline", RUN)
     write_rows(tmp_path, rows[:3])
     with open(path, "ab") as f:  # a crash in the middle of writing the 4th line
-        f.write(json.dumps(rows[3]).encode()[:57])
+        f.write(json.dumps(rows[3].to_dict()).encode()[:57])
     with pytest.warns(RuntimeWarning, match="truncated last line"):
         loaded = load_rows(tmp_path)
     assert loaded == rows[:3]
@@ -220,7 +222,7 @@ def test_two_writers_in_one_dir_do_not_interfere(tmp_path):
 
 def test_two_processes_append_to_different_files(tmp_path):
     src = Path(report.__file__).resolve().parents[1]
-    code = ("import sys; from tritonsuite.report import RawWriter, raw_path\n"
+    code = ("import sys; from tritonsuite.rows import RawWriter, raw_path\n"
             "w = RawWriter(raw_path(sys.argv[1], 'offline', 'r', sys.argv[2]))\n"
             "for k in range(300): w.append({'run_id': 'r', 'worker': sys.argv[2], 'k': k})\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
@@ -228,7 +230,7 @@ def test_two_processes_append_to_different_files(tmp_path):
     assert [p.wait(timeout=60) for p in procs] == [0, 0]
     rows = load_rows(tmp_path, run_id="r")
     for w in ("gw0", "gw1"):
-        assert [r["k"] for r in rows if r["worker"] == w] == list(range(300))
+        assert [r.extra["k"] for r in rows if r.extra["worker"] == w] == list(range(300))
 
 
 def test_module_imports_without_matplotlib_or_pandas():
@@ -294,10 +296,10 @@ def test_markdown_rows_sorted_and_formatted():
     body = [split_cells(line) for line in tables[0][2:]]
     assert [r[0] for r in body] == ["1", "4", "8"]
     assert [r[1] for r in body] == ["1", "1", "1"]
-    src = next(r for r in rows if r["result"]["Batch"] == 4 and r["deployment"].startswith("bert_cpu_onnx"))
+    src = next(r for r in rows if r.batch == 4 and r.deployment.startswith("bert_cpu_onnx"))
     cells = dict(zip(split_cells(tables[0][0]), body[1]))
-    assert cells["Inferences/Second"] == f"{src['result']['Inferences/Second']:.1f}"
-    assert cells["Server Compute Infer (ms)"] == f"{src['result']['Server Compute Infer']:.1f}"  # >= 1 ms
+    assert cells["Inferences/Second"] == f"{src.result['Inferences/Second']:.1f}"
+    assert cells["Server Compute Infer (ms)"] == f"{src.result['Server Compute Infer']:.1f}"  # >= 1 ms
     assert cells["Client Send (ms)"] == "0.04"  # below 1 ms: two decimals, not "0.0"
     assert cells["Client Recv (ms)"] == "0.01"
     assert cells["Status"] == "OK" and cells["Client CPU (%)"] == "21.5"
@@ -316,12 +318,12 @@ def test_markdown_lists_non_ok_reasons():
 
 def test_markdown_failed_row_without_result():
     rows = offline_rows()[:3]
-    rows.append({**make_row("offline", rows[0]["deployment"], 16, 1), "result": {}, "batch": 16,
-                 "concurrency": 1, "status": "FAILED", "valid": False, "reasons": ["server returned HTTP 500"]})
+    rows.append(Row.failed(reason="MeasurementError: server returned HTTP 500", scenario="offline", model="bert",
+                           title="BERT", deployment=rows[0].deployment, batch=16, concurrency=1))
     md = render_markdown("bert", "offline", rows)
     body = [split_cells(line) for line in results_tables(md)[0][2:]]
     assert body[-1][:3] == ["16", "1", "-"] and body[-1][-2] == "FAILED"
-    assert "- batch 16, concurrency 1: FAILED: server returned HTTP 500" in md
+    assert "- batch 16, concurrency 1: FAILED: MeasurementError: server returned HTTP 500" in md
 
 
 def test_markdown_embeds_plots():
@@ -350,7 +352,8 @@ def test_plot_online_writes_png(tmp_path):
 
 
 def test_plots_with_no_measured_values_still_write_files(tmp_path):
-    failed = [{**make_row("offline", "d", 1, 1), "result": {}, "status": "FAILED", "valid": False}]
+    failed = [Row.failed(reason="it raised", scenario="offline", model="bert", deployment="d", batch=1,
+                         concurrency=1)]
     for p in plot_offline(failed, tmp_path / "off") + plot_online([], tmp_path / "on"):
         assert p.read_bytes()[:8] == PNG_SIGNATURE
 
@@ -388,3 +391,22 @@ def test_write_reports(tmp_path):
     by_metric = {r[1]: r for r in table[2:]}
     assert by_metric["f1_vs_reference"][2:] == ["99.6", "min 99.0", "OK"]
     assert by_metric["max_abs_err.output__0"][2:4] == ["2.5e-05", "0.001"]
+
+
+def test_row_round_trip_keeps_unknown_keys_and_reads_old_rows():
+    row = make_row("online", "d", 1, 4, status="UNSTABLE", reasons=["spread"])
+    assert Row.from_dict(row.to_dict()) == row and row.to_dict()["valid"] is False
+    newer = {**row.to_dict(), "gpu_telemetry": {"util": 50}}  # a newer writer's key survives a round trip
+    assert Row.from_dict(newer).to_dict()["gpu_telemetry"] == {"util": 50}
+    old = {"scenario": "offline", "model": "m", "deployment": "d", "valid": True,
+           "result": {"Batch": 4, "Concurrency": 1}}  # before statuses and coordinates had fields
+    assert (Row.from_dict(old).status, Row.from_dict(old).batch, Row.from_dict(old).concurrency) == ("OK", 4, 1)
+    with pytest.raises(ValueError, match="row status 'MAYBE'; valid choices: OK, UNSTABLE, INVALID, FAILED"):
+        Row(scenario="offline", model="m", deployment="d", status="MAYBE")
+
+
+def test_title_comes_from_the_rows():
+    rows = [Row.from_dict({**r.to_dict(), "title": "My Model"}) for r in offline_rows()]
+    assert render_markdown("bert", "offline", rows).startswith("# My Model offline results\n")
+    untitled = [Row.from_dict({**r.to_dict(), "title": ""}) for r in offline_rows()]
+    assert render_markdown("bert", "offline", untitled).startswith("# bert offline results\n")

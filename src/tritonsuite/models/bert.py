@@ -155,6 +155,7 @@ def make_spec(size: str) -> ModelSpec:
     cfg = SIZES[size]
     seq_len = cfg["seq_len"]
     return ModelSpec(
+        title="BERT",
         name="bert",
         size=size,
         build=lambda checkpoint=None: _build(size, checkpoint),

@@ -357,6 +357,7 @@ def make_spec(size: str) -> ModelSpec:
     cfg = SIZES[size]
     max_frames = PERF_SEQ_LEN * cfg["max_duration"]  # bound of T at the perf length (durations are clamped)
     return ModelSpec(
+        title="FastPitch",
         name="fastpitch",
         size=size,
         build=lambda checkpoint=None: build_module(size, checkpoint),

@@ -42,6 +42,7 @@ def _accuracy_data(dataset=None, checkpoint=None) -> AccuracyData:
 
 
 SPECS = [ModelSpec(
+    title="Identity",
     name="identity", size="tiny", build=lambda checkpoint=None: _module_class()().eval(),
     inputs=(TensorSpec("INPUT__0", "float32", (WIDTH,)),), outputs=(TensorSpec("OUTPUT__0", "float32", (WIDTH,)),),
     example_inputs=_example_inputs, formats=("ts-trace", "ts-script", "onnx"), precisions=("fp32",),

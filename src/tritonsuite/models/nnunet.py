@@ -314,6 +314,7 @@ def make_spec(size: str) -> ModelSpec:
     patch = cfg["patch"]
     training = TRAINING if cfg["trained"] else {}
     return ModelSpec(
+        title="nnU-Net",
         name="nnunet",
         size=size,
         build=lambda checkpoint=None: _build(size, checkpoint),

@@ -507,6 +507,7 @@ def make_spec(size: str) -> ModelSpec:
         TensorSpec("target__6", "float32", (length, 1)), TensorSpec("id__7", "int64", (length, 1)),
     )
     return ModelSpec(
+        title="TFT",
         name="tft",
         size=size,
         build=lambda checkpoint=None: _build(size, checkpoint),

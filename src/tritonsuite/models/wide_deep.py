@@ -333,6 +333,7 @@ def make_outbrain_spec(size: str) -> ModelSpec:
     tables = outbrain_tables(size)
     params = sum(r * (d + 1) for r, d in tables.values())
     return ModelSpec(
+        title="Wide & Deep",
         name="wide_deep", size=size,
         build=lambda checkpoint=None: _build_outbrain(size, checkpoint),
         inputs=inputs, outputs=outputs, example_inputs=_example_outbrain(size),
@@ -468,6 +469,7 @@ def _accuracy_adult(dataset: Path | None, checkpoint: Path | None) -> AccuracyDa
 def make_adult_spec() -> ModelSpec:
     inputs, outputs = adult_signature()
     return ModelSpec(
+        title="Wide & Deep (Adult)",
         name="wide_deep_adult", size="base",
         build=_build_adult, inputs=inputs, outputs=outputs, example_inputs=_example_adult,
         formats=("ts-trace", "ts-script", "onnx"), precisions=("fp32", "fp16"),

@@ -1,0 +1,49 @@
+"""Report writer: the run's rows (:mod:`tritonsuite.rows`) -> markdown tables and plots in the seeds' format.
+
+At the end of a session :func:`write_reports` reads ``<reports_dir>/raw/*.jsonl`` and writes
+``<reports_dir>/<scenario>/<model>.md`` plus plots in ``<reports_dir>/<scenario>/<model>/``. Presenters only:
+storage is :mod:`tritonsuite.rows`.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tritonsuite.report.common import OFFLINE_PLOTS, ONLINE_PLOTS, SCENARIO_DESCRIPTIONS, _group
+from tritonsuite.report.markdown import render_markdown, render_metrics_markdown
+from tritonsuite.report.plots import plot_offline, plot_online
+from tritonsuite.rows import _safe_component, load_rows
+
+__all__ = ["OFFLINE_PLOTS", "ONLINE_PLOTS", "SCENARIO_DESCRIPTIONS", "plot_offline", "plot_online",
+           "render_markdown", "render_metrics_markdown", "write_reports"]
+
+
+def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None) -> list[Path]:
+    """Load the raw rows and write one markdown page (and its plots) per (scenario, model).
+
+    ``<reports_dir>/<scenario>/<model>.md`` links its plots as ``<model>/<plot>.png``, written into
+    ``<reports_dir>/<scenario>/<model>/``.  Offline pages get the throughput/latency vs batch plots, online pages
+    the latency breakdown vs concurrency; other scenarios (accuracy) get a metrics table and no plots.
+    Returns every written path (markdown and PNG).
+    """
+    reports_dir = Path(reports_dir)
+    rows = load_rows(reports_dir, run_id=run_id)
+    written: list[Path] = []
+    groups = _group(rows, lambda r: (r.scenario, r.model))
+    for (scenario, model), grows in groups.items():
+        scenario_dir = reports_dir / _safe_component(scenario)
+        model_name = _safe_component(model)
+        if scenario == "offline":
+            pngs = plot_offline(grows, scenario_dir / model_name)
+        elif scenario == "online":
+            pngs = plot_online(grows, scenario_dir / model_name)
+        else:
+            pngs = []
+        plots = [f"{model_name}/{p.name}" for p in pngs]
+        md_path = scenario_dir / f"{model_name}.md"
+        md_path.parent.mkdir(parents=True, exist_ok=True)
+        md_path.write_text(render_markdown(model, scenario, grows, plots=plots), encoding="utf-8")
+        written.append(md_path)
+        written.extend(pngs)
+    return written
+

@@ -1,0 +1,156 @@
+"""What the markdown and plot presenters share: column layout and the formatting of cells and titles."""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from tritonsuite.rows import STATUSES  # noqa: F401  (re-exported for presenters)
+
+_UNITLESS_COLUMNS = ("Batch", "Concurrency", "Inferences/Second")
+_INT_COLUMNS = ("Batch", "Concurrency")
+#: Trailing columns of the results table (after RESULT_COLUMNS).
+_EXTRA_COLUMNS = ("Status", "Client CPU (%)")
+
+SCENARIO_DESCRIPTIONS = {
+    "offline": "static batching, one request in flight, inputs/outputs through system shared memory",
+    "online": "dynamic batching on the server, concurrent requests over HTTP",
+}
+
+#: Plot file names written per scenario (relative to ``<reports_dir>/<scenario>/<model>/``).
+OFFLINE_PLOTS = ("throughput_vs_batch.png", "latency_vs_batch.png")
+ONLINE_PLOTS = ("latency_vs_concurrency.png",)
+_PLOTS = {"offline": OFFLINE_PLOTS, "online": ONLINE_PLOTS}
+_PLOT_ALT = {
+    "throughput_vs_batch.png": "throughput vs batch size",
+    "latency_vs_batch.png": "latency vs batch size",
+    "latency_vs_concurrency.png": "latency breakdown and throughput vs concurrency",
+}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _format_number(column: str, value: Any) -> str:
+    """Batch/Concurrency as ints; throughput and values >= 1 ms with 1 decimal; below 1 ms with 2 decimals."""
+    if value is None or value == "":
+        return "-"
+    if not _is_number(value):
+        if isinstance(value, float):  # NaN / inf
+            return "-"
+        return str(value)
+    if column in _INT_COLUMNS:
+        return str(int(round(value)))
+    if column == "Inferences/Second" or abs(value) >= 1.0:
+        return f"{value:.1f}"
+    if value != 0 and abs(value) < 0.005:
+        return "<0.01"
+    return f"{value:.2f}"
+
+
+def _format_value(value: Any) -> str:
+    """Generic cell value (parameter tables, metrics)."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "-"
+        if value == int(value) and abs(value) < 1e15:
+            return f"{value:.1f}"
+        return f"{value:.4g}"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k} {_format_value(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_format_value(v) for v in value)
+    return str(value)
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _pipe_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> str:
+    """A pipe table laid out like tabulate's "pipe" format used in the seeds.
+
+    ``align`` is ``"right"`` (header and cells right-aligned, ``--------:`` separators, two spaces of minimum
+    padding in headers: ``|   Batch |``) or ``"left"`` (``|:-----|``, as the seeds' parameter tables).
+    """
+    headers = [_cell(h) for h in headers]
+    rows = [[_cell(c) for c in row] for row in rows]
+    if align == "right":
+        widths = [max([len(h) + 2] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+        just = str.rjust
+        seps = ["-" * (w + 1) + ":" for w in widths]
+    else:
+        widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+        just = str.ljust
+        seps = [":" + "-" * (w + 1) for w in widths]
+
+    def line(cells: Sequence[str]) -> str:
+        return "|" + "|".join(" " + just(c, w) + " " for c, w in zip(cells, widths)) + "|"
+
+    out = [line(headers), "|" + "|".join(seps) + "|"]
+    out.extend(line(r) for r in rows)
+    return "\n".join(out)
+
+
+def _column_header(column: str) -> str:
+    return column if column in _UNITLESS_COLUMNS else f"{column} (ms)"
+
+
+def _title(rows: Sequence[Mapping[str, Any]], model: str = "") -> str:
+    """The model's display name the rows carry (``ModelSpec.title``), else the model name."""
+    titles = _distinct(r.get("title") for r in rows)
+    return ", ".join(titles) if titles else (model or ", ".join(_distinct(r.get("model") for r in rows)) or "model")
+
+
+def _result(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    result = row.get("result")
+    return result if isinstance(result, Mapping) else {}
+
+
+def _coord(row: Mapping[str, Any], column: str) -> Any:
+    """Batch or Concurrency of a row: from ``result``, else a top-level lower-case key (e.g. FAILED rows)."""
+    value = _result(row).get(column)
+    if value is None:
+        value = row.get(column.lower())
+    return value
+
+
+def _sort_key(row: Mapping[str, Any]) -> tuple:
+    def num(v: Any) -> float:
+        return float(v) if _is_number(v) else math.inf
+    return num(_coord(row, "Batch")), num(_coord(row, "Concurrency"))
+
+
+def _status(row: Mapping[str, Any]) -> str:
+    return str(row.get("status") or ("OK" if row.get("valid") else "FAILED"))
+
+
+def _distinct(values: Iterable[Any]) -> list[Any]:
+    seen: list[Any] = []
+    for v in values:
+        if v is None or v == "":
+            continue
+        if v not in seen:
+            seen.append(v)
+    return seen
+
+
+def _group(rows: Iterable[Mapping[str, Any]], key) -> dict[Any, list[Mapping[str, Any]]]:
+    groups: dict[Any, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(key(row), []).append(row)
+    return groups
+
+
+def _row_label(row: Mapping[str, Any]) -> str:
+    return f"batch {_format_number('Batch', _coord(row, 'Batch'))}, " \
+           f"concurrency {_format_number('Concurrency', _coord(row, 'Concurrency'))}"
+
+

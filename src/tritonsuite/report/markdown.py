@@ -1,0 +1,208 @@
+"""Markdown pages in the seeds' format: per deployment, how it was measured, the "Parameter Name | Parameter
+Value" table and the results table (the seeds' columns, Status, Client CPU); metric tables for accuracy."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tritonsuite.report.common import (_EXTRA_COLUMNS, _INT_COLUMNS, _PLOT_ALT, _PLOTS, SCENARIO_DESCRIPTIONS,
+                                       _column_header, _coord, _distinct, _format_number, _format_value, _group,
+                                       _is_number, _pipe_table, _result, _row_label, _sort_key, _status, _title)
+from tritonsuite.rows import RESULT_COLUMNS, STATUSES, Row
+
+
+def _measured_line(scenario: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    def values(key: str) -> list[Any]:
+        return _distinct(
+            (r.get("measurement") or {}).get(key) if isinstance(r.get("measurement"), Mapping) else None
+            for r in rows)
+
+    def join(vs: list[Any]) -> str:
+        return " / ".join(_format_value(v) for v in vs)
+
+    parts = []
+    description = SCENARIO_DESCRIPTIONS.get(scenario)
+    parts.append(f"Measured in the {scenario} scenario" + (f" ({description})" if description else ""))
+    details = []
+    if values("protocol"):
+        details.append(f"protocol {join(values('protocol'))}")
+    if values("shared_memory"):
+        details.append(f"shared memory {join(values('shared_memory'))}")
+    if values("window"):
+        details.append(f"measurement window {join(values('window'))}")
+    if values("windows"):
+        details.append(f"{join(values('windows'))} windows measured")
+    stab = values("stability_percentage")
+    if stab:
+        stable = values("stable_windows")
+        over = f" over the last {join(stable)} windows" if stable else ""
+        details.append(f"a row is stable when throughput varies by at most {join(stab)}%{over}")
+    run_ids = _distinct(r.get("run_id") for r in rows)
+    if run_ids:
+        details.append(("run " if len(run_ids) == 1 else "runs ") + ", ".join(f"`{r}`" for r in run_ids))
+    text = parts[0]
+    if details:
+        text += ": " + "; ".join(details)
+    return text + "."
+
+
+def _parameters_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    names: list[str] = []
+    for row in rows:
+        params = row.get("parameters")
+        if isinstance(params, Mapping):
+            for name in params:
+                if name not in names:
+                    names.append(name)
+    if not names:
+        return ""
+    table_rows = []
+    for name in names:
+        vals = _distinct((r.get("parameters") or {}).get(name) for r in rows)
+        table_rows.append([str(name), ", ".join(_format_value(v) for v in vals) if vals else "-"])
+    return _pipe_table(["Parameter Name", "Parameter Value"], table_rows, align="left")
+
+
+def _results_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    headers = [_column_header(c) for c in RESULT_COLUMNS] + list(_EXTRA_COLUMNS)
+    body = []
+    for row in sorted(rows, key=_sort_key):
+        result = _result(row)
+        cells = []
+        for column in RESULT_COLUMNS:
+            value = _coord(row, column) if column in _INT_COLUMNS else result.get(column)
+            cells.append(_format_number(column, value))
+        cells.append(_status(row))
+        measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
+        cpu = measurement.get("client_cpu_percent")
+        cells.append(f"{cpu:.1f}" if _is_number(cpu) else "-")
+        body.append(cells)
+    return _pipe_table(headers, body, align="right")
+
+
+def _problem_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    lines = []
+    for row in sorted(rows, key=_sort_key):
+        status = _status(row)
+        if status == "OK" and row.get("valid", True):
+            continue
+        reasons = [str(r) for r in (row.get("reasons") or [])]
+        text = f"- {_row_label(row)}: {status}"
+        if reasons:
+            text += ": " + "; ".join(reasons)
+        lines.append(text)
+    return lines
+
+
+def _plot_links(model: str, scenario: str, plots: Sequence[str] | None) -> list[str]:
+    if plots is None:
+        plots = [f"{model}/{name}" for name in _PLOTS.get(scenario, ())]
+    links = []
+    for rel in plots:
+        name = Path(rel).name
+        links.append(f"![{_PLOT_ALT.get(name, Path(name).stem.replace('_', ' '))}]({rel})")
+    return links
+
+
+def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]], *,
+                    plots: Sequence[str] | None = None) -> str:
+    """One markdown page for ``model`` in ``scenario``.
+
+    Offline/online: per deployment (first-seen order) a ``## <deployment>`` section with how it was measured,
+    the "Parameter Name | Parameter Value" table, the results table (RESULT_COLUMNS + Status + Client CPU (%),
+    sorted by Batch then Concurrency) and the reasons of every non-OK row.  ``plots`` are relative image paths to
+    embed (default: ``<model>/<plot>.png`` for the scenario's plots; ``[]`` embeds none).  Any other scenario
+    (e.g. accuracy) is rendered by :func:`render_metrics_markdown`.
+    """
+    if scenario not in SCENARIO_DESCRIPTIONS:
+        return render_metrics_markdown(model, scenario, rows)
+    rows = [r.to_dict() if isinstance(r, Row) else r for r in rows]
+    out = [f"# {_title(rows, model)} {scenario} results", ""]
+    counts = _group(rows, _status)
+    summary = ", ".join(f"{len(counts[s])} {s}" for s in list(STATUSES) + sorted(set(counts) - set(STATUSES))
+                        if s in counts)
+    deployments = _group(rows, lambda r: str(r.get("deployment") or "unknown deployment"))
+    out.append(f"{len(rows)} measured rows over {len(deployments)} deployment(s): {summary or 'none'}. "
+               "Only rows with status OK are valid measurements; times are in ms.")
+    out.append("")
+    links = _plot_links(model, scenario, plots)
+    if links:
+        out += links + [""]
+    for deployment, drows in deployments.items():
+        out += [f"## {deployment}", "", _measured_line(scenario, drows), ""]
+        params = _parameters_table(drows)
+        if params:
+            out += [params, ""]
+        out += [_results_table(drows), ""]
+        problems = _problem_lines(drows)
+        if problems:
+            out += ["Rows that are not valid measurements:", ""] + problems + [""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _flatten(prefix: str, value: Any) -> list[tuple[str, Any]]:
+    if isinstance(value, Mapping):
+        items: list[tuple[str, Any]] = []
+        for k, v in value.items():
+            items += _flatten(f"{prefix}.{k}" if prefix else str(k), v)
+        return items
+    return [(prefix, value)]
+
+
+def _threshold_for(thresholds: Any, metric: str) -> Any:
+    if not isinstance(thresholds, Mapping):
+        return thresholds
+    if metric in thresholds:
+        return thresholds[metric]
+    node: Any = thresholds
+    for part in metric.split("."):  # nested thresholds mirroring nested metrics
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        else:
+            node = None
+            break
+    if node is not None:
+        return node
+    top = metric.split(".")[0]
+    return thresholds.get(top)
+
+
+def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """A page for metric records (e.g. accuracy): one ``deployment | metric | value | threshold | status`` table.
+
+    Nested ``metrics`` dicts are flattened to dotted names; thresholds are looked up by the same (or the
+    top-level) name.  Non-OK records' reasons are listed under the table.
+    """
+    rows = [r.to_dict() if isinstance(r, Row) else r for r in rows]
+    out = [f"# {_title(rows, model)} {scenario} results", ""]
+    for description in _distinct(row.get("description") for row in rows):
+        if description:
+            out += [f"Data: {description}.", ""]
+    table = []
+    for row in rows:
+        metrics = row.get("metrics")
+        if not isinstance(metrics, Mapping):
+            metrics = _result(row)
+        flat = _flatten("", metrics) or [("-", None)]
+        per_metric = row.get("metric_status") or {}
+        for name, value in flat:
+            threshold = _threshold_for(row.get("thresholds"), name)
+            table.append([str(row.get("deployment") or "-"), name, _format_value(value),
+                          _format_value(threshold) if threshold is not None else "-",
+                          str(per_metric.get(name, "-" if per_metric else _status(row)))])
+    if table:
+        out += [_pipe_table(["deployment", "metric", "value", "threshold", "status"], table, align="left"), ""]
+    else:
+        out += ["No records.", ""]
+    problems = []
+    for row in rows:
+        status = _status(row)
+        if status != "OK":
+            reasons = "; ".join(str(r) for r in (row.get("reasons") or []))
+            problems.append(f"- {row.get('deployment') or '-'}: {status}" + (f": {reasons}" if reasons else ""))
+    if problems:
+        out += ["Records that did not pass:", ""] + problems + [""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
