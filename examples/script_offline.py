@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(reports: Path) -> int:
-    profile = narrow(load_profile("cpu", ROOT / "fixtures" / "profiles"), formats=["onnx"], batch_sizes=[1, 4])
+    profile = narrow(load_profile("cpu"), formats=["onnx"], batch_sizes=[1, 4])
     profile = replace(profile, models={"bert": replace(profile.models["bert"], size="tiny")})  # the smoke-test size
     with tempfile.TemporaryDirectory() as tmp, EmbeddedServer(Path(tmp) / "repo", reports / "logs") as server:
         suite = Suite(profile, default_registry(), server, Path(tmp) / "repo", Path(tmp) / "cache", reports,

@@ -13,12 +13,11 @@ from tests.helpers import ROOT, TINY_PROFILE, leftover_shm, run_pytest
 KILLER_PLUGIN = '''
 import threading
 import pytest
-from fixtures.options import SERVER_KEY
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
     if item.name.endswith("batch2]"):  # kill the server while the second point is being measured
-        server = item.config.stash[SERVER_KEY]
+        server = item.funcargs["triton"]
         threading.Timer(1.0, server.process.kill).start()
     return (yield)
 '''

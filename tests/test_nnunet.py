@@ -74,7 +74,7 @@ def test_seed_sized_tensors_go_through_system_shared_memory(tmp_path):
         outputs=(TensorSpec("OUTPUT__0", "int64", (128, 128, 128)),),
         example_inputs=lambda b, s=0: {"INPUT__0": np.random.default_rng(s).standard_normal((b, 4, 128, 128, 128),
                                                                                             dtype=np.float32)})
-    profile = load_profile("cpu", "fixtures/profiles")
+    profile = load_profile("cpu")
     entry = profile.models["nnunet"]
     entry = dataclasses.replace(entry, size="tiny128", formats=("onnx",),
                                 offline=dataclasses.replace(entry.offline, batch_sizes=(2,)))

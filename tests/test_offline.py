@@ -1,10 +1,2 @@
-"""Offline scenario: static batching, one request in flight, system shared memory, batch-size sweep."""
-import pytest
-
-from tests.scenario import run_performance
-
-pytestmark = pytest.mark.offline
-
-
-def test_offline(suite, offline_case, triton):
-    run_performance(suite, offline_case)
+"""The offline scenario, as the plugin ships it (any project collects it the same way)."""
+from tritonsuite.plugin.scenarios import test_offline  # noqa: F401

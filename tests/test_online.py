@@ -1,10 +1,2 @@
-"""Online scenario: dynamic batching on the server, concurrent requests over HTTP, concurrency sweep."""
-import pytest
-
-from tests.scenario import run_performance
-
-pytestmark = pytest.mark.online
-
-
-def test_online(suite, online_case, triton):
-    run_performance(suite, online_case)
+"""The online scenario, as the plugin ships it (any project collects it the same way)."""
+from tritonsuite.plugin.scenarios import test_online  # noqa: F401

@@ -70,7 +70,7 @@ def test_any_tensor_names_pass_offline_online_and_accuracy_on_both_platforms(tmp
     """A user spec named image/meta -> logits/embedding, and one with <name>__<index> names declared out of order,
     through stock onnxruntime_onnx and pytorch_libtorch deployments on the real server."""
     result = run_pytest(["--gpu", "tiny", "-m", "offline or online or accuracy", "-q", "-p", "no:warnings",
-                         "--model-spec", str(ROOT / "tests" / "data" / "named_tensors_spec.py")], tmp_path,
+                         "--model-spec", str(ROOT / "fixtures" / "specs" / "named_tensors_spec.py")], tmp_path,
                         profile=NAMED_PROFILE)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "15 passed" in result.stdout, result.stdout  # (3 + 2 formats) x (offline, online, accuracy)

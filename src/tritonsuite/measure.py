@@ -28,41 +28,16 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from tritonsuite.rows import LATENCY_PARTS, RESULT_COLUMNS, Row
+from tritonsuite.settings import STABLE_WINDOWS, MeasurementSettings
 from tritonsuite.client import SharedMemoryRegions, infer_tensors
 from tritonsuite.server import TritonServer
 from tritonsuite.spec import TensorSpec
 
-STABLE_WINDOWS = 3
 SERVER_STATS = ("queue", "compute_input", "compute_infer", "compute_output")
 
 
 class MeasurementError(RuntimeError):
     """A point could not be measured (request failed, server unreachable); nothing was recorded for it."""
-
-
-@dataclass(frozen=True)
-class MeasurementSettings:
-    window_ms: float = 1000.0  # time-based windows of this length...
-    window_requests: int = 0  # ...or, when > 0, count-based windows of this many completed requests
-    min_requests_per_window: int = 10  # a time-based window lasts until at least this many requests completed
-    stability_percentage: float = 10.0
-    max_trials: int = 10
-    warmup_ms: float = 500.0
-    request_timeout_s: float = 120.0
-    client_bound_percent: float = 90.0  # load generator CPU (% of one core) above which a row is client bound
-
-    def __post_init__(self):
-        if self.window_ms <= 0 and self.window_requests <= 0:
-            raise ValueError("a measurement window needs window_ms > 0 or window_requests > 0")
-        if self.stability_percentage <= 0:
-            raise ValueError(f"stability_percentage must be > 0, got {self.stability_percentage}")
-        if self.max_trials < STABLE_WINDOWS:
-            raise ValueError(f"max_trials must be >= {STABLE_WINDOWS}, got {self.max_trials}")
-
-    def describe_window(self) -> str:
-        if self.window_requests > 0:
-            return f"{self.window_requests} requests"
-        return f"{self.window_ms:g} ms (min {self.min_requests_per_window} requests)"
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 This is what the pytest glue drives, and what a plain script can drive the same way::
 
-    profile = load_profile("cpu", "fixtures/profiles")
+    profile = load_profile("cpu")
     with EmbeddedServer("model_repos", "reports/logs") as server:
         suite = Suite(profile, default_registry(), server, Path("model_repos"), Path("model_repos/.cache"),
                       Path("reports"), run_id="my-run")

@@ -38,7 +38,7 @@ def test_torchscript_signature_orders_arguments_and_results_as_the_backend_binds
 @pytest.fixture(scope="module")
 def specs():
     registry = Registry()
-    registry.load_file(ROOT / "tests" / "data" / "named_tensors_spec.py")
+    registry.load_file(ROOT / "fixtures" / "specs" / "named_tensors_spec.py")
     named = registry.get("named", "tiny")
     hyphenated = dataclasses.replace(  # not identifiers, <name>__<index> declared out of order
         named, name="hyphenated",

@@ -1,12 +1,10 @@
-from pathlib import Path
-
 import pytest
 
 from tritonsuite.models import default_registry
 from tritonsuite.profiles import ProfileError, available_profiles, check_host, load_profile, narrow
 from tritonsuite.suite import profile_cases
 
-PROFILES = Path(__file__).resolve().parents[2] / "fixtures" / "profiles"
+PROFILES = None  # the profiles shipped in the package
 
 
 def test_cpu_profile():
@@ -39,13 +37,48 @@ def test_narrowing(tmp_path):
         narrow(profile, batch_sizes=[64])
 
 
-def test_bad_profile_content(tmp_path):
-    (tmp_path / "bad.yaml").write_text("measurement: {window: 3}\nmodels: {}\n")
-    with pytest.raises(ProfileError, match=r"unknown measurement settings \['window'\]; valid choices: .*window_ms"):
+GOOD_MODEL = "bert: {size: tiny, formats: [onnx], precisions: [fp32], max_batch_size: 4}"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("models: {bert: [unclosed\n", r"bad\.yaml:2: malformed YAML: "),
+    ("measurement: {window: 3}\nmodels: {}\n",
+     r"bad\.yaml:measurement: unknown key window; valid keys: window_ms, window_requests, .*client_bound_percent"),
+    ("model: {}\n", r"bad\.yaml: unknown key model; valid keys: device, gpu, measurement, models"),
+    ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32]}}\n", "missing key 'max_batch_size'"),
+    ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32], max_batch_size: eight}}\n",
+     r"bad\.yaml:bert\.max_batch_size 'eight': expected an integer >= 1"),
+    ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32], max_batch_size: 4, offline: {batch_size: [1]}}}\n",
+     r"bad\.yaml:bert\.offline: unknown key batch_size; valid keys: batch_sizes, instance_count"),
+    ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32], max_batch_size: 4, online: {concurrency: [0, 2]}}}\n",
+     r"bad\.yaml:bert\.online\.concurrency 0: expected an integer >= 1"),
+    ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32], max_batch_size: 4, offline: {batch_sizes: [8]}}}\n",
+     r"bad\.yaml:bert\.offline\.batch_sizes \[8\]: valid range 1\.\.4 \(max_batch_size\)"),
+    ("models: {bert: {size: cpu, formats: [savedmodel], precisions: [fp32], max_batch_size: 4}}\n",
+     r"bad\.yaml:bert\.formats \['savedmodel'\]: valid choices: ts-trace, ts-script, onnx"),
+    ("models: {bert: {size: cpu, formats: [onnx], precisions: [int3], max_batch_size: 4}}\n",
+     r"bad\.yaml:bert\.precisions \['int3'\]: valid choices: fp32, fp16"),
+    ("measurement: {stability_percentage: -1}\nmodels: {" + GOOD_MODEL + "}\n",
+     r"bad\.yaml:measurement\.stability_percentage -1: expected a number > 0 and <= 100"),
+    ("measurement: {window_ms: fast}\nmodels: {" + GOOD_MODEL + "}\n",
+     r"bad\.yaml:measurement\.window_ms 'fast': expected a number >= 0"),
+    ("measurement: {max_trials: 2}\nmodels: {" + GOOD_MODEL + "}\n",
+     r"bad\.yaml:measurement\.max_trials 2: expected an integer >= 3 and <= 10000"),
+    ("models: [bert]\n", r"bad\.yaml:models: expected a mapping of keys, got \['bert'\]"),
+])
+def test_bad_profile_content_is_one_line_naming_the_value_and_the_valid_ones(tmp_path, text, message):
+    (tmp_path / "bad.yaml").write_text(text)
+    with pytest.raises(ProfileError, match=message) as error:
         load_profile("bad", tmp_path)
-    (tmp_path / "bad2.yaml").write_text("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32]}}\n")
-    with pytest.raises(ProfileError, match="missing key 'max_batch_size'"):
-        load_profile("bad2", tmp_path)
+    assert "\n" not in str(error.value)
+
+
+def test_a_users_profiles_dir_adds_to_and_overrides_the_shipped_ones(tmp_path):
+    (tmp_path / "cpu.yaml").write_text("models: {" + GOOD_MODEL + "}\n")
+    (tmp_path / "mine.yaml").write_text("models: {" + GOOD_MODEL + "}\n")
+    assert {"cpu", "a100", "mine"} <= set(available_profiles(tmp_path))
+    assert list(load_profile("cpu", tmp_path).models) == ["bert"]  # the user's cpu wins
+    assert "tft" in load_profile("cpu").models  # the shipped one
 
 
 @pytest.mark.parametrize("name", available_profiles(PROFILES))

@@ -69,7 +69,12 @@ class Registry:
         loader_spec = importlib.util.spec_from_file_location(module_name, path)
         module = importlib.util.module_from_spec(loader_spec)
         sys.modules[module_name] = module
-        loader_spec.loader.exec_module(module)
+        try:
+            loader_spec.loader.exec_module(module)
+        except Exception as exc:  # the user's code: its error, in one line
+            del sys.modules[module_name]
+            first_line = (str(exc).strip().splitlines() or [""])[0]
+            raise RegistryError(f"--model-spec {path}: {type(exc).__name__}: {first_line}") from None
         if not hasattr(module, "SPECS"):
             raise RegistryError(f"--model-spec {path}: the file defines no SPECS list")
         specs = _specs_of(module.SPECS, str(path))

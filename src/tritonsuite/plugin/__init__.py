@@ -1,0 +1,76 @@
+"""The tritonsuite pytest plugin: command-line options, markers, scenario parametrisation, fixtures and report
+hooks. Installed with the package (entry point ``pytest11: tritonsuite``), so any project that installs tritonsuite
+gets ``--gpu``, ``--server``, ``--model-spec`` and the rest, the ``triton`` and ``suite`` fixtures, and the scenario
+tests it imports from :mod:`tritonsuite.plugin.scenarios`.
+
+It wires; the library does.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tritonsuite.plugin.fixtures import XdistRunId, suite, suite_options, triton, write_session_reports
+from tritonsuite.plugin.options import (MARKERS, OPTIONS_KEY, SCENARIO_MARKERS, SERVER_KEY, add_options, cases_for,
+                                        resolve_options)
+
+__all__ = ["suite", "suite_options", "triton"]  # fixtures, found by pytest in this module
+
+
+def pytest_addoption(parser):
+    add_options(parser)
+
+
+def _terminated(signum, frame):
+    raise KeyboardInterrupt(f"terminated by signal {signum}")
+
+
+def pytest_configure(config):
+    for marker, description in MARKERS.items():
+        config.addinivalue_line("markers", f"{marker}: {description}")
+    # SIGTERM (a CI runner cancelling the job, a timeout) ends the run like Ctrl-C: fixtures stop the server and
+    # the report is written from what was measured. Python's default for SIGTERM is to die on the spot.
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminated)
+    config.stash[OPTIONS_KEY] = resolve_options(config)  # bad input -> pytest.UsageError naming choices
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistRunId(), "tritonsuite-xdist")
+
+
+def pytest_generate_tests(metafunc):
+    for scenario in SCENARIO_MARKERS:
+        argname = f"{scenario}_case"
+        if argname in metafunc.fixturenames:
+            cases = cases_for(metafunc.config, scenario)
+            metafunc.parametrize(argname, cases, ids=[c.id for c in cases])
+
+
+def pytest_collection_modifyitems(config, items):
+    """Plain `pytest` runs the suite's own tests; scenario tests run when a -m expression asks for them."""
+    if config.option.markexpr:
+        return
+    selected, deselected = [], []
+    for item in items:
+        (deselected if any(item.get_closest_marker(m) for m in SCENARIO_MARKERS) else selected).append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = selected
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed:
+        server = item.config.stash.get(SERVER_KEY, None)
+        shown = "--- tritonserver log tail" in report.longreprtext or server is None or server.death_reported()
+        if not shown and "triton" in getattr(item, "fixturenames", ()):
+            tail = server.log_tail()  # once: a death or a failed load carries the tail in its own message
+            if tail:
+                report.sections.append(("tritonserver log tail", tail))
+    return report
+
+
+def pytest_sessionfinish(session):
+    write_session_reports(session.config)

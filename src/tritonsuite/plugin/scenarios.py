@@ -1,0 +1,57 @@
+"""The scenario tests, for any project to collect: ``from tritonsuite.plugin.scenarios import test_offline,
+test_online, test_accuracy`` in one of its test modules. Each is parametrised by the plugin from the profile
+(``offline_case``, ``online_case``, ``accuracy_case``) and marked, so ``pytest -m offline`` selects it.
+
+A failure says why in one message: an invalid row's status and reasons, the metrics that missed their thresholds,
+or the server's error (with its log tail the first time). The message is raised outside the ``except`` block so
+pytest shows it alone, not an exception chain.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tritonsuite.export import ExportUnsupported
+from tritonsuite.server import ServerError
+
+
+def _performance(suite, case) -> None:
+    try:
+        measurement = suite.run_performance(case)
+    except ExportUnsupported as exc:
+        pytest.skip(str(exc))
+    except ServerError as exc:
+        failure = f"{case.id}: {exc}"
+    else:
+        failure = None if measurement.valid else \
+            f"{case.id}: {measurement.status}: " + "; ".join(measurement.reasons)
+    if failure:
+        pytest.fail(failure, pytrace=False)
+
+
+@pytest.mark.offline
+def test_offline(suite, offline_case, triton):
+    """Static batching, one request in flight, system shared memory, a batch-size sweep."""
+    _performance(suite, offline_case)
+
+
+@pytest.mark.online
+def test_online(suite, online_case, triton):
+    """Dynamic batching on the server, concurrent requests over HTTP, a concurrency sweep."""
+    _performance(suite, online_case)
+
+
+@pytest.mark.accuracy
+def test_accuracy(suite, accuracy_case, triton):
+    """The deployment through Triton against its eager reference, with thresholds per precision."""
+    try:
+        result = suite.run_accuracy(accuracy_case)
+    except ExportUnsupported as exc:
+        pytest.skip(str(exc))
+    except ServerError as exc:
+        failure = f"{accuracy_case.id}: {exc}"
+    else:
+        failure = None if result.passed else (
+            f"{result.deployment} ({result.samples} samples, {result.description}) missed its thresholds:\n  "
+            + "\n  ".join(result.failures))
+    if failure:
+        pytest.fail(failure, pytrace=False)

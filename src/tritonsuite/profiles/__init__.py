@@ -1,0 +1,234 @@
+"""Profiles: per device (``--gpu``), which models run at which size, formats, precisions and sweep points.
+
+Profiles ship with the package (``tritonsuite/profiles/<name>.yaml``: ``cpu``, the default, and GPU profiles such
+as ``a100`` with the seeds' full-size models and Triton settings); ``--profiles-dir DIR`` adds a team's own, which
+win on a name clash. The command line narrows a profile (``--models``, ``--formats``, ``--batch-sizes``,
+``--concurrency``) but never widens it past the model's limits.
+
+A profile is checked completely when it is loaded: malformed YAML (file and line), unknown keys (with the valid
+ones), wrong types and out-of-range values (with the valid range) are one-line :class:`ProfileError` s.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from tritonsuite.device import INSTANCE_KINDS as DEVICES  # profile device -> default Triton instance kind
+from tritonsuite.repository import DeploymentConfig
+from tritonsuite.settings import MeasurementSettings
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+TOP_KEYS = ("device", "gpu", "measurement", "models")
+MODEL_KEYS = ("size", "formats", "precisions", "max_batch_size", "intra_op_threads", "instance_kind", "offline",
+              "online")
+OFFLINE_KEYS = ("batch_sizes", "instance_count")
+ONLINE_KEYS = ("batch_size", "concurrency", "instance_count", "preferred_batch_sizes", "max_queue_delay_microseconds")
+
+
+class ProfileError(ValueError):
+    """A profile name or content that cannot be used; the message names the valid choices."""
+
+
+@dataclass(frozen=True)
+class OfflineProfile:
+    batch_sizes: tuple[int, ...]
+    instance_count: int = 1
+
+
+@dataclass(frozen=True)
+class OnlineProfile:
+    concurrency: tuple[int, ...]
+    batch_size: int = 1
+    instance_count: int = 1
+    preferred_batch_sizes: tuple[int, ...] = ()
+    max_queue_delay_microseconds: int = 0
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    model: str
+    size: str
+    formats: tuple[str, ...]
+    precisions: tuple[str, ...]
+    max_batch_size: int
+    offline: OfflineProfile
+    online: OnlineProfile
+    intra_op_threads: int = 0
+    instance_kind: str = "KIND_CPU"
+
+    def deployment_config(self, scenario: str) -> DeploymentConfig:
+        """Triton settings for a scenario: static batching offline (and for accuracy), dynamic batching online."""
+        if scenario == "online":
+            return DeploymentConfig(max_batch_size=self.max_batch_size, instance_count=self.online.instance_count,
+                                    instance_kind=self.instance_kind, intra_op_threads=self.intra_op_threads,
+                                    dynamic_batching=True, preferred_batch_sizes=self.online.preferred_batch_sizes,
+                                    max_queue_delay_microseconds=self.online.max_queue_delay_microseconds)
+        return DeploymentConfig(max_batch_size=self.max_batch_size, instance_count=self.offline.instance_count,
+                                instance_kind=self.instance_kind, intra_op_threads=self.intra_op_threads)
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    device: str  # "cpu" or "gpu"
+    gpu: str  # what the report's "GPU" row says
+    models: Mapping[str, ModelProfile]
+    measurement: MeasurementSettings = field(default_factory=MeasurementSettings)
+
+
+def profile_dirs(directory: str | Path | None = None) -> list[Path]:
+    """Where profiles are looked up: a user's directory first (when given), then the package's own."""
+    return ([Path(directory)] if directory else []) + [PACKAGE_DIR]
+
+
+def available_profiles(directory: str | Path | None = None) -> list[str]:
+    return sorted({p.stem for d in profile_dirs(directory) for p in Path(d).glob("*.yaml")})
+
+
+def _unknown(data: Mapping, valid: Sequence[str], where: str) -> None:
+    unknown = [str(k) for k in data if k not in valid]
+    if unknown:
+        raise ProfileError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; valid "
+                           f"keys: {', '.join(valid)}")
+
+
+def _mapping(value: Any, where: str) -> Mapping:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ProfileError(f"{where}: expected a mapping of keys, got {value!r}")
+    return value
+
+
+def _int(value: Any, where: str, low: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ProfileError(f"{where} {value!r}: expected an integer >= {low}")
+    return value
+
+
+def _ints(value: Any, where: str, low: int = 1) -> tuple[int, ...]:
+    values = value if isinstance(value, (list, tuple)) else [value]
+    return tuple(_int(v, where, low) for v in values)
+
+
+def _choices(value: Any, where: str, valid: Sequence[str]) -> tuple[str, ...]:
+    values = value if isinstance(value, (list, tuple)) else [value]
+    bad = [v for v in values if v not in valid]
+    if bad or not values:
+        raise ProfileError(f"{where} {bad or values!r}: valid choices: {', '.join(valid)}")
+    return tuple(values)
+
+
+def _model_profile(name: str, data: Any, where: str, instance_kind: str) -> ModelProfile:
+    from tritonsuite.formats import FORMATS
+    from tritonsuite.spec import PRECISIONS
+
+    data = _mapping(data, where)
+    _unknown(data, MODEL_KEYS, where)
+    missing = [k for k in ("size", "formats", "precisions", "max_batch_size") if k not in data]
+    if missing:
+        raise ProfileError(f"{where}: missing key {missing[0]!r}")
+    offline, online = _mapping(data.get("offline"), f"{where}.offline"), _mapping(data.get("online"), f"{where}.online")
+    _unknown(offline, OFFLINE_KEYS, f"{where}.offline")
+    _unknown(online, ONLINE_KEYS, f"{where}.online")
+    max_batch = _int(data["max_batch_size"], f"{where}.max_batch_size")
+    kind = data.get("instance_kind", instance_kind)
+    _choices(kind, f"{where}.instance_kind", list(DEVICES.values()))
+    preferred = _ints(online.get("preferred_batch_sizes") or [max_batch], f"{where}.online.preferred_batch_sizes")
+    for key, values in (("offline.batch_sizes", _ints(offline.get("batch_sizes", [1]) or [], f"{where}.offline.batch_sizes")),
+                        ("online.preferred_batch_sizes", preferred),
+                        ("online.batch_size", (_int(online.get("batch_size", 1), f"{where}.online.batch_size"),))):
+        too_big = [v for v in values if v > max_batch]
+        if too_big:
+            raise ProfileError(f"{where}.{key} {too_big}: valid range 1..{max_batch} (max_batch_size)")
+    return ModelProfile(
+        model=name, size=str(data["size"]),
+        formats=_choices(data["formats"], f"{where}.formats", list(FORMATS)),
+        precisions=_choices(data["precisions"], f"{where}.precisions", list(PRECISIONS)),
+        max_batch_size=max_batch,
+        offline=OfflineProfile(batch_sizes=_ints(offline.get("batch_sizes", [1]) or [], f"{where}.offline.batch_sizes"),
+                               instance_count=_int(offline.get("instance_count", 1), f"{where}.offline.instance_count")),
+        online=OnlineProfile(concurrency=_ints(online.get("concurrency", [1]) or [], f"{where}.online.concurrency"),
+                             batch_size=_int(online.get("batch_size", 1), f"{where}.online.batch_size"),
+                             instance_count=_int(online.get("instance_count", 1), f"{where}.online.instance_count"),
+                             preferred_batch_sizes=preferred,
+                             max_queue_delay_microseconds=_int(online.get("max_queue_delay_microseconds", 0),
+                                                               f"{where}.online.max_queue_delay_microseconds", 0)),
+        intra_op_threads=_int(data.get("intra_op_threads", 0), f"{where}.intra_op_threads", 0),
+        instance_kind=str(kind),
+    )
+
+
+def _read_yaml(path: Path) -> Mapping:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ProfileError(f"{where}: malformed YAML: {problem}") from None
+    return _mapping(data, str(path))
+
+
+def load_profile(name: str, directory: str | Path | None = None) -> Profile:
+    """The profile ``name`` from ``directory`` (when given) or the package's profiles, checked completely."""
+    found = [d / f"{name}.yaml" for d in profile_dirs(directory) if (d / f"{name}.yaml").is_file()]
+    if not found:
+        raise ProfileError(f"unknown profile {name!r}; valid choices: {', '.join(available_profiles(directory))}")
+    path = found[0]
+    data = _read_yaml(path)
+    _unknown(data, TOP_KEYS, path.name)
+    measurement = _mapping(data.get("measurement"), f"{path.name}:measurement")
+    known = [f.name for f in fields(MeasurementSettings)]
+    _unknown(measurement, known, f"{path.name}:measurement")
+    device = data.get("device", "cpu")
+    if device not in DEVICES:
+        raise ProfileError(f"{path}: unknown device {device!r}; valid choices: {', '.join(DEVICES)}")
+    models = {m: _model_profile(str(m), d, f"{path.name}:{m}", DEVICES[device])
+              for m, d in _mapping(data.get("models"), f"{path.name}:models").items()}
+    try:
+        settings = MeasurementSettings(**measurement)
+    except ValueError as exc:
+        raise ProfileError(f"{path.name}:measurement.{exc}") from None
+    return Profile(name=name, device=device, gpu=str(data.get("gpu", "none")), models=models, measurement=settings)
+
+
+def check_host(profile: Profile, server: str) -> None:
+    """A GPU profile on the embedded server needs a CUDA device here; a remote server may have one elsewhere."""
+    if profile.device != "gpu" or server != "embedded":
+        return
+    from tritonsuite.device import cuda_available
+
+    if not cuda_available():
+        raise ProfileError(f"--gpu {profile.name}: this profile runs models on a GPU ({profile.gpu}) and this host "
+                           f"has no CUDA device; valid choices here: cpu, or --server remote --triton-url of a GPU "
+                           f"host")
+
+
+def narrow(profile: Profile, models: Sequence[str] | None = None, formats: Sequence[str] | None = None,
+           batch_sizes: Sequence[int] | None = None, concurrency: Sequence[int] | None = None) -> Profile:
+    """Restrict a profile to what the command line asked for. Names not in the profile are an error."""
+    if models:
+        unknown = [m for m in models if m not in profile.models]
+        if unknown:
+            raise ProfileError(f"--models {','.join(unknown)}: not in profile {profile.name!r}; valid choices: "
+                               f"{', '.join(profile.models)}")
+    kept = {}
+    for name, mp in profile.models.items():
+        if models and name not in models:
+            continue
+        offline, online = mp.offline, mp.online
+        if batch_sizes:
+            too_big = [b for b in batch_sizes if b > mp.max_batch_size]
+            if too_big:
+                raise ProfileError(f"--batch-sizes {too_big} exceed {name}'s max batch size {mp.max_batch_size} in "
+                                   f"profile {profile.name!r}")
+            offline = replace(offline, batch_sizes=tuple(batch_sizes))
+        if concurrency:
+            online = replace(online, concurrency=tuple(concurrency))
+        kept[name] = replace(mp, formats=tuple(f for f in mp.formats if not formats or f in formats),
+                             offline=offline, online=online)
+    return replace(profile, models=kept)

@@ -1,0 +1,51 @@
+"""Measurement settings: how long a window is, when a point is stable, how long to wait. A leaf module, so
+profiles (which carry them) need not import the measurement engine."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+STABLE_WINDOWS = 3  # a point is stable when its last this-many windows agree
+
+# field -> (type, lowest, highest, inclusive low): checked when settings are made, so a profile or option names the
+# bad value and the valid range before anything starts
+_RANGES = {
+    "window_ms": (float, 0.0, None, True),
+    "window_requests": (int, 0, None, True),
+    "min_requests_per_window": (int, 1, None, True),
+    "stability_percentage": (float, 0.0, 100.0, False),
+    "max_trials": (int, STABLE_WINDOWS, 10_000, True),
+    "warmup_ms": (float, 0.0, None, True),
+    "request_timeout_s": (float, 0.0, 3600.0, False),
+    "client_bound_percent": (float, 0.0, None, False),
+}
+
+
+@dataclass(frozen=True)
+class MeasurementSettings:
+    window_ms: float = 1000.0  # time-based windows of this length...
+    window_requests: int = 0  # ...or, when > 0, count-based windows of this many completed requests
+    min_requests_per_window: int = 10  # a time-based window lasts until at least this many requests completed
+    stability_percentage: float = 10.0
+    max_trials: int = 10
+    warmup_ms: float = 500.0
+    request_timeout_s: float = 120.0
+    client_bound_percent: float = 90.0  # load generator CPU (% of one core) above which a row is client bound
+
+    def __post_init__(self):
+        for f in fields(self):
+            kind, low, high, inclusive = _RANGES[f.name]
+            value = getattr(self, f.name)
+            ok_type = isinstance(value, (int, float)) and not isinstance(value, bool) and \
+                (kind is float or float(value).is_integer())
+            in_range = ok_type and (value >= low if inclusive else value > low) and (high is None or value <= high)
+            if not in_range:
+                what = "an integer" if kind is int else "a number"
+                bounds = f"{'>=' if inclusive else '>'} {low:g}" + (f" and <= {high:g}" if high is not None else "")
+                raise ValueError(f"{f.name} {value!r}: expected {what} {bounds}")
+        if self.window_ms <= 0 and self.window_requests <= 0:
+            raise ValueError("a measurement window needs window_ms > 0 or window_requests > 0")
+
+    def describe_window(self) -> str:
+        if self.window_requests > 0:
+            return f"{self.window_requests} requests"
+        return f"{self.window_ms:g} ms (min {self.min_requests_per_window} requests)"
