@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.helpers import ROOT, TINY_PROFILE, leftover_shm, run_pytest
+from tests.helpers import ROOT, TINY_PROFILE, leftover_shm, run_pytest, run_leftovers
 
 KILLER_PLUGIN = '''
 import threading
@@ -45,7 +45,7 @@ def test_server_dies_mid_sweep(tmp_path):
     assert "died while measuring" in rows[1]["reasons"][0] and "died earlier" in rows[2]["reasons"][0]
     report = (tmp_path / "reports" / "offline" / "bert.md").read_text()  # written from what was attempted
     assert "- batch 2, concurrency 1: FAILED: ServerDied:" in report
-    assert not leftover_shm("triton_python_backend_shm_region_ts") and not leftover_shm("tritonsuite_shm_")
+    assert not run_leftovers(tmp_path / "reports")
 
 
 FAULT_PLUGIN = '''
@@ -128,6 +128,7 @@ def test_sigkill_of_the_server_ends_the_run_within_seconds_and_leaves_nothing(tm
     out = result.stdout + result.stderr
     assert record.is_file(), out
     killed = json.loads(record.read_text())
+    print(f"kill during {kill_at}: the run ended {ended - killed['killed_at']:.1f} s after the kill")
     assert ended - killed["killed_at"] < 60, f"the run took {ended - killed['killed_at']:.0f} s after the kill"
     assert result.returncode == 1, out
     assert out.count("--- tritonserver log tail") == 1, out  # shown once, by the test that met the death
@@ -194,7 +195,8 @@ def test_pytest_itself_killed_leaves_nothing_behind(tmp_path, sig):
             process.kill()
     killed = json.loads(record.read_text())
     assert process.returncode != 0, out
-    _wait_gone(killed["pid"], killed["prefix"], killed["pytest"], bound_s=30)
+    gone = _wait_gone(killed["pid"], killed["prefix"], killed["pytest"], bound_s=30)
+    print(f"{signal.Signals(sig).name} of pytest: server group and regions gone {gone:.1f} s after pytest exited")
     rows = [json.loads(line) for f in (tmp_path / "reports" / "raw").glob("online-*.jsonl")
             for line in f.read_text().splitlines()]
     assert [r["concurrency"] for r in rows if r["status"] != "FAILED"][:1] == [1]
@@ -217,3 +219,4 @@ def test_a_stub_killed_alone_fails_its_point_and_the_run_ends(tmp_path):
     assert "FAILED tests/test_online.py::test_online[bert-onnx-fp32-concurrency2]" in out, out
     killed = json.loads((tmp_path / "killed.json").read_text())
     _wait_gone(killed["pid"], killed["prefix"], killed["pytest"], bound_s=30)
+    print(f"stub killed: the run ended {time.time() - killed['killed_at']:.1f} s after the point began")

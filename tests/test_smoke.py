@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from tests.helpers import leftover_shm, run_pytest
+from tests.helpers import run_leftovers, run_pytest
 
 pytestmark = pytest.mark.smoke
 
@@ -37,4 +37,23 @@ def test_offline_online_accuracy_end_to_end(tmp_path):
         assert (reports / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
     assert (reports / "accuracy" / "bert.md").is_file()
     assert list((reports / "logs").glob("tritonserver-*.log"))
-    assert not leftover_shm("triton_python_backend_shm_region_ts") and not leftover_shm("tritonsuite_shm_")
+    assert not run_leftovers(reports)
+
+
+def test_two_xdist_workers_one_report(tmp_path):
+    """pytest -n 2: each worker its own embedded server (own ports, own regions), one run id, one report."""
+    result = run_pytest(["--gpu", "tiny", "-m", "offline or accuracy", "-q", "-p", "no:warnings", "-n", "2",
+                         "--formats", "onnx,ts-trace"], tmp_path)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert "6 passed" in out, out
+    reports = tmp_path / "reports"
+    raw = sorted(f.name for f in (reports / "raw").glob("*.jsonl"))
+    workers = {name.rsplit("-", 1)[1].removesuffix(".jsonl") for name in raw}
+    assert workers == {"gw0", "gw1"}, raw  # both workers measured
+    rows = [json.loads(line) for f in (reports / "raw").glob("*.jsonl") for line in f.read_text().splitlines()]
+    assert len({r["run_id"] for r in rows}) == 1 and len(rows) == 6
+    offline_md = (reports / "offline" / "bert.md").read_text()  # one page, written once by the controller
+    assert "bert_tiny_onnx_fp32_offline" in offline_md and "bert_tiny_ts_trace_fp32_offline" in offline_md
+    assert len(list((reports / "logs").glob("tritonserver-*.log"))) == 2  # two servers
+    assert not run_leftovers(reports)

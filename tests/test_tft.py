@@ -12,7 +12,7 @@ pytestmark = pytest.mark.smoke
 TFT_PROFILE = """
 device: cpu
 gpu: none (CPU only)
-measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 25, max_trials: 8, warmup_ms: 200}
+measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 100, max_trials: 8, warmup_ms: 200}
 models:
   tft:
     size: tiny

@@ -18,7 +18,9 @@ def test_user_model_spec_with_checkpoint_and_dataset(tmp_path):
     rng = np.random.default_rng(3)
     np.savez(tmp_path / "data.npz", INPUT__0=rng.standard_normal((100, 32)).astype(np.float32),
              labels=rng.integers(0, 10, 100))
-    profile = (ROOT / "examples" / "profiles" / "cpu.yaml").read_text()
+    # a correctness test: any spread of the windows counts as stable, so a busy host does not fail it
+    profile = (ROOT / "examples" / "profiles" / "cpu.yaml").read_text().replace("stability_percentage: 10",
+                                                                               "stability_percentage: 100")
     result = run_pytest(["--gpu", "tiny", "-m", "accuracy or offline", "--model-spec", str(ROOT / "examples" / "mlp_spec.py"),
                          "--checkpoint", f"mlp={tmp_path / 'weights.pt'}", "--dataset", f"mlp={tmp_path / 'data.npz'}",
                          "--batch-sizes", "16", "-q", "-p", "no:warnings"], tmp_path, profile=profile)
@@ -45,7 +47,7 @@ def test_the_library_runs_from_a_plain_script(tmp_path):
 NAMED_PROFILE = """
 device: cpu
 gpu: none (CPU only)
-measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 60, max_trials: 8, warmup_ms: 200}
+measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 100, max_trials: 8, warmup_ms: 200}
 models:
   named:
     size: tiny

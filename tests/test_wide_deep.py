@@ -13,7 +13,7 @@ pytestmark = pytest.mark.smoke
 PROFILE = """
 device: cpu
 gpu: none (CPU only)
-measurement: {window_ms: 300, min_requests_per_window: 3, stability_percentage: 50, max_trials: 8, warmup_ms: 200}
+measurement: {window_ms: 300, min_requests_per_window: 3, stability_percentage: 100, max_trials: 8, warmup_ms: 200}
 models:
   wide_deep:
     size: tiny

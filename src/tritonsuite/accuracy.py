@@ -126,10 +126,11 @@ class AccuracyResult:
             status[f"{c.name} max abs error"] = ("OK" if c.passed else "FAILED") + \
                 (f" ({c.mismatched}/{c.total} out)" if c.mismatched else "")
             metrics[f"{c.name} max rel error"] = c.max_rel_error
-        return Row(scenario="accuracy", deployment=self.deployment, precision=self.precision, samples=self.samples,
-                   description=self.description, metrics=metrics, thresholds=thresholds, metric_status=status,
-                   status="OK" if self.passed else "FAILED", reasons=list(self.failures),
-                   seconds=round(self.seconds, 3), **{"model": self.model, **identity})
+        names = {"scenario": "accuracy", "model": self.model, "deployment": self.deployment,
+                 "precision": self.precision, **identity}
+        return Row(**names, samples=self.samples, description=self.description, metrics=metrics,
+                   thresholds=thresholds, metric_status=status, status="OK" if self.passed else "FAILED",
+                   reasons=list(self.failures), seconds=round(self.seconds, 3))
 
 
 def run_batched(infer: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]], inputs: Mapping[str, np.ndarray],

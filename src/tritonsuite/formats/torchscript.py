@@ -47,30 +47,36 @@ def _signature_wrapper(module, spec, example: tuple, directory: Path):
     return generated.Signature(module).eval(), tuple(example[j] for j in argument_inputs)
 
 
-class TorchScriptTrace(Format):
-    name, display = "ts-trace", "TorchScript Trace"
-
+class _TorchScript(Format):
     def write(self, module, spec, path: Path, example: tuple, source: Path | None = None) -> None:
         import torch
 
         with tempfile.TemporaryDirectory(prefix="tritonsuite-signature-") as tmp, \
                 torch.inference_mode(False), torch.no_grad():
             wrapper, arguments = _signature_wrapper(module, spec, example, Path(tmp))
-            torch.jit.save(torch.jit.trace(wrapper, arguments, check_trace=False), str(path))
+            torch.jit.save(self._compile(wrapper, arguments, spec), str(path))
+
+    def _compile(self, wrapper, arguments: tuple, spec):
+        raise NotImplementedError
 
 
-class TorchScriptScript(Format):
-    name, display = "ts-script", "TorchScript Script"
+class TorchScriptTrace(_TorchScript):
+    name, display = "ts-trace", "TorchScript Trace"
 
-    def write(self, module, spec, path: Path, example: tuple, source: Path | None = None) -> None:
+    def _compile(self, wrapper, arguments: tuple, spec):
         import torch
 
-        with tempfile.TemporaryDirectory(prefix="tritonsuite-signature-") as tmp, \
-                torch.inference_mode(False), torch.no_grad():
-            wrapper, _ = _signature_wrapper(module, spec, example, Path(tmp))
-            try:
-                scripted = torch.jit.script(wrapper)
-            except Exception as exc:  # torch raises many types here; the first line is the reason
-                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise ExportUnsupported(f"torch.jit.script cannot compile {spec.key}: {reason}") from None
-            torch.jit.save(scripted, str(path))
+        return torch.jit.trace(wrapper, arguments, check_trace=False)
+
+
+class TorchScriptScript(_TorchScript):
+    name, display = "ts-script", "TorchScript Script"
+
+    def _compile(self, wrapper, arguments: tuple, spec):
+        import torch
+
+        try:
+            return torch.jit.script(wrapper)
+        except Exception as exc:  # torch raises many types here; the first line is the reason
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ExportUnsupported(f"torch.jit.script cannot compile {spec.key}: {reason}") from None

@@ -14,18 +14,24 @@ from tritonsuite.export import ExportUnsupported
 from tritonsuite.server import ServerError
 
 
-def _performance(suite, case) -> None:
+def _judge(case_id: str, run, verdict) -> None:
+    """Run a case; skip it with the reason when it cannot be exported here; fail it with ``verdict(result)`` (None
+    when it passed) or the server's error."""
     try:
-        measurement = suite.run_performance(case)
+        result = run()
     except ExportUnsupported as exc:
         pytest.skip(str(exc))
     except ServerError as exc:
-        failure = f"{case.id}: {exc}"
+        failure = f"{case_id}: {exc}"
     else:
-        failure = None if measurement.valid else \
-            f"{case.id}: {measurement.status}: " + "; ".join(measurement.reasons)
+        failure = verdict(result)
     if failure:
         pytest.fail(failure, pytrace=False)
+
+
+def _performance(suite, case) -> None:
+    _judge(case.id, lambda: suite.run_performance(case),
+           lambda m: None if m.valid else f"{case.id}: {m.status}: " + "; ".join(m.reasons))
 
 
 @pytest.mark.offline
@@ -43,15 +49,6 @@ def test_online(suite, online_case, triton):
 @pytest.mark.accuracy
 def test_accuracy(suite, accuracy_case, triton):
     """The deployment through Triton against its eager reference, with thresholds per precision."""
-    try:
-        result = suite.run_accuracy(accuracy_case)
-    except ExportUnsupported as exc:
-        pytest.skip(str(exc))
-    except ServerError as exc:
-        failure = f"{accuracy_case.id}: {exc}"
-    else:
-        failure = None if result.passed else (
-            f"{result.deployment} ({result.samples} samples, {result.description}) missed its thresholds:\n  "
-            + "\n  ".join(result.failures))
-    if failure:
-        pytest.fail(failure, pytrace=False)
+    _judge(accuracy_case.id, lambda: suite.run_accuracy(accuracy_case),
+           lambda r: None if r.passed else (f"{r.deployment} ({r.samples} samples, {r.description}) missed its "
+                                            f"thresholds:\n  " + "\n  ".join(r.failures)))
