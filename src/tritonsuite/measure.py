@@ -392,20 +392,9 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
                 return asyncio.run(run(shm))
         return asyncio.run(run(None))
     except Exception as exc:
-        if _server_died(server):
+        if server.gone():
             raise server.died(f"while measuring {model} at batch {point.batch_size}, concurrency "
                               f"{point.concurrency} ({type(exc).__name__}: {exc})") from None
         if isinstance(exc, (OSError, asyncio.IncompleteReadError)):
             raise MeasurementError(f"measuring {model} at {point}: {type(exc).__name__}: {exc}") from None
         raise
-
-
-def _server_died(server: TritonServer, grace_s: float = 0.5) -> bool:
-    """Whether the server is gone. A dying process closes its sockets before it can be reaped, so a connection
-    error may arrive a moment before the process is seen dead: wait a little before answering no."""
-    deadline = time.monotonic() + grace_s
-    while server.is_alive():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True

@@ -246,7 +246,7 @@ class Suite:
                                   served_infer(client, deployment.name, spec), reference,
                                   deployment.config.max_batch_size)
             except Exception:
-                if not self.server.is_alive():
+                if self.server.gone():
                     raise self.server.died(f"during the accuracy run of {deployment.name}") from None
                 raise
             finally:

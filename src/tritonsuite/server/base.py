@@ -2,6 +2,7 @@
 lines that every launcher which starts a server uses."""
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +128,17 @@ class TritonServer(ABC):
         return ServerDied(f"{self.describe()} is not running: it died earlier in this run{where} (its log tail is "
                           f"in the first failure)")
 
+    def gone(self, grace_s: float = 0.5) -> bool:
+        """Whether the server is gone, asked after a request failed. A dying process closes its sockets before it
+        can be reaped, so the error may arrive a moment before the process is seen dead: wait a little before
+        answering no."""
+        deadline = time.monotonic() + grace_s
+        while self.is_alive():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
     def death_reported(self) -> bool:
         return bool(getattr(self, "_death_reported", False))
 
@@ -148,7 +160,7 @@ class TritonServer(ABC):
         try:
             client.load_model(name, **self._load_arguments(Path(deployment_dir)))
         except InferenceServerException as exc:
-            if not self.is_alive():
+            if self.gone():
                 raise self.died(f"while loading {name!r}") from None
             message = str(exc)
             if "explicit" in message.lower() or "not allowed" in message.lower():
@@ -160,7 +172,7 @@ class TritonServer(ABC):
                     f"yourself") from None
             raise ServerError(f"loading {name!r} on {self.describe()} failed: {message}\n{self.log_tail()}") from None
         except Exception as exc:
-            if not self.is_alive():
+            if self.gone():
                 raise self.died(f"while loading {name!r}") from None
             raise ServerError(f"loading {name!r} on {self.describe()} failed: {exc}\n{self.log_tail()}") from None
         finally:
