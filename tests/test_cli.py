@@ -131,3 +131,20 @@ def test_the_installed_plugin_works_in_a_project_outside_this_repository(tmp_pat
     helped = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--help"], cwd=project,
                             capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert "Triton benchmark and conformance suite" in helped.stdout and "--triton-url" in helped.stdout
+
+
+def test_a_checkpoint_that_is_not_tensors_is_refused_before_anything_starts(tmp_path):
+    import pickle
+
+    class Payload:  # a pickle that would run code when loaded without weights_only
+        def __reduce__(self):
+            return (print, ("pwned",))
+
+    (tmp_path / "evil.pt").write_bytes(pickle.dumps(Payload()))
+    (tmp_path / "notes.pt").write_text("not a checkpoint at all")
+    for name in ("evil.pt", "notes.pt"):
+        result = run_pytest(["--gpu", "tiny", "--collect-only", "-q", "--checkpoint", f"bert={tmp_path / name}"],
+                            tmp_path, timeout=120)
+        line = _one_usage_line(result)
+        assert f"--checkpoint bert={tmp_path / name}: not a checkpoint torch.load(weights_only=True) reads" in line
+        assert "pwned" not in result.stdout + result.stderr

@@ -90,3 +90,45 @@ def test_any_tensor_names_pass_offline_online_and_accuracy_on_both_platforms(tmp
         files = sorted(str(p.relative_to(deployment)) for p in deployment.rglob("*"))
         assert files in (["1", "1/model.onnx", "config.pbtxt"], ["1", "1/model.pt", "config.pbtxt"]), files
         assert "platform:" in (deployment / "config.pbtxt").read_text()
+
+
+def test_the_accuracy_gate_against_committed_baselines(tmp_path):
+    """CI gating: a new checkpoint that still matches its own eager reference (so every absolute check passes)
+    but scores worse than the accepted baseline fails, naming metric, baseline, now, delta and allowance."""
+    import torch
+
+    def mlp(seed):
+        torch.manual_seed(seed)
+        return torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+
+    accepted, candidate = mlp(1), mlp(2)
+    torch.save(accepted.state_dict(), tmp_path / "accepted.pt")
+    torch.save(candidate.state_dict(), tmp_path / "candidate.pt")
+    x = np.random.default_rng(3).standard_normal((100, 32)).astype(np.float32)
+    with torch.no_grad():
+        labels = accepted(torch.from_numpy(x)).argmax(1).numpy()  # the accepted model is right on every sample
+    np.savez(tmp_path / "data.npz", INPUT__0=x, labels=labels)
+    profile = (ROOT / "examples" / "profiles" / "cpu.yaml").read_text()
+    baselines = tmp_path / "baselines"
+
+    def accuracy(checkpoint, *extra):
+        return run_pytest(["--gpu", "tiny", "-m", "accuracy", "--formats", "onnx", "-q", "-p", "no:warnings",
+                           "--model-spec", str(ROOT / "examples" / "mlp_spec.py"), "--models", "mlp",
+                           "--checkpoint", f"mlp={tmp_path / checkpoint}", "--dataset", f"mlp={tmp_path / 'data.npz'}",
+                           "--baselines-dir", str(baselines), *extra], tmp_path, profile=profile)
+
+    first = accuracy("accepted.pt")  # no baseline yet: passes, and says so
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "no baseline: no baseline for mlp_cpu_onnx_fp32_offline" in first.stdout, first.stdout
+    required = accuracy("accepted.pt", "--require-baselines")
+    assert required.returncode == 1 and "(--require-baselines)" in required.stdout, required.stdout
+    written = accuracy("accepted.pt", "--update-baselines")
+    assert written.returncode == 0 and "baseline written: mlp_cpu_onnx_fp32_offline" in written.stdout
+    stored = json.loads((baselines / "tiny" / "mlp.json").read_text())["deployments"]["mlp_cpu_onnx_fp32_offline"]
+    assert stored["metrics"]["top1_accuracy"]["value"] == 100.0 and stored["provenance"]["samples"] == 100
+    assert accuracy("accepted.pt").returncode == 0  # the same checkpoint passes against its baseline
+    regressed = accuracy("candidate.pt")
+    assert regressed.returncode == 1, regressed.stdout
+    line = next(l for l in regressed.stdout.splitlines() if "regressed against its baseline: top1_accuracy" in l)
+    assert "top1_accuracy: baseline 100, now " in line and ", allowed -0.001 (" in line and "mlp.json" in line
+    assert "top1_agreement_with_reference" not in line  # the candidate still matches its own eager reference

@@ -19,6 +19,7 @@ from typing import Mapping
 from tritonsuite import export as export_mod
 from tritonsuite.accuracy import AccuracyResult, evaluate
 from tritonsuite.backends import backend_for
+from tritonsuite.baselines import BaselineStore, provenance
 from tritonsuite.client import served_infer
 from tritonsuite.device import gpu_description
 from tritonsuite.formats import get_format
@@ -95,6 +96,9 @@ class Suite:
     worker: str = "main"
     checkpoints: Mapping[str, Path] = field(default_factory=dict)
     datasets: Mapping[str, Path] = field(default_factory=dict)
+    baselines: BaselineStore | None = None  # accuracy baselines to compare with (or to rewrite)
+    update_baselines: bool = False  # rewrite the baselines of deployments that passed their absolute checks
+    require_baselines: bool = False  # a deployment with no baseline fails instead of passing with a note
     _modules: dict = field(default_factory=dict, repr=False)
     _deployments: dict = field(default_factory=dict, repr=False)
     _writers: dict = field(default_factory=dict, repr=False)
@@ -227,8 +231,30 @@ class Suite:
             raise
         if case.scenario == "offline" and not shared_memory:
             result.reasons.append("server is not on this host: inputs and outputs sent over HTTP, not shared memory")
-        self.record(result.to_row(**self._identity(case), parameters=self.parameters(deployment)))
+        row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
+        if self.baselines is not None:
+            row = self._against_baseline(case, result, row)
+        self.record(row)
         return result
+
+    def _against_baseline(self, case: Case, result: AccuracyResult, row: Row) -> Row:
+        """Compare with the deployment's stored baseline: a regression beyond its allowance is a failure naming
+        the metric, baseline, now, delta and allowance; or, under ``update_baselines``, store this run's metrics
+        when the absolute checks passed."""
+        row.run_id = self.run_id
+        comparison = self.baselines.compare(row)
+        note = comparison.to_dict()
+        if self.update_baselines:
+            if result.passed:
+                note["updated"] = str(self.baselines.update(row, provenance(row, self.server.version())))
+        else:
+            if comparison.missing and self.require_baselines:
+                result.failures.append(f"{comparison.missing} (--require-baselines)")
+            result.failures += [f"regressed against its baseline: {v.describe()} ({comparison.file})"
+                                for v in comparison.regressions]
+        row = result.to_row(**self._identity(case), parameters=row.parameters)
+        row.extra["baseline"] = note
+        return row
 
     def run_accuracy(self, case: Case) -> AccuracyResult:
         """Run the model's accuracy data through Triton at the max batch size and judge it against eager."""
@@ -256,5 +282,27 @@ class Suite:
         except Exception as exc:
             self._record_failure(case, exc, deployment if deployment is not None and self.server.is_alive() else None)
             raise
-        self.record(result.to_row(**self._identity(case), parameters=self.parameters(deployment)))
+        row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
+        if self.baselines is not None:
+            row = self._against_baseline(case, result, row)
+        self.record(row)
         return result
+
+    def _against_baseline(self, case: Case, result: AccuracyResult, row: Row) -> Row:
+        """Compare with the deployment's stored baseline: a regression beyond its allowance is a failure naming
+        the metric, baseline, now, delta and allowance; or, under ``update_baselines``, store this run's metrics
+        when the absolute checks passed."""
+        row.run_id = self.run_id
+        comparison = self.baselines.compare(row)
+        note = comparison.to_dict()
+        if self.update_baselines:
+            if result.passed:
+                note["updated"] = str(self.baselines.update(row, provenance(row, self.server.version())))
+        else:
+            if comparison.missing and self.require_baselines:
+                result.failures.append(f"{comparison.missing} (--require-baselines)")
+            result.failures += [f"regressed against its baseline: {v.describe()} ({comparison.file})"
+                                for v in comparison.regressions]
+        row = result.to_row(**self._identity(case), parameters=row.parameters)
+        row.extra["baseline"] = note
+        return row

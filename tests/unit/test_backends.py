@@ -111,3 +111,32 @@ def test_every_format_has_one_backend_and_unknown_names_list_the_choices():
     assert backend_for("onnx").file_name == "model.onnx" and backend_for("ts-script").file_name == "model.pt"
     with pytest.raises(ValueError, match="no backend serves format 'trt'; valid choices: onnx, ts-script, ts-trace"):
         backend_for("trt")
+
+
+def test_a_chained_format_is_built_from_its_source_formats_artifact(tmp_path, monkeypatch):
+    """The formats seam: a format whose ``source`` is another format gets that format's (cached, verified)
+    artifact, as a TensorRT plan will be built from ONNX. Here a stand-in chained format re-saves the ONNX file."""
+    import shutil
+
+    from tritonsuite import formats
+    from tritonsuite.backends import OnnxRuntimeBackend
+    from tritonsuite.formats.base import Format
+
+    received = []
+
+    class OnnxCopy(Format):
+        name, display, source = "onnx-copy", "ONNX (copied)", "onnx"
+
+        def write(self, module, spec, path, example, source=None):
+            received.append(source)
+            shutil.copyfile(source, path)
+
+    monkeypatch.setitem(formats.FORMATS, "onnx-copy", OnnxCopy())
+    monkeypatch.setattr(OnnxRuntimeBackend, "formats", ("onnx", "onnx-copy"))
+    identity = Registry()
+    identity.load_module("tritonsuite.models.identity")
+    spec = dataclasses.replace(identity.get("identity", "tiny"), formats=("onnx", "onnx-copy"))
+    chained = export(spec, "onnx-copy", "fp32", tmp_path)
+    source = export(spec, "onnx", "fp32", tmp_path)
+    assert source.cached and received == [source.path]  # the source was exported (and verified) first, once
+    assert chained.path.read_bytes() == source.path.read_bytes() and chained.max_abs_error["OUTPUT__0"] == 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tritonsuite.export import ExportUnsupported
+from tritonsuite.baselines import BaselineError
 from tritonsuite.server import ServerError
 
 
@@ -21,7 +22,7 @@ def _judge(case_id: str, run, verdict) -> None:
         result = run()
     except ExportUnsupported as exc:
         pytest.skip(str(exc))
-    except ServerError as exc:
+    except (ServerError, BaselineError) as exc:
         failure = f"{case_id}: {exc}"
     else:
         failure = verdict(result)

@@ -195,6 +195,20 @@ def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[st
         out += [_pipe_table(["deployment", "metric", "value", "threshold", "status"], table, align="left"), ""]
     else:
         out += ["No records.", ""]
+    baselines = []
+    for row in rows:
+        note = row.get("baseline") or {}
+        lines = [f"regression: {line}" for line in note.get("regressions", [])] + \
+                [f"improvement: {line}" for line in note.get("improvements", [])]
+        if note.get("missing"):
+            lines.append(f"{note['missing']}")
+        elif note.get("compared") is not None and not lines:
+            lines.append(f"{note['compared']} metrics within their allowances")
+        if note.get("updated"):
+            lines.append(f"baseline rewritten: {note['updated']}")
+        baselines += [f"- {row.get('deployment') or '-'}: {line}" for line in lines]
+    if baselines:
+        out += ["Against the baselines:", ""] + baselines + [""]
     problems = []
     for row in rows:
         status = _status(row)

@@ -1,0 +1,193 @@
+"""Accuracy baselines: what each deployment scored when the team last accepted it, and the regression it may
+take before CI fails.
+
+A baseline file per profile and model (``fixtures/baselines/<profile>/<model>.json``, committed by the team) holds,
+per deployment, each metric's value, its direction and its allowance, with the provenance of the run that wrote
+it. :func:`compare` judges a new accuracy row against it: a metric worse than its baseline by more than its
+allowance is a regression (named with baseline, now, delta and allowance); better is an improvement, reported and
+never failed. Allowances default per metric kind (:data:`DEFAULT_ALLOWANCES`) and can be edited in the file.
+Triton-vs-eager errors are recorded and their deltas shown, but they are gated by the absolute tolerances of the
+accuracy scenario, not here.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+# (fragment of the metric name, absolute allowance, relative allowance): the first match wins. Points on a 0-100
+# scale (SQuAD F1 and exact match) may drop 0.1 point, dice 0.002, AUC and MAP 0.001, q-risk may grow 1%.
+DEFAULT_ALLOWANCES: tuple[tuple[str, float | None, float | None], ...] = (
+    ("relative_to_eager", 0.001, None),
+    ("difference_to_reference", 0.001, None),
+    ("q_risk", None, 0.01),
+    ("f1", 0.1, None),
+    ("exact_match", 0.1, None),
+    ("dice", 0.002, None),
+    ("auc", 0.001, None),
+    ("map", 0.001, None),
+    ("share", 0.001, None),
+    ("agreement", 0.001, None),
+)
+FALLBACK_ALLOWANCE = (0.001, None)
+INFORMATIONAL = ("max abs error", "max rel error")  # Triton-vs-eager errors: gated by tolerances, not baselines
+
+
+class BaselineError(ValueError):
+    """A baseline file that cannot be read; the message names the file."""
+
+
+def default_allowance(metric: str) -> dict[str, float]:
+    for fragment, absolute, relative in DEFAULT_ALLOWANCES:
+        if fragment in metric:
+            break
+    else:
+        absolute, relative = FALLBACK_ALLOWANCE
+    return {k: v for k, v in (("absolute", absolute), ("relative", relative)) if v is not None}
+
+
+def direction(metric: str, threshold: Any) -> str:
+    """"higher" or "lower" is better, from the threshold the row carries (">= x" / "<= x"); errors are lower."""
+    if any(kind in metric for kind in INFORMATIONAL) or str(threshold).strip().startswith("<="):
+        return "lower"
+    return "higher"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A metric against its baseline."""
+
+    metric: str
+    baseline: float
+    now: float
+    allowed: float | None  # the largest worsening allowed (>= 0), or None when informational
+    better: str  # "higher" or "lower"
+
+    @property
+    def delta(self) -> float:
+        return self.now - self.baseline
+
+    @property
+    def worsening(self) -> float:
+        return -self.delta if self.better == "higher" else self.delta
+
+    @property
+    def kind(self) -> str:
+        if self.allowed is None:
+            return "informational"
+        if self.worsening > self.allowed + 1e-12:
+            return "regression"
+        return "improvement" if self.worsening < -max(self.allowed, 1e-12) else "same"
+
+    def describe(self) -> str:
+        allowed = "-" if self.allowed is None else f"{'-' if self.better == 'higher' else '+'}{self.allowed:.4g}"
+        return (f"{self.metric}: baseline {self.baseline:.6g}, now {self.now:.6g}, delta {self.delta:+.4g}, "
+                f"allowed {allowed}")
+
+
+@dataclass
+class Comparison:
+    """A deployment's accuracy row against its baseline: the verdicts, or why there was nothing to compare."""
+
+    file: Path
+    verdicts: list[Verdict] = field(default_factory=list)
+    missing: str = ""  # why there is no baseline, when there is none
+
+    @property
+    def regressions(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.kind == "regression"]
+
+    @property
+    def improvements(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.kind == "improvement"]
+
+    def to_dict(self) -> dict:
+        return {"file": str(self.file), "missing": self.missing,
+                "regressions": [v.describe() for v in self.regressions],
+                "improvements": [v.describe() for v in self.improvements],
+                "compared": len([v for v in self.verdicts if v.kind != "informational"])}
+
+
+class BaselineStore:
+    """``<directory>/<profile>/<model>.json``, read and (under ``--update-baselines``) rewritten."""
+
+    def __init__(self, directory: str | Path, profile: str):
+        self.directory, self.profile = Path(directory), profile
+
+    def path(self, model: str) -> Path:
+        return self.directory / self.profile / f"{model}.json"
+
+    def read(self, model: str) -> dict:
+        path = self.path(model)
+        if not path.is_file():
+            return {}
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise BaselineError(f"{path}: not a readable baseline file ({exc})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("deployments", {}), dict):
+            raise BaselineError(f"{path}: not a baseline file (no 'deployments' mapping)")
+        return data
+
+    def compare(self, row) -> Comparison:
+        """Judge an accuracy row (:class:`tritonsuite.rows.Row`) against the stored baseline of its deployment."""
+        path = self.path(row.model)
+        entry = self.read(row.model).get("deployments", {}).get(row.deployment)
+        if entry is None:
+            return Comparison(path, missing=f"no baseline for {row.deployment} in {path}")
+        verdicts = []
+        for metric, stored in entry.get("metrics", {}).items():
+            if metric not in row.metrics or row.metrics[metric] is None:
+                continue
+            baseline, now = float(stored["value"]), float(row.metrics[metric])
+            informational = any(kind in metric for kind in INFORMATIONAL)
+            allowance = stored.get("allowance") or default_allowance(metric)
+            allowed = None if informational else max(float(allowance.get("absolute", 0.0)),
+                                                     float(allowance.get("relative", 0.0)) * abs(baseline))
+            verdicts.append(Verdict(metric, baseline, now, allowed, stored.get("better") or direction(
+                metric, row.thresholds.get(metric))))
+        return Comparison(path, verdicts)
+
+    def update(self, row, provenance: Mapping[str, Any]) -> Path:
+        """Write the row's metrics as its deployment's baseline (other deployments of the file kept; edited
+        allowances kept). Safe under xdist: the file is rewritten under a lock and swapped in."""
+        path = self.path(row.model)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.with_name(f".{path.stem}.lock"), "w") as lock:  # kept: removing it would race a waiter
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            data = self.read(row.model) or {"profile": self.profile, "model": row.model, "deployments": {}}
+            kept = data["deployments"].get(row.deployment, {}).get("metrics", {})
+            metrics = {}
+            for metric, value in row.metrics.items():
+                if value is None:
+                    continue
+                previous = kept.get(metric, {})
+                metrics[metric] = {"value": value,
+                                   "better": previous.get("better") or direction(metric, row.thresholds.get(metric)),
+                                   "allowance": previous.get("allowance") or (
+                                       None if any(k in metric for k in INFORMATIONAL) else default_allowance(metric))}
+            data["deployments"][row.deployment] = {"metrics": metrics, "provenance": dict(provenance)}
+            tmp = path.with_name(f".{path.name}.{os.getpid()}")
+            tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+            os.replace(tmp, path)
+        return path
+
+
+def provenance(row, server_version: str) -> dict:
+    """Where a baseline came from: the run, the time, the host, and the versions that produced the metrics."""
+    import importlib.metadata
+
+    versions = {}
+    for dist in ("tritonsuite", "torch", "onnxruntime", "onnx", "tritonclient", "transformers"):
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return {"run_id": row.run_id, "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(),
+            "machine": platform.machine(), "tritonserver": server_version, "versions": versions,
+            "checkpoint": row.parameters.get("Checkpoint", "-"), "samples": row.samples}
