@@ -10,7 +10,7 @@ pytestmark = pytest.mark.smoke
 
 def test_offline_online_accuracy_end_to_end(tmp_path):
     result = run_pytest(["--gpu", "tiny", "-m", "offline or online or accuracy", "-q", "-rs", "-p", "no:warnings",
-                         "--formats", "onnx,ts-trace,ts-script"], tmp_path)
+                         "--formats", "onnx,ts-trace,ts-script", f"--junitxml={tmp_path / 'junit.xml'}"], tmp_path)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
     # ts-script cannot compile transformers' BERT: skipped with the reason, every other case passed
@@ -36,6 +36,15 @@ def test_offline_online_accuracy_end_to_end(tmp_path):
                 "online/bert/latency_vs_concurrency.png"):
         assert (reports / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
     assert (reports / "accuracy" / "bert.md").is_file()
+    assert "## Offline: best throughput per deployment" in (reports / "summary.md").read_text()
+    # each scenario test carries its row's figures as JUnit properties, for CI dashboards
+    import xml.etree.ElementTree as ET
+
+    cases = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")}
+             for c in ET.parse(tmp_path / "junit.xml").getroot().iter("testcase")}
+    offline = cases["test_offline[bert-onnx-fp32-batch4]"]
+    assert float(offline["Inferences/Second"]) > 0 and offline["status"] == "OK" and offline["Batch"] == "4"
+    assert cases["test_accuracy[bert-onnx-fp32]"]["f1_vs_reference"] == "100.0"
     assert list((reports / "logs").glob("tritonserver-*.log"))
     assert not run_leftovers(reports)
 

@@ -231,10 +231,7 @@ class Suite:
             raise
         if case.scenario == "offline" and not shared_memory:
             result.reasons.append("server is not on this host: inputs and outputs sent over HTTP, not shared memory")
-        row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
-        if self.baselines is not None:
-            row = self._against_baseline(case, result, row)
-        self.record(row)
+        self.record(result.to_row(**self._identity(case), parameters=self.parameters(deployment)))
         return result
 
     def _against_baseline(self, case: Case, result: AccuracyResult, row: Row) -> Row:

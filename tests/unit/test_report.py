@@ -410,3 +410,20 @@ def test_title_comes_from_the_rows():
     assert render_markdown("bert", "offline", rows).startswith("# My Model offline results\n")
     untitled = [Row.from_dict({**r.to_dict(), "title": ""}) for r in offline_rows()]
     assert render_markdown("bert", "offline", untitled).startswith("# bert offline results\n")
+
+
+def test_summary_for_a_ci_job(tmp_path):
+    from tritonsuite.report import render_summary
+
+    accuracy = Row.from_dict({"scenario": "accuracy", "model": "bert", "title": "BERT", "deployment": "bert_acc",
+                              "status": "FAILED", "run_id": RUN, "baseline": {
+                                  "regressions": ["f1: baseline 88, now 87, delta -1, allowed -0.1"], "compared": 3}})
+    md = render_summary(offline_rows() + [accuracy], RUN)
+    assert md.startswith(f"# tritonsuite run {RUN}\n")
+    assert "| BERT  | bert_acc   | FAILED | regressed: f1: baseline 88, now 87, delta -1, allowed -0.1 |" in md
+    best = max((r for r in offline_rows() if r.deployment.startswith("bert_cpu_onnx") and r.status == "OK"),
+               key=lambda r: r.result["Inferences/Second"])
+    line = next(l for l in md.splitlines() if l.startswith("| bert_cpu_onnx_fp32_offline"))
+    assert f"{best.result['Inferences/Second']:.1f}" in line and "batch 4, concurrency 1" in line and "2/3" in line
+    write_rows(tmp_path, offline_rows() + [accuracy])
+    assert (tmp_path / "summary.md") in write_reports(tmp_path, RUN)

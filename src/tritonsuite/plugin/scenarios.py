@@ -15,9 +15,9 @@ from tritonsuite.baselines import BaselineError
 from tritonsuite.server import ServerError
 
 
-def _judge(case_id: str, run, verdict) -> None:
-    """Run a case; skip it with the reason when it cannot be exported here; fail it with ``verdict(result)`` (None
-    when it passed) or the server's error."""
+def _judge(case_id: str, run, verdict, record_property, figures) -> None:
+    """Run a case; skip it with the reason when it cannot be exported here; attach its figures as JUnit properties
+    (``--junitxml`` carries them); fail it with ``verdict(result)`` (None when it passed) or the server's error."""
     try:
         result = run()
     except ExportUnsupported as exc:
@@ -25,31 +25,35 @@ def _judge(case_id: str, run, verdict) -> None:
     except (ServerError, BaselineError) as exc:
         failure = f"{case_id}: {exc}"
     else:
+        for name, value in figures(result).items():
+            record_property(name, value)
         failure = verdict(result)
     if failure:
         pytest.fail(failure, pytrace=False)
 
 
-def _performance(suite, case) -> None:
+def _performance(suite, case, record_property) -> None:
     _judge(case.id, lambda: suite.run_performance(case),
-           lambda m: None if m.valid else f"{case.id}: {m.status}: " + "; ".join(m.reasons))
+           lambda m: None if m.valid else f"{case.id}: {m.status}: " + "; ".join(m.reasons), record_property,
+           lambda m: {**{k: round(v, 4) for k, v in m.result.items()}, "status": m.status})
 
 
 @pytest.mark.offline
-def test_offline(suite, offline_case, triton):
+def test_offline(suite, offline_case, triton, record_property):
     """Static batching, one request in flight, system shared memory, a batch-size sweep."""
-    _performance(suite, offline_case)
+    _performance(suite, offline_case, record_property)
 
 
 @pytest.mark.online
-def test_online(suite, online_case, triton):
+def test_online(suite, online_case, triton, record_property):
     """Dynamic batching on the server, concurrent requests over HTTP, a concurrency sweep."""
-    _performance(suite, online_case)
+    _performance(suite, online_case, record_property)
 
 
 @pytest.mark.accuracy
-def test_accuracy(suite, accuracy_case, triton):
+def test_accuracy(suite, accuracy_case, triton, record_property):
     """The deployment through Triton against its eager reference, with thresholds per precision."""
     _judge(accuracy_case.id, lambda: suite.run_accuracy(accuracy_case),
            lambda r: None if r.passed else (f"{r.deployment} ({r.samples} samples, {r.description}) missed its "
-                                            f"thresholds:\n  " + "\n  ".join(r.failures)))
+                                            f"thresholds:\n  " + "\n  ".join(r.failures)), record_property,
+           lambda r: {**{m.name: round(m.value, 6) for m in r.metrics}, "passed": r.passed})

@@ -10,12 +10,12 @@ import os
 from pathlib import Path
 
 from tritonsuite.report.common import OFFLINE_PLOTS, ONLINE_PLOTS, SCENARIO_DESCRIPTIONS, _group
-from tritonsuite.report.markdown import render_markdown, render_metrics_markdown
+from tritonsuite.report.markdown import render_markdown, render_metrics_markdown, render_summary
 from tritonsuite.report.plots import plot_offline, plot_online
 from tritonsuite.rows import _safe_component, load_rows
 
 __all__ = ["OFFLINE_PLOTS", "ONLINE_PLOTS", "SCENARIO_DESCRIPTIONS", "plot_offline", "plot_online",
-           "render_markdown", "render_metrics_markdown", "write_reports"]
+           "render_markdown", "render_metrics_markdown", "render_summary", "write_reports"]
 
 
 def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None) -> list[Path]:
@@ -45,5 +45,9 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
         md_path.write_text(render_markdown(model, scenario, grows, plots=plots), encoding="utf-8")
         written.append(md_path)
         written.extend(pngs)
+    if rows:  # a short page for a CI job summary
+        summary = reports_dir / "summary.md"
+        summary.write_text(render_summary(rows, run_id), encoding="utf-8")
+        written.append(summary)
     return written
 

@@ -220,3 +220,43 @@ def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[st
     return "\n".join(out).rstrip("\n") + "\n"
 
 
+
+
+def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
+    """A short page for a CI job summary: per accuracy deployment its verdict and its standing against the
+    baseline; per measured deployment its best valid throughput with that point's p99."""
+    rows = [r.to_dict() if isinstance(r, Row) else r for r in rows]
+    out = [f"# tritonsuite run {run_id or ', '.join(_distinct(r.get('run_id') for r in rows))}", ""]
+    accuracy = [r for r in rows if r.get("scenario") == "accuracy"]
+    if accuracy:
+        table = []
+        for r in accuracy:
+            note = r.get("baseline") or {}
+            if note.get("regressions"):
+                standing = "regressed: " + "; ".join(note["regressions"])
+            elif note.get("missing"):
+                standing = "no baseline"
+            elif note:
+                standing = f"{note.get('compared', 0)} metrics within allowances" + (
+                    "; improved: " + "; ".join(note["improvements"]) if note.get("improvements") else "")
+            else:
+                standing = "-"
+            table.append([str(r.get("title") or r.get("model")), str(r.get("deployment")), _status(r), standing])
+        out += ["## Accuracy", "", _pipe_table(["model", "deployment", "status", "against the baseline"], table,
+                                               align="left"), ""]
+    for scenario in ("offline", "online"):
+        measured = [r for r in rows if r.get("scenario") == scenario]
+        if not measured:
+            continue
+        table = []
+        for deployment, drows in _group(measured, lambda r: str(r.get("deployment"))).items():
+            ok = [r for r in drows if _status(r) == "OK" and _is_number(_result(r).get("Inferences/Second"))]
+            best = max(ok, key=lambda r: _result(r)["Inferences/Second"], default=None)
+            where = _row_label(best) if best else "-"
+            table.append([deployment, _format_number("Inferences/Second", _result(best).get("Inferences/Second"))
+                          if best else "-", where, _format_number("p99 latency", _result(best).get("p99 latency"))
+                          if best else "-", f"{len(ok)}/{len(drows)}"])
+        out += [f"## {scenario.capitalize()}: best throughput per deployment", "",
+                _pipe_table(["deployment", "Inferences/Second", "at", "p99 latency (ms)", "rows OK"], table,
+                            align="left"), ""]
+    return "\n".join(out).rstrip("\n") + "\n"
