@@ -373,7 +373,7 @@ def test_write_reports(tmp_path):
     names = sorted(str(p.relative_to(tmp_path)) for p in written)
     assert names == sorted([
         "offline/bert.md", "offline/bert/throughput_vs_batch.png", "offline/bert/latency_vs_batch.png",
-        "online/bert.md", "online/bert/latency_vs_concurrency.png", "accuracy/bert.md",
+        "online/bert.md", "online/bert/latency_vs_concurrency.png", "accuracy/bert.md", "summary.md",
     ])
     for p in written:
         if p.suffix == ".png":
