@@ -43,6 +43,14 @@ def run_pytest(args: list[str], tmp_path: Path, profile: str = TINY_PROFILE, tim
                           stdin=subprocess.DEVNULL)
 
 
+def raw_rows(reports_dir: Path, scenario: str = "*") -> list[dict]:
+    """The rows a run wrote, as the JSON on disk (``reports/raw/<scenario>-<run>-<worker>.jsonl``), file by file."""
+    import json
+
+    return [json.loads(line) for f in sorted(Path(reports_dir, "raw").glob(f"{scenario}-*.jsonl"))
+            for line in f.read_text().splitlines() if line.strip()]
+
+
 def leftover_shm(prefix: str) -> list[str]:
     return [p.name for p in Path("/dev/shm").glob(f"{prefix}*")]
 

@@ -123,11 +123,10 @@ models:
 
 
 def test_accuracy_with_a_user_checkpoint_and_sentences(tmp_path):
-    import json
 
     import torch
 
-    from tests.helpers import run_pytest
+    from tests.helpers import raw_rows, run_pytest
 
     module = fp.build_module("tiny")
     with torch.no_grad():
@@ -139,8 +138,7 @@ def test_accuracy_with_a_user_checkpoint_and_sentences(tmp_path):
                          "--dataset", f"fastpitch={tmp_path / 'sentences.txt'}"], tmp_path, profile=FASTPITCH_TINY_PROFILE)
     assert result.returncode == 1, result.stdout + result.stderr  # the checkpoint's mel fails the sanity check
     assert "mel_in_range_share = 0.0000 (threshold >= 0.9900); worst example: sentence 0 ('A short one.')" in result.stdout
-    rows = [json.loads(line) for f in (tmp_path / "reports" / "raw").glob("accuracy-*.jsonl")
-            for line in f.read_text().splitlines()]
+    rows = raw_rows(tmp_path / "reports", "accuracy")
     assert len(rows) == 1 and rows[0]["samples"] == 3
     metrics = rows[0]["metrics"]  # the deployment still reproduces its eager reference exactly
     assert metrics["lengths_and_durations_equal_share"] == 1.0 and metrics["mel_in_range_share"] == 0.0

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.helpers import ROOT, TINY_PROFILE, leftover_shm, run_pytest, run_leftovers
+from tests.helpers import ROOT, TINY_PROFILE, leftover_shm, raw_rows, run_leftovers, run_pytest
 
 KILLER_PLUGIN = '''
 import threading
@@ -39,7 +39,7 @@ def test_server_dies_mid_sweep(tmp_path):
     for batch in (4, 3):
         assert f"FAILED tests/test_offline.py::test_offline[bert-onnx-fp32-batch{batch}]" in out
     assert out.count("is not running") >= 2, out  # the cases after the crash fail at once, naming the dead server
-    rows = [json.loads(l) for f in (tmp_path / "reports" / "raw").glob("offline-*.jsonl") for l in f.read_text().splitlines()]
+    rows = raw_rows(tmp_path / "reports", "offline")
     # every attempted point has a row: the one measured before the crash, and FAILED rows with their reasons
     assert [(r["batch"], r["status"]) for r in rows] == [(1, "OK"), (2, "FAILED"), (4, "FAILED"), (3, "FAILED")]
     assert "died while measuring" in rows[1]["reasons"][0] and "died earlier" in rows[2]["reasons"][0]
@@ -139,8 +139,7 @@ def test_sigkill_of_the_server_ends_the_run_within_seconds_and_leaves_nothing(tm
     assert not _group_alive(killed["pid"]), "a stub of the killed server is still alive"
     assert not leftover_shm(killed["prefix"]) and not leftover_shm(f"{CLIENT_SHM_PREFIX}{killed['pytest']}x")
     if kill_at == "online":  # rows measured before the fault are kept and the report is written
-        rows = [json.loads(line) for f in (tmp_path / "reports" / "raw").glob("online-*.jsonl")
-                for line in f.read_text().splitlines()]
+        rows = raw_rows(tmp_path / "reports", "online")
         assert [(r["concurrency"], r["status"] == "FAILED") for r in rows] == [(1, False), (2, True), (4, True)]
         assert "| FAILED |" in (tmp_path / "reports" / "online" / "bert.md").read_text().replace("  ", "")
 
@@ -198,8 +197,7 @@ def test_pytest_itself_killed_leaves_nothing_behind(tmp_path, sig):
     assert process.returncode != 0, out
     gone = _wait_gone(killed["pid"], killed["prefix"], killed["pytest"], bound_s=30)
     print(f"{signal.Signals(sig).name} of pytest: server group and regions gone {gone:.1f} s after pytest exited")
-    rows = [json.loads(line) for f in (tmp_path / "reports" / "raw").glob("online-*.jsonl")
-            for line in f.read_text().splitlines()]
+    rows = raw_rows(tmp_path / "reports", "online")
     assert [r["concurrency"] for r in rows if r["status"] != "FAILED"][:1] == [1]
     if sig == signal.SIGTERM:
         assert (tmp_path / "reports" / "online" / "bert.md").is_file(), out

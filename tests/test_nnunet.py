@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from tests.helpers import leftover_shm, run_pytest, run_leftovers
+from tests.helpers import leftover_shm, raw_rows, run_leftovers, run_pytest
 from tritonsuite.models import nnunet
 
 PROFILE = """
@@ -39,7 +39,7 @@ def test_nnunet_served_measured_and_checked_with_user_checkpoint_and_dataset(tmp
                         tmp_path, profile=PROFILE)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-4000:]
-    rows = [json.loads(line) for f in (tmp_path / "reports" / "raw").glob("*.jsonl") for line in f.read_text().splitlines()]
+    rows = raw_rows(tmp_path / "reports")
     perf = [r for r in rows if r["scenario"] in ("offline", "online")]
     assert len(perf) == 8 and all(r["status"] == "OK" for r in perf)
     assert {r["measurement"]["shared_memory"] for r in perf if r["scenario"] == "offline"} == {"system"}

@@ -1,9 +1,8 @@
 """End to end as a user runs it: tiny BERT exported, served by the embedded Triton, checked, measured, reported."""
-import json
 
 import pytest
 
-from tests.helpers import run_leftovers, run_pytest
+from tests.helpers import raw_rows, run_leftovers, run_pytest
 
 pytestmark = pytest.mark.smoke
 
@@ -18,7 +17,7 @@ def test_offline_online_accuracy_end_to_end(tmp_path):
     assert "torch.jit.script cannot compile bert:tiny" in out
 
     reports = tmp_path / "reports"
-    rows = [json.loads(line) for f in (reports / "raw").glob("*.jsonl") for line in f.read_text().splitlines()]
+    rows = raw_rows(reports)
     perf = [r for r in rows if r["scenario"] in ("offline", "online")]
     assert len(perf) == 8 and all(r["status"] == "OK" and r["valid"] for r in perf)
     for r in perf:
@@ -60,7 +59,7 @@ def test_two_xdist_workers_one_report(tmp_path):
     raw = sorted(f.name for f in (reports / "raw").glob("*.jsonl"))
     workers = {name.rsplit("-", 1)[1].removesuffix(".jsonl") for name in raw}
     assert workers == {"gw0", "gw1"}, raw  # both workers measured
-    rows = [json.loads(line) for f in (reports / "raw").glob("*.jsonl") for line in f.read_text().splitlines()]
+    rows = raw_rows(reports)
     assert len({r["run_id"] for r in rows}) == 1 and len(rows) == 6
     offline_md = (reports / "offline" / "bert.md").read_text()  # one page, written once by the controller
     assert "bert_tiny_onnx_fp32_offline" in offline_md and "bert_tiny_ts_trace_fp32_offline" in offline_md

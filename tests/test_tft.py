@@ -1,10 +1,9 @@
 """TFT through the real embedded Triton: eight inputs through system shared memory offline, and an accuracy run on a
 user dataset (``--dataset tft=CSV``) with the suite-trained tiny model."""
-import json
 
 import pytest
 
-from tests.helpers import run_pytest
+from tests.helpers import raw_rows, run_pytest
 from tests.unit.test_tft import _write_csv
 
 pytestmark = pytest.mark.smoke
@@ -29,12 +28,11 @@ def test_tft_offline_and_accuracy_on_a_user_csv(tmp_path):
     data = _write_csv(tmp_path / "load.csv")
     result = run_pytest(["--gpu", "tiny", "-m", "accuracy or offline", "--models", "tft",
                          "--dataset", f"tft={data}", "-q", "-p", "no:warnings"], tmp_path, profile=TFT_PROFILE)
-    raw = tmp_path / "reports" / "raw"
-    offline = [json.loads(line) for f in raw.glob("offline-*.jsonl") for line in f.read_text().splitlines()]
+    offline = raw_rows(tmp_path / "reports", "offline")
     assert {(r["deployment"], r["result"]["Batch"]) for r in offline} == {
         ("tft_tiny_onnx_fp32_offline", 1), ("tft_tiny_onnx_fp32_offline", 8),
         ("tft_tiny_ts_trace_fp32_offline", 1), ("tft_tiny_ts_trace_fp32_offline", 8)}, result.stdout
-    accuracy = [json.loads(line) for f in raw.glob("accuracy-*.jsonl") for line in f.read_text().splitlines()]
+    accuracy = raw_rows(tmp_path / "reports", "accuracy")
     assert {r["deployment"] for r in accuracy} == {"tft_tiny_onnx_fp32_offline", "tft_tiny_ts_trace_fp32_offline"}
     for r in accuracy:
         assert "load.csv" in r["description"] and r["samples"] == 2 * (14 * 24 - 24 + 1)

@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.helpers import ROOT, run_pytest
+from tests.helpers import ROOT, raw_rows, run_pytest
 
 pytestmark = pytest.mark.smoke
 
@@ -26,7 +26,7 @@ def test_user_model_spec_with_checkpoint_and_dataset(tmp_path):
                          "--batch-sizes", "16", "-q", "-p", "no:warnings"], tmp_path, profile=profile)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "4 passed" in result.stdout, result.stdout
-    rows = [json.loads(l) for f in (tmp_path / "reports" / "raw").glob("accuracy-*.jsonl") for l in f.read_text().splitlines()]
+    rows = raw_rows(tmp_path / "reports", "accuracy")
     assert {r["deployment"] for r in rows} == {"mlp_cpu_onnx_fp32_offline", "mlp_cpu_ts_script_fp32_offline"}
     for r in rows:
         assert r["samples"] == 100 and r["metrics"]["top1_agreement_with_reference"] == 100.0
@@ -76,8 +76,7 @@ def test_any_tensor_names_pass_offline_online_and_accuracy_on_both_platforms(tmp
                         profile=NAMED_PROFILE)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "15 passed" in result.stdout, result.stdout  # (3 + 2 formats) x (offline, online, accuracy)
-    rows = [json.loads(line) for f in (tmp_path / "reports" / "raw").glob("*.jsonl")
-            for line in f.read_text().splitlines()]
+    rows = raw_rows(tmp_path / "reports")
     served_by = {r["deployment"]: r["parameters"]["Backend"] for r in rows}
     assert served_by["named_tiny_onnx_fp32_online"] == "onnxruntime (python-based stand-in, embedded)"
     assert served_by["swapped_tiny_ts_trace_fp32_offline"] == "pytorch (python-based stand-in, embedded)"

@@ -1,11 +1,10 @@
 """Wide & Deep end to end on the embedded Triton: 29 inputs through system shared memory at a large batch, MAP@12
 and the Adult model trained from a user's table (--dataset), with a user checkpoint (--checkpoint)."""
-import json
 
 import numpy as np
 import pytest
 
-from tests.helpers import run_pytest
+from tests.helpers import raw_rows, run_pytest
 from tests.unit.test_wide_deep import _adult_frame
 
 pytestmark = pytest.mark.smoke
@@ -52,8 +51,7 @@ def test_wide_deep_through_triton(tmp_path):
     assert result.returncode == 0, out
     assert "5 passed" in out, out
 
-    raw = (tmp_path / "reports" / "raw").glob("*.jsonl")
-    rows = [json.loads(line) for f in raw for line in f.read_text().splitlines()]
+    rows = raw_rows(tmp_path / "reports")
     offline = [r for r in rows if r["scenario"] == "offline"]
     assert len(offline) == 2 and all(r["valid"] and r["measurement"]["shared_memory"] == "system" for r in offline)
     assert all(r["result"]["Batch"] == 8192 and r["parameters"]["Checkpoint"].endswith("user.pt") for r in offline)

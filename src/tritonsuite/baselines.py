@@ -38,6 +38,10 @@ FALLBACK_ALLOWANCE = (0.001, None)
 INFORMATIONAL = ("max abs error", "max rel error")  # Triton-vs-eager errors: gated by tolerances, not baselines
 
 
+def informational(metric: str) -> bool:
+    return any(kind in metric for kind in INFORMATIONAL)
+
+
 class BaselineError(ValueError):
     """A baseline file that cannot be read; the message names the file."""
 
@@ -53,7 +57,7 @@ def default_allowance(metric: str) -> dict[str, float]:
 
 def direction(metric: str, threshold: Any) -> str:
     """"higher" or "lower" is better, from the threshold the row carries (">= x" / "<= x"); errors are lower."""
-    if any(kind in metric for kind in INFORMATIONAL) or str(threshold).strip().startswith("<="):
+    if informational(metric) or str(threshold).strip().startswith("<="):
         return "lower"
     return "higher"
 
@@ -145,9 +149,8 @@ class BaselineStore:
             if metric not in row.metrics or row.metrics[metric] is None:
                 continue
             baseline, now = float(stored["value"]), float(row.metrics[metric])
-            informational = any(kind in metric for kind in INFORMATIONAL)
             allowance = stored.get("allowance") or default_allowance(metric)
-            allowed = None if informational else max(float(allowance.get("absolute", 0.0)),
+            allowed = None if informational(metric) else max(float(allowance.get("absolute", 0.0)),
                                                      float(allowance.get("relative", 0.0)) * abs(baseline))
             verdicts.append(Verdict(metric, baseline, now, allowed, stored.get("better") or direction(
                 metric, row.thresholds.get(metric))))
@@ -170,7 +173,7 @@ class BaselineStore:
                 metrics[metric] = {"value": value,
                                    "better": previous.get("better") or direction(metric, row.thresholds.get(metric)),
                                    "allowance": previous.get("allowance") or (
-                                       None if any(k in metric for k in INFORMATIONAL) else default_allowance(metric))}
+                                       None if informational(metric) else default_allowance(metric))}
             data["deployments"][row.deployment] = {"metrics": metrics, "provenance": dict(provenance)}
             tmp = path.with_name(f".{path.name}.{os.getpid()}")
             tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -109,16 +109,17 @@ def eager_runner(module, spec: ModelSpec, device: str = "cpu"):
     return run
 
 
-def artifact_session(spec: ModelSpec, path: str | Path, fmt: str, device: str = "cpu", max_batch_size: int = 64):
-    """Run an artifact in-process exactly as its stock backend serves it (the backend's stand-in session over a
-    minimal deployment configuration: the spec's tensors and the backend's default parameters)."""
+def artifact_session(spec: ModelSpec, path: str | Path, fmt: str, device: str = "cpu", config=None):
+    """Run an artifact in-process exactly as its stock backend serves it: the backend's stand-in session over the
+    deployment's configuration (a :class:`~tritonsuite.repository.DeploymentConfig`; by default the spec's tensors
+    and the backend's default parameters)."""
     from tritonsuite.repository import DeploymentConfig, config_json, model_config
 
     backend = backend_for(fmt)
-    kind = "KIND_GPU" if device.startswith("cuda") else "KIND_CPU"
-    config = model_config(spec.name, spec, backend, DeploymentConfig(max_batch_size=max_batch_size,
-                                                                     instance_kind=kind))
-    return backend.session(path, config_json(config), device)
+    if config is None:
+        config = DeploymentConfig(max_batch_size=64, instance_kind="KIND_GPU" if device.startswith("cuda")
+                                  else "KIND_CPU")
+    return backend.session(path, config_json(model_config(spec.name, spec, backend, config)), device)
 
 
 def _shapes(inputs: dict[str, np.ndarray]) -> str:

@@ -37,7 +37,7 @@ SERVER_STATS = ("queue", "compute_input", "compute_infer", "compute_output")
 
 
 class MeasurementError(RuntimeError):
-    """A point could not be measured (request failed, server unreachable); nothing was recorded for it."""
+    """A point could not be measured (request failed, server unreachable); the suite records it as a FAILED row."""
 
 
 @dataclass(frozen=True)

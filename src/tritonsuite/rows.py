@@ -159,7 +159,7 @@ def _ends_with_partial_line(fd: int) -> bool:
     return os.pread(fd, 1, size - 1) != b"\n"
 
 
-def _safe_component(value: Any) -> str:
+def safe_component(value: Any) -> str:
     text = str(value)
     for sep in {os.sep, "/", os.altsep or "/"}:
         text = text.replace(sep, "_")
@@ -168,7 +168,7 @@ def _safe_component(value: Any) -> str:
 
 def raw_path(reports_dir: str | os.PathLike[str], scenario: str, run_id: str, worker: str = "main") -> Path:
     """``<reports_dir>/raw/<scenario>-<run_id>-<worker>.jsonl`` (one file per scenario, run and worker)."""
-    name = f"{_safe_component(scenario)}-{_safe_component(run_id)}-{_safe_component(worker)}.jsonl"
+    name = f"{safe_component(scenario)}-{safe_component(run_id)}-{safe_component(worker)}.jsonl"
     return Path(reports_dir) / "raw" / name
 
 

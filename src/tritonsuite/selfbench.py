@@ -19,13 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-from tritonsuite.export import export
+from tritonsuite.export import artifact_session, export
 from tritonsuite.measure import LoadPoint, MeasurementSettings, measure
 from tritonsuite.models import default_registry
 from tritonsuite.profiles import load_profile
-from tritonsuite.backends import backend_for
 from tritonsuite.device import cpu_name
-from tritonsuite.repository import DeploymentConfig, build_deployment, config_json, deployment_name, model_config
+from tritonsuite.repository import DeploymentConfig, build_deployment, deployment_name
 from tritonsuite.server import EmbeddedServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{spec.key} onnx fp32, batch {big} and 1; {mp.intra_op_threads or 'default'} threads per instance")
 
     artifact = export(spec, "onnx", "fp32", args.cache_dir)
-    name, backend = deployment_name(spec, "onnx", "fp32", "offline"), backend_for("onnx")
+    name = deployment_name(spec, "onnx", "fp32", "offline")
     inputs_big, inputs_one = spec.example_inputs(big, 0), spec.example_inputs(1, 0)
 
     settings = profile.measurement
@@ -87,10 +86,8 @@ def main(argv: list[str] | None = None) -> int:
                        for c in CEILING_CONCURRENCY]
 
     # in-process = the artifact run as the deployment configures its backend (the same session the stand-in runs),
-    # measured after the server is gone: a session of this process alive during the served measurement took CPU
-    # from the server (batch-1 p50 through Triton 32-34 ms with it, 21 ms without, on 2 cores)
-    runner = backend.session(artifact.path, config_json(model_config(name, spec, backend,
-                                                                     mp.deployment_config("offline"))))
+    # measured after the server has stopped, so the two never share the cores
+    runner = artifact_session(spec, artifact.path, "onnx", config=mp.deployment_config("offline"))
     local_tput, _ = in_process(runner, inputs_big, args.seconds)
     _, local_p50 = in_process(runner, inputs_one, args.seconds)
     del runner

@@ -207,9 +207,11 @@ class Suite:
                 "deployment": deployment_name(spec, case.format, case.precision, scenario)}
 
     def _record_failure(self, case: Case, exc: Exception, deployment: Deployment | None, **coordinates) -> None:
+        """A FAILED row for a case that raised; its parameter table only while the server can still answer."""
         first_line = (str(exc).strip().splitlines() or [""])[0]
+        known = deployment is not None and self.server.is_alive()
         self.record(Row.failed(reason=f"{type(exc).__name__}: {first_line}", **self._identity(case), **coordinates,
-                               parameters=self.parameters(deployment) if deployment is not None else {}))
+                               parameters=self.parameters(deployment) if known else {}))
 
     # ------------------------------------------------------------------------------------------------- runs
     def run_performance(self, case: Case) -> Measurement:
@@ -226,32 +228,12 @@ class Suite:
         except export_mod.ExportUnsupported:
             raise  # not attempted: a skip with its reason
         except Exception as exc:
-            self._record_failure(case, exc, deployment if deployment is not None and self.server.is_alive() else None,
-                                 batch=case.batch_size, concurrency=case.concurrency or 1)
+            self._record_failure(case, exc, deployment, batch=case.batch_size, concurrency=case.concurrency or 1)
             raise
         if case.scenario == "offline" and not shared_memory:
             result.reasons.append("server is not on this host: inputs and outputs sent over HTTP, not shared memory")
         self.record(result.to_row(**self._identity(case), parameters=self.parameters(deployment)))
         return result
-
-    def _against_baseline(self, case: Case, result: AccuracyResult, row: Row) -> Row:
-        """Compare with the deployment's stored baseline: a regression beyond its allowance is a failure naming
-        the metric, baseline, now, delta and allowance; or, under ``update_baselines``, store this run's metrics
-        when the absolute checks passed."""
-        row.run_id = self.run_id
-        comparison = self.baselines.compare(row)
-        note = comparison.to_dict()
-        if self.update_baselines:
-            if result.passed:
-                note["updated"] = str(self.baselines.update(row, provenance(row, self.server.version())))
-        else:
-            if comparison.missing and self.require_baselines:
-                result.failures.append(f"{comparison.missing} (--require-baselines)")
-            result.failures += [f"regressed against its baseline: {v.describe()} ({comparison.file})"
-                                for v in comparison.regressions]
-        row = result.to_row(**self._identity(case), parameters=row.parameters)
-        row.extra["baseline"] = note
-        return row
 
     def run_accuracy(self, case: Case) -> AccuracyResult:
         """Run the model's accuracy data through Triton at the max batch size and judge it against eager."""
@@ -277,7 +259,7 @@ class Suite:
         except export_mod.ExportUnsupported:
             raise
         except Exception as exc:
-            self._record_failure(case, exc, deployment if deployment is not None and self.server.is_alive() else None)
+            self._record_failure(case, exc, deployment)
             raise
         row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
         if self.baselines is not None:

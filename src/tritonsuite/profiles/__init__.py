@@ -129,16 +129,18 @@ def _model_profile(name: str, data: Any, where: str, instance_kind: str) -> Mode
     missing = [k for k in ("size", "formats", "precisions", "max_batch_size") if k not in data]
     if missing:
         raise ProfileError(f"{where}: missing key {missing[0]!r}")
-    offline, online = _mapping(data.get("offline"), f"{where}.offline"), _mapping(data.get("online"), f"{where}.online")
+    offline = _mapping(data.get("offline"), f"{where}.offline")
+    online = _mapping(data.get("online"), f"{where}.online")
     _unknown(offline, OFFLINE_KEYS, f"{where}.offline")
     _unknown(online, ONLINE_KEYS, f"{where}.online")
     max_batch = _int(data["max_batch_size"], f"{where}.max_batch_size")
     kind = data.get("instance_kind", instance_kind)
     _choices(kind, f"{where}.instance_kind", list(DEVICES.values()))
+    batch_sizes = _ints(offline.get("batch_sizes", [1]) or [], f"{where}.offline.batch_sizes")
     preferred = _ints(online.get("preferred_batch_sizes") or [max_batch], f"{where}.online.preferred_batch_sizes")
-    for key, values in (("offline.batch_sizes", _ints(offline.get("batch_sizes", [1]) or [], f"{where}.offline.batch_sizes")),
-                        ("online.preferred_batch_sizes", preferred),
-                        ("online.batch_size", (_int(online.get("batch_size", 1), f"{where}.online.batch_size"),))):
+    batch_size = _int(online.get("batch_size", 1), f"{where}.online.batch_size")
+    for key, values in (("offline.batch_sizes", batch_sizes), ("online.preferred_batch_sizes", preferred),
+                        ("online.batch_size", (batch_size,))):
         too_big = [v for v in values if v > max_batch]
         if too_big:
             raise ProfileError(f"{where}.{key} {too_big}: valid range 1..{max_batch} (max_batch_size)")
@@ -147,10 +149,10 @@ def _model_profile(name: str, data: Any, where: str, instance_kind: str) -> Mode
         formats=_choices(data["formats"], f"{where}.formats", list(FORMATS)),
         precisions=_choices(data["precisions"], f"{where}.precisions", list(PRECISIONS)),
         max_batch_size=max_batch,
-        offline=OfflineProfile(batch_sizes=_ints(offline.get("batch_sizes", [1]) or [], f"{where}.offline.batch_sizes"),
-                               instance_count=_int(offline.get("instance_count", 1), f"{where}.offline.instance_count")),
+        offline=OfflineProfile(batch_sizes=batch_sizes, instance_count=_int(
+            offline.get("instance_count", 1), f"{where}.offline.instance_count")),
         online=OnlineProfile(concurrency=_ints(online.get("concurrency", [1]) or [], f"{where}.online.concurrency"),
-                             batch_size=_int(online.get("batch_size", 1), f"{where}.online.batch_size"),
+                             batch_size=batch_size,
                              instance_count=_int(online.get("instance_count", 1), f"{where}.online.instance_count"),
                              preferred_batch_sizes=preferred,
                              max_queue_delay_microseconds=_int(online.get("max_queue_delay_microseconds", 0),

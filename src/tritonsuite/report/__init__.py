@@ -12,7 +12,7 @@ from pathlib import Path
 from tritonsuite.report.common import OFFLINE_PLOTS, ONLINE_PLOTS, SCENARIO_DESCRIPTIONS, _group
 from tritonsuite.report.markdown import render_markdown, render_metrics_markdown, render_summary
 from tritonsuite.report.plots import plot_offline, plot_online
-from tritonsuite.rows import _safe_component, load_rows
+from tritonsuite.rows import safe_component, load_rows
 
 __all__ = ["OFFLINE_PLOTS", "ONLINE_PLOTS", "SCENARIO_DESCRIPTIONS", "plot_offline", "plot_online",
            "render_markdown", "render_metrics_markdown", "render_summary", "write_reports"]
@@ -31,8 +31,8 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
     written: list[Path] = []
     groups = _group(rows, lambda r: (r.scenario, r.model))
     for (scenario, model), grows in groups.items():
-        scenario_dir = reports_dir / _safe_component(scenario)
-        model_name = _safe_component(model)
+        scenario_dir = reports_dir / safe_component(scenario)
+        model_name = safe_component(model)
         if scenario == "offline":
             pngs = plot_offline(grows, scenario_dir / model_name)
         elif scenario == "online":

@@ -5,7 +5,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tritonsuite.rows import STATUSES  # noqa: F401  (re-exported for presenters)
+from tritonsuite.rows import Row
 
 _UNITLESS_COLUMNS = ("Batch", "Concurrency", "Inferences/Second")
 _INT_COLUMNS = ("Batch", "Concurrency")
@@ -26,6 +26,11 @@ _PLOT_ALT = {
     "latency_vs_batch.png": "latency vs batch size",
     "latency_vs_concurrency.png": "latency breakdown and throughput vs concurrency",
 }
+
+
+def _records(rows: Iterable[Row | Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The presenters read rows in their JSON form (``Row.to_dict``), whether given Rows or records."""
+    return [r.to_dict() if isinstance(r, Row) else r for r in rows]
 
 
 def _is_number(value: Any) -> bool:

@@ -8,8 +8,9 @@ from typing import Any
 
 from tritonsuite.report.common import (_EXTRA_COLUMNS, _INT_COLUMNS, _PLOT_ALT, _PLOTS, SCENARIO_DESCRIPTIONS,
                                        _column_header, _coord, _distinct, _format_number, _format_value, _group,
-                                       _is_number, _pipe_table, _result, _row_label, _sort_key, _status, _title)
-from tritonsuite.rows import RESULT_COLUMNS, STATUSES, Row
+                                       _is_number, _pipe_table, _records, _result, _row_label, _sort_key, _status,
+                                       _title)
+from tritonsuite.rows import RESULT_COLUMNS, STATUSES
 
 
 def _measured_line(scenario: str, rows: Sequence[Mapping[str, Any]]) -> str:
@@ -117,7 +118,7 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
     """
     if scenario not in SCENARIO_DESCRIPTIONS:
         return render_metrics_markdown(model, scenario, rows)
-    rows = [r.to_dict() if isinstance(r, Row) else r for r in rows]
+    rows = _records(rows)
     out = [f"# {_title(rows, model)} {scenario} results", ""]
     counts = _group(rows, _status)
     summary = ", ".join(f"{len(counts[s])} {s}" for s in list(STATUSES) + sorted(set(counts) - set(STATUSES))
@@ -174,7 +175,7 @@ def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[st
     Nested ``metrics`` dicts are flattened to dotted names; thresholds are looked up by the same (or the
     top-level) name.  Non-OK records' reasons are listed under the table.
     """
-    rows = [r.to_dict() if isinstance(r, Row) else r for r in rows]
+    rows = _records(rows)
     out = [f"# {_title(rows, model)} {scenario} results", ""]
     for description in _distinct(row.get("description") for row in rows):
         if description:
@@ -225,7 +226,7 @@ def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[st
 def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
     """A short page for a CI job summary: per accuracy deployment its verdict and its standing against the
     baseline; per measured deployment its best valid throughput with that point's p99."""
-    rows = [r.to_dict() if isinstance(r, Row) else r for r in rows]
+    rows = _records(rows)
     out = [f"# tritonsuite run {run_id or ', '.join(_distinct(r.get('run_id') for r in rows))}", ""]
     accuracy = [r for r in rows if r.get("scenario") == "accuracy"]
     if accuracy:

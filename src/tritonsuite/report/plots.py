@@ -8,10 +8,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tritonsuite.report.common import (_coord, _distinct, _format_number, _group, _is_number, _result, _sort_key,
-                                       _status, _title)
-from tritonsuite.rows import LATENCY_PARTS, Row
-
+from tritonsuite.report.common import (_coord, _distinct, _format_number, _group, _is_number, _records, _result,
+                                       _sort_key, _status, _title)
+from tritonsuite.rows import LATENCY_PARTS
 
 _OK_NOTE = "hollow markers: row not valid (status other than OK)"
 
@@ -98,7 +97,7 @@ def plot_offline(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[s
     One line per deployment; x is the batch size on a log2 axis ticked at the measured sizes.  Points whose row
     is not OK are drawn hollow.  Returns the written paths.
     """
-    rows = [r.to_dict() if isinstance(r, Row) else r for r in rows]
+    rows = _records(rows)
     out_dir = Path(out_dir)
     series = _offline_series(rows)
     colors = _palette(len(series))
@@ -188,7 +187,7 @@ def plot_online(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[st
     second y axis: throughput.  Non-OK rows get hatched bars, a hollow throughput marker and their status under
     the tick label.  Returns the written paths.
     """
-    rows = [r.to_dict() if isinstance(r, Row) else r for r in rows]
+    rows = _records(rows)
     out_dir = Path(out_dir)
     by_dep = _group(rows, lambda r: str(r.get("deployment") or "unknown deployment"))
     n = max(1, len(by_dep))

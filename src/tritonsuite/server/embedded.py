@@ -183,8 +183,9 @@ class EmbeddedServer(TritonServer):
         stamp = time.strftime("%Y%m%dT%H%M%S")
         self.log_path = self.log_dir / f"tritonserver-{stamp}-{os.getpid()}-{launch}.log"
         with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(self.arguments().command(str(paths["binary"])), stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, env=self._environment(paths),
+            self.process = subprocess.Popen(self.arguments().command(str(paths["binary"])), stdout=log,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            env=self._environment(paths),
                                             start_new_session=True, preexec_fn=_die_with_parent)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
