@@ -45,8 +45,14 @@ def gpu_description(profile_device: str, profile_gpu: str, server_local: bool) -
     names."""
     if profile_device == "cpu":
         return f"none (CPU: {cpu_name()})"
-    if server_local and cuda_available():
-        import torch
+    if server_local:
+        from tritonsuite.telemetry import describe_gpus
 
-        return torch.cuda.get_device_name(0)
+        described = describe_gpus()
+        if described:
+            return described
+        if cuda_available():
+            import torch
+
+            return torch.cuda.get_device_name(0)
     return f"{profile_gpu} (as the profile names it; the server is not on this host)"

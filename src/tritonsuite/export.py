@@ -98,9 +98,11 @@ def eager_runner(module, spec: ModelSpec, device: str = "cpu"):
     """The eager reference as a dict-in/dict-out callable (outputs as float32/float numpy arrays)."""
     import torch
 
+    compute = next((p.dtype for p in module.parameters() if p.is_floating_point()), torch.float32)
+
     def run(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        with torch.inference_mode():
-            outputs = module(*_to_torch(spec, inputs, device))
+        with torch.inference_mode():  # a reduced-precision module takes its floating inputs in its own dtype
+            outputs = module(*(t.to(compute) if t.is_floating_point() else t for t in _to_torch(spec, inputs, device)))
         if not isinstance(outputs, (tuple, list)):
             outputs = (outputs,)
         return {t.name: o.detach().float().cpu().numpy() if o.is_floating_point() else o.cpu().numpy()

@@ -13,6 +13,8 @@ Each point yields the seeds' columns (ms):
   stable windows, per request;
 - Network+Server Send/Recv: the residual of the average client latency minus all the parts above;
 - p50/p90/p95/p99/avg latency: from the raw per-request latencies of the stable windows.
+Where the server runs on this host and NVML answers, GPU utilisation, memory, power and SM clock are sampled during
+the point and summarised over the stable windows (``tritonsuite.telemetry``).
 It also records how it was measured and whether the row is valid: the server's success-count delta over the whole
 point must equal the requests the client completed (else someone else used the model), no request may fail, and
 the load generator's own CPU use must stay below the client-bound limit.
@@ -20,6 +22,7 @@ the load generator's own CPU use must stay below the client-bound limit.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -32,6 +35,7 @@ from tritonsuite.settings import STABLE_WINDOWS, MeasurementSettings
 from tritonsuite.client import SharedMemoryRegions, infer_tensors
 from tritonsuite.server import TritonServer
 from tritonsuite.spec import TensorSpec
+from tritonsuite.telemetry import GpuSampler, unavailable_reason
 
 SERVER_STATS = ("queue", "compute_input", "compute_infer", "compute_output")
 
@@ -307,7 +311,7 @@ def _stability(windows: Sequence[_Window], limit: float) -> tuple[bool, float, f
 
 
 def _summarise(point: LoadPoint, windows: list[_Window], total: dict[str, int], completed: int,
-               settings: MeasurementSettings, protocol: str) -> Measurement:
+               settings: MeasurementSettings, protocol: str, gpu: GpuSampler | None = None) -> Measurement:
     stable_windows = windows[-STABLE_WINDOWS:]
     stable, t_spread, l_spread = _stability(stable_windows, settings.stability_percentage)
     samples = np.concatenate([w.samples for w in stable_windows])
@@ -349,7 +353,11 @@ def _summarise(point: LoadPoint, windows: list[_Window], total: dict[str, int], 
         "requests_sent": completed,
         "server_success_delta": total["success_count"],
         "server_fail_delta": total["fail_count"],
+        "gpu": gpu.summary(stable_windows[0].start, stable_windows[-1].end) if gpu is not None else None,
     }
+    if meta["gpu"] is None:
+        meta["gpu_telemetry"] = ((gpu.reason or "no sample fell inside the stable windows") if gpu is not None
+                                 else unavailable_reason(server_local=False))
     reasons, status = [], "OK"
     if not stable:
         status = "UNSTABLE"
@@ -378,19 +386,21 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
     server.check_alive()
     host = server.http_url.rsplit(":", 1)[0]
 
-    async def run(shm):
+    async def run(shm, gpu):
         request = prepare_request(host, model, batch, [t.name for t in outputs], shm)
         gen = _LoadGenerator(server, model, request, point.concurrency, settings)
         windows, total, completed = await gen.run()
-        return _summarise(point, windows, total, completed, settings, "http")
+        return _summarise(point, windows, total, completed, settings, "http", gpu)
 
     try:
-        if point.shared_memory:
-            if not server.local:
-                raise MeasurementError(f"system shared memory needs a server on this host; {server.describe()} is not")
-            with SharedMemoryRegions(server, batch, outputs, point.batch_size) as shm:
-                return asyncio.run(run(shm))
-        return asyncio.run(run(None))
+        with GpuSampler() if server.local else contextlib.nullcontext() as gpu:
+            if point.shared_memory:
+                if not server.local:
+                    raise MeasurementError(f"system shared memory needs a server on this host; "
+                                           f"{server.describe()} is not")
+                with SharedMemoryRegions(server, batch, outputs, point.batch_size) as shm:
+                    return asyncio.run(run(shm, gpu))
+            return asyncio.run(run(None, gpu))
     except Exception as exc:
         if server.gone():
             raise server.died(f"while measuring {model} at batch {point.batch_size}, concurrency "

@@ -123,3 +123,27 @@ def test_cache_key_follows_the_model_code(tmp_path):
     assert key_of_current_file() == first
     module_file.write_text("def build(checkpoint=None):\n    return None  # changed\n")
     assert key_of_current_file() != first
+
+
+@pytest.mark.parametrize("fmt", ["ts-trace", "ts-script"])
+def test_half_torchscript_takes_and_gives_the_declared_dtypes(tmp_path, fmt):
+    """An fp16 module's TorchScript serves the configuration's dtypes (a stock pytorch_backend checks them): float
+    inputs are cast to half inside, float outputs back. Found on an H100, where TFT's fp16 export failed with
+    "mat1 and mat2 must have the same dtype" before the wrapper cast."""
+    import torch
+
+    from tritonsuite.export import _to_torch, eager_runner
+    from tritonsuite.formats import get_format
+
+    spec = default_registry().get("tft", "tiny")
+    module = spec.build(None).half()
+    example = _to_torch(spec, spec.example_inputs(2, 0), "cpu")
+    path = tmp_path / "model.pt"
+    get_format(fmt).write(module, spec, path, example)
+    served = torch.jit.load(str(path))
+    sample = spec.example_inputs(3, 1)
+    with torch.no_grad():
+        out = served(*[torch.from_numpy(sample[t.name]) for t in spec.inputs])[0]
+    assert out.dtype == torch.float32 == getattr(torch, np.dtype(spec.outputs[0].dtype).name)
+    reference = eager_runner(module, spec)(sample)[spec.outputs[0].name]
+    np.testing.assert_allclose(out.numpy(), reference, rtol=0, atol=0)

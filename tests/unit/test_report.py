@@ -13,6 +13,7 @@ import pytest
 
 from tritonsuite import report
 from tritonsuite.report import plot_offline, plot_online, render_markdown, write_reports
+from tritonsuite.telemetry import GPU_COLUMNS
 from tritonsuite.rows import LATENCY_PARTS, RESULT_COLUMNS, RawWriter, Row, load_rows, raw_path
 
 RUN = "20261122T021500-1234"
@@ -257,7 +258,8 @@ def test_markdown_results_table_matches_seed_header():
     md = render_markdown("bert", "offline", offline_rows())
     tables = results_tables(md)
     assert len(tables) == 2  # one per deployment
-    expected = split_cells(SEED_HEADER) + ["Status", "Client CPU (%)"]
+    expected = split_cells(SEED_HEADER) + ["Status", "Client CPU (%)", "GPU Utilization (%)", "GPU Memory Used (MiB)",
+                                           "GPU Power (W)", "GPU SM Clock (MHz)"]
     for table in tables:
         header, separator = table[0], table[1]
         assert split_cells(header) == expected
@@ -303,7 +305,8 @@ def test_markdown_rows_sorted_and_formatted():
     assert cells["Client Send (ms)"] == "0.04"  # below 1 ms: two decimals, not "0.0"
     assert cells["Client Recv (ms)"] == "0.01"
     assert cells["Status"] == "OK" and cells["Client CPU (%)"] == "21.5"
-    assert [r[-2] for r in body] == ["OK", "OK", "UNSTABLE"]
+    assert [cells[c] for c in GPU_COLUMNS] == ["-"] * 4  # not sampled (no GPU)
+    assert [r[-6] for r in body] == ["OK", "OK", "UNSTABLE"]
 
     online = results_tables(render_markdown("bert", "online", online_rows()))
     assert [split_cells(line)[1] for line in online[1][2:]] == ["1", "2", "4"]
@@ -322,7 +325,7 @@ def test_markdown_failed_row_without_result():
                            title="BERT", deployment=rows[0].deployment, batch=16, concurrency=1))
     md = render_markdown("bert", "offline", rows)
     body = [split_cells(line) for line in results_tables(md)[0][2:]]
-    assert body[-1][:3] == ["16", "1", "-"] and body[-1][-2] == "FAILED"
+    assert body[-1][:3] == ["16", "1", "-"] and body[-1][-6] == "FAILED"
     assert "- batch 16, concurrency 1: FAILED: MeasurementError: server returned HTTP 500" in md
 
 
@@ -427,3 +430,12 @@ def test_summary_for_a_ci_job(tmp_path):
     assert f"{best.result['Inferences/Second']:.1f}" in line and "batch 4, concurrency 1" in line and "2/3" in line
     write_rows(tmp_path, offline_rows() + [accuracy])
     assert (tmp_path / "summary.md") in write_reports(tmp_path, RUN)
+
+
+def test_markdown_gpu_telemetry_cells_read_mean_and_max():
+    rows = offline_rows()
+    rows[0].measurement["gpu"] = {c: {"mean": 41.26, "max": 97.0} for c in GPU_COLUMNS}
+    table = results_tables(render_markdown("bert", "offline", rows))[0]
+    header = split_cells(table[0])
+    cells = next(dict(zip(header, split_cells(line))) for line in table[2:] if split_cells(line)[0] == str(rows[0].batch))
+    assert [cells[c] for c in GPU_COLUMNS] == ["41 / 97"] * 4

@@ -145,7 +145,8 @@ class LibTorchSession:
         self._argument_order = sorted(binding, key=binding.get)
         self._outputs = libtorch_output_binding([t["name"] for t in config["output"]])
 
-    def __call__(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def __call__(self, inputs: dict[str, np.ndarray], on_device: bool = False) -> dict:
+        """Outputs as numpy arrays, or with ``on_device`` as torch tensors where the model left them (a GPU)."""
         torch = self._torch
         context = torch.inference_mode() if self._inference_mode else torch.no_grad()
         with context:
@@ -153,6 +154,8 @@ class LibTorchSession:
             result = self._module(*args)
             if not isinstance(result, (tuple, list)):
                 result = (result,)
+            if on_device:
+                return {n: result[i].detach() for n, i in self._outputs.items()}
             return {n: result[i].detach().cpu().numpy() for n, i in self._outputs.items()}
 
 
@@ -178,6 +181,7 @@ class TritonPythonModel:
         if args.get("model_instance_kind") == "GPU":
             device = f"cuda:{args.get('model_instance_device_id', 0)}"
         self.session = open_session(backend, path, config, device)
+        self.gpu_outputs = device.startswith("cuda") and isinstance(self.session, LibTorchSession)
         self.batching = int(config.get("max_batch_size", 0)) > 0
         self.input_names = [t["name"] for t in config["input"]]
         self.outputs = [(t["name"], t["data_type"]) for t in config["output"]]
@@ -188,16 +192,31 @@ class TritonPythonModel:
         try:
             arrays = [{n: pb_utils.get_input_tensor_by_name(r, n).as_numpy() for n in self.input_names}
                       for r in requests]
+            run = (lambda a: self.session(a, on_device=True)) if self.gpu_outputs else self.session
             if self.batching and len(arrays) > 1:
                 sizes = [len(a[self.input_names[0]]) for a in arrays]
-                merged = self.session({n: np.concatenate([a[n] for a in arrays]) for n in self.input_names})
+                merged = run({n: np.concatenate([a[n] for a in arrays]) for n in self.input_names})
                 starts = np.cumsum([0] + sizes)
                 results = [{n: v[starts[i]:starts[i + 1]] for n, v in merged.items()} for i in range(len(sizes))]
             else:
-                results = [self.session(a) for a in arrays]
+                results = [run(a) for a in arrays]
+            responses = [pb_utils.InferenceResponse(output_tensors=[self._tensor(pb_utils, n, out[n], dtype)
+                                                                    for n, dtype in self.outputs])
+                         for out in results]
         except Exception as exc:  # every request of the execution gets the error; the stub lives on
             error = pb_utils.TritonError(f"{type(exc).__name__}: {exc}")
             return [pb_utils.InferenceResponse(output_tensors=[], error=error) for _ in requests]
-        return [pb_utils.InferenceResponse(output_tensors=[
-            pb_utils.Tensor(n, np.ascontiguousarray(out[n], dtype=pb_utils.triton_string_to_numpy(dtype)))
-            for n, dtype in self.outputs]) for out in results]
+        return responses
+
+    @staticmethod
+    def _tensor(pb_utils, name: str, value, dtype: str):
+        numpy_dtype = pb_utils.triton_string_to_numpy(dtype)
+        if isinstance(value, np.ndarray):
+            return pb_utils.Tensor(name, np.ascontiguousarray(value, dtype=numpy_dtype))
+        # a GPU tensor: handed to Triton where it is, as the stock backend's outputs are (with the python backend
+        # 2.51 of nvidia-pytriton, numpy outputs of a KIND_GPU instance came back empty over HTTP on an H100)
+        import torch
+        import torch.utils.dlpack
+
+        target = torch.from_numpy(np.empty(0, dtype=numpy_dtype)).dtype
+        return pb_utils.Tensor.from_dlpack(name, torch.utils.dlpack.to_dlpack(value.to(target).contiguous()))

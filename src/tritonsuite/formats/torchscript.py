@@ -11,6 +11,8 @@ import importlib.util
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from tritonsuite.formats.base import ExportUnsupported, Format
 
 
@@ -26,10 +28,22 @@ def _signature_wrapper(module, spec, example: tuple, directory: Path):
 
     arguments, argument_inputs, result_outputs = torchscript_signature([t.name for t in spec.inputs],
                                                                        [t.name for t in spec.outputs])
-    call = ", ".join(arguments[argument_inputs.index(j)] for j in range(len(spec.inputs)))
+    # A reduced-precision module (fp16) takes and gives the dtypes the configuration declares, as a stock
+    # pytorch_backend requires: floating inputs are cast to the module's dtype, floating outputs back.
+    compute = next((p.dtype for p in module.parameters() if p.is_floating_point()), torch.float32)
+    names = [arguments[argument_inputs.index(j)] for j in range(len(spec.inputs))]
+    call = ", ".join(f"{n}.to(torch.{str(compute).split('.')[1]})" if compute != torch.float32
+                     and np.dtype(t.dtype).kind == "f" else n for n, t in zip(names, spec.inputs))
     with torch.no_grad():
-        returns_tuple = isinstance(module(*example), (tuple, list))
-    results = ", ".join(f"outputs[{k}]" for k in result_outputs) if returns_tuple else "outputs"
+        produced = module(*_module_inputs(example, spec, compute))
+    returns_tuple = isinstance(produced, (tuple, list))
+
+    def result(k: int) -> str:
+        value = f"outputs[{k}]" if returns_tuple else "outputs"
+        declared = np.dtype(spec.outputs[k].dtype)
+        return f"{value}.to(torch.{declared.name})" if compute != torch.float32 and declared.kind == "f" else value
+
+    results = ", ".join(result(k) for k in (result_outputs if returns_tuple else [0]))
     path = directory / "tritonsuite_signature.py"
     path.write_text(
         "import torch\n\n\n"
@@ -45,6 +59,11 @@ def _signature_wrapper(module, spec, example: tuple, directory: Path):
     loader.loader.exec_module(generated)
     # the wrapper takes its arguments in the backend's order: so does the example it is traced with
     return generated.Signature(module).eval(), tuple(example[j] for j in argument_inputs)
+
+
+def _module_inputs(arguments: tuple, spec, compute) -> tuple:
+    """``arguments`` (the spec's dtypes, spec order) as ``module`` takes them: floating ones in its dtype."""
+    return tuple(a.to(compute) if a.is_floating_point() else a for a in arguments)
 
 
 class _TorchScript(Format):

@@ -62,8 +62,9 @@ SIZES = {
 TOLERANCES = {  # (atol, rtol); mel is compared over each sample's valid frames only
     "fp32": {"OUTPUT__0": (1e-3, 1e-3), "OUTPUT__1": (0.0, 0.0), "OUTPUT__2": (0.0, 0.0),
              "OUTPUT__3": (1e-4, 1e-4), "OUTPUT__4": (1e-4, 1e-4)},
-    # fp16 deployments against the fp32 eager reference: a duration may round the other way
-    "fp16": {"OUTPUT__0": (0.1, 0.05), "OUTPUT__1": (4.0, 0.02), "OUTPUT__2": (1.0, 0.0),
+    # fp16: a duration may round the other way (seen on an H100: fp16 ts-trace against fp16 eager), which shifts the
+    # rest of that sample's frames; up to 10% of a sample's mel values may then be out (the seed's 0.9 share)
+    "fp16": {"OUTPUT__0": (0.1, 0.05, 0.1), "OUTPUT__1": (4.0, 0.02), "OUTPUT__2": (1.0, 0.0),
              "OUTPUT__3": (2e-2, 2e-2), "OUTPUT__4": (2e-2, 2e-2)},
 }
 # share of samples whose lengths and durations must equal the reference's, per precision
@@ -138,7 +139,7 @@ def _classes():  # defined lazily so importing this module does not import torch
             b, n, d = x.shape
             q, k, v = self.qkv(x).view(b, n, 3, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4).unbind(0)
             scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.d_head)
-            scores = scores.masked_fill(~mask[:, None, None, :], -1e9)  # padded keys weigh exactly 0
+            scores = scores.masked_fill(~mask[:, None, None, :], -65504.0)  # padded keys weigh 0; fp16-safe (-1e9 overflows half)
             context = torch.matmul(torch.softmax(scores, dim=-1), v)
             return self.out(context.transpose(1, 2).reshape(b, n, d))
 
@@ -315,7 +316,7 @@ def _accuracy_data(size: str, dataset: Path | None, checkpoint: Path | None) -> 
         return f"sentence {i} ({sentences[i][:50]!r})"
 
     def score(served: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarray], precision: str) -> list[Metric]:
-        atol, rtol = TOLERANCES.get(precision, TOLERANCES["fp32"])["OUTPUT__0"]
+        atol, rtol = TOLERANCES.get(precision, TOLERANCES["fp32"])["OUTPUT__0"][:2]
         exact, mel_ok, in_range, worst_error = [], [], [], []
         for i in range(len(sentences)):
             same = (np.array_equal(served["OUTPUT__1"][i], reference["OUTPUT__1"][i])

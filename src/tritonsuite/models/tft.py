@@ -320,7 +320,7 @@ def _network():  # defined lazily so importing this module does not import torch
             k = self.key(keys).view(b, tk, self.heads, self.d_head).transpose(1, 2)
             v = self.value(keys).unsqueeze(1)
             scores = torch.matmul(q, k.transpose(-1, -2)) / (self.d_head ** 0.5)
-            scores = scores.masked_fill(self.mask, -1e9)
+            scores = scores.masked_fill(self.mask, -65504.0)  # the most negative half: -1e9 overflows fp16
             attention = self.dropout(torch.softmax(scores, dim=-1))
             return self.out(torch.matmul(attention, v).mean(dim=1))
 

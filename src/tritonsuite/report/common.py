@@ -6,11 +6,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tritonsuite.rows import Row
+from tritonsuite.telemetry import GPU_COLUMNS
 
 _UNITLESS_COLUMNS = ("Batch", "Concurrency", "Inferences/Second")
 _INT_COLUMNS = ("Batch", "Concurrency")
 #: Trailing columns of the results table (after RESULT_COLUMNS).
-_EXTRA_COLUMNS = ("Status", "Client CPU (%)")
+_EXTRA_COLUMNS = ("Status", "Client CPU (%)") + GPU_COLUMNS
 
 SCENARIO_DESCRIPTIONS = {
     "offline": "static batching, one request in flight, inputs/outputs through system shared memory",

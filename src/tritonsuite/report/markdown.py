@@ -11,6 +11,7 @@ from tritonsuite.report.common import (_EXTRA_COLUMNS, _INT_COLUMNS, _PLOT_ALT, 
                                        _is_number, _pipe_table, _records, _result, _row_label, _sort_key, _status,
                                        _title)
 from tritonsuite.rows import RESULT_COLUMNS, STATUSES
+from tritonsuite.telemetry import GPU_COLUMNS
 
 
 def _measured_line(scenario: str, rows: Sequence[Mapping[str, Any]]) -> str:
@@ -78,6 +79,10 @@ def _results_table(rows: Sequence[Mapping[str, Any]]) -> str:
         measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
         cpu = measurement.get("client_cpu_percent")
         cells.append(f"{cpu:.1f}" if _is_number(cpu) else "-")
+        gpu = measurement.get("gpu") if isinstance(measurement.get("gpu"), Mapping) else {}
+        for column in GPU_COLUMNS:
+            stat = gpu.get(column) or {}
+            cells.append(f"{stat['mean']:.0f} / {stat['max']:.0f}" if _is_number(stat.get("mean")) else "-")
         body.append(cells)
     return _pipe_table(headers, body, align="right")
 
@@ -111,8 +116,8 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
     """One markdown page for ``model`` in ``scenario``.
 
     Offline/online: per deployment (first-seen order) a ``## <deployment>`` section with how it was measured,
-    the "Parameter Name | Parameter Value" table, the results table (RESULT_COLUMNS + Status + Client CPU (%),
-    sorted by Batch then Concurrency) and the reasons of every non-OK row.  ``plots`` are relative image paths to
+    the "Parameter Name | Parameter Value" table, the results table (RESULT_COLUMNS + Status + Client CPU (%) +
+    the GPU telemetry columns as "mean / max", "-" where not sampled; sorted by Batch then Concurrency) and the reasons of every non-OK row.  ``plots`` are relative image paths to
     embed (default: ``<model>/<plot>.png`` for the scenario's plots; ``[]`` embeds none).  Any other scenario
     (e.g. accuracy) is rendered by :func:`render_metrics_markdown`.
     """
