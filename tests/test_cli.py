@@ -1,4 +1,7 @@
 """Bad command-line input gets a one-line usage error naming the bad value and the valid choices."""
+import subprocess
+import sys
+
 import pytest
 
 from tests.helpers import ROOT, run_pytest
@@ -148,3 +151,18 @@ def test_a_checkpoint_that_is_not_tensors_is_refused_before_anything_starts(tmp_
         line = _one_usage_line(result)
         assert f"--checkpoint bert={tmp_path / name}: not a checkpoint torch.load(weights_only=True) reads" in line
         assert "pwned" not in result.stdout + result.stderr
+
+
+def test_the_example_ci_workflow_uses_only_real_options():
+    """examples/ci/tritonsuite.yml is what teams copy: each pytest option it passes exists."""
+    import re
+
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / "examples" / "ci" / "tritonsuite.yml").read_text())
+    commands = [step["run"] for step in workflow["jobs"]["gate"]["steps"] if "pytest" in step.get("run", "")]
+    used = {m for c in commands for m in re.findall(r"(--[a-z][a-z-]+)", c)}
+    assert {"--require-baselines", "--benchmark-json", "--junit-xml", "--compare"} <= used
+    help_text = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=ROOT, capture_output=True, text=True,
+                               timeout=120).stdout
+    assert [o for o in sorted(used) if o not in help_text] == []

@@ -56,3 +56,15 @@ def gpu_description(profile_device: str, profile_gpu: str, server_local: bool) -
 
             return torch.cuda.get_device_name(0)
     return f"{profile_gpu} (as the profile names it; the server is not on this host)"
+
+
+def host_description(server_local: bool = True) -> str:
+    """The hardware a local server's figures come from, as runs are joined by it (tritonsuite.compare): the CPU,
+    its core count, and the GPUs NVML sees ("AMD EPYC 7B13, 2 cores")."""
+    import os
+
+    from tritonsuite.telemetry import describe_gpus
+
+    text = f"{cpu_name()}, {os.cpu_count()} cores"
+    gpus = describe_gpus() if server_local else None
+    return f"{text}, {gpus.split(' (driver')[0]}" if gpus else text

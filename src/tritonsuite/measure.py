@@ -26,7 +26,7 @@ import contextlib
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -62,6 +62,8 @@ class Measurement:
     meta: dict
     status: str = "OK"
     reasons: list[str] = field(default_factory=list)
+    latencies_s: np.ndarray | None = None  # every request latency of the stable windows (pytest-benchmark's rounds)
+    comparison: Any = None  # a tritonsuite.compare.PointComparison when the run compares with a stored one
 
     @property
     def valid(self) -> bool:
@@ -354,6 +356,10 @@ def _summarise(point: LoadPoint, windows: list[_Window], total: dict[str, int], 
         "server_success_delta": total["success_count"],
         "server_fail_delta": total["fail_count"],
         "gpu": gpu.summary(stable_windows[0].start, stable_windows[-1].end) if gpu is not None else None,
+        # the evidence a later run is compared with (tritonsuite.compare): every window's throughput, and the
+        # stable windows' request latencies (at most LATENCY_SAMPLES of them, evenly spaced)
+        "window_throughputs": [round(len(w.samples) * point.batch_size / (w.end - w.start), 3) for w in windows],
+        "latency_samples_ms": [round(float(v), 4) for v in latency_ms[_even_subsample(len(latency_ms))]],
     }
     if meta["gpu"] is None:
         meta["gpu_telemetry"] = ((gpu.reason or "no sample fell inside the stable windows") if gpu is not None
@@ -374,7 +380,18 @@ def _summarise(point: LoadPoint, windows: list[_Window], total: dict[str, int], 
         status = "INVALID" if status == "OK" else status
         reasons.append(f"client bound: the load generator used {client_cpu:.0f}% of a core "
                        f"(limit {settings.client_bound_percent:g}%)")
-    return Measurement(point=point, result=result, meta=meta, status=status, reasons=reasons)
+    return Measurement(point=point, result=result, meta=meta, status=status, reasons=reasons,
+                       latencies_s=samples[:, 0].copy())
+
+
+LATENCY_SAMPLES = 2000
+
+
+def _even_subsample(n: int, limit: int = LATENCY_SAMPLES) -> np.ndarray:
+    """Indices of at most ``limit`` of ``n`` samples, evenly spaced (all of them when ``n <= limit``)."""
+    if n <= limit:
+        return np.arange(n)
+    return np.linspace(0, n - 1, limit).round().astype(np.int64)
 
 
 def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[TensorSpec],

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from tritonsuite import export as export_mod
 from tritonsuite.accuracy import AccuracyResult, evaluate
 from tritonsuite.backends import backend_for
 from tritonsuite.baselines import BaselineStore, provenance
 from tritonsuite.client import served_infer
-from tritonsuite.device import gpu_description
+from tritonsuite.compare import compare_points, point_key
+from tritonsuite.device import gpu_description, host_description
 from tritonsuite.formats import get_format
 from tritonsuite.measure import LoadPoint, Measurement, measure
 from tritonsuite.models import Registry
@@ -99,6 +100,8 @@ class Suite:
     baselines: BaselineStore | None = None  # accuracy baselines to compare with (or to rewrite)
     update_baselines: bool = False  # rewrite the baselines of deployments that passed their absolute checks
     require_baselines: bool = False  # a deployment with no baseline fails instead of passing with a note
+    compare_with: Sequence[Row] = ()  # a stored run's performance rows: each measured point is judged against them
+    compare_label: str = ""
     _modules: dict = field(default_factory=dict, repr=False)
     _deployments: dict = field(default_factory=dict, repr=False)
     _writers: dict = field(default_factory=dict, repr=False)
@@ -176,6 +179,8 @@ class Suite:
             "Model": f"{deployment.spec.key} ({deployment.spec.description})",
             "Threads per instance": cfg.intra_op_threads or "runtime default",
             "Server": f"tritonserver {self.server.version()} ({self.server.name})",
+            "Host": host_description(self.server.local) if self.server.local else f"the host of {self.server.describe()}",
+            "Artifact key": art.key[:16],
         }
         if cfg.dynamic_batching:
             params["Preferred batch sizes"] = " ".join(map(str, cfg.preferred_batch_sizes)) or "-"
@@ -232,7 +237,13 @@ class Suite:
             raise
         if case.scenario == "offline" and not shared_memory:
             result.reasons.append("server is not on this host: inputs and outputs sent over HTTP, not shared memory")
-        self.record(result.to_row(**self._identity(case), parameters=self.parameters(deployment)))
+        row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
+        then = {point_key(r): r for r in self.compare_with}.get(point_key(row)) if self.compare_with else None
+        if then is not None:
+            result.comparison = compare_points(then, row)
+            row.extra["comparison"] = {"against": self.compare_label, "verdict": result.comparison.verdict,
+                                       "line": result.comparison.describe()}
+        self.record(row)
         return result
 
     def run_accuracy(self, case: Case) -> AccuracyResult:

@@ -12,6 +12,7 @@ import pytest
 
 from tritonsuite.export import ExportUnsupported
 from tritonsuite.baselines import BaselineError
+from tritonsuite.plugin.options import OPTIONS_KEY
 from tritonsuite.server import ServerError
 
 
@@ -32,22 +33,56 @@ def _judge(case_id: str, run, verdict, record_property, figures) -> None:
         pytest.fail(failure, pytrace=False)
 
 
-def _performance(suite, case, record_property) -> None:
-    _judge(case.id, lambda: suite.run_performance(case),
-           lambda m: None if m.valid else f"{case.id}: {m.status}: " + "; ".join(m.reasons), record_property,
-           lambda m: {**{k: round(v, 4) for k, v in m.result.items()}, "status": m.status})
+def _performance(suite, case, request, record_property) -> None:
+    gate = request.config.stash[OPTIONS_KEY].perf_gate
+
+    def verdict(m) -> str | None:
+        if not m.valid:
+            return f"{case.id}: {m.status}: " + "; ".join(m.reasons)
+        _benchmark_record(request, m)
+        if gate is not None and m.comparison is not None and m.comparison.regressions_beyond(gate):
+            return f"{case.id}: perf gate ({gate:g}%): {m.comparison.describe()}"
+        return None
+
+    def figures(m) -> dict:
+        found = {**{k: round(v, 4) for k, v in m.result.items()}, "status": m.status}
+        if m.comparison is not None:
+            found["comparison"] = m.comparison.describe()
+        return found
+
+    _judge(case.id, lambda: suite.run_performance(case), verdict, record_property, figures)
+
+
+def _benchmark_record(request, measurement) -> None:
+    """The point as a pytest-benchmark record, in the library's own storage and format: each request latency of
+    the stable windows is one round; throughput and the row's columns go into ``extra_info``. Nothing when
+    pytest-benchmark is absent or disabled (``--benchmark-disable``, or under xdist)."""
+    if not request.config.pluginmanager.hasplugin("benchmark") or measurement.latencies_s is None:
+        return
+    benchmark = request.getfixturevalue("benchmark")
+    if benchmark.disabled:
+        benchmark._mode = "tritonsuite"  # recorded elsewhere: no "fixture was not used" warning
+        return
+    benchmark._mode = "tritonsuite (request latencies measured against Triton)"
+    stats = benchmark._make_stats(1)
+    for latency in measurement.latencies_s:
+        stats.update(float(latency))
+    benchmark.extra_info.update({**measurement.result, "status": measurement.status,
+                                 "window": measurement.meta.get("window"),
+                                 "client_cpu_percent": measurement.meta.get("client_cpu_percent"),
+                                 "measured_requests": measurement.meta.get("measured_requests")})
 
 
 @pytest.mark.offline
-def test_offline(suite, offline_case, triton, record_property):
+def test_offline(suite, offline_case, triton, request, record_property):
     """Static batching, one request in flight, system shared memory, a batch-size sweep."""
-    _performance(suite, offline_case, record_property)
+    _performance(suite, offline_case, request, record_property)
 
 
 @pytest.mark.online
-def test_online(suite, online_case, triton, record_property):
+def test_online(suite, online_case, triton, request, record_property):
     """Dynamic batching on the server, concurrent requests over HTTP, a concurrency sweep."""
-    _performance(suite, online_case, record_property)
+    _performance(suite, online_case, request, record_property)
 
 
 @pytest.mark.accuracy

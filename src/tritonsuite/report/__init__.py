@@ -1,7 +1,8 @@
 """Report writer: the run's rows (:mod:`tritonsuite.rows`) -> markdown tables and plots in the seeds' format.
 
 At the end of a session :func:`write_reports` reads ``<reports_dir>/raw/*.jsonl`` and writes
-``<reports_dir>/<scenario>/<model>.md`` plus plots in ``<reports_dir>/<scenario>/<model>/``. Presenters only:
+``<reports_dir>/<scenario>/<model>.md`` plus plots in ``<reports_dir>/<scenario>/<model>/``, each page headed by the
+run's provenance line when its manifest (:mod:`tritonsuite.manifest`) was written first. Presenters only:
 storage is :mod:`tritonsuite.rows`.
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from tritonsuite.report.common import OFFLINE_PLOTS, ONLINE_PLOTS, SCENARIO_DESCRIPTIONS, _group
 from tritonsuite.report.markdown import render_markdown, render_metrics_markdown, render_summary
 from tritonsuite.report.plots import plot_offline, plot_online
+from tritonsuite.manifest import header_line, read_manifest
 from tritonsuite.rows import safe_component, load_rows
 
 __all__ = ["OFFLINE_PLOTS", "ONLINE_PLOTS", "SCENARIO_DESCRIPTIONS", "plot_offline", "plot_online",
@@ -28,6 +30,7 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
     """
     reports_dir = Path(reports_dir)
     rows = load_rows(reports_dir, run_id=run_id)
+    header = header_line(read_manifest(reports_dir, run_id)) if run_id else ""
     written: list[Path] = []
     groups = _group(rows, lambda r: (r.scenario, r.model))
     for (scenario, model), grows in groups.items():
@@ -42,12 +45,20 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
         plots = [f"{model_name}/{p.name}" for p in pngs]
         md_path = scenario_dir / f"{model_name}.md"
         md_path.parent.mkdir(parents=True, exist_ok=True)
-        md_path.write_text(render_markdown(model, scenario, grows, plots=plots), encoding="utf-8")
+        md_path.write_text(_with_header(render_markdown(model, scenario, grows, plots=plots), header),
+                           encoding="utf-8")
         written.append(md_path)
         written.extend(pngs)
     if rows:  # a short page for a CI job summary
         summary = reports_dir / "summary.md"
-        summary.write_text(render_summary(rows, run_id), encoding="utf-8")
+        summary.write_text(_with_header(render_summary(rows, run_id), header), encoding="utf-8")
         written.append(summary)
     return written
 
+
+def _with_header(page: str, header: str) -> str:
+    """The run's provenance line (from its manifest) under the page's title."""
+    if not header:
+        return page
+    title, _, rest = page.partition("\n\n")
+    return f"{title}\n\n{header}\n\n{rest}"

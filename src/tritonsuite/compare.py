@@ -1,0 +1,313 @@
+"""Performance comparison between two runs: per point, throughput and p99 then and now, and a verdict that noise
+cannot trip.
+
+Points are joined by scenario, deployment (model, size, format, precision), batch, concurrency and host (the
+``Host`` parameter: CPU, cores, GPU). A point is judged from the evidence both rows keep (``latency_samples_ms``,
+``window_throughputs``):
+
+- **regression** when throughput fell by more than the minimum effect *and* the requests of the new run are slower
+  (one-sided Mann-Whitney U on the request latencies, p < ``alpha``); **improvement** the other way round;
+- otherwise **no significant change**. The minimum effect is the larger of ``min_effect`` (default 10%, asv's
+  factor 1.1) and the two points' own window-to-window spread, so a difference inside a run's own variation is
+  never an effect.
+
+Points measured on another host, or by another Triton version, are never compared silently: another host does not
+join, and a different server is named at the top of the comparison. ``--perf-gate PCT`` (pytest) or
+``tritonsuite-compare THEN NOW --perf-gate PCT`` turns significant regressions beyond PCT into failures; without it
+a comparison is informational. Stored runs are compared later with the command, without rerunning.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tritonsuite.manifest import differences as manifest_differences, read_manifest
+from tritonsuite.rows import Row, load_rows
+
+PERFORMANCE_SCENARIOS = ("offline", "online")
+DEFAULT_MIN_EFFECT = 10.0  # percent
+DEFAULT_ALPHA = 0.01
+
+
+class CompareError(ValueError):
+    """A run to compare with cannot be found or read (one line, naming it)."""
+
+
+def mann_whitney_greater(a: Sequence[float], b: Sequence[float]) -> float:
+    """One-sided p-value that values in ``b`` tend to be larger than in ``a`` (Mann-Whitney U, normal approximation
+    with tie and continuity corrections; exact enough from about 8 samples a side)."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    n1, n2 = len(x), len(y)
+    if n1 == 0 or n2 == 0:
+        return 1.0
+    combined = np.concatenate([x, y])
+    order = np.argsort(combined, kind="mergesort")
+    ranks = np.empty(len(combined))
+    sorted_values = combined[order]
+    # average ranks over ties
+    _, starts, counts = np.unique(sorted_values, return_index=True, return_counts=True)
+    average = starts + (counts + 1) / 2.0
+    ranks[order] = np.repeat(average, counts)
+    u_b = ranks[n1:].sum() - n2 * (n2 + 1) / 2.0  # how often a b-value exceeds an a-value
+    mean = n1 * n2 / 2.0
+    tie_term = float(((counts ** 3) - counts).sum()) / ((n1 + n2) * (n1 + n2 - 1)) if n1 + n2 > 1 else 0.0
+    variance = n1 * n2 / 12.0 * ((n1 + n2 + 1) - tie_term)
+    if variance <= 0:
+        return 1.0
+    z = (u_b - mean - 0.5) / math.sqrt(variance)
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+def host_of(row: Row) -> str:
+    return str(row.parameters.get("Host") or row.measurement.get("host") or "unknown host")
+
+
+def server_of(row: Row) -> str:
+    return str(row.parameters.get("Server") or "unknown server")
+
+
+def point_key(row: Row) -> tuple:
+    return (row.scenario, row.deployment, row.batch, row.concurrency, host_of(row))
+
+
+@dataclass
+class PointComparison:
+    key: tuple
+    then: Row
+    now: Row
+    verdict: str  # regression | improvement | no significant change | not comparable
+    throughput_delta_percent: float | None = None
+    p_value: float | None = None
+    min_effect_percent: float | None = None
+    reason: str = ""
+
+    def regressions_beyond(self, gate_percent: float) -> bool:
+        """A significant regression that lost more than ``gate_percent`` of the throughput."""
+        return self.verdict == "regression" and -self.throughput_delta_percent > gate_percent
+
+    def describe(self) -> str:
+        scenario, deployment, batch, concurrency, _ = self.key
+        where = f"{deployment} batch {batch}, concurrency {concurrency}"
+        if self.throughput_delta_percent is None:
+            return f"{where}: {self.verdict} ({self.reason})"
+        t0, t1 = _throughput(self.then), _throughput(self.now)
+        return (f"{where}: {self.verdict}: throughput {t0:.1f} -> {t1:.1f} inf/s "
+                f"({self.throughput_delta_percent:+.1f}%, minimum effect {self.min_effect_percent:.1f}%, "
+                f"p={self.p_value:.2g}); p99 {_p99(self.then):.2f} -> {_p99(self.now):.2f} ms")
+
+
+@dataclass
+class Comparison:
+    then_label: str
+    now_label: str
+    points: list[PointComparison] = field(default_factory=list)
+    only_then: list[tuple] = field(default_factory=list)
+    only_now: list[tuple] = field(default_factory=list)
+    differences: list[str] = field(default_factory=list)  # what differs between the runs (hosts, servers)
+
+    def regressions(self, gate_percent: float | None = None) -> list[PointComparison]:
+        """Significant regressions; with ``gate_percent``, only those that lost more than that share."""
+        return [p for p in self.points if p.regressions_beyond(gate_percent or 0.0)]
+
+
+def _throughput(row: Row) -> float:
+    return float(row.result.get("Inferences/Second") or 0.0)
+
+
+def _p99(row: Row) -> float:
+    value = row.result.get("p99 latency")
+    return float(value) if value is not None else float("nan")
+
+
+def _own_spread(row: Row) -> float:
+    """The point's window-to-window throughput variation over its stable windows (percent of the mean)."""
+    values = row.measurement.get("window_throughputs") or []
+    stable = values[-int(row.measurement.get("stable_windows") or 3):]
+    if len(stable) < 2 or np.mean(stable) <= 0:
+        return float(row.measurement.get("throughput_spread_percent") or 0.0)
+    return float(np.max(np.abs(np.asarray(stable) - np.mean(stable))) / np.mean(stable) * 100.0)
+
+
+def compare_points(then: Row, now: Row, min_effect: float = DEFAULT_MIN_EFFECT,
+                   alpha: float = DEFAULT_ALPHA) -> PointComparison:
+    key = point_key(now)
+    if not then.valid or not now.valid:
+        which = "then" if not then.valid else "now"
+        row = then if not then.valid else now
+        return PointComparison(key, then, now, "not comparable", reason=f"{which} the point was {row.status}")
+    before, after = _throughput(then), _throughput(now)
+    lat0 = then.measurement.get("latency_samples_ms") or []
+    lat1 = now.measurement.get("latency_samples_ms") or []
+    if before <= 0 or not lat0 or not lat1:
+        return PointComparison(key, then, now, "not comparable",
+                               reason="a row has no latency samples (written before tritonsuite kept them)")
+    delta = (after / before - 1.0) * 100.0
+    effect = max(min_effect, _own_spread(then), _own_spread(now))
+    if delta < 0:
+        p = mann_whitney_greater(lat0, lat1)  # now slower?
+        verdict = "regression" if -delta > effect and p < alpha else "no significant change"
+    else:
+        p = mann_whitney_greater(lat1, lat0)  # now faster?
+        verdict = "improvement" if delta > effect and p < alpha else "no significant change"
+    return PointComparison(key, then, now, verdict, delta, p, effect)
+
+
+def compare_runs(then_rows: Iterable[Row], now_rows: Iterable[Row], *, then_label: str = "then",
+                 now_label: str = "now", min_effect: float = DEFAULT_MIN_EFFECT, alpha: float = DEFAULT_ALPHA,
+                 then_manifest: dict | None = None, now_manifest: dict | None = None) -> Comparison:
+    """Join two runs' performance rows point by point and judge each joined point; with both runs' manifests, name
+    what else differs between them (versions, revision, profile)."""
+    then_map = {point_key(r): r for r in then_rows if r.scenario in PERFORMANCE_SCENARIOS}
+    now_map = {point_key(r): r for r in now_rows if r.scenario in PERFORMANCE_SCENARIOS}
+    result = Comparison(then_label, now_label)
+    for key, row in now_map.items():
+        if key in then_map:
+            result.points.append(compare_points(then_map[key], row, min_effect, alpha))
+    result.only_then = sorted((k for k in then_map if k not in now_map), key=str)
+    result.only_now = sorted((k for k in now_map if k not in then_map), key=str)
+    for name, describe in (("host", host_of), ("server", server_of)):
+        before = sorted({describe(r) for r in then_map.values()})
+        after = sorted({describe(r) for r in now_map.values()})
+        if before and after and before != after:
+            extra = (" (points of another host are not joined)" if name == "host" else
+                     " (points are compared, and this difference may explain them)")
+            result.differences.append(f"{name}: {then_label} ran on {', '.join(before)}; {now_label} on "
+                                      f"{', '.join(after)}{extra}")
+    result.differences += [line for line in manifest_differences(then_manifest, now_manifest)
+                           if not line.startswith(("host.", "server:"))]  # host and server are named above
+    return result
+
+
+def render_comparison(comparison: Comparison, gate_percent: float | None = None) -> str:
+    """A markdown page: what differs between the runs, then one row per joined point."""
+    out = [f"# Performance comparison: {comparison.now_label} against {comparison.then_label}", ""]
+    if comparison.differences:
+        out += ["The runs differ:", ""] + [f"- {d}" for d in comparison.differences] + [""]
+    counts: dict[str, int] = {}
+    for p in comparison.points:
+        counts[p.verdict] = counts.get(p.verdict, 0) + 1
+    summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "no joined points"
+    gate = (f"; gate: a significant regression of more than {gate_percent:g}% fails" if gate_percent is not None
+            else "; informational (no --perf-gate)")
+    out += [f"{len(comparison.points)} joined points: {summary}{gate}. A verdict needs the change to exceed the "
+            "minimum effect (the larger of the set minimum and both points' own window spread) and the request "
+            "latencies to differ significantly (one-sided Mann-Whitney U).", ""]
+    if comparison.points:
+        header = ["deployment", "batch", "concurrency", "inf/s then", "inf/s now", "delta", "p99 then (ms)",
+                  "p99 now (ms)", "min effect", "p", "verdict"]
+        out += ["| " + " | ".join(header) + " |", "|" + "|".join([":--"] * 1 + ["--:"] * 9 + [":--"]) + "|"]
+        for p in sorted(comparison.points, key=lambda q: str(q.key)):
+            _, deployment, batch, concurrency, _ = p.key
+            if p.throughput_delta_percent is None:
+                cells = [deployment, batch, concurrency, "-", "-", "-", "-", "-", "-", "-", f"{p.verdict}: {p.reason}"]
+            else:
+                cells = [deployment, batch, concurrency, f"{_throughput(p.then):.1f}", f"{_throughput(p.now):.1f}",
+                         f"{p.throughput_delta_percent:+.1f}%", f"{_p99(p.then):.2f}", f"{_p99(p.now):.2f}",
+                         f"{p.min_effect_percent:.1f}%", f"{p.p_value:.2g}", p.verdict]
+            out.append("| " + " | ".join(str(c) for c in cells) + " |")
+        out.append("")
+    for label, keys in ((f"Only in {comparison.then_label}", comparison.only_then),
+                        (f"Only in {comparison.now_label}", comparison.only_now)):
+        if keys:
+            out += [f"{label}:", ""] + [f"- {k[1]} batch {k[2]}, concurrency {k[3]} ({k[4]})" for k in keys] + [""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+# ------------------------------------------------------------------------------------------------ loading runs
+def load_run(reference: str | Path, reports_dir: str | Path = "reports") -> tuple[list[Row], str, dict | None]:
+    """The performance rows of a stored run, a label for it, and its provenance manifest where one was kept.
+    ``reference`` is a raw rows file (``.jsonl``, e.g. a copy kept as a baseline, with its
+    ``manifest-<run_id>.json`` beside it), a reports or raw directory (its newest run), or a run id in
+    ``reports_dir``."""
+    path = Path(reference)
+    manifest_dir = None
+    if path.is_file():
+        rows = _read_jsonl(path)
+        label = f"{path.name}"
+        manifest_dir = path.parent.parent if path.parent.name == "raw" else None
+    elif path.is_dir():
+        base = path if (path / "raw").is_dir() else path.parent if path.name == "raw" else None
+        rows = load_rows(base) if base is not None else []
+        if not rows:
+            raise CompareError(f"--compare {reference!r}: no raw rows in this directory (a reports directory holds "
+                               f"them under raw/)")
+        newest = max((r for r in rows if r.run_id), key=lambda r: r.run_id, default=None)
+        rows = [r for r in rows if newest is None or r.run_id == newest.run_id]
+        label = f"run {newest.run_id}" if newest else str(path)
+        manifest_dir = base
+    else:
+        rows = load_rows(reports_dir, run_id=str(reference))
+        if not rows:
+            runs = sorted({r.run_id for r in load_rows(reports_dir) if r.run_id})
+            raise CompareError(f"--compare {reference!r}: not a file, a directory or a run id in {reports_dir}/raw; "
+                               f"valid run ids: {', '.join(runs[-5:]) or 'none'}")
+        label = f"run {reference}"
+        manifest_dir = Path(reports_dir)
+    rows = [r for r in rows if r.scenario in PERFORMANCE_SCENARIOS]
+    if not rows:
+        raise CompareError(f"--compare {reference!r}: holds no offline or online rows")
+    run_ids = {r.run_id for r in rows}
+    manifest = None
+    if len(run_ids) == 1:
+        run_id = run_ids.pop()
+        sibling = path.parent / f"manifest-{run_id}.json" if path.is_file() else None
+        if sibling is not None and sibling.is_file():
+            manifest = json.loads(sibling.read_text(encoding="utf-8"))
+        elif manifest_dir is not None:
+            manifest = read_manifest(manifest_dir, run_id)
+    return rows, label, manifest
+
+
+def _read_jsonl(path: Path) -> list[Row]:
+    rows = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(Row.from_dict(json.loads(line)))
+        except (ValueError, TypeError) as exc:
+            raise CompareError(f"{path}:{lineno}: not a tritonsuite row ({exc})") from None
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tritonsuite-compare", description=__doc__.split("\n\n")[0])
+    parser.add_argument("then", help="the earlier run: a raw rows file, a reports directory, or a run id")
+    parser.add_argument("now", help="the later run, likewise")
+    parser.add_argument("--reports-dir", default="reports", help="where run ids are looked up (default: reports)")
+    parser.add_argument("--perf-gate", type=float, default=None, metavar="PCT",
+                        help="exit 1 when a point regressed significantly by more than PCT percent")
+    parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="PCT",
+                        help=f"smallest change that counts (default {DEFAULT_MIN_EFFECT:g})")
+    parser.add_argument("--out", default=None, help="also write the markdown page here")
+    args = parser.parse_args(argv)
+    for name in ("perf_gate", "min_effect"):
+        value = getattr(args, name)
+        if value is not None and not (0 <= value < 1000):
+            parser.error(f"--{name.replace('_', '-')} {value:g}: out of range; valid: 0 to 1000 (percent)")
+    try:
+        then_rows, then_label, then_manifest = load_run(args.then, args.reports_dir)
+        now_rows, now_label, now_manifest = load_run(args.now, args.reports_dir)
+    except CompareError as exc:
+        parser.error(str(exc))
+    comparison = compare_runs(then_rows, now_rows, then_label=then_label, now_label=now_label,
+                              min_effect=args.min_effect, then_manifest=then_manifest, now_manifest=now_manifest)
+    page = render_comparison(comparison, args.perf_gate)
+    sys.stdout.write(page)
+    if args.out:
+        Path(args.out).write_text(page, encoding="utf-8")
+    failed = comparison.regressions(args.perf_gate) if args.perf_gate is not None else []
+    for p in failed:
+        sys.stderr.write(f"perf gate: {p.describe()}\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

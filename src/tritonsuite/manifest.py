@@ -1,0 +1,166 @@
+"""The provenance manifest of a run: what it takes to reproduce it and to tell two runs apart.
+
+Written at the end of a session as ``<reports>/manifest.json`` (the latest run) and
+``<reports>/raw/manifest-<run_id>.json`` (kept beside the run's rows, where :mod:`tritonsuite.compare` finds it).
+It holds the suite's version and git revision (with a dirty flag), the exact command line, the effective profile
+and its hash, each deployment's config.pbtxt hash and artifact key, the Triton server version and the backends
+that ran, the versions of the libraries that shape a result, the host (CPU, cores, memory, GPUs, driver, CUDA) and
+the measurement settings. Each report's header names the run's essentials from it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from tritonsuite.rows import Row
+
+#: Distributions whose versions shape a result (absent ones are left out).
+DISTRIBUTIONS = ("tritonsuite", "nvidia-pytriton", "tritonclient", "torch", "onnx", "onnxruntime", "onnxruntime-gpu",
+                 "tensorrt", "numpy", "nvidia-ml-py", "pytest", "pytest-benchmark", "pytest-xdist")
+#: What two runs' manifests are compared on (dotted paths), in the order a comparison names differences.
+COMPARED = ("suite.git_revision", "suite.dirty", "server", "backends", "profile.sha256", "versions.torch",
+            "versions.onnxruntime", "versions.onnxruntime-gpu", "versions.tritonclient", "versions.tensorrt",
+            "host.cpu", "host.cores", "host.gpus", "host.cuda")
+
+
+def _versions() -> dict[str, str]:
+    found = {}
+    for name in DISTRIBUTIONS:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def git_revision(directory: Path) -> tuple[str | None, bool | None]:
+    """(HEAD's revision, whether the work tree has changes) of the checkout holding ``directory``, or Nones."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True, timeout=5)
+        if head.returncode != 0:
+            return None, None
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=directory,
+                                capture_output=True, text=True, timeout=5)
+        return head.stdout.strip(), bool(status.stdout.strip()) if status.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None, None
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _memory_gib() -> float | None:
+    try:
+        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        return round(pages * size / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _host() -> dict[str, Any]:
+    from tritonsuite.device import cpu_name
+    from tritonsuite.telemetry import describe_gpus
+
+    host = {"cpu": cpu_name(), "cores": os.cpu_count(), "memory_gib": _memory_gib(), "platform": platform.platform(),
+            "python": platform.python_version(), "gpus": describe_gpus() or "none"}
+    torch = sys.modules.get("torch")
+    host["cuda"] = getattr(getattr(torch, "version", None), "cuda", None) if torch is not None else None
+    return host
+
+
+def build_manifest(*, run_id: str, profile, rows: Iterable[Row], repository_dir: Path, source_dir: Path,
+                   command: list[str] | None = None) -> dict[str, Any]:
+    """The manifest of run ``run_id`` from its rows, its effective profile and the model repository it deployed."""
+    rows = list(rows)
+    revision, dirty = git_revision(source_dir)
+    profile_data = json.dumps(dataclasses.asdict(profile), sort_keys=True, default=str)
+    deployments: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row.deployment in deployments or not row.parameters:
+            continue
+        config = repository_dir / row.deployment / "config.pbtxt"
+        deployments[row.deployment] = {
+            "config_sha256": _sha256(config.read_bytes()) if config.is_file() else None,
+            "artifact_key": row.parameters.get("Artifact key"),
+            "platform": row.parameters.get("Platform"),
+            "backend": row.parameters.get("Backend"),
+        }
+    servers = sorted({str(r.parameters["Server"]) for r in rows if r.parameters.get("Server")})
+    return {
+        "run_id": run_id,
+        "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "suite": {"version": _versions().get("tritonsuite"), "git_revision": revision, "dirty": dirty},
+        "command": shlex.join(command if command is not None else getattr(sys, "orig_argv", sys.argv)),
+        "profile": {"name": profile.name, "sha256": _sha256(profile_data.encode())},
+        "measurement": dataclasses.asdict(profile.measurement),
+        "server": ", ".join(servers) or None,
+        "backends": sorted({d["backend"] for d in deployments.values() if d["backend"]}),
+        "deployments": deployments,
+        "versions": _versions(),
+        "host": _host(),
+    }
+
+
+def manifest_path(reports_dir: str | os.PathLike[str], run_id: str) -> Path:
+    return Path(reports_dir) / "raw" / f"manifest-{run_id}.json"
+
+
+def write_manifest(reports_dir: str | os.PathLike[str], manifest: dict[str, Any]) -> list[Path]:
+    text = json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n"
+    paths = [manifest_path(reports_dir, manifest["run_id"]), Path(reports_dir) / "manifest.json"]
+    for path in paths:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return paths
+
+
+def read_manifest(reports_dir: str | os.PathLike[str], run_id: str) -> dict[str, Any] | None:
+    path = manifest_path(reports_dir, run_id)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def header_line(manifest: dict[str, Any] | None) -> str:
+    """One line for a report's header: run, suite revision, server, host and command."""
+    if not manifest:
+        return ""
+    suite = manifest.get("suite") or {}
+    revision = suite.get("git_revision")
+    where = f"git {revision[:10]}{' (dirty)' if suite.get('dirty') else ''}" if revision else "no git revision"
+    host = manifest.get("host") or {}
+    return (f"Run `{manifest.get('run_id')}`: tritonsuite {suite.get('version')} ({where}); "
+            f"{manifest.get('server') or 'no server answered'}; profile {manifest['profile']['name']} "
+            f"(sha256 {manifest['profile']['sha256'][:12]}); host {host.get('cpu')}, {host.get('cores')} cores, GPUs "
+            f"{host.get('gpus')}; command `{manifest.get('command')}`. Provenance: manifest.json.")
+
+
+def differences(then: dict[str, Any] | None, now: dict[str, Any] | None) -> list[str]:
+    """What differs between two runs' manifests, one line each ("versions.torch: 2.12.0 -> 2.13.0")."""
+    if not then or not now:
+        return []
+    lines = []
+    for path in COMPARED:
+        a, b = _get(then, path), _get(now, path)
+        if a != b:
+            lines.append(f"{path}: {a} -> {b}")
+    return lines
+
+
+def _get(data: dict[str, Any], path: str) -> Any:
+    node: Any = data
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node

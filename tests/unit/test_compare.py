@@ -1,0 +1,131 @@
+"""Run-to-run performance comparison: the significance test, the verdict rules, joining, and what differs."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from tritonsuite.compare import (CompareError, compare_points, compare_runs, load_run, main, mann_whitney_greater,
+                                 render_comparison)
+from tritonsuite.rows import RawWriter, Row, raw_path
+
+HOST = "AMD EPYC 7B13, 2 cores"
+
+
+def perf_row(throughput: float, latencies: np.ndarray, *, batch=1, concurrency=1, host=HOST, status="OK",
+             windows=(1.0, 1.0, 1.0), server="tritonserver 2.51.0 (embedded)", run_id="r1") -> Row:
+    return Row(scenario="offline", model="identity", deployment="identity_tiny_onnx_fp32_offline", status=status,
+               run_id=run_id, batch=batch, concurrency=concurrency,
+               parameters={"Host": host, "Server": server},
+               result={"Inferences/Second": throughput, "p99 latency": float(np.percentile(latencies, 99))},
+               measurement={"latency_samples_ms": [float(v) for v in latencies], "stable_windows": 3,
+                            "window_throughputs": [throughput * w for w in windows]})
+
+
+def latencies(mean: float, n: int = 400, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).normal(mean, mean * 0.05, n)
+
+
+def test_mann_whitney_matches_the_normal_approximation_by_hand():
+    # U for b over a is 9 of 9 pairs; mean 4.5, variance 3*3/12*7 = 5.25; z = (9 - 4.5 - 0.5)/sqrt(5.25)
+    expected = 0.5 * math.erfc((4.0 / math.sqrt(5.25)) / math.sqrt(2))
+    assert mann_whitney_greater([1, 2, 3], [4, 5, 6]) == pytest.approx(expected)
+    assert mann_whitney_greater([4, 5, 6], [1, 2, 3]) > 0.95
+    assert mann_whitney_greater([1, 1, 1], [1, 1, 1]) == 1.0  # all tied: no evidence
+    assert mann_whitney_greater([], [1.0]) == 1.0
+
+
+def test_a_significant_drop_beyond_the_minimum_effect_is_a_regression():
+    then, now = perf_row(1000, latencies(1.0)), perf_row(800, latencies(1.25, seed=1))
+    verdict = compare_points(then, now)
+    assert verdict.verdict == "regression" and verdict.throughput_delta_percent == pytest.approx(-20)
+    assert verdict.p_value < 1e-6 and verdict.regressions_beyond(15) and not verdict.regressions_beyond(25)
+    assert "1000.0 -> 800.0 inf/s (-20.0%" in verdict.describe()
+    assert compare_points(now, then).verdict == "improvement"
+
+
+def test_noise_is_not_a_verdict():
+    # same distribution: not significant whatever the throughput figures say
+    then, now = perf_row(1000, latencies(1.0)), perf_row(850, latencies(1.0, seed=2))
+    assert compare_points(then, now).verdict == "no significant change"
+    # significant but small: below the 10% minimum effect
+    then, now = perf_row(1000, latencies(1.0)), perf_row(950, latencies(1.05, seed=3))
+    assert compare_points(then, now).verdict == "no significant change"
+    # a 20% drop inside a point's own window-to-window spread (25%) is not an effect either
+    then = perf_row(1000, latencies(1.0), windows=(0.75, 1.0, 1.25))
+    result = compare_points(then, perf_row(800, latencies(1.25, seed=1)))
+    assert result.verdict == "no significant change" and result.min_effect_percent == pytest.approx(25)
+
+
+def test_invalid_points_and_rows_without_samples_are_not_comparable():
+    bad = perf_row(900, latencies(1.0), status="UNSTABLE")
+    assert compare_points(perf_row(1000, latencies(1.0)), bad).verdict == "not comparable"
+    old = perf_row(1000, latencies(1.0))
+    old.measurement = {}
+    result = compare_points(old, perf_row(1000, latencies(1.0)))
+    assert result.verdict == "not comparable" and "latency samples" in result.reason
+
+
+def test_points_join_by_host_and_a_different_host_or_server_is_named():
+    then = [perf_row(1000, latencies(1.0)), perf_row(500, latencies(2.0), batch=8)]
+    now = [perf_row(1000, latencies(1.0, seed=4), host="Intel Xeon, 16 cores", server="tritonserver 2.52.0"),
+           perf_row(500, latencies(2.0), batch=8, server="tritonserver 2.52.0")]
+    comparison = compare_runs(then, now, then_label="run A", now_label="run B")
+    assert len(comparison.points) == 1 and comparison.points[0].key[2] == 8
+    assert len(comparison.only_then) == 1 and len(comparison.only_now) == 1
+    text = "\n".join(comparison.differences)
+    assert "host: run A ran on AMD EPYC 7B13, 2 cores; run B on AMD EPYC 7B13, 2 cores, Intel Xeon" in text
+    assert "server:" in text and "2.52.0" in text
+    page = render_comparison(comparison, 5)
+    assert "The runs differ:" in page and "Only in run A:" in page and "fails" in page
+
+
+def test_manifest_differences_are_named():
+    rows = [perf_row(1000, latencies(1.0))]
+    a = {"versions": {"torch": "2.12.0"}, "suite": {"git_revision": "abc"}}
+    b = {"versions": {"torch": "2.13.0"}, "suite": {"git_revision": "abc"}}
+    comparison = compare_runs(rows, rows, then_manifest=a, now_manifest=b)
+    assert comparison.differences == ["versions.torch: 2.12.0 -> 2.13.0"]
+
+
+def _store(reports, rows):
+    writer = RawWriter(raw_path(reports, "offline", rows[0].run_id))
+    for row in rows:
+        writer.append(row)
+
+
+def test_load_run_by_file_directory_and_run_id(tmp_path):
+    reports = tmp_path / "reports"
+    _store(reports, [perf_row(1000, latencies(1.0), run_id="20261101T000000-1")])
+    _store(reports, [perf_row(900, latencies(1.0), run_id="20261102T000000-2")])
+    rows, label, manifest = load_run(reports)
+    assert label == "run 20261102T000000-2" and [r.result["Inferences/Second"] for r in rows] == [900]
+    rows, label, _ = load_run("20261101T000000-1", reports)
+    assert [r.result["Inferences/Second"] for r in rows] == [1000]
+    file = next((reports / "raw").glob("offline-20261101*.jsonl"))
+    (reports / "raw" / "manifest-20261101T000000-1.json").write_text(json.dumps({"run_id": "x"}))
+    rows, label, manifest = load_run(file)
+    assert label == file.name and manifest == {"run_id": "x"}
+    with pytest.raises(CompareError, match=r"--compare 'nope': not a file, a directory or a run id .*valid run ids: "
+                                           r"20261101T000000-1, 20261102T000000-2"):
+        load_run("nope", reports)
+    (tmp_path / "notrows.jsonl").write_text('{"scenario": "accuracy", "model": "m", "deployment": "d"}\n')
+    with pytest.raises(CompareError, match="holds no offline or online rows"):
+        load_run(tmp_path / "notrows.jsonl")
+
+
+def test_the_command_gates_on_stored_runs_without_rerunning(tmp_path, capsys):
+    reports = tmp_path / "reports"
+    _store(reports, [perf_row(1000, latencies(1.0), run_id="a")])
+    _store(reports, [perf_row(700, latencies(1.43, seed=5), run_id="b")])
+    assert main(["a", "b", "--reports-dir", str(reports)]) == 0  # informational without a gate
+    assert main(["a", "b", "--reports-dir", str(reports), "--perf-gate", "40"]) == 0  # lost 30%: within 40
+    assert main(["a", "b", "--reports-dir", str(reports), "--perf-gate", "20", "--out", str(tmp_path / "c.md")]) == 1
+    captured = capsys.readouterr()
+    assert "perf gate: identity_tiny_onnx_fp32_offline batch 1, concurrency 1: regression" in captured.err
+    assert "| regression |" in (tmp_path / "c.md").read_text()
+    with pytest.raises(SystemExit):
+        main(["a", "b", "--reports-dir", str(reports), "--perf-gate", "-5"])
+    assert "--perf-gate -5: out of range" in capsys.readouterr().err
