@@ -44,16 +44,20 @@ def _versions() -> dict[str, str]:
 
 
 def git_revision(directory: Path) -> tuple[str | None, bool | None]:
-    """(HEAD's revision, whether the work tree has changes) of the checkout holding ``directory``, or Nones."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True, timeout=5)
-        if head.returncode != 0:
-            return None, None
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=directory,
-                                capture_output=True, text=True, timeout=5)
-        return head.stdout.strip(), bool(status.stdout.strip()) if status.returncode == 0 else None
-    except (OSError, subprocess.TimeoutExpired):
+    """(HEAD's revision, whether tracked files have changes) of the checkout holding ``directory``; None for what
+    git cannot tell (no checkout, no git, or no answer within 20 s on a busy host)."""
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], cwd=directory, capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    head = git("rev-parse", "HEAD")
+    if head is None:
         return None, None
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return head.strip(), (bool(status.strip()) if status is not None else None)
 
 
 def _sha256(data: bytes) -> str:

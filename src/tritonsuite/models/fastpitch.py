@@ -139,7 +139,8 @@ def _classes():  # defined lazily so importing this module does not import torch
             b, n, d = x.shape
             q, k, v = self.qkv(x).view(b, n, 3, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4).unbind(0)
             scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.d_head)
-            scores = scores.masked_fill(~mask[:, None, None, :], -65504.0)  # padded keys weigh 0; fp16-safe (-1e9 overflows half)
+            # padded keys weigh 0: -1e9, or in half the most negative half (-1e9 overflows it)
+            scores = scores.masked_fill(~mask[:, None, None, :], -65504.0 if scores.dtype == torch.float16 else -1e9)
             context = torch.matmul(torch.softmax(scores, dim=-1), v)
             return self.out(context.transpose(1, 2).reshape(b, n, d))
 
