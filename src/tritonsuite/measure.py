@@ -4,7 +4,9 @@ Requests are built once per point with tritonclient's own protocol code (binary 
 shared memory references) and sent by an asyncio load generator: ``concurrency`` connections, each keeping one
 request in flight (closed loop). After a warm-up, measurement windows (time-based, or count-based) run until the
 last three agree within the stability percentage on throughput and average latency, or ``max_trials`` windows
-have run (then the point is UNSTABLE).
+have run (then the point is UNSTABLE). On a busy host the windows lengthen first: after each three that disagree,
+they double, up to ``max_window_factor`` times the set length. Each window also records how much CPU other
+processes than the server's and the load generator used (``tritonsuite.hostload``).
 
 Each point yields the seeds' columns (ms):
 - Client Send: handing the prepared request to the socket; Client Recv: from the response headers to the outputs
@@ -30,6 +32,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from tritonsuite.hostload import HostCpu, other_cpu_percent
 from tritonsuite.rows import LATENCY_PARTS, RESULT_COLUMNS, Row
 from tritonsuite.settings import STABLE_WINDOWS, MeasurementSettings
 from tritonsuite.client import SharedMemoryRegions, infer_tensors
@@ -151,6 +154,8 @@ class _Window:
     samples: np.ndarray  # rows: (latency, send, recv) seconds
     server: dict[str, int]  # statistics deltas over the window
     client_cpu: float  # seconds of this process's CPU during the window
+    other_cpu: float = 0.0  # % of one core used by other processes than the server's and this one
+    factor: int = 1  # how many times the set window length this window lasted
 
 
 def _stats_snapshot(stats: dict) -> dict[str, int]:
@@ -180,6 +185,7 @@ class _LoadGenerator:
         self.host, self.port = host, int(port)
         self.server, self.model, self.request = server, model, request
         self.concurrency, self.settings = concurrency, settings
+        self.host_cpu = HostCpu(server.process_ids)
         self.samples: list[tuple[float, float, float]] = []
         self.finished_at: list[float] = []  # perf_counter at each sample's completion
         self.completed = 0
@@ -212,10 +218,10 @@ class _LoadGenerator:
         finally:
             conn.close()
 
-    async def _wait_window(self, start_count: int) -> None:
+    async def _wait_window(self, start_count: int, factor: int = 1) -> None:
         s = self.settings
-        deadline = time.perf_counter() + s.window_ms / 1000.0 if s.window_requests <= 0 else None
-        target = start_count + (s.window_requests if s.window_requests > 0 else s.min_requests_per_window)
+        deadline = time.perf_counter() + s.window_ms * factor / 1000.0 if s.window_requests <= 0 else None
+        target = start_count + factor * (s.window_requests if s.window_requests > 0 else s.min_requests_per_window)
         last_progress = time.perf_counter()
         seen = self.completed
         while True:
@@ -260,22 +266,28 @@ class _LoadGenerator:
             previous = _stats_snapshot(await guarded(control.get_json(stats_path)))
             # windows are contiguous; a count-based one holds exactly its count and ends at its last completion
             # (more may complete before this coroutine wakes: they open the next window)
-            index, start = len(self.samples), time.perf_counter()
+            index, start, factor = len(self.samples), time.perf_counter(), 1
+            host = self.host_cpu.read()
             for _ in range(self.settings.max_trials):
                 cpu0 = time.process_time()
-                await guarded(self._wait_window(index))
+                await guarded(self._wait_window(index, factor))
                 cpu1 = time.process_time()
                 if self.settings.window_requests > 0:
-                    stop = index + self.settings.window_requests
+                    stop = index + self.settings.window_requests * factor
                     end = self.finished_at[stop - 1]
                 else:
                     stop, end = len(self.samples), time.perf_counter()
                 samples = np.asarray(self.samples[index:stop], dtype=np.float64)
                 current = _stats_snapshot(await guarded(control.get_json(stats_path)))
-                windows.append(_Window(start, end, samples, _delta(current, previous), cpu1 - cpu0))
-                previous, index, start = current, stop, end
+                host_now = self.host_cpu.read()
+                windows.append(_Window(start, end, samples, _delta(current, previous), cpu1 - cpu0,
+                                       other_cpu_percent(host, host_now, end - start), factor))
+                previous, index, start, host = current, stop, end, host_now
                 if len(windows) >= STABLE_WINDOWS and self._stable(windows[-STABLE_WINDOWS:]):
                     break
+                # a busy host: lengthen the windows before giving up, after each STABLE_WINDOWS that disagreed
+                if len(windows) % STABLE_WINDOWS == 0 and factor * 2 <= self.settings.max_window_factor:
+                    factor *= 2
             self.stop = True
             await watcher  # each connection finishes its in-flight request
             # Triton updates its counters just after sending a response: give the last ones a moment to land
@@ -343,8 +355,12 @@ def _summarise(point: LoadPoint, windows: list[_Window], total: dict[str, int], 
     meta = {
         "protocol": protocol,
         "shared_memory": "system" if point.shared_memory else "none",
-        "window": settings.describe_window(),
+        "window": settings.describe_window(stable_windows[-1].factor),
         "windows": len(windows),
+        "window_factors": [w.factor for w in windows],
+        # how busy the host was: CPU of other processes than the server's and the load generator, % of one core
+        "host_other_cpu_percent": round(float(np.mean([w.other_cpu for w in stable_windows])), 1),
+        "window_host_other_cpu_percent": [round(w.other_cpu, 1) for w in windows],
         "stable_windows": len(stable_windows),
         "stability_percentage": settings.stability_percentage,
         "throughput_spread_percent": round(t_spread, 2),
@@ -368,7 +384,9 @@ def _summarise(point: LoadPoint, windows: list[_Window], total: dict[str, int], 
     if not stable:
         status = "UNSTABLE"
         reasons.append(f"throughput varied {t_spread:.1f}% and latency {l_spread:.1f}% over the last "
-                       f"{STABLE_WINDOWS} windows (limit {settings.stability_percentage:g}%) after {len(windows)} windows")
+                       f"{STABLE_WINDOWS} windows (limit {settings.stability_percentage:g}%) after {len(windows)} windows"
+                       f", the last {settings.describe_window(stable_windows[-1].factor)}; other processes used "
+                       f"{meta['host_other_cpu_percent']:.0f}% of a core meanwhile")
     if total["success_count"] != completed:
         status = "INVALID" if status == "OK" else status
         reasons.append(f"server counted {total['success_count']} successful requests, client completed {completed}: "

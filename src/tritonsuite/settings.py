@@ -14,6 +14,7 @@ _RANGES = {
     "min_requests_per_window": (int, 1, None, True),
     "stability_percentage": (float, 0.0, 100.0, False),
     "max_trials": (int, STABLE_WINDOWS, 10_000, True),
+    "max_window_factor": (int, 1, 64, True),
     "warmup_ms": (float, 0.0, None, True),
     "request_timeout_s": (float, 0.0, 3600.0, False),
     "client_bound_percent": (float, 0.0, None, False),
@@ -27,6 +28,9 @@ class MeasurementSettings:
     min_requests_per_window: int = 10  # a time-based window lasts until at least this many requests completed
     stability_percentage: float = 10.0
     max_trials: int = 10
+    # when the last windows disagree, windows double (after each STABLE_WINDOWS of them) up to this factor of the
+    # set length before the point is given up as UNSTABLE, as Model Analyzer lengthens perf_analyzer's windows
+    max_window_factor: int = 4
     warmup_ms: float = 500.0
     request_timeout_s: float = 120.0
     client_bound_percent: float = 90.0  # load generator CPU (% of one core) above which a row is client bound
@@ -45,7 +49,10 @@ class MeasurementSettings:
         if self.window_ms <= 0 and self.window_requests <= 0:
             raise ValueError("a measurement window needs window_ms > 0 or window_requests > 0")
 
-    def describe_window(self) -> str:
+    def describe_window(self, factor: int = 1) -> str:
+        """The window as set, or ``factor`` times it ("2000 ms (min 20 requests), lengthened x2 from 1000 ms")."""
         if self.window_requests > 0:
-            return f"{self.window_requests} requests"
-        return f"{self.window_ms:g} ms (min {self.min_requests_per_window} requests)"
+            text = f"{self.window_requests * factor} requests"
+            return text + (f", lengthened x{factor} from {self.window_requests}" if factor > 1 else "")
+        text = f"{self.window_ms * factor:g} ms (min {self.min_requests_per_window * factor} requests)"
+        return text + (f", lengthened x{factor} from {self.window_ms:g} ms" if factor > 1 else "")

@@ -11,7 +11,7 @@ from tritonsuite.telemetry import GPU_COLUMNS
 _UNITLESS_COLUMNS = ("Batch", "Concurrency", "Inferences/Second")
 _INT_COLUMNS = ("Batch", "Concurrency")
 #: Trailing columns of the results table (after RESULT_COLUMNS).
-_EXTRA_COLUMNS = ("Status", "Client CPU (%)") + GPU_COLUMNS
+_EXTRA_COLUMNS = ("Status", "Client CPU (%)", "Other CPU (%)") + GPU_COLUMNS
 
 SCENARIO_DESCRIPTIONS = {
     "offline": "static batching, one request in flight, inputs/outputs through system shared memory",

@@ -77,8 +77,9 @@ def _results_table(rows: Sequence[Mapping[str, Any]]) -> str:
             cells.append(_format_number(column, value))
         cells.append(_status(row))
         measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
-        cpu = measurement.get("client_cpu_percent")
-        cells.append(f"{cpu:.1f}" if _is_number(cpu) else "-")
+        for key in ("client_cpu_percent", "host_other_cpu_percent"):  # the load generator; everyone else
+            cpu = measurement.get(key)
+            cells.append(f"{cpu:.1f}" if _is_number(cpu) else "-")
         gpu = measurement.get("gpu") if isinstance(measurement.get("gpu"), Mapping) else {}
         for column in GPU_COLUMNS:
             stat = gpu.get(column) or {}
@@ -117,6 +118,7 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
 
     Offline/online: per deployment (first-seen order) a ``## <deployment>`` section with how it was measured,
     the "Parameter Name | Parameter Value" table, the results table (RESULT_COLUMNS + Status + Client CPU (%) +
+    Other CPU (%) (other processes than the server's and the load generator: how busy the host was) +
     the GPU telemetry columns as "mean / max", "-" where not sampled; sorted by Batch then Concurrency) and the reasons of every non-OK row.  ``plots`` are relative image paths to
     embed (default: ``<model>/<plot>.png`` for the scenario's plots; ``[]`` embeds none).  Any other scenario
     (e.g. accuracy) is rendered by :func:`render_metrics_markdown`.

@@ -86,6 +86,10 @@ class TritonServer(ABC):
     def log_tail(self, lines: int = 40) -> str:
         return ""
 
+    def process_ids(self) -> list[int]:
+        """The server's processes on this host (the server and its backends' stubs); none for a remote one."""
+        return []
+
     def model_config(self, name: str) -> dict:
         """The configuration the server actually runs for a loaded model (``/v2/models/<m>/config``)."""
         client = self.client(timeout=30)

@@ -228,6 +228,17 @@ class EmbeddedServer(TritonServer):
         text = self.log_path.read_text(errors="replace").splitlines()
         return "--- tritonserver log tail ({}) ---\n{}".format(self.log_path, "\n".join(text[-lines:]))
 
+    def process_ids(self) -> list[int]:
+        import psutil
+
+        if not self.is_alive():
+            return []
+        try:
+            root = psutil.Process(self.process.pid)
+            return [root.pid] + [p.pid for p in root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
     def describe(self) -> str:
         return f"embedded tritonserver (pid {self.process.pid if self.process else '-'}) at {self.http_url}"
 

@@ -1,0 +1,80 @@
+"""A reproducible busy host: run a command (a pytest run of the suite) beside a bursty CPU burner, then say how
+the run's points fared and how busy the host was.
+
+    tritonsuite-busyhost [--on 2] [--off 2] -- pytest -m offline --models bert
+
+The burner is one process that spins one core for ``--on`` seconds and sleeps ``--off`` seconds, over and over,
+started before the command and killed when it ends (also on Ctrl-C). The summary reads the run's rows through its
+manifest (``<reports-dir>/manifest.json``): per point its status, throughput, the windows it took (and how far they
+were lengthened) and the CPU other processes used meanwhile, which shows the burner.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from tritonsuite.rows import load_rows
+
+BURNER = ("import sys, time\n"
+          "on, off = float(sys.argv[1]), float(sys.argv[2])\n"
+          "while True:\n"
+          "    end = time.perf_counter() + on\n"
+          "    while time.perf_counter() < end:\n"
+          "        pass\n"
+          "    time.sleep(off)\n")
+
+
+def reports_dir_of(command: Sequence[str]) -> Path:
+    for i, arg in enumerate(command):
+        if arg.startswith("--reports-dir="):
+            return Path(arg.split("=", 1)[1])
+        if arg == "--reports-dir" and i + 1 < len(command):
+            return Path(command[i + 1])
+    return Path("reports")
+
+
+def summary(reports_dir: Path) -> str:
+    manifest = json.loads((reports_dir / "manifest.json").read_text())
+    rows = [r for r in load_rows(reports_dir, manifest["run_id"]) if r.scenario in ("offline", "online")]
+    lines = [f"run {manifest['run_id']}: {len(rows)} points, "
+             + ", ".join(f"{sum(r.status == s for r in rows)} {s}" for s in ("OK", "UNSTABLE", "INVALID", "FAILED")),
+             "| deployment | batch | concurrency | status | inf/s | windows | longest window | other CPU (% of a core) |",
+             "|:--|--:|--:|:--|--:|--:|--:|--:|"]
+    for r in rows:
+        m = r.measurement
+        lines.append(f"| {r.deployment} | {r.batch} | {r.concurrency} | {r.status} | "
+                     f"{r.result.get('Inferences/Second', float('nan')):.1f} | {m.get('windows', '-')} | "
+                     f"x{max(m.get('window_factors') or [1])} | {m.get('host_other_cpu_percent', '-')} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tritonsuite-busyhost", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--on", type=float, default=2.0, help="seconds the burner spins (default 2)")
+    parser.add_argument("--off", type=float, default=2.0, help="seconds it rests (default 2)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run beside it")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command: give it after --, e.g. -- pytest -m offline --models bert")
+    if args.on <= 0 or args.off < 0:
+        parser.error(f"--on {args.on:g} --off {args.off:g}: valid: --on > 0, --off >= 0 (seconds)")
+    burner = subprocess.Popen([sys.executable, "-c", BURNER, str(args.on), str(args.off)])
+    try:
+        code = subprocess.run(command).returncode
+    finally:
+        burner.kill()
+        burner.wait()
+    try:
+        print(summary(reports_dir_of(command)))
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"no summary: the run left no readable manifest ({type(exc).__name__}: {exc})")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

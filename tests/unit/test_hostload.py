@@ -1,0 +1,43 @@
+"""How busy the host was: other processes' CPU, without the server's and the load generator's own."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from tritonsuite.hostload import CpuReading, HostCpu, other_cpu_percent
+
+
+def test_other_cpu_is_busy_time_less_the_server_and_this_process():
+    before, after = CpuReading(busy=100.0, server=10.0, own=5.0), CpuReading(busy=103.0, server=11.0, own=5.5)
+    assert other_cpu_percent(before, after, 2.0) == 75.0  # 1.5 s of others over 2 s
+    assert other_cpu_percent(before, CpuReading(100.5, 11.0, 5.0), 1.0) == 0.0  # processes that ended: floor 0
+    assert other_cpu_percent(before, after, 0.0) == 0.0
+
+
+def test_a_burning_process_counts_as_other_unless_it_is_the_server():
+    burner = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 1.5\nwhile time.time() < end: pass"])
+    try:
+        others, as_server = HostCpu(), HostCpu(lambda: [burner.pid])
+        time.sleep(0.3)  # the interpreter has started and burns
+        a, b = others.read(), as_server.read()
+        time.sleep(0.8)
+        a2, b2 = others.read(), as_server.read()
+        assert other_cpu_percent(a, a2, 0.8) >= 50  # most of a core, whatever else the host does
+        assert b2.server - b.server >= 0.4  # the burner's time, read as the server's
+        assert other_cpu_percent(b, b2, 0.8) < other_cpu_percent(a, a2, 0.8) - 40
+    finally:
+        burner.kill()
+        burner.wait()
+
+
+def test_this_process_is_not_other_load():
+    host = HostCpu()
+    a = host.read()
+    end = time.process_time() + 0.3
+    while time.process_time() < end:
+        pass
+    b = host.read()
+    assert b.own - a.own >= 0.25
+    assert os.getpid() > 0
