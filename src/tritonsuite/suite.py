@@ -25,11 +25,13 @@ from tritonsuite.compare import compare_points, point_key
 from tritonsuite.device import gpu_description, host_description
 from tritonsuite.formats import get_format
 from tritonsuite.measure import LoadPoint, Measurement, measure
+from tritonsuite.search import SearchResult, judge, search, stop_when_clearly_over
 from tritonsuite.models import Registry
 from tritonsuite.profiles import ModelProfile, Profile
 from tritonsuite.rows import RawWriter, Row, raw_path
 from tritonsuite.repository import DeploymentConfig, build_deployment, deployment_name
 from tritonsuite.server import TritonServer
+from tritonsuite.settings import LatencyBound
 from tritonsuite.spec import ModelSpec
 from tritonsuite.training import trained_checkpoint, training_stats
 
@@ -38,7 +40,8 @@ SCENARIOS = ("offline", "online", "accuracy")
 
 @dataclass(frozen=True)
 class Case:
-    """One test point: a deployment (model, format, precision, scenario) and, for performance, a load point."""
+    """One test point: a deployment (model, format, precision, scenario) and, for performance, a load point (a
+    concurrency, or a request rate), or online a search for the most load within the profile's latency bound."""
 
     model: str
     format: str
@@ -46,12 +49,20 @@ class Case:
     scenario: str
     batch_size: int = 0
     concurrency: int = 0
+    request_rate: float = 0.0
+    search: str = ""  # "request_rate" or "concurrency": the latency-bound search of this deployment
+    bound: str = ""  # its bound, e.g. "p99 <= 50 ms"
 
     @property
     def id(self) -> str:
         parts = [self.model, self.format, self.precision]
         if self.scenario == "offline":
             parts.append(f"batch{self.batch_size}")
+        elif self.search:
+            parts.append(f"max{'rate' if self.search == 'request_rate' else 'concurrency'}-"
+                         f"{LatencyBound.parse(self.bound).slug}")
+        elif self.request_rate:
+            parts.append(f"rate{self.request_rate:g}")
         elif self.scenario == "online":
             parts.append(f"concurrency{self.concurrency}")
         return "-".join(parts)
@@ -78,8 +89,14 @@ def profile_cases(profile: Profile, scenario: str) -> list[Case]:
                 if scenario == "offline":
                     cases += [Case(model, fmt, precision, scenario, batch_size=b) for b in mp.offline.batch_sizes]
                 elif scenario == "online":
-                    cases += [Case(model, fmt, precision, scenario, batch_size=mp.online.batch_size, concurrency=c)
-                              for c in mp.online.concurrency]
+                    on = mp.online
+                    cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, concurrency=c)
+                              for c in on.concurrency]
+                    cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, request_rate=r)
+                              for r in on.request_rates]
+                    if on.latency_bound is not None:
+                        cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, search=kind,
+                                       bound=str(on.latency_bound)) for kind in on.search]
                 else:
                     cases.append(Case(model, fmt, precision, scenario, batch_size=mp.max_batch_size))
     return cases
@@ -219,25 +236,40 @@ class Suite:
                                parameters=self.parameters(deployment) if known else {}))
 
     # ------------------------------------------------------------------------------------------------- runs
-    def run_performance(self, case: Case) -> Measurement:
-        """Measure one offline or online point and append its row to reports/raw before returning it; a point that
-        raises is recorded as a FAILED row with its reason, then the error goes on to the caller."""
+    def _point(self, case: Case, concurrency: int = 0, request_rate: float = 0.0) -> LoadPoint:
+        online = self.model_profile(case.model).online
+        return LoadPoint(case.batch_size, concurrency or 1,
+                         shared_memory=case.scenario == "offline" and self.server.local,
+                         request_rate=request_rate or None, distribution=online.distribution, seed=online.seed)
+
+    def _measure(self, case: Case, point: LoadPoint, stop_early=None, search: dict | None = None
+                 ) -> tuple[Measurement, Row]:
+        """Measure one point of a case's deployment and record its row (FAILED with the reason when it raises)."""
         deployment = None
         try:
             deployment = self.deployment(case.model, case.format, case.precision, case.scenario)
             spec = deployment.spec
-            shared_memory = case.scenario == "offline" and self.server.local
-            point = LoadPoint(case.batch_size, case.concurrency or 1, shared_memory=shared_memory)
             inputs = spec.example_inputs(case.batch_size, 0)
-            result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement)
+            result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement,
+                             stop_early)
         except export_mod.ExportUnsupported:
             raise  # not attempted: a skip with its reason
         except Exception as exc:
-            self._record_failure(case, exc, deployment, batch=case.batch_size, concurrency=case.concurrency or 1)
+            self._record_failure(case, exc, deployment, batch=case.batch_size,
+                                 concurrency=None if point.open_loop else point.concurrency,
+                                 request_rate=point.request_rate)
             raise
-        if case.scenario == "offline" and not shared_memory:
+        if case.scenario == "offline" and not point.shared_memory:
             result.reasons.append("server is not on this host: inputs and outputs sent over HTTP, not shared memory")
+        if search is not None:
+            result.meta["search"] = search
         row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
+        return result, row
+
+    def run_performance(self, case: Case) -> Measurement:
+        """Measure one offline or online point and append its row to reports/raw before returning it; a point that
+        raises is recorded as a FAILED row with its reason, then the error goes on to the caller."""
+        result, row = self._measure(case, self._point(case, case.concurrency, case.request_rate))
         then = {point_key(r): r for r in self.compare_with}.get(point_key(row)) if self.compare_with else None
         if then is not None:
             result.comparison = compare_points(then, row)
@@ -245,6 +277,41 @@ class Suite:
                                        "line": result.comparison.describe()}
         self.record(row)
         return result
+
+    def run_search(self, case: Case) -> SearchResult:
+        """The most load (request rate or concurrency) the case's deployment takes within its latency bound. Every
+        point measured is recorded the moment it exists, as evidence (``measurement.search``: step, within, why);
+        then the answer, a copy of the re-measured point's row with role "result" (or of the last point when none
+        was within the bound), carrying the answer line. A request-rate search starts at the rate one request in
+        flight achieves (measured first, also evidence)."""
+        import copy
+
+        bound = LatencyBound.parse(case.bound)
+        stop = stop_when_clearly_over(bound)
+        rows: list[Row] = []
+
+        def at(load: float, closed_loop: bool = False) -> Measurement:
+            point = (self._point(case, concurrency=int(load)) if closed_loop or case.search == "concurrency"
+                     else self._point(case, request_rate=load))
+            measured, row = self._measure(case, point, stop, {"kind": case.search, "bound": str(bound),
+                                                              "step": len(rows) + 1, "role": "evidence"})
+            within, why = judge(measured, bound)
+            row.measurement["search"].update(within=within, why=why)
+            self.record(row)
+            rows.append(row)
+            return measured
+
+        start = 1.0
+        if case.search == "request_rate":
+            one = at(1, closed_loop=True)
+            start = max(one.result["Inferences/Second"] / case.batch_size, 0.1)
+        found = search(at, case.search, bound, start, self.profile.measurement)
+        best = rows[len(rows) - len(found.steps) + found.steps.index(found.best)] if found.best else rows[-1]
+        answer = copy.deepcopy(best)
+        answer.measurement["search"].update(role="result", max=found.best.load if found.best else None,
+                                            answer=found.describe(), points=len(rows))
+        self.record(answer)
+        return found
 
     def run_accuracy(self, case: Case) -> AccuracyResult:
         """Run the model's accuracy data through Triton at the max batch size and judge it against eager."""

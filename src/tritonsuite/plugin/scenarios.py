@@ -79,10 +79,25 @@ def test_offline(suite, offline_case, triton, request, record_property):
     _performance(suite, offline_case, request, record_property)
 
 
+def _search(suite, case, record_property) -> None:
+    """The most load within the latency bound: fails when no point was (or stayed) within it."""
+    def figures(found) -> dict:
+        best = found.best
+        return {"answer": found.describe(), "points": len(found.steps),
+                **({"max": round(best.load, 3)} if best else {})}
+
+    _judge(case.id, lambda: suite.run_search(case), lambda found: None if found.found else
+           f"{case.id}: {found.describe()}", record_property, figures)
+
+
 @pytest.mark.online
 def test_online(suite, online_case, triton, request, record_property):
-    """Dynamic batching on the server, concurrent requests over HTTP, a concurrency sweep."""
-    _performance(suite, online_case, request, record_property)
+    """Dynamic batching on the server, over HTTP: a concurrency sweep (closed loop), request rates (open loop), and
+    with a latency bound, the most load within it."""
+    if online_case.search:
+        _search(suite, online_case, record_property)
+    else:
+        _performance(suite, online_case, request, record_property)
 
 
 @pytest.mark.accuracy

@@ -8,8 +8,8 @@ from typing import Any
 
 from tritonsuite.report.common import (_EXTRA_COLUMNS, _INT_COLUMNS, _PLOT_ALT, _PLOTS, SCENARIO_DESCRIPTIONS,
                                        _column_header, _coord, _distinct, _format_number, _format_value, _group,
-                                       _is_number, _pipe_table, _records, _result, _row_label, _sort_key, _status,
-                                       _title)
+                                       _is_number, _load_kind, _pipe_table, _records, _result, _row_label, _search,
+                                       _sort_key, _status, _title)
 from tritonsuite.rows import RESULT_COLUMNS, STATUSES
 from tritonsuite.telemetry import GPU_COLUMNS
 
@@ -88,6 +88,53 @@ def _results_table(rows: Sequence[Mapping[str, Any]]) -> str:
     return _pipe_table(headers, body, align="right")
 
 
+def _cpu_cells(row: Mapping[str, Any]) -> list[str]:
+    measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
+    return [f"{measurement[k]:.1f}" if _is_number(measurement.get(k)) else "-"
+            for k in ("client_cpu_percent", "host_other_cpu_percent")]
+
+
+def _rate_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Open-loop rows: offered and achieved rate, the share sent late, requests in flight, latencies."""
+    headers = ["Offered (req/s)", "Achieved (req/s)", "Late (%)", "In flight", "Inferences/Second", "p50 latency",
+               "p90 latency", "p95 latency", "p99 latency", "avg latency", "Status", "Client CPU (%)",
+               "Other CPU (%)"]
+    body = []
+    for row in sorted(rows, key=lambda r: (r.get("request_rate") or 0)):
+        m = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
+        result = _result(row)
+        body.append([_format_number("Inferences/Second", row.get("request_rate")),
+                     _format_number("Inferences/Second", m.get("achieved_rate")),
+                     f"{m['late_percent']:.2f}" if _is_number(m.get("late_percent")) else "-",
+                     f"{result['Concurrency']:.1f}" if _is_number(result.get("Concurrency")) else "-"]
+                    + [_format_number(c, result.get(c)) for c in headers[4:10]] + [_status(row)] + _cpu_cells(row))
+    return _pipe_table([_column_header(h) if h in RESULT_COLUMNS else h for h in headers], body, align="right")
+
+
+def _search_sections(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per search (kind and bound): the answer, then its evidence, one row per measured point in order."""
+    out: list[str] = []
+    groups = _group([r for r in rows if _search(r)], lambda r: (_search(r).get("kind"), _search(r).get("bound")))
+    for (kind, bound), grows in groups.items():
+        answers = [r for r in grows if _load_kind(r) == "result"]
+        headline = _search(answers[-1]).get("answer") if answers else f"search for the most {kind} at {bound}: " \
+                                                                       f"unfinished (no answer recorded)"
+        out += [f"**{headline}**", ""]
+        body = []
+        for row in sorted((r for r in grows if _load_kind(r) == "evidence"), key=lambda r: _search(r).get("step", 0)):
+            search, result = _search(row), _result(row)
+            load = (_format_number("Inferences/Second", row["request_rate"]) + " req/s" if _is_number(
+                row.get("request_rate")) else f"concurrency {_format_number('Concurrency', _coord(row, 'Concurrency'))}")
+            body.append([str(search.get("step", "-")), load,
+                         _format_number("Inferences/Second", result.get("Inferences/Second")),
+                         _format_number("p99 latency", result.get("p99 latency")), _status(row),
+                         "yes" if search.get("within") else "no", str(search.get("why", "-"))])
+        if body:
+            out += [_pipe_table(["Step", "Load", "Inferences/Second", "p99 latency (ms)", "Status", "Within",
+                                 "Why"], body, align="left"), ""]
+    return out
+
+
 def _problem_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = []
     for row in sorted(rows, key=_sort_key):
@@ -142,8 +189,15 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
         params = _parameters_table(drows)
         if params:
             out += [params, ""]
-        out += [_results_table(drows), ""]
-        problems = _problem_lines(drows)
+        sweep = [r for r in drows if _load_kind(r) == "sweep"]
+        rates = [r for r in drows if _load_kind(r) == "rate"]
+        if sweep or not (rates or any(_search(r) for r in drows)):
+            out += [_results_table(sweep), ""]
+        if rates:
+            out += ["Request rates (open loop: arrivals on a seeded schedule, latency from each request's scheduled "
+                    "send time; a point with more late sends than the limit is INVALID):", "", _rate_table(rates), ""]
+        out += _search_sections(drows)
+        problems = _problem_lines([r for r in drows if _load_kind(r) in ("sweep", "rate")])
         if problems:
             out += ["Rows that are not valid measurements:", ""] + problems + [""]
     return "\n".join(out).rstrip("\n") + "\n"
@@ -252,8 +306,12 @@ def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
             table.append([str(r.get("title") or r.get("model")), str(r.get("deployment")), _status(r), standing])
         out += ["## Accuracy", "", _pipe_table(["model", "deployment", "status", "against the baseline"], table,
                                                align="left"), ""]
+    answers = [r for r in rows if _load_kind(r) == "result"]
+    if answers:
+        out += ["## Most load within the latency bound", ""] + [
+            f"- {r.get('deployment')}: {_search(r).get('answer')}" for r in answers] + [""]
     for scenario in ("offline", "online"):
-        measured = [r for r in rows if r.get("scenario") == scenario]
+        measured = [r for r in rows if r.get("scenario") == scenario and _load_kind(r) in ("sweep", "rate")]
         if not measured:
             continue
         table = []
