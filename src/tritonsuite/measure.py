@@ -34,7 +34,7 @@ import contextlib
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -205,6 +205,17 @@ def _spread(values: Sequence[float]) -> float:
     return float(np.max(np.abs(np.asarray(values) - mean)) / mean * 100.0)
 
 
+def arrival_gaps(rate: float, distribution: str = "poisson", seed: int = 0, chunk: int = 1024) -> Iterator[float]:
+    """Seconds between scheduled sends at ``rate`` requests/s, without end: exponential (Poisson arrivals) from a
+    generator seeded with ``seed``, or constant. The same arguments give the same schedule."""
+    if distribution not in DISTRIBUTIONS:
+        raise ValueError(f"distribution {distribution!r}; valid choices: {', '.join(DISTRIBUTIONS)}")
+    rng = np.random.default_rng(seed)
+    while True:
+        gaps = rng.exponential(1.0 / rate, chunk) if distribution == "poisson" else np.full(chunk, 1.0 / rate)
+        yield from gaps.tolist()
+
+
 #: Called after each window with the windows so far; a reason ends the point there (e.g. clearly over a latency
 #: bound).
 StopEarly = Callable[[Sequence["_Window"]], "str | None"]
@@ -276,8 +287,6 @@ class _LoadGenerator:
         """Open loop: send each request at its scheduled time on an idle connection (a new one when none is idle),
         whatever the responses do; at ``max_outstanding`` in flight, the next send waits (and is late)."""
         point, cap = self.point, self.settings.max_outstanding
-        rng = np.random.default_rng(point.seed)
-        mean_gap = 1.0 / point.request_rate
         idle: list[_Connection] = []
         opened: list[_Connection] = []
         in_flight: set[asyncio.Task] = set()
@@ -299,32 +308,29 @@ class _LoadGenerator:
 
         t_next = time.perf_counter()
         try:
-            while not self.stop:
-                gaps = (rng.exponential(mean_gap, 1024) if point.distribution == "poisson"
-                        else np.full(1024, mean_gap))
-                for gap in gaps:
-                    delay = t_next - time.perf_counter()
-                    if delay > 0:
-                        await asyncio.sleep(delay)
-                    if failures:
-                        raise failures[0]
-                    if self.stop:
-                        break
-                    if slots.locked():  # at the cap: wait for a response (bounded: each request has a timeout)
-                        await asyncio.wait_for(slots.acquire(), self.settings.request_timeout_s)
-                    else:
-                        await slots.acquire()
-                    if idle:
-                        conn = idle.pop()
-                    else:
-                        conn = await _Connection(self.host, self.port).open()
-                        opened.append(conn)
-                    task = asyncio.create_task(one(conn, t_next))
-                    in_flight.add(task)
-                    task.add_done_callback(in_flight.discard)
-                    outstanding += 1
-                    self.max_outstanding = max(self.max_outstanding, outstanding)
-                    t_next += float(gap)
+            for gap in arrival_gaps(point.request_rate, point.distribution, point.seed):
+                delay = t_next - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                if failures:
+                    raise failures[0]
+                if self.stop:
+                    break
+                if slots.locked():  # at the cap: wait for a response (bounded: each request has a timeout)
+                    await asyncio.wait_for(slots.acquire(), self.settings.request_timeout_s)
+                else:
+                    await slots.acquire()
+                if idle:
+                    conn = idle.pop()
+                else:
+                    conn = await _Connection(self.host, self.port).open()
+                    opened.append(conn)
+                task = asyncio.create_task(one(conn, t_next))
+                in_flight.add(task)
+                task.add_done_callback(in_flight.discard)
+                outstanding += 1
+                self.max_outstanding = max(self.max_outstanding, outstanding)
+                t_next += gap
             if in_flight:  # the requests already sent finish (each bounded by the request timeout)
                 await asyncio.wait_for(asyncio.gather(*in_flight), self.settings.request_timeout_s)
             if failures:
@@ -550,7 +556,8 @@ def _summarise(point: LoadPoint, windows: list[_Window], total: dict[str, int], 
         at_cap = generator is not None and generator.max_outstanding >= settings.max_outstanding
         reasons.append(f"the load generator could not keep the schedule: {late_percent:.1f}% of requests were sent "
                        f"more than {settings.schedule_tolerance_ms:g} ms late (limit {settings.max_late_percent:g}%)"
-                       + (f"; {settings.max_outstanding} requests were in flight (max_outstanding)" if at_cap else ""))
+                       + (f"; the cap of {settings.max_outstanding} requests in flight (max_outstanding) was reached"
+                          if at_cap else ""))
     if meta.get("stopped_early"):
         status = "STOPPED"
         reasons.insert(0, f"stopped early: {meta['stopped_early']}")

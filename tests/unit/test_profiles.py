@@ -37,6 +37,25 @@ def test_narrowing(tmp_path):
         narrow(profile, batch_sizes=[64])
 
 
+def test_request_rates_and_latency_bound_searches_become_online_cases(tmp_path):
+    (tmp_path / "load.yaml").write_text(
+        "models: {bert: {size: tiny, formats: [onnx], precisions: [fp32], max_batch_size: 4, online: "
+        "{concurrency: [1], request_rates: [5, 12.5], distribution: constant, seed: 3, latency_bound: 'p99 <= 80 ms'}}}\n")
+    profile = load_profile("load", tmp_path)
+    online = profile.models["bert"].online
+    assert (online.request_rates, online.distribution, online.seed) == ((5.0, 12.5), "constant", 3)
+    assert str(online.latency_bound) == "p99 <= 80 ms" and online.search == ("request_rate", "concurrency")
+    assert [c.id for c in profile_cases(profile, "online")] == [
+        "bert-onnx-fp32-concurrency1", "bert-onnx-fp32-rate5", "bert-onnx-fp32-rate12.5",
+        "bert-onnx-fp32-maxrate-p99le80ms", "bert-onnx-fp32-maxconcurrency-p99le80ms"]
+    from tritonsuite.settings import LatencyBound
+
+    narrowed = narrow(profile, request_rates=[7.0], latency_bound=LatencyBound.parse("avg <= 20 ms"),
+                      search=["concurrency"])
+    assert [c.id for c in profile_cases(narrowed, "online")] == [
+        "bert-onnx-fp32-concurrency1", "bert-onnx-fp32-rate7", "bert-onnx-fp32-maxconcurrency-avgle20ms"]
+
+
 GOOD_MODEL = "bert: {size: tiny, formats: [onnx], precisions: [fp32], max_batch_size: 4}"
 
 
@@ -65,6 +84,16 @@ GOOD_MODEL = "bert: {size: tiny, formats: [onnx], precisions: [fp32], max_batch_
     ("measurement: {max_trials: 2}\nmodels: {" + GOOD_MODEL + "}\n",
      r"bad\.yaml:measurement\.max_trials 2: expected an integer >= 3 and <= 10000"),
     ("models: [bert]\n", r"bad\.yaml:models: expected a mapping of keys, got \['bert'\]"),
+    ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32], max_batch_size: 4, online: {request_rates: [10, 0]}}}\n",
+     r"bad\.yaml:bert\.online\.request_rates 0: expected request rates in requests/s, numbers > 0"),
+    ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32], max_batch_size: 4, online: {distribution: uniform}}}\n",
+     r"bad\.yaml:bert\.online\.distribution \['uniform'\]: valid choices: poisson, constant"),
+    ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32], max_batch_size: 4, online: {latency_bound: fast}}}\n",
+     r"bad\.yaml:bert\.online\.latency_bound: latency bound 'fast': expected '<statistic> <= <ms> ms'"),
+    ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32], max_batch_size: 4, online: {search: [latency]}}}\n",
+     r"bad\.yaml:bert\.online\.search \['latency'\]: valid choices: request_rate, concurrency"),
+    ("measurement: {max_late_percent: 120}\nmodels: {" + GOOD_MODEL + "}\n",
+     r"bad\.yaml:measurement\.max_late_percent 120: expected a number >= 0 and <= 100"),
 ])
 def test_bad_profile_content_is_one_line_naming_the_value_and_the_valid_ones(tmp_path, text, message):
     (tmp_path / "bad.yaml").write_text(text)
