@@ -21,7 +21,7 @@ from tritonsuite.accuracy import AccuracyResult, evaluate
 from tritonsuite.backends import backend_for
 from tritonsuite.baselines import BaselineStore, provenance
 from tritonsuite.client import served_infer
-from tritonsuite.compare import compare_points, point_key
+from tritonsuite.compare import comparable, compare_points, point_key
 from tritonsuite.device import gpu_description, host_description
 from tritonsuite.formats import get_format
 from tritonsuite.measure import LoadPoint, Measurement, measure
@@ -270,7 +270,8 @@ class Suite:
         """Measure one offline or online point and append its row to reports/raw before returning it; a point that
         raises is recorded as a FAILED row with its reason, then the error goes on to the caller."""
         result, row = self._measure(case, self._point(case, case.concurrency, case.request_rate))
-        then = {point_key(r): r for r in self.compare_with}.get(point_key(row)) if self.compare_with else None
+        then = ({point_key(r): r for r in self.compare_with if comparable(r)}.get(point_key(row))
+                if self.compare_with else None)
         if then is not None:
             result.comparison = compare_points(then, row)
             row.extra["comparison"] = {"against": self.compare_label, "verdict": result.comparison.verdict,
