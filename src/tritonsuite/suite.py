@@ -28,6 +28,7 @@ from tritonsuite.measure import LoadPoint, Measurement, measure
 from tritonsuite.search import SearchResult, judge, search, stop_when_clearly_over
 from tritonsuite.models import Registry
 from tritonsuite.profiles import ModelProfile, Profile
+from tritonsuite.published import PUBLISHED_PARAMETER
 from tritonsuite.rows import RawWriter, Row, raw_path
 from tritonsuite.repository import DeploymentConfig, build_deployment, deployment_name
 from tritonsuite.server import TritonServer
@@ -199,6 +200,9 @@ class Suite:
             "Host": host_description(self.server.local) if self.server.local else f"the host of {self.server.describe()}",
             "Artifact key": art.key[:16],
         }
+        params["Profile"] = self.profile.name
+        if self.profile.published:  # the join key of tritonsuite.published: whose published tables these rows meet
+            params[PUBLISHED_PARAMETER] = self.profile.published
         if cfg.dynamic_batching:
             params["Preferred batch sizes"] = " ".join(map(str, cfg.preferred_batch_sizes)) or "-"
             params["Max queue delay (us)"] = cfg.max_queue_delay_microseconds

@@ -20,8 +20,9 @@ def test_cpu_profile():
 
 
 def test_unknown_profile_names_the_choices():
-    with pytest.raises(ProfileError, match=r"unknown profile 'h100'; valid choices: .*cpu"):
-        load_profile("h100", PROFILES)
+    with pytest.raises(ProfileError, match=r"unknown profile 'h200'; valid choices: a100, a30, a40, cpu, h100, t4, "
+                                           r"v100$"):
+        load_profile("h200", PROFILES)
 
 
 def test_narrowing(tmp_path):
@@ -63,7 +64,7 @@ GOOD_MODEL = "bert: {size: tiny, formats: [onnx], precisions: [fp32], max_batch_
     ("models: {bert: [unclosed\n", r"bad\.yaml:2: malformed YAML: "),
     ("measurement: {window: 3}\nmodels: {}\n",
      r"bad\.yaml:measurement: unknown key window; valid keys: window_ms, window_requests, .*client_bound_percent"),
-    ("model: {}\n", r"bad\.yaml: unknown key model; valid keys: device, gpu, measurement, models"),
+    ("model: {}\n", r"bad\.yaml: unknown key model; valid keys: device, gpu, published, measurement, models"),
     ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32]}}\n", "missing key 'max_batch_size'"),
     ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32], max_batch_size: eight}}\n",
      r"bad\.yaml:bert\.max_batch_size 'eight': expected an integer >= 1"),
@@ -137,6 +138,74 @@ def test_gpu_profile_needs_cuda_on_the_embedded_server():
     else:
         with pytest.raises(ProfileError, match="--gpu a100: .*no CUDA device; valid choices here: cpu"):
             check_host(profile, "embedded")
+
+
+SEED_GPUS = ("a100", "a30", "a40", "t4", "v100")
+
+
+@pytest.mark.parametrize("name", SEED_GPUS + ("h100",))
+def test_every_seed_gpu_profile_fails_fast_on_a_cpu_host_in_one_line(name):
+    import torch
+
+    profile = load_profile(name, PROFILES)
+    assert profile.device == "gpu" and profile.published == ("a100" if name == "h100" else name)
+    assert all(mp.instance_kind == "KIND_GPU" for mp in profile.models.values())
+    check_host(profile, "remote")
+    if torch.cuda.is_available():
+        pytest.skip("this host has a CUDA device")
+    with pytest.raises(ProfileError) as error:
+        check_host(profile, "embedded")
+    assert str(error.value).startswith(f"--gpu {name}: this profile runs models on a GPU ({profile.gpu}) and this "
+                                       f"host has no CUDA device; valid choices here: cpu")
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("name", SEED_GPUS)
+def test_seed_gpu_profiles_hold_the_seeds_settings_for_every_published_row_they_can_run(name):
+    """Every published row whose format this suite builds (no TensorRT yet) is a case of the GPU's profile with
+    the published deployment settings, so a run of the profile joins it; models the seeds publish for another GPU
+    only are not in the profile."""
+    from tritonsuite.formats import FORMATS
+    from tritonsuite.published import available_models, load_table
+
+    profile = load_profile(name, PROFILES)
+    published_models = available_models(name)
+    assert {m for m in profile.models if m != "wide_deep_adult"} == set(published_models)
+    joinable = 0
+    for model in published_models:
+        mp = profile.models[model]
+        for row in load_table(name, model):
+            if row.format not in FORMATS or row.accelerator != "none" or row.size != mp.size:
+                continue  # trt, savedmodel, ORT + TensorRT; TFT's traffic rows run with size large-traffic
+            where = f"{name}:{model} {row.where}"
+            assert row.format in mp.formats and row.precision in mp.precisions, where
+            assert int(row.labels["Max batch size"]) == mp.max_batch_size, where
+            block = mp.offline if row.scenario == "offline" else mp.online
+            assert int(row.labels["Number of model instances"]) == block.instance_count, where
+            if row.scenario == "offline":
+                assert row.batch in mp.offline.batch_sizes and row.concurrency == 1, where
+            else:
+                assert row.batch == mp.online.batch_size and row.concurrency in mp.online.concurrency, where
+            joinable += 1
+    assert joinable
+
+
+def test_h100_has_the_a100_settings_and_compares_with_the_a100_tables():
+    a100, h100 = load_profile("a100", PROFILES), load_profile("h100", PROFILES)
+    assert h100.models == a100.models and h100.measurement == a100.measurement
+    assert (h100.gpu, h100.published) == ("NVIDIA H100", "a100")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("device: gpu\npublished: h100\nmodels: {" + GOOD_MODEL + "}\n",
+     r"bad\.yaml:published 'h100': valid choices: a100, a30, a40, t4, v100$"),
+    ("device: cpu\npublished: a100\nmodels: {" + GOOD_MODEL + "}\n",
+     r"bad\.yaml:published 'a100': the published tables are GPU figures; only a device: gpu profile may name them"),
+])
+def test_published_key_names_a_seed_gpu_on_a_gpu_profile(tmp_path, text, message):
+    (tmp_path / "bad.yaml").write_text(text)
+    with pytest.raises(ProfileError, match=message):
+        load_profile("bad", tmp_path)
 
 
 def test_unknown_device(tmp_path):

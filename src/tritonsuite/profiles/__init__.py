@@ -1,8 +1,10 @@
 """Profiles: per device (``--gpu``), which models run at which size, formats, precisions and sweep points.
 
-Profiles ship with the package (``tritonsuite/profiles/<name>.yaml``: ``cpu``, the default, and GPU profiles such
-as ``a100`` with the seeds' full-size models and Triton settings); ``--profiles-dir DIR`` adds a team's own, which
-win on a name clash. The command line narrows a profile (``--models``, ``--formats``, ``--batch-sizes``,
+Profiles ship with the package (``tritonsuite/profiles/<name>.yaml``: ``cpu``, the default, and one GPU profile per
+GPU the seeds publish, ``a100``, ``a30``, ``a40``, ``t4``, ``v100``, plus ``h100`` with the A100 settings, each with
+the seeds' full-size models and Triton settings); ``--profiles-dir DIR`` adds a team's own, which win on a name
+clash. A GPU profile's ``published: <gpu>`` names the seeds' published tables its rows are shown beside
+(:mod:`tritonsuite.published`). The command line narrows a profile (``--models``, ``--formats``, ``--batch-sizes``,
 ``--concurrency``) but never widens it past the model's limits.
 
 A profile is checked completely when it is loaded: malformed YAML (file and line), unknown keys (with the valid
@@ -19,7 +21,7 @@ from tritonsuite.repository import DeploymentConfig
 from tritonsuite.settings import DISTRIBUTIONS, LatencyBound, MeasurementSettings
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-TOP_KEYS = ("device", "gpu", "measurement", "models")
+TOP_KEYS = ("device", "gpu", "published", "measurement", "models")
 MODEL_KEYS = ("size", "formats", "precisions", "max_batch_size", "intra_op_threads", "instance_kind", "offline",
               "online")
 OFFLINE_KEYS = ("batch_sizes", "instance_count")
@@ -83,6 +85,7 @@ class Profile:
     gpu: str  # what the report's "GPU" row says
     models: Mapping[str, ModelProfile]
     measurement: MeasurementSettings = field(default_factory=MeasurementSettings)
+    published: str = ""  # the seeds' published tables this profile's runs are shown beside (tritonsuite.published)
 
 
 def profile_dirs(directory: str | Path | None = None) -> list[Path]:
@@ -227,7 +230,23 @@ def load_profile(name: str, directory: str | Path | None = None) -> Profile:
         settings = MeasurementSettings(**measurement)
     except ValueError as exc:
         raise ProfileError(f"{path.name}:measurement.{exc}") from None
-    return Profile(name=name, device=device, gpu=str(data.get("gpu", "none")), models=models, measurement=settings)
+    return Profile(name=name, device=device, gpu=str(data.get("gpu", "none")), models=models, measurement=settings,
+                   published=_published(data.get("published"), device, path.name))
+
+
+def _published(value: Any, device: str, where: str) -> str:
+    """``published:`` names the seeds' GPU tables a GPU profile's runs are shown beside; GPU figures only."""
+    if value is None:
+        return ""
+    from tritonsuite.published import available_gpus
+
+    gpus = available_gpus()
+    if value not in gpus:
+        raise ProfileError(f"{where}:published {value!r}: valid choices: {', '.join(gpus)}")
+    if device != "gpu":
+        raise ProfileError(f"{where}:published {value!r}: the published tables are GPU figures; only a device: gpu "
+                           f"profile may name them")
+    return str(value)
 
 
 def check_host(profile: Profile, server: str) -> None:

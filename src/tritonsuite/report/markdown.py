@@ -1,5 +1,6 @@
 """Markdown pages in the seeds' format: per deployment, how it was measured, the "Parameter Name | Parameter
-Value" table and the results table (the seeds' columns, Status, Client CPU); metric tables for accuracy."""
+Value" table, the results table (the seeds' columns, Status, Client CPU) and, for GPU profiles, the seeds' published
+figures beside the measured ones (:mod:`tritonsuite.published`); metric tables for accuracy."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -88,6 +89,65 @@ def _results_table(rows: Sequence[Mapping[str, Any]]) -> str:
     return _pipe_table(headers, body, align="right")
 
 
+def _ratio(value: float | None) -> str:
+    return f"{value:.2f}" if _is_number(value) else "-"
+
+
+def _published_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The seeds' published figures beside the measured ones, for the rows whose profile names published tables
+    (GPU profiles only) and whose deployment and point match a published row; its heading says when the GPU the
+    rows were measured on is not the published one."""
+    from tritonsuite.published import PUBLISHED_PARAMETER, join, published_configurations
+    from tritonsuite.rows import Row
+
+    named = [r for r in rows if (r.get("parameters") or {}).get(PUBLISHED_PARAMETER)]
+    if not named:
+        return []
+    measured = [Row.from_dict(r) for r in named]
+    matches = [m for m in (join(r) for r in measured) if m is not None]
+    gpu = str(measured[0].parameters[PUBLISHED_PARAMETER])
+    if not matches:
+        published = published_configurations(gpu, measured[0].model)
+        return [f"No published row matches this deployment in the seeds' {gpu} tables (published for "
+                f"{measured[0].model}: {'; '.join(published) if published else 'nothing'}).", ""]
+    first = matches[0]
+    heading = f"### Published figures: {first.published_gpu}"
+    same = {m.same_gpu for m in matches}
+    measured_on = ", ".join(_distinct(m.measured_gpu for m in matches))
+    if False in same:
+        heading += f" — MEASURED ON A DIFFERENT GPU ({measured_on})"
+    elif None in same:
+        heading += " — measured GPU not known here (remote server)"
+    profile = _distinct((r.parameters.get("Profile") for r in measured))
+    out = [heading, ""]
+    note = (f"From {first.published.labels['Source']} (transcribed in tritonsuite/published/{gpu}/"
+            f"{first.published.model}.csv), the rows of this deployment's configuration and points; "
+            f"ratios are measured / published (throughput above 1: faster than published; p99 above 1: slower).")
+    if False in same:
+        note += (f" These rows were measured on {measured_on}"
+                 + (f" with profile {', '.join(profile)}" if profile else "")
+                 + f", not on the published {first.published_gpu}: the ratios compare two GPUs, not this deployment "
+                   f"with its published figures.")
+    elif None in same:
+        note += f" The server is not on this host, so which GPU ran these rows is not known here ({measured_on})."
+    out += [note, ""]
+    body = []
+    for m in sorted(matches, key=lambda m: (m.published.batch, m.published.concurrency)):
+        record = m.measured.to_dict()
+        body.append([_format_number("Batch", m.published.batch), _format_number("Concurrency", m.published.concurrency),
+                     _format_number("Inferences/Second", m.throughput),
+                     _format_number("Inferences/Second", m.published_throughput), _ratio(m.throughput_ratio),
+                     _format_number("p99 latency", m.p99), _format_number("p99 latency", m.published_p99),
+                     _ratio(m.p99_ratio), _status(record)])
+    out += [_pipe_table(["Batch", "Concurrency", "Inferences/Second", "Published Inferences/Second",
+                         "Throughput ratio", "p99 latency (ms)", "Published p99 latency (ms)", "p99 ratio", "Status"],
+                        body, align="right"), ""]
+    unmatched = len(named) - len(matches)
+    if unmatched:
+        out += [f"{unmatched} measured row(s) of this deployment have no published point.", ""]
+    return out
+
+
 def _cpu_cells(row: Mapping[str, Any]) -> list[str]:
     measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
     return [f"{measurement[k]:.1f}" if _is_number(measurement.get(k)) else "-"
@@ -166,7 +226,9 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
     Offline/online: per deployment (first-seen order) a ``## <deployment>`` section with how it was measured,
     the "Parameter Name | Parameter Value" table, the results table (RESULT_COLUMNS + Status + Client CPU (%) +
     Other CPU (%) (other processes than the server's and the load generator: how busy the host was) +
-    the GPU telemetry columns as "mean / max", "-" where not sampled; sorted by Batch then Concurrency) and the reasons of every non-OK row.  ``plots`` are relative image paths to
+    the GPU telemetry columns as "mean / max", "-" where not sampled; sorted by Batch then Concurrency), for a GPU
+    profile's rows the seeds' published throughput and p99 beside the measured ones with their ratios (headed with
+    the published GPU, and loudly when the rows ran on another), and the reasons of every non-OK row.  ``plots`` are relative image paths to
     embed (default: ``<model>/<plot>.png`` for the scenario's plots; ``[]`` embeds none).  Any other scenario
     (e.g. accuracy) is rendered by :func:`render_metrics_markdown`.
     """
@@ -196,6 +258,7 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
         if rates:
             out += ["Request rates (open loop: arrivals on a seeded schedule, latency from each request's scheduled "
                     "send time; a point with more late sends than the limit is INVALID):", "", _rate_table(rates), ""]
+        out += _published_section(sweep)
         out += _search_sections(drows)
         problems = _problem_lines([r for r in drows if _load_kind(r) in ("sweep", "rate")])
         if problems:
