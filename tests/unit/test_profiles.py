@@ -30,12 +30,22 @@ def test_narrowing(tmp_path):
     narrowed = narrow(profile, models=["bert"], formats=["onnx"], batch_sizes=[1, 2], concurrency=[3])
     cases = profile_cases(narrowed, "offline")
     assert [c.id for c in cases] == ["bert-onnx-fp32-batch1", "bert-onnx-fp32-batch2"]
-    assert [c.id for c in profile_cases(narrowed, "online")] == ["bert-onnx-fp32-concurrency3"]
+    assert [c.id for c in profile_cases(narrowed, "online")] == [
+        "bert-onnx-fp32-concurrency3", "bert-onnx-fp32-rate10", "bert-onnx-fp32-rate20",
+        "bert-onnx-fp32-maxrate-p99le250ms", "bert-onnx-fp32-maxconcurrency-p99le250ms"]
     assert [c.id for c in profile_cases(narrowed, "accuracy")] == ["bert-onnx-fp32"]
     with pytest.raises(ProfileError, match="not in profile 'cpu'; valid choices: bert"):
         narrow(profile, models=["identity"])
     with pytest.raises(ProfileError, match=r"--batch-sizes \[64\] exceed bert's max batch size 8"):
         narrow(profile, batch_sizes=[64])
+
+
+def test_narrowing_leaves_accuracy_only_models_without_performance_points():
+    profile = narrow(load_profile("cpu", PROFILES), models=["wide_deep_adult"], batch_sizes=[1], concurrency=[2],
+                     request_rates=[5.0])
+    assert profile_cases(profile, "offline") == [] and profile_cases(profile, "online") == []
+    assert [c.id for c in profile_cases(profile, "accuracy")] == ["wide_deep_adult-onnx-fp32",
+                                                                  "wide_deep_adult-ts-trace-fp32"]
 
 
 def test_request_rates_and_latency_bound_searches_become_online_cases(tmp_path):

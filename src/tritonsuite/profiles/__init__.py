@@ -277,20 +277,21 @@ def narrow(profile: Profile, models: Sequence[str] | None = None, formats: Seque
         if models and name not in models:
             continue
         offline, online = mp.offline, mp.online
-        if batch_sizes:
+        if batch_sizes and offline.batch_sizes:  # a model the profile runs only for accuracy stays so
             too_big = [b for b in batch_sizes if b > mp.max_batch_size]
             if too_big:
                 raise ProfileError(f"--batch-sizes {too_big} exceed {name}'s max batch size {mp.max_batch_size} in "
                                    f"profile {profile.name!r}")
             offline = replace(offline, batch_sizes=tuple(batch_sizes))
-        if concurrency:
-            online = replace(online, concurrency=tuple(concurrency))
-        if request_rates:
-            online = replace(online, request_rates=tuple(request_rates))
-        if latency_bound is not None:
-            online = replace(online, latency_bound=latency_bound)
-        if search:
-            online = replace(online, search=tuple(search))
+        if online.concurrency or online.request_rates:  # (a model without online points stays without them)
+            if concurrency:
+                online = replace(online, concurrency=tuple(concurrency))
+            if request_rates:
+                online = replace(online, request_rates=tuple(request_rates))
+            if latency_bound is not None:
+                online = replace(online, latency_bound=latency_bound)
+            if search:
+                online = replace(online, search=tuple(search))
         kept[name] = replace(mp, formats=tuple(f for f in mp.formats if not formats or f in formats),
                              offline=offline, online=online)
     return replace(profile, models=kept)
