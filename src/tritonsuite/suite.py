@@ -32,6 +32,7 @@ from tritonsuite.repository import DeploymentConfig, build_deployment, deploymen
 from tritonsuite.server import TritonServer
 from tritonsuite.spec import ModelSpec
 from tritonsuite.training import trained_checkpoint, training_stats
+from tritonsuite.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
 
 SCENARIOS = ("offline", "online", "accuracy")
 
@@ -102,6 +103,10 @@ class Suite:
     require_baselines: bool = False  # a deployment with no baseline fails instead of passing with a note
     compare_with: Sequence[Row] = ()  # a stored run's performance rows: each measured point is judged against them
     compare_label: str = ""
+    # accuracy under load: this share of the requests of each online deployment's highest-concurrency point carries
+    # the model's accuracy samples (seeded); 0 turns it off
+    load_probe_share: float = DEFAULT_PROBE_SHARE
+    load_probe_seed: int = DEFAULT_PROBE_SEED
     _modules: dict = field(default_factory=dict, repr=False)
     _deployments: dict = field(default_factory=dict, repr=False)
     _writers: dict = field(default_factory=dict, repr=False)
@@ -228,8 +233,15 @@ class Suite:
             spec = deployment.spec
             shared_memory = case.scenario == "offline" and self.server.local
             point = LoadPoint(case.batch_size, case.concurrency or 1, shared_memory=shared_memory)
-            inputs = spec.example_inputs(case.batch_size, 0)
-            result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement)
+            if self.probes_accuracy(case):
+                data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
+                result, under_load = accuracy_under_load(self.server, deployment.name, spec, case.precision, data,
+                                                         point, self.profile.measurement, self.load_probe_share,
+                                                         self.load_probe_seed)
+                result.accuracy_under_load = under_load
+            else:
+                inputs = spec.example_inputs(case.batch_size, 0)
+                result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement)
         except export_mod.ExportUnsupported:
             raise  # not attempted: a skip with its reason
         except Exception as exc:
@@ -238,6 +250,8 @@ class Suite:
         if case.scenario == "offline" and not shared_memory:
             result.reasons.append("server is not on this host: inputs and outputs sent over HTTP, not shared memory")
         row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
+        if result.accuracy_under_load is not None:
+            row.extra["accuracy_under_load"] = result.accuracy_under_load.to_dict()
         then = {point_key(r): r for r in self.compare_with}.get(point_key(row)) if self.compare_with else None
         if then is not None:
             result.comparison = compare_points(then, row)
@@ -245,6 +259,13 @@ class Suite:
                                        "line": result.comparison.describe()}
         self.record(row)
         return result
+
+    def probes_accuracy(self, case: Case) -> bool:
+        """Whether a case carries accuracy probes: the highest concurrency of an online deployment whose model has
+        an accuracy task, unless the share is 0."""
+        online = self.model_profile(case.model).online
+        return (case.scenario == "online" and self.load_probe_share > 0 and bool(online.concurrency)
+                and case.concurrency == max(online.concurrency) and self.spec(case.model).accuracy_data is not None)
 
     def run_accuracy(self, case: Case) -> AccuracyResult:
         """Run the model's accuracy data through Triton at the max batch size and judge it against eager."""
