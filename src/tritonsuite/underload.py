@@ -32,7 +32,7 @@ from tritonsuite.spec import AccuracyData, ModelSpec
 
 DEFAULT_PROBE_SHARE = 0.1  # of an online point's requests, at its highest concurrency
 DEFAULT_PROBE_SEED = 0
-MAX_LISTED = 5  # mismatching samples named in the failure lines (all are counted)
+MAX_LISTED = 3  # mismatching samples named in the failure lines (all are counted)
 
 
 @dataclass(frozen=True)

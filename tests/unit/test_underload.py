@@ -87,8 +87,8 @@ def test_the_task_metric_must_match_even_when_every_response_is_within_tolerance
     flipped["OUTPUT__0"][0, int(np.argmin(flipped["OUTPUT__0"][0]))] += 9.0
     result = judge(spec, "fp32", data, probes, alone, [(4, flipped)])
     assert result.mismatched_responses == 0
-    assert result.failures == ["task metric differs: argmax_agreement: 0.9 under load, 1 one at a time "
-                               "(difference -0.1, allowed 0.001)"]
+    assert result.failures == [("task metric differs: argmax_agreement: 0.9 under load, 1 one at a time "
+                                "(difference -0.1, allowed 0.001)")]
 
 
 def test_padding_past_a_samples_valid_frames_is_not_judged():
