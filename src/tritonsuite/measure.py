@@ -92,6 +92,9 @@ class Measurement:
     reasons: list[str] = field(default_factory=list)
     latencies_s: np.ndarray | None = None  # every request latency of the stable windows (pytest-benchmark's rounds)
     comparison: Any = None  # a tritonsuite.compare.PointComparison when the run compares with a stored one
+    accuracy_under_load: Any = None  # a tritonsuite.underload.UnderLoadResult when the point carried probes
+    # (probe index, decoded outputs) of every accuracy probe answered during the point (see ``measure(probes=)``)
+    probe_responses: list[tuple[int, dict[str, np.ndarray]]] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -223,12 +226,20 @@ StopEarly = Callable[[Sequence["_Window"]], "str | None"]
 
 class _LoadGenerator:
     def __init__(self, server: TritonServer, model: str, request: _PreparedRequest, point: LoadPoint,
-                 settings: MeasurementSettings, stop_early: StopEarly | None = None):
+                 settings: MeasurementSettings, stop_early: StopEarly | None = None,
+                 probes: Sequence[_PreparedRequest] = (), probe_share: float = 0.0, probe_seed: int = 0):
         host, port = server.http_url.rsplit(":", 1)
         self.host, self.port = host, int(port)
         self.server, self.model, self.request = server, model, request
         self.point, self.settings, self.stop_early = point, settings, stop_early
         self.concurrency = 1 if point.open_loop else point.concurrency  # requests the warm-up waits for
+        # accuracy probes: each request is, with probability probe_share (one seeded draw per request sent), the
+        # next probe of a seeded permutation instead of the load request; its decoded outputs are kept
+        self.probes, self.probe_share = list(probes), probe_share if probes else 0.0
+        self._probe_rng = np.random.default_rng(probe_seed)
+        self._probe_order = self._probe_rng.permutation(len(self.probes)) if self.probes else np.zeros(0, np.int64)
+        self._probes_sent = 0
+        self.probe_responses: list[tuple[int, dict[str, np.ndarray]]] = []
         self.host_cpu = HostCpu(server.process_ids)
         self.samples: list[tuple[float, float, float, float]] = []
         self.max_outstanding = 0  # open loop: the most requests in flight at once
@@ -239,26 +250,20 @@ class _LoadGenerator:
         self.progress = asyncio.Event()
 
     async def _worker(self) -> None:
-        import tritonclient.http as httpclient
-
         conn = await _Connection(self.host, self.port).open()
-        data, outputs = self.request.data, self.request.decode_outputs
-        parse = httpclient.InferenceServerClient.parse_response_body
         try:
             while not self.stop:
-                t0 = time.perf_counter()
-                conn.writer.write(data)
-                t1 = time.perf_counter()
-                status, header_length, body, t_head = await _read_response(conn.reader)
-                if status != 200:
-                    raise MeasurementError(f"inference request failed with HTTP {status}: {_error_text(body)}")
-                if outputs:
-                    result = parse(body, header_length=header_length)
-                    for name in outputs:
-                        result.as_numpy(name)
-                self._completed(t0, t0, t1, t_head)
+                await self._send(conn)
         finally:
             conn.close()
+
+    def _next_request(self) -> tuple[int | None, _PreparedRequest]:
+        """The request to send next: (None, the load request), or (probe index, that probe) for a share of them."""
+        if self.probe_share <= 0 or self._probe_rng.random() >= self.probe_share:
+            return None, self.request
+        probe = int(self._probe_order[self._probes_sent % len(self.probes)])
+        self._probes_sent += 1
+        return probe, self.probes[probe]
 
     def _completed(self, t_scheduled: float, t_sent: float, t_written: float, t_head: float) -> None:
         t_done = time.perf_counter()
@@ -267,21 +272,24 @@ class _LoadGenerator:
         self.completed += 1
         self.progress.set()
 
-    async def _send(self, conn: _Connection, t_scheduled: float) -> None:
-        """One open-loop request on an idle connection."""
+    async def _send(self, conn: _Connection, t_scheduled: float | None = None) -> None:
+        """One request on an idle connection: the load request, or an accuracy probe in its place. Closed loop, its
+        latency runs from the send; open loop, from ``t_scheduled``."""
         import tritonclient.http as httpclient
 
+        probe, request = self._next_request()
         t_sent = time.perf_counter()
-        conn.writer.write(self.request.data)
+        conn.writer.write(request.data)
         t_written = time.perf_counter()
         status, header_length, body, t_head = await _read_response(conn.reader)
         if status != 200:
             raise MeasurementError(f"inference request failed with HTTP {status}: {_error_text(body)}")
-        if self.request.decode_outputs:
+        if request.decode_outputs:
             result = httpclient.InferenceServerClient.parse_response_body(body, header_length=header_length)
-            for name in self.request.decode_outputs:
-                result.as_numpy(name)
-        self._completed(t_scheduled, t_sent, t_written, t_head)
+            decoded = {name: result.as_numpy(name) for name in request.decode_outputs}
+            if probe is not None:
+                self.probe_responses.append((probe, decoded))
+        self._completed(t_sent if t_scheduled is None else t_scheduled, t_sent, t_written, t_head)
 
     async def _scheduler(self) -> None:
         """Open loop: send each request at its scheduled time on an idle connection (a new one when none is idle),
@@ -577,20 +585,44 @@ def _even_subsample(n: int, limit: int = LATENCY_SAMPLES) -> np.ndarray:
 
 def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[TensorSpec],
             point: LoadPoint, settings: MeasurementSettings = MeasurementSettings(),
-            stop_early: StopEarly | None = None) -> Measurement:
+            stop_early: StopEarly | None = None, probes: Sequence[Mapping[str, np.ndarray]] = (),
+            probe_share: float = 0.0, probe_seed: int = 0) -> Measurement:
     """Measure one load point of ``model`` with ``inputs`` (one request's tensors, batch first). ``stop_early``
-    is asked after each window whether to give the point up (its row is then STOPPED, with the reason)."""
+    is asked after each window whether to give the point up (its row is then STOPPED, with the reason).
+
+    ``probes`` (each one request's tensors, of the point's batch size) are sent in place of a seeded
+    ``probe_share`` of the load requests; their decoded outputs come back in ``Measurement.probe_responses``
+    (accuracy under load, :mod:`tritonsuite.underload`). They are requests like the others: they count in the
+    row's throughput, latencies and success counts.
+    """
     batch = {name: np.ascontiguousarray(array[:point.batch_size]) for name, array in inputs.items()}
     if any(len(a) != point.batch_size for a in batch.values()):
         raise ValueError(f"inputs hold fewer than {point.batch_size} samples")
+    if not 0.0 <= probe_share <= 1.0:
+        raise ValueError(f"probe share {probe_share!r}: expected a share from 0 to 1")
+    if probes and point.shared_memory:
+        raise ValueError("accuracy probes need outputs in the response body; the point uses shared memory")
+    bad = [i for i, p in enumerate(probes) if any(len(a) != point.batch_size for a in p.values())]
+    if bad:
+        raise ValueError(f"probe {bad[0]} is not a batch of {point.batch_size} (the point's batch size)")
     server.check_alive()
     host = server.http_url.rsplit(":", 1)[0]
 
     async def run(shm, gpu):
-        request = prepare_request(host, model, batch, [t.name for t in outputs], shm)
-        gen = _LoadGenerator(server, model, request, point, settings, stop_early)
+        names = [t.name for t in outputs]
+        request = prepare_request(host, model, batch, names, shm)
+        prepared = [prepare_request(host, model, {k: np.ascontiguousarray(v) for k, v in p.items()}, names)
+                    for p in probes]
+        gen = _LoadGenerator(server, model, request, point, settings, stop_early, prepared, probe_share, probe_seed)
         windows, total, completed = await gen.run()
-        return _summarise(point, windows, total, completed, settings, "http", gpu, gen)
+        measurement = _summarise(point, windows, total, completed, settings, "http", gpu, gen)
+        if prepared:
+            measurement.probe_responses = gen.probe_responses
+            measurement.meta["accuracy_probes"] = {
+                "share": probe_share, "seed": probe_seed, "probes": len(prepared),
+                "answered": len(gen.probe_responses),
+                "latencies": "counted: probe requests are in the row's throughput and latency columns"}
+        return measurement
 
     try:
         with GpuSampler() if server.local else contextlib.nullcontext() as gpu:

@@ -35,6 +35,7 @@ from tritonsuite.server import TritonServer
 from tritonsuite.settings import LatencyBound
 from tritonsuite.spec import ModelSpec
 from tritonsuite.training import trained_checkpoint, training_stats
+from tritonsuite.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
 
 SCENARIOS = ("offline", "online", "accuracy")
 
@@ -120,6 +121,10 @@ class Suite:
     require_baselines: bool = False  # a deployment with no baseline fails instead of passing with a note
     compare_with: Sequence[Row] = ()  # a stored run's performance rows: each measured point is judged against them
     compare_label: str = ""
+    # accuracy under load: this share of the requests of each online deployment's highest-concurrency point carries
+    # the model's accuracy samples (seeded); 0 turns it off
+    load_probe_share: float = DEFAULT_PROBE_SHARE
+    load_probe_seed: int = DEFAULT_PROBE_SEED
     _modules: dict = field(default_factory=dict, repr=False)
     _deployments: dict = field(default_factory=dict, repr=False)
     _writers: dict = field(default_factory=dict, repr=False)
@@ -253,9 +258,16 @@ class Suite:
         try:
             deployment = self.deployment(case.model, case.format, case.precision, case.scenario)
             spec = deployment.spec
-            inputs = spec.example_inputs(case.batch_size, 0)
-            result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement,
-                             stop_early)
+            if self.probes_accuracy(case):
+                data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
+                result, under_load = accuracy_under_load(self.server, deployment.name, spec, case.precision, data,
+                                                         point, self.profile.measurement, self.load_probe_share,
+                                                         self.load_probe_seed)
+                result.accuracy_under_load = under_load
+            else:
+                inputs = spec.example_inputs(case.batch_size, 0)
+                result = measure(self.server, deployment.name, inputs, spec.outputs, point,
+                                 self.profile.measurement, stop_early)
         except export_mod.ExportUnsupported:
             raise  # not attempted: a skip with its reason
         except Exception as exc:
@@ -268,6 +280,8 @@ class Suite:
         if search is not None:
             result.meta["search"] = search
         row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
+        if result.accuracy_under_load is not None:
+            row.extra["accuracy_under_load"] = result.accuracy_under_load.to_dict()
         return result, row
 
     def run_performance(self, case: Case) -> Measurement:
@@ -317,6 +331,14 @@ class Suite:
                                             answer=found.describe(), points=len(rows))
         self.record(answer)
         return found
+
+    def probes_accuracy(self, case: Case) -> bool:
+        """Whether a case carries accuracy probes: the highest concurrency of an online deployment whose model has
+        an accuracy task, unless the share is 0."""
+        online = self.model_profile(case.model).online
+        return (case.scenario == "online" and not case.search and not case.request_rate and self.load_probe_share > 0
+                and bool(online.concurrency) and case.concurrency == max(online.concurrency)
+                and self.spec(case.model).accuracy_data is not None)
 
     def run_accuracy(self, case: Case) -> AccuracyResult:
         """Run the model's accuracy data through Triton at the max batch size and judge it against eager."""

@@ -263,7 +263,17 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
         problems = _problem_lines([r for r in drows if _load_kind(r) in ("sweep", "rate")])
         if problems:
             out += ["Rows that are not valid measurements:", ""] + problems + [""]
+        for row in sorted(drows, key=_sort_key):
+            verdict = _under_load(row)
+            if verdict:
+                out += [f"Accuracy under load ({_row_label(row)}): {verdict.get('verdict', '-')}", ""]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _under_load(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A row's accuracy-under-load verdict (``tritonsuite.underload``), or {} when the point carried no probes."""
+    found = row.get("accuracy_under_load")
+    return found if isinstance(found, Mapping) else {}
 
 
 def _flatten(prefix: str, value: Any) -> list[tuple[str, Any]]:
@@ -378,6 +388,7 @@ def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
         if not measured:
             continue
         table = []
+        probed = any(_under_load(r) for r in measured)
         for deployment, drows in _group(measured, lambda r: str(r.get("deployment"))).items():
             ok = [r for r in drows if _status(r) == "OK" and _is_number(_result(r).get("Inferences/Second"))]
             best = max(ok, key=lambda r: _result(r)["Inferences/Second"], default=None)
@@ -385,7 +396,11 @@ def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
             table.append([deployment, _format_number("Inferences/Second", _result(best).get("Inferences/Second"))
                           if best else "-", where, _format_number("p99 latency", _result(best).get("p99 latency"))
                           if best else "-", f"{len(ok)}/{len(drows)}"])
+            if probed:
+                verdicts = [f"{'passed' if v.get('passed') else 'FAILED'} at concurrency {v.get('concurrency')}"
+                            for v in map(_under_load, drows) if v]
+                table[-1].append("; ".join(verdicts) or "-")
+        headers = ["deployment", "Inferences/Second", "at", "p99 latency (ms)", "rows OK"]
         out += [f"## {scenario.capitalize()}: best throughput per deployment", "",
-                _pipe_table(["deployment", "Inferences/Second", "at", "p99 latency (ms)", "rows OK"], table,
-                            align="left"), ""]
+                _pipe_table(headers + (["accuracy under load"] if probed else []), table, align="left"), ""]
     return "\n".join(out).rstrip("\n") + "\n"
