@@ -253,7 +253,8 @@ class Suite:
 
     def _measure(self, case: Case, point: LoadPoint, stop_early=None, search: dict | None = None
                  ) -> tuple[Measurement, Row]:
-        """Measure one point of a case's deployment and record its row (FAILED with the reason when it raises)."""
+        """Measure one point of a case's deployment and make its row; a point that raises is recorded at once as a
+        FAILED row with its reason."""
         deployment = None
         try:
             deployment = self.deployment(case.model, case.format, case.precision, case.scenario)
