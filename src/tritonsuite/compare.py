@@ -74,7 +74,9 @@ def server_of(row: Row) -> str:
 
 
 def point_key(row: Row) -> tuple:
-    return (row.scenario, row.deployment, row.batch, row.concurrency, host_of(row))
+    """A point's identity across runs; a row perf_analyzer measured joins only another perf_analyzer row."""
+    deployment = row.deployment if row.loadgen == "suite" else f"{row.deployment} [{row.loadgen}]"
+    return (row.scenario, deployment, row.batch, row.concurrency, host_of(row))
 
 
 @dataclass

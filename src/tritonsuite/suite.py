@@ -27,7 +27,7 @@ from tritonsuite.formats import get_format
 from tritonsuite.measure import LoadPoint, Measurement, measure
 from tritonsuite.models import Registry
 from tritonsuite.profiles import ModelProfile, Profile
-from tritonsuite.rows import RawWriter, Row, raw_path
+from tritonsuite.rows import LOADGENS, RawWriter, Row, raw_path
 from tritonsuite.repository import DeploymentConfig, build_deployment, deployment_name
 from tritonsuite.server import TritonServer
 from tritonsuite.spec import ModelSpec
@@ -46,6 +46,7 @@ class Case:
     scenario: str
     batch_size: int = 0
     concurrency: int = 0
+    loadgen: str = "suite"  # who measures a performance case (LOADGENS)
 
     @property
     def id(self) -> str:
@@ -54,6 +55,8 @@ class Case:
             parts.append(f"batch{self.batch_size}")
         elif self.scenario == "online":
             parts.append(f"concurrency{self.concurrency}")
+        if self.loadgen != "suite":
+            parts.append(self.loadgen)
         return "-".join(parts)
 
 
@@ -67,19 +70,24 @@ class Deployment:
     served_by: str  # the backend that serves it, as the server reports it
 
 
-def profile_cases(profile: Profile, scenario: str) -> list[Case]:
-    """The cases a profile asks for in a scenario, in a stable order (model, format, precision, sweep value)."""
+def profile_cases(profile: Profile, scenario: str, loadgens: Sequence[str] = ("suite",)) -> list[Case]:
+    """The cases a profile asks for in a scenario, in a stable order (model, format, precision, sweep value, load
+    generator: with several, they measure each point back to back, so a busy spell hits both alike)."""
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; valid choices: {', '.join(SCENARIOS)}")
+    bad = [g for g in loadgens if g not in LOADGENS]
+    if bad or not loadgens:
+        raise ValueError(f"load generator {','.join(bad) or '(none)'}: valid choices: {', '.join(LOADGENS)}")
     cases = []
     for model, mp in profile.models.items():
         for fmt in mp.formats:
             for precision in mp.precisions:
                 if scenario == "offline":
-                    cases += [Case(model, fmt, precision, scenario, batch_size=b) for b in mp.offline.batch_sizes]
+                    cases += [Case(model, fmt, precision, scenario, batch_size=b, loadgen=g)
+                              for b in mp.offline.batch_sizes for g in loadgens]
                 elif scenario == "online":
-                    cases += [Case(model, fmt, precision, scenario, batch_size=mp.online.batch_size, concurrency=c)
-                              for c in mp.online.concurrency]
+                    cases += [Case(model, fmt, precision, scenario, batch_size=mp.online.batch_size, concurrency=c,
+                                   loadgen=g) for c in mp.online.concurrency for g in loadgens]
                 else:
                     cases.append(Case(model, fmt, precision, scenario, batch_size=mp.max_batch_size))
     return cases
@@ -113,8 +121,8 @@ class Suite:
     def spec(self, model: str) -> ModelSpec:
         return self.registry.get(model, self.model_profile(model).size)
 
-    def cases(self, scenario: str) -> list[Case]:
-        return profile_cases(self.profile, scenario)
+    def cases(self, scenario: str, loadgens: Sequence[str] = ("suite",)) -> list[Case]:
+        return profile_cases(self.profile, scenario, loadgens)
 
     # ------------------------------------------------------------------------------------------- deployments
     def checkpoint(self, model: str) -> Path | None:
@@ -208,7 +216,7 @@ class Suite:
         spec = self.spec(case.model)
         scenario = "online" if case.scenario == "online" else "offline"
         return {"scenario": case.scenario, "model": case.model, "title": spec.title or case.model,
-                "format": case.format, "precision": case.precision,
+                "format": case.format, "precision": case.precision, "loadgen": case.loadgen,
                 "deployment": deployment_name(spec, case.format, case.precision, scenario)}
 
     def _record_failure(self, case: Case, exc: Exception, deployment: Deployment | None, **coordinates) -> None:
@@ -229,7 +237,13 @@ class Suite:
             shared_memory = case.scenario == "offline" and self.server.local
             point = LoadPoint(case.batch_size, case.concurrency or 1, shared_memory=shared_memory)
             inputs = spec.example_inputs(case.batch_size, 0)
-            result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement)
+            if case.loadgen == "perf_analyzer":  # the same point, tensors and settings, NVIDIA's load generator
+                from tritonsuite.perfanalyzer import measure_with_perf_analyzer
+
+                result = measure_with_perf_analyzer(self.server, deployment.name, inputs, spec.outputs, point,
+                                                    self.profile.measurement)
+            else:
+                result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement)
         except export_mod.ExportUnsupported:
             raise  # not attempted: a skip with its reason
         except Exception as exc:

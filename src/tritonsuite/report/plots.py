@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonsuite.report.common import (_coord, _distinct, _format_number, _group, _is_number, _records, _result,
+                                       _series,
                                        _sort_key, _status, _title)
 from tritonsuite.rows import LATENCY_PARTS
 
@@ -51,7 +52,7 @@ def _latest_per(rows: Sequence[Mapping[str, Any]], key) -> dict[Any, Mapping[str
 
 def _offline_series(rows: Sequence[Mapping[str, Any]]):
     """{series label: sorted [(batch, row)]}; one series per deployment (per concurrency when it varies)."""
-    by_dep = _group(rows, lambda r: str(r.get("deployment") or "unknown deployment"))
+    by_dep = _group(rows, _series)
     series: dict[str, list[tuple[float, Mapping[str, Any]]]] = {}
     for dep, drows in by_dep.items():
         concs = _distinct(_coord(r, "Concurrency") for r in drows)
@@ -189,7 +190,7 @@ def plot_online(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[st
     """
     rows = _records(rows)
     out_dir = Path(out_dir)
-    by_dep = _group(rows, lambda r: str(r.get("deployment") or "unknown deployment"))
+    by_dep = _group(rows, _series)
     n = max(1, len(by_dep))
     fig = _new_figure(10, 3.6 * n + 1.4)
     fig.suptitle(_title_of(rows, "online", "latency breakdown and throughput vs concurrency"))
