@@ -374,7 +374,9 @@ def _run(argv: list[str], env: dict, server, timeout_s: float, log: Path) -> _Ru
                 if server.gone():
                     raise server.died(f"while perf_analyzer measured ({shlex.join(argv[1:5])})")
                 if time.perf_counter() - start > timeout_s:
-                    raise MeasurementError(f"perf_analyzer did not finish within {timeout_s:.0f} s")
+                    tail = _last_line(log.read_text(encoding="utf-8", errors="replace"))
+                    raise MeasurementError(f"perf_analyzer did not finish within {timeout_s:.0f} s (its last line: "
+                                           f"{tail})")
                 time.sleep(POLL_S)
         finally:
             if proc.poll() is None:

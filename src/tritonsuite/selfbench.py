@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from tritonsuite.export import artifact_session, export
-from tritonsuite.measure import LoadPoint, MeasurementSettings, measure
+from tritonsuite.measure import LoadPoint, Measurement, MeasurementError, MeasurementSettings, measure
 from tritonsuite.models import default_registry
 from tritonsuite.profiles import load_profile
 from tritonsuite.device import cpu_name
@@ -126,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| concurrency | requests/s | p50 (ms) | client CPU (% of a core) | status |")
     print("|--:|--:|--:|--:|:--|")
     for m in ceiling:
+        if m.status == "FAILED":
+            print(f"| {m.point.concurrency} | - | - | - | FAILED {'; '.join(m.reasons)} |")
+            continue
         print(f"| {m.point.concurrency} | {m.result['Inferences/Second']:.0f} | {m.result['p50 latency']:.2f} | "
               f"{m.meta['client_cpu_percent']:.0f} | {m.status} {'; '.join(m.reasons)} |")
     for label, m in (("batch %d" % big, served_big), ("batch 1", served_one)):
@@ -155,8 +158,12 @@ def ceiling_points(server, repo: Path, cache_dir, loadgens=("suite",)) -> list[t
     for c in CEILING_CONCURRENCY:
         for g in loadgens:
             how = measure_with_perf_analyzer if g == "perf_analyzer" else measure
-            measured.append((g, how(server, trivial_name, inputs, trivial.outputs, LoadPoint(1, c),
-                                    CEILING_SETTINGS)))
+            try:
+                measured.append((g, how(server, trivial_name, inputs, trivial.outputs, LoadPoint(1, c),
+                                        CEILING_SETTINGS)))
+            except MeasurementError as exc:  # the point failed (a timeout, a refused request): a FAILED line
+                server.check_alive()
+                measured.append((g, Measurement(LoadPoint(1, c), {}, {}, "FAILED", [str(exc)])))
     return measured
 
 
@@ -170,6 +177,9 @@ def _ceiling_only(cache_dir, loadgens) -> int:
         _print_side_by_side(measured)
     else:
         for g, m in measured:
+            if m.status == "FAILED":
+                print(f"concurrency {m.point.concurrency}: FAILED: {'; '.join(m.reasons)}")
+                continue
             print(f"concurrency {m.point.concurrency}: {m.result['Inferences/Second']:.0f} req/s, p50 "
                   f"{m.result['p50 latency']:.2f} ms, client CPU {m.meta['client_cpu_percent']:.0f}%, {m.status}")
     return 0
@@ -183,6 +193,9 @@ def _print_side_by_side(measured) -> None:
         value = m.result.get(column) if m is not None else None
         return fmt.format(value) if isinstance(value, (int, float)) else "-"
 
+    def meta(m, key):
+        return m.meta.get(key, "-") if m is not None else "-"
+
     def ratio(a, b, column):
         x = a.result.get(column) if a is not None else None
         y = b.result.get(column) if b is not None else None
@@ -191,15 +204,16 @@ def _print_side_by_side(measured) -> None:
     print()
     print("identity ceiling, the suite's engine and perf_analyzer 2.51 side by side (ratio = perf_analyzer / suite):")
     print("| concurrency | req/s suite | req/s perf_analyzer | ratio | p50 suite (ms) | p50 pa (ms) | p99 suite (ms) "
-          "| p99 pa (ms) | client CPU suite / pa (%) | status suite / pa |")
-    print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|")
+          "| p99 pa (ms) | client CPU suite / pa (%) | other CPU suite / pa (%) | status suite / pa |")
+    print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|")
     for c in CEILING_CONCURRENCY:
         s, a = by.get(("suite", c)), by.get(("perf_analyzer", c))
         print(f"| {c} | {fig(s, 'Inferences/Second', '{:.0f}')} | {fig(a, 'Inferences/Second', '{:.0f}')} | "
               f"{ratio(s, a, 'Inferences/Second')} | {fig(s, 'p50 latency', '{:.2f}')} | "
               f"{fig(a, 'p50 latency', '{:.2f}')} | {fig(s, 'p99 latency', '{:.2f}')} | "
-              f"{fig(a, 'p99 latency', '{:.2f}')} | {s.meta['client_cpu_percent'] if s else '-'} / "
-              f"{a.meta['client_cpu_percent'] if a else '-'} | {s.status if s else '-'} / {a.status if a else '-'} |")
+              f"{fig(a, 'p99 latency', '{:.2f}')} | {meta(s, 'client_cpu_percent')} / {meta(a, 'client_cpu_percent')} | "
+              f"{meta(s, 'host_other_cpu_percent')} / {meta(a, 'host_other_cpu_percent')} | "
+              f"{s.status if s else '-'} / {a.status if a else '-'} |")
     for g, m in measured:
         if not m.valid:
             print(f"note: {g} at concurrency {m.point.concurrency} is {m.status}: {'; '.join(m.reasons)}")
