@@ -260,3 +260,93 @@ def test_rows_before_loadgen_existed_read_as_the_suites():
     record = _row("suite", 1.0, 1.0, 1.0).to_dict()
     del record["loadgen"]
     assert Row.from_dict(record).loadgen == "suite"
+
+
+class _FakeServer:
+    """What measure_with_perf_analyzer asks of a server, without one: the point runs a stand-in binary."""
+
+    http_url, local = "127.0.0.1:1", True
+
+    def __init__(self, dead=False):
+        self.dead, self.counts = dead, 0
+
+    def check_alive(self):
+        pass
+
+    def gone(self):
+        return self.dead
+
+    def died(self, context):
+        return RuntimeError(f"server died {context}")
+
+    def process_ids(self):
+        return []
+
+    def describe(self):
+        return "fake"
+
+    def client(self, timeout=30.0):
+        server = self
+
+        class Client:
+            def get_inference_statistics(self, model):
+                server.counts += 10
+                return {"model_stats": [{"inference_stats": {"success": {"count": server.counts},
+                                                             "fail": {"count": 0}}}]}
+
+            def close(self):
+                pass
+        return Client()
+
+
+def _stand_in(tmp_path, body: str) -> PerfAnalyzer:
+    binary = tmp_path / "perf_analyzer"
+    binary.write_text("#!/bin/sh\n" + body)
+    binary.chmod(0o755)
+    return PerfAnalyzer(binary, None)
+
+
+def _identity_point(tmp_path, pa, server, **settings):
+    spec = TensorSpec("OUTPUT__0", "float32", (16,))
+    return pa_mod.measure_with_perf_analyzer(server, "identity", {"INPUT__0": np.zeros((1, 16), np.float32)},
+                                             [spec], LoadPoint(1, 2), MeasurementSettings(**settings), pa)
+
+
+def test_perf_analyzers_unstable_point_lengthens_then_is_unstable_with_its_message(tmp_path):
+    log = DATA / "identity_online_c2_unstable.log"
+    pa = _stand_in(tmp_path, f"echo \"$@\" >> {tmp_path / 'argv'}\ncat {log}\nexit 2\n")
+    m = _identity_point(tmp_path, pa, _FakeServer(), window_ms=300, max_window_factor=2)
+    assert m.status == "UNSTABLE" and not m.valid
+    assert "Failed to obtain stable measurement within 3 measurement windows" in m.reasons[0]
+    calls = (tmp_path / "argv").read_text().splitlines()
+    assert [c.split("--measurement-interval ")[1].split()[0] for c in calls] == ["300", "600"]  # doubled once
+    assert m.meta["window_factors"] == [1, 1, 1, 2, 2, 2] and m.meta["window"].startswith("600 ms, lengthened x2")
+    passes = parse_passes(log.read_text())
+    assert m.result["Inferences/Second"] == pytest.approx(np.mean([t for t, _ in passes]))
+    assert m.result["p99 latency"] is None and tuple(m.result) == RESULT_COLUMNS
+    assert m.meta["loadgen"] == "perf_analyzer 2.51"
+
+
+def test_perf_analyzer_failing_otherwise_is_one_line(tmp_path):
+    pa = _stand_in(tmp_path, "echo 'error: failed to get model metadata: model not found' >&2\nexit 99\n")
+    with pytest.raises(MeasurementError, match="perf_analyzer exited 99: error: failed to get model metadata"):
+        _identity_point(tmp_path, pa, _FakeServer())
+
+
+def test_perf_analyzer_that_outlives_its_bound_is_killed(tmp_path, monkeypatch):
+    import psutil
+
+    monkeypatch.setattr(pa_mod, "run_timeout_s", lambda settings, factor: 1.0)
+    pa = _stand_in(tmp_path, "echo started\nexec sleep 300\n")
+    with pytest.raises(MeasurementError, match=r"did not finish within 1 s \(its last line: started\)"):
+        _identity_point(tmp_path, pa, _FakeServer())
+    assert not [p for p in psutil.Process().children(recursive=True) if "sleep" in p.name()]
+
+
+def test_a_server_that_dies_during_the_point_stops_perf_analyzer(tmp_path):
+    import psutil
+
+    pa = _stand_in(tmp_path, "exec sleep 300\n")
+    with pytest.raises(RuntimeError, match="server died while perf_analyzer measured"):
+        _identity_point(tmp_path, pa, _FakeServer(dead=True))
+    assert not [p for p in psutil.Process().children(recursive=True) if "sleep" in p.name()]
