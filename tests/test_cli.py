@@ -8,7 +8,7 @@ from tests.helpers import ROOT, run_pytest
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--gpu", "a999"], "--gpu 'a999': unknown profile; valid choices: a100, cpu, tiny"),
+    (["--gpu", "a999"], "--gpu 'a999': unknown profile; valid choices: a100, a30, a40, cpu, h100, t4, tiny, v100"),
     (["--server", "docker"], "argument --server: invalid choice: 'docker' (choose from 'embedded', 'remote')"),
     (["--models", "gpt"], "--models gpt: unknown model; valid choices: bert"),
     (["--formats", "onnx,savedmodel"], "--formats savedmodel: unknown format; valid choices: ts-trace, ts-script, onnx"),
@@ -30,15 +30,18 @@ def test_usage_errors(tmp_path, args, message):
     assert message in result.stderr, result.stderr
 
 
-def test_gpu_profile_on_a_host_without_cuda(tmp_path):
+@pytest.mark.parametrize("gpu, name", [("a100", "NVIDIA A100 80GB"), ("a30", "NVIDIA A30"), ("a40", "NVIDIA A40"),
+                                       ("t4", "NVIDIA T4"), ("v100", "NVIDIA V100 32GB"), ("h100", "NVIDIA H100")])
+def test_gpu_profile_on_a_host_without_cuda(tmp_path, gpu, name):
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("this host has a CUDA device, so the GPU profile is valid here")
-    result = run_pytest(["--gpu", "a100", "--collect-only", "-q"], tmp_path, timeout=120)
+    result = run_pytest(["--gpu", gpu, "--collect-only", "-q"], tmp_path, timeout=120)
     assert result.returncode == 4, result.stdout + result.stderr
-    assert "--gpu a100: this profile runs models on a GPU (NVIDIA A100 80GB) and this host has no CUDA device; " \
-           "valid choices here: cpu" in result.stderr, result.stderr
+    error = [line for line in result.stderr.splitlines() if line.strip()]
+    assert error == [f"ERROR: --gpu {gpu}: this profile runs models on a GPU ({name}) and this host has no CUDA "
+                     f"device; valid choices here: cpu, or --server remote --triton-url of a GPU host"], result.stderr
 
 
 def test_plain_pytest_selects_only_the_suites_own_tests_and_markers_select_scenarios(tmp_path):

@@ -63,6 +63,54 @@ def test_online_point_with_concurrency(served, identity):
     assert m.result["Inferences/Second"] > 0
 
 
+def test_open_loop_point_follows_its_schedule(served, identity):
+    """Requests go out at the offered rate whatever the responses do; the row says what was offered, achieved and
+    sent late, and has no set concurrency (its Concurrency column is the mean number in flight)."""
+    point = LoadPoint(1, request_rate=100.0, distribution="constant", seed=1)
+    m = measure(served, "dynamic", identity.example_inputs(1, 0), identity.outputs, point, FAST)
+    meta = m.meta
+    assert meta["load"] == "open loop" and meta["offered_rate"] == 100.0 and meta["distribution"] == "constant"
+    assert meta["achieved_rate"] == pytest.approx(100.0, rel=0.2)  # late sends catch up: the schedule holds
+    assert 0 <= meta["late_percent"] <= 100 and meta["schedule_delay_p99_ms"] >= 0 and meta["max_outstanding"] >= 1
+    assert meta["requests_sent"] == meta["server_success_delta"]
+    assert 0 < m.result["Concurrency"] < 5 and m.result["Inferences/Second"] == pytest.approx(100.0, rel=0.2)
+    row = m.to_row(scenario="online", model="identity", deployment="dynamic")
+    assert row.concurrency is None and row.request_rate == 100.0
+    assert m.status in ("OK", "INVALID") and (m.status == "OK") == (meta["late_percent"] <= FAST.max_late_percent)
+
+
+def test_a_slow_server_cannot_hide_its_queue(served, identity):
+    """With one request allowed in flight and five times the rate one stream achieves, sends wait for responses:
+    latency counted from the scheduled send grows with the queue (no coordinated omission), and the point is
+    INVALID, naming the late share and the cap."""
+    inputs = identity.example_inputs(1, 0)
+    closed = measure(served, "dynamic", inputs, identity.outputs, LoadPoint(1, 1), FAST)
+    rate = 5 * closed.result["Inferences/Second"]
+    settings = MeasurementSettings(window_ms=200, min_requests_per_window=5, stability_percentage=30, max_trials=4,
+                                   warmup_ms=100, max_outstanding=1)
+    m = measure(served, "dynamic", inputs, identity.outputs, LoadPoint(1, request_rate=rate), settings)
+    assert m.status == "INVALID" and m.meta["max_outstanding"] == 1
+    late = next(r for r in m.reasons if r.startswith("the load generator could not keep the schedule"))
+    assert "the cap of 1 requests in flight (max_outstanding) was reached" in late and m.meta["late_percent"] > 50
+    assert m.result["avg latency"] > 3 * closed.result["avg latency"]
+    assert m.meta["achieved_rate"] < 0.6 * rate  # what the server did, not what was offered
+
+
+def test_a_point_can_be_given_up_early(served, identity):
+    calls = []
+
+    def stop(windows):
+        calls.append(len(windows))
+        return "clearly over the bound" if len(windows) == 2 else None
+
+    settings = MeasurementSettings(window_ms=100, min_requests_per_window=1, stability_percentage=1e-6, max_trials=10,
+                                   warmup_ms=50)
+    m = measure(served, "static", identity.example_inputs(1, 0), identity.outputs, LoadPoint(1, 1), settings,
+                stop_early=stop)
+    assert calls == [1, 2] and m.meta["windows"] == 2 and m.status == "STOPPED" and not m.valid
+    assert m.reasons[0] == "stopped early: clearly over the bound" and m.meta["stopped_early"] == "clearly over the bound"
+
+
 def test_count_based_windows(served, identity):
     settings = MeasurementSettings(window_requests=40, stability_percentage=30, max_trials=10, warmup_ms=100)
     m = measure(served, "static", identity.example_inputs(1, 0), identity.outputs, LoadPoint(1, 1), settings)

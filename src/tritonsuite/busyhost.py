@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from tritonsuite.rows import load_rows
+from tritonsuite.rows import STATUSES, load_rows
 
 BURNER = ("import sys, time\n"
           "on, off = float(sys.argv[1]), float(sys.argv[2])\n"
@@ -41,7 +41,7 @@ def summary(reports_dir: Path) -> str:
     manifest = json.loads((reports_dir / "manifest.json").read_text())
     rows = [r for r in load_rows(reports_dir, manifest["run_id"]) if r.scenario in ("offline", "online")]
     lines = [f"run {manifest['run_id']}: {len(rows)} points, "
-             + ", ".join(f"{sum(r.status == s for r in rows)} {s}" for s in ("OK", "UNSTABLE", "INVALID", "FAILED")),
+             + ", ".join(f"{sum(r.status == s for r in rows)} {s}" for s in STATUSES),
              "| deployment | batch | concurrency | status | inf/s | windows | longest window | other CPU (% of a core) |",
              "|:--|--:|--:|:--|--:|--:|--:|--:|"]
     for r in rows:

@@ -74,9 +74,17 @@ def server_of(row: Row) -> str:
 
 
 def point_key(row: Row) -> tuple:
-    """A point's identity across runs; a row perf_analyzer measured joins only another perf_analyzer row."""
+    """What joins a point across runs: scenario, deployment, batch, load (a concurrency, or "<rate> req/s"), host;
+    a row perf_analyzer measured joins only another perf_analyzer row."""
+    load = f"{row.request_rate:g} req/s" if row.request_rate is not None else row.concurrency
     deployment = row.deployment if row.loadgen == "suite" else f"{row.deployment} [{row.loadgen}]"
-    return (row.scenario, deployment, row.batch, row.concurrency, host_of(row))
+    return (row.scenario, deployment, row.batch, load, host_of(row))
+
+
+def comparable(row: Row) -> bool:
+    """A performance point another run can have measured too: not a latency-bound search's (whose loads come from
+    its own measurements)."""
+    return row.scenario in PERFORMANCE_SCENARIOS and not row.measurement.get("search")
 
 
 @dataclass
@@ -95,8 +103,8 @@ class PointComparison:
         return self.verdict == "regression" and -self.throughput_delta_percent > gate_percent
 
     def describe(self) -> str:
-        scenario, deployment, batch, concurrency, _ = self.key
-        where = f"{deployment} batch {batch}, concurrency {concurrency}"
+        scenario, deployment, batch, load, _ = self.key
+        where = f"{deployment} batch {batch}, " + (load if isinstance(load, str) else f"concurrency {load}")
         if self.throughput_delta_percent is None:
             return f"{where}: {self.verdict} ({self.reason})"
         t0, t1 = _throughput(self.then), _throughput(self.now)
@@ -166,8 +174,8 @@ def compare_runs(then_rows: Iterable[Row], now_rows: Iterable[Row], *, then_labe
                  then_manifest: dict | None = None, now_manifest: dict | None = None) -> Comparison:
     """Join two runs' performance rows point by point and judge each joined point; with both runs' manifests, name
     what else differs between them (versions, revision, profile)."""
-    then_map = {point_key(r): r for r in then_rows if r.scenario in PERFORMANCE_SCENARIOS}
-    now_map = {point_key(r): r for r in now_rows if r.scenario in PERFORMANCE_SCENARIOS}
+    then_map = {point_key(r): r for r in then_rows if comparable(r)}
+    now_map = {point_key(r): r for r in now_rows if comparable(r)}
     result = Comparison(then_label, now_label)
     for key, row in now_map.items():
         if key in then_map:
@@ -202,7 +210,7 @@ def render_comparison(comparison: Comparison, gate_percent: float | None = None)
             "minimum effect (the larger of the set minimum and both points' own window spread) and the request "
             "latencies to differ significantly (one-sided Mann-Whitney U).", ""]
     if comparison.points:
-        header = ["deployment", "batch", "concurrency", "inf/s then", "inf/s now", "delta", "p99 then (ms)",
+        header = ["deployment", "batch", "concurrency or rate", "inf/s then", "inf/s now", "delta", "p99 then (ms)",
                   "p99 now (ms)", "min effect", "p", "verdict"]
         out += ["| " + " | ".join(header) + " |", "|" + "|".join([":--"] * 1 + ["--:"] * 9 + [":--"]) + "|"]
         for p in sorted(comparison.points, key=lambda q: str(q.key)):

@@ -56,8 +56,8 @@ def cross_points(rows: Iterable[Row]) -> list[CrossPoint]:
     order."""
     latest: dict[tuple, dict[str, Row]] = {}
     for row in rows:
-        if row.scenario not in PERFORMANCE_SCENARIOS:
-            continue
+        if row.scenario not in PERFORMANCE_SCENARIOS or row.request_rate is not None or row.measurement.get("search"):
+            continue  # perf_analyzer measures closed-loop points only: open-loop rates and searches are the engine's
         key = (row.scenario, row.deployment, row.batch, row.concurrency, _host(row))
         latest.setdefault(key, {})[row.loadgen] = row  # rows come oldest first
     points = [CrossPoint(k[0], k[1], k[2], k[3], by["suite"], by["perf_analyzer"])

@@ -1,15 +1,21 @@
-"""The measurement engine: closed-loop load over HTTP against a Triton model, one point at a time.
+"""The measurement engine: closed-loop or open-loop load over HTTP against a Triton model, one point at a time.
 
 Requests are built once per point with tritonclient's own protocol code (binary tensor extension, or system
-shared memory references) and sent by an asyncio load generator: ``concurrency`` connections, each keeping one
-request in flight (closed loop). After a warm-up, measurement windows (time-based, or count-based) run until the
+shared memory references) and sent by an asyncio load generator, in one of two ways:
+- closed loop (a concurrency): ``concurrency`` connections, each keeping one request in flight;
+- open loop (a request rate): requests are sent on a seeded schedule (Poisson or constant arrivals) whatever the
+  responses do, over as many connections as are needed (up to ``max_outstanding`` in flight). Latency is measured
+  from the scheduled send time, so a slow server cannot hide its queue (coordinated omission), and a request sent
+  more than ``schedule_tolerance_ms`` after its time is late: a point with more than ``max_late_percent`` late
+  requests measured the load generator, not the server, and is INVALID.
+After a warm-up, measurement windows (time-based, or count-based) run until the
 last three agree within the stability percentage on throughput and average latency, or ``max_trials`` windows
 have run (then the point is UNSTABLE). On a busy host the windows lengthen first: after each three that disagree,
 they double, up to ``max_window_factor`` times the set length. Each window also records how much CPU other
 processes than the server's and the load generator used (``tritonsuite.hostload``).
 
 Each point yields the seeds' columns (ms):
-- Client Send: handing the prepared request to the socket; Client Recv: from the response headers to the outputs
+- Client Send: handing the prepared request to the socket (open loop: from the scheduled send time); Client Recv: from the response headers to the outputs
   decoded (inputs are serialised once before measuring, as perf_analyzer does);
 - Server Queue / Compute Input / Compute Infer / Compute Output: deltas of Triton's statistics extension over the
   stable windows, per request;
@@ -28,13 +34,13 @@ import contextlib
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from tritonsuite.hostload import HostCpu, other_cpu_percent
 from tritonsuite.rows import LATENCY_PARTS, RESULT_COLUMNS, Row
-from tritonsuite.settings import STABLE_WINDOWS, MeasurementSettings
+from tritonsuite.settings import DISTRIBUTIONS, STABLE_WINDOWS, MeasurementSettings
 from tritonsuite.client import SharedMemoryRegions, infer_tensors
 from tritonsuite.server import TritonServer
 from tritonsuite.spec import TensorSpec
@@ -49,13 +55,32 @@ class MeasurementError(RuntimeError):
 
 @dataclass(frozen=True)
 class LoadPoint:
+    """A batch size and either a concurrency (closed loop) or a request rate in requests/s (open loop, arrivals
+    ``distribution``-distributed from ``seed``; ``concurrency`` is then unused)."""
+
     batch_size: int
-    concurrency: int
+    concurrency: int = 1
     shared_memory: bool = False
+    request_rate: float | None = None
+    distribution: str = "poisson"
+    seed: int = 0
 
     def __post_init__(self):
         if self.batch_size < 1 or self.concurrency < 1:
             raise ValueError(f"batch size and concurrency must be >= 1, got {self.batch_size}, {self.concurrency}")
+        if self.request_rate is not None and not self.request_rate > 0:
+            raise ValueError(f"request rate {self.request_rate!r}: expected a number of requests/s > 0")
+        if self.distribution not in DISTRIBUTIONS:
+            raise ValueError(f"distribution {self.distribution!r}; valid choices: {', '.join(DISTRIBUTIONS)}")
+
+    @property
+    def open_loop(self) -> bool:
+        return self.request_rate is not None
+
+    def describe(self) -> str:
+        load = (f"{self.request_rate:g} requests/s ({self.distribution})" if self.open_loop
+                else f"concurrency {self.concurrency}")
+        return f"batch {self.batch_size}, {load}"
 
 
 @dataclass
@@ -67,6 +92,9 @@ class Measurement:
     reasons: list[str] = field(default_factory=list)
     latencies_s: np.ndarray | None = None  # every request latency of the stable windows (pytest-benchmark's rounds)
     comparison: Any = None  # a tritonsuite.compare.PointComparison when the run compares with a stored one
+    accuracy_under_load: Any = None  # a tritonsuite.underload.UnderLoadResult when the point carried probes
+    # (probe index, decoded outputs) of every accuracy probe answered during the point (see ``measure(probes=)``)
+    probe_responses: list[tuple[int, dict[str, np.ndarray]]] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -74,8 +102,10 @@ class Measurement:
 
     def to_row(self, **identity) -> Row:
         """The measured row; ``identity`` names the point (scenario, model, deployment, format, ...)."""
-        return Row(**identity, batch=self.point.batch_size, concurrency=self.point.concurrency, result=self.result,
-                   measurement=self.meta, status=self.status, reasons=list(self.reasons))
+        point = self.point
+        return Row(**identity, batch=point.batch_size, concurrency=None if point.open_loop else point.concurrency,
+                   request_rate=point.request_rate, result=self.result, measurement=self.meta, status=self.status,
+                   reasons=list(self.reasons))
 
 
 # --------------------------------------------------------------------------------------------- HTTP transport
@@ -151,7 +181,7 @@ def prepare_request(host: str, model: str, inputs: Mapping[str, np.ndarray], out
 class _Window:
     start: float
     end: float
-    samples: np.ndarray  # rows: (latency, send, recv) seconds
+    samples: np.ndarray  # rows: (latency, send, recv, schedule delay) seconds
     server: dict[str, int]  # statistics deltas over the window
     client_cpu: float  # seconds of this process's CPU during the window
     other_cpu: float = 0.0  # % of one core used by other processes than the server's and this one
@@ -178,45 +208,148 @@ def _spread(values: Sequence[float]) -> float:
     return float(np.max(np.abs(np.asarray(values) - mean)) / mean * 100.0)
 
 
+def arrival_gaps(rate: float, distribution: str = "poisson", seed: int = 0, chunk: int = 1024) -> Iterator[float]:
+    """Seconds between scheduled sends at ``rate`` requests/s, without end: exponential (Poisson arrivals) from a
+    generator seeded with ``seed``, or constant. The same arguments give the same schedule."""
+    if distribution not in DISTRIBUTIONS:
+        raise ValueError(f"distribution {distribution!r}; valid choices: {', '.join(DISTRIBUTIONS)}")
+    rng = np.random.default_rng(seed)
+    while True:
+        gaps = rng.exponential(1.0 / rate, chunk) if distribution == "poisson" else np.full(chunk, 1.0 / rate)
+        yield from gaps.tolist()
+
+
+#: Called after each window with the windows so far; a reason ends the point there (e.g. clearly over a latency
+#: bound).
+StopEarly = Callable[[Sequence["_Window"]], "str | None"]
+
+
 class _LoadGenerator:
-    def __init__(self, server: TritonServer, model: str, request: _PreparedRequest, concurrency: int,
-                 settings: MeasurementSettings):
+    def __init__(self, server: TritonServer, model: str, request: _PreparedRequest, point: LoadPoint,
+                 settings: MeasurementSettings, stop_early: StopEarly | None = None,
+                 probes: Sequence[_PreparedRequest] = (), probe_share: float = 0.0, probe_seed: int = 0):
         host, port = server.http_url.rsplit(":", 1)
         self.host, self.port = host, int(port)
         self.server, self.model, self.request = server, model, request
-        self.concurrency, self.settings = concurrency, settings
+        self.point, self.settings, self.stop_early = point, settings, stop_early
+        self.concurrency = 1 if point.open_loop else point.concurrency  # requests the warm-up waits for
+        # accuracy probes: each request is, with probability probe_share (one seeded draw per request sent), the
+        # next probe of a seeded permutation instead of the load request; its decoded outputs are kept
+        self.probes, self.probe_share = list(probes), probe_share if probes else 0.0
+        self._probe_rng = np.random.default_rng(probe_seed)
+        self._probe_order = self._probe_rng.permutation(len(self.probes)) if self.probes else np.zeros(0, np.int64)
+        self._probes_sent = 0
+        self.probe_responses: list[tuple[int, dict[str, np.ndarray]]] = []
         self.host_cpu = HostCpu(server.process_ids)
-        self.samples: list[tuple[float, float, float]] = []
+        self.samples: list[tuple[float, float, float, float]] = []
+        self.max_outstanding = 0  # open loop: the most requests in flight at once
+        self.stopped_early: str | None = None
         self.finished_at: list[float] = []  # perf_counter at each sample's completion
         self.completed = 0
         self.stop = False
         self.progress = asyncio.Event()
 
     async def _worker(self) -> None:
-        import tritonclient.http as httpclient
-
         conn = await _Connection(self.host, self.port).open()
-        data, outputs = self.request.data, self.request.decode_outputs
-        parse = httpclient.InferenceServerClient.parse_response_body
         try:
             while not self.stop:
-                t0 = time.perf_counter()
-                conn.writer.write(data)
-                t1 = time.perf_counter()
-                status, header_length, body, t_head = await _read_response(conn.reader)
-                if status != 200:
-                    raise MeasurementError(f"inference request failed with HTTP {status}: {_error_text(body)}")
-                if outputs:
-                    result = parse(body, header_length=header_length)
-                    for name in outputs:
-                        result.as_numpy(name)
-                t2 = time.perf_counter()
-                self.samples.append((t2 - t0, t1 - t0, t2 - t_head))
-                self.finished_at.append(t2)
-                self.completed += 1
-                self.progress.set()
+                await self._send(conn)
         finally:
             conn.close()
+
+    def _next_request(self) -> tuple[int | None, _PreparedRequest]:
+        """The request to send next: (None, the load request), or (probe index, that probe) for a share of them."""
+        if self.probe_share <= 0 or self._probe_rng.random() >= self.probe_share:
+            return None, self.request
+        probe = int(self._probe_order[self._probes_sent % len(self.probes)])
+        self._probes_sent += 1
+        return probe, self.probes[probe]
+
+    def _completed(self, t_scheduled: float, t_sent: float, t_written: float, t_head: float) -> None:
+        t_done = time.perf_counter()
+        self.samples.append((t_done - t_scheduled, t_written - t_scheduled, t_done - t_head, t_sent - t_scheduled))
+        self.finished_at.append(t_done)
+        self.completed += 1
+        self.progress.set()
+
+    async def _send(self, conn: _Connection, t_scheduled: float | None = None) -> None:
+        """One request on an idle connection: the load request, or an accuracy probe in its place. Closed loop, its
+        latency runs from the send; open loop, from ``t_scheduled``."""
+        import tritonclient.http as httpclient
+
+        probe, request = self._next_request()
+        t_sent = time.perf_counter()
+        conn.writer.write(request.data)
+        t_written = time.perf_counter()
+        status, header_length, body, t_head = await _read_response(conn.reader)
+        if status != 200:
+            raise MeasurementError(f"inference request failed with HTTP {status}: {_error_text(body)}")
+        if request.decode_outputs:
+            result = httpclient.InferenceServerClient.parse_response_body(body, header_length=header_length)
+            decoded = {name: result.as_numpy(name) for name in request.decode_outputs}
+            if probe is not None:
+                self.probe_responses.append((probe, decoded))
+        self._completed(t_sent if t_scheduled is None else t_scheduled, t_sent, t_written, t_head)
+
+    async def _scheduler(self) -> None:
+        """Open loop: send each request at its scheduled time on an idle connection (a new one when none is idle),
+        whatever the responses do; at ``max_outstanding`` in flight, the next send waits (and is late)."""
+        point, cap = self.point, self.settings.max_outstanding
+        idle: list[_Connection] = []
+        opened: list[_Connection] = []
+        in_flight: set[asyncio.Task] = set()
+        slots = asyncio.Semaphore(cap)
+        failures: list[BaseException] = []
+        outstanding = 0
+
+        async def one(conn: _Connection, t_scheduled: float) -> None:
+            nonlocal outstanding
+            try:
+                await self._send(conn, t_scheduled)
+                idle.append(conn)
+            except BaseException as exc:  # noqa: BLE001 - handed to the scheduler, which raises it
+                failures.append(exc)
+                conn.close()
+            finally:
+                outstanding -= 1
+                slots.release()
+
+        t_next = time.perf_counter()
+        try:
+            for gap in arrival_gaps(point.request_rate, point.distribution, point.seed):
+                delay = t_next - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                if failures:
+                    raise failures[0]
+                if self.stop:
+                    break
+                if slots.locked():  # at the cap: wait for a response (bounded: each request has a timeout)
+                    await asyncio.wait_for(slots.acquire(), self.settings.request_timeout_s)
+                else:
+                    await slots.acquire()
+                if idle:
+                    conn = idle.pop()
+                else:
+                    conn = await _Connection(self.host, self.port).open()
+                    opened.append(conn)
+                task = asyncio.create_task(one(conn, t_next))
+                in_flight.add(task)
+                task.add_done_callback(in_flight.discard)
+                outstanding += 1
+                self.max_outstanding = max(self.max_outstanding, outstanding)
+                t_next += gap
+            if in_flight:  # the requests already sent finish (each bounded by the request timeout)
+                await asyncio.wait_for(asyncio.gather(*in_flight), self.settings.request_timeout_s)
+            if failures:
+                raise failures[0]
+        except asyncio.TimeoutError:
+            raise MeasurementError(f"no response within {self.settings.request_timeout_s:.0f} s") from None
+        finally:
+            for task in in_flight:
+                task.cancel()
+            for conn in opened:
+                conn.close()
 
     async def _wait_window(self, start_count: int, factor: int = 1) -> None:
         s = self.settings
@@ -246,7 +379,8 @@ class _LoadGenerator:
         workers: list[asyncio.Task] = []
         try:
             begin = _stats_snapshot(await control.get_json(stats_path))
-            workers = [asyncio.create_task(self._worker()) for _ in range(self.concurrency)]
+            workers = ([asyncio.create_task(self._scheduler())] if self.point.open_loop else
+                       [asyncio.create_task(self._worker()) for _ in range(self.point.concurrency)])
             watcher = asyncio.gather(*workers)
             windows: list[_Window] = []
 
@@ -284,6 +418,9 @@ class _LoadGenerator:
                                        other_cpu_percent(host, host_now, end - start), factor))
                 previous, index, start, host = current, stop, end, host_now
                 if len(windows) >= STABLE_WINDOWS and self._stable(windows[-STABLE_WINDOWS:]):
+                    break
+                self.stopped_early = self.stop_early(windows) if self.stop_early is not None else None
+                if self.stopped_early:
                     break
                 # a busy host: lengthen the windows before giving up, after each STABLE_WINDOWS that disagreed
                 if len(windows) % STABLE_WINDOWS == 0 and factor * 2 <= self.settings.max_window_factor:
@@ -325,7 +462,8 @@ def _stability(windows: Sequence[_Window], limit: float) -> tuple[bool, float, f
 
 
 def _summarise(point: LoadPoint, windows: list[_Window], total: dict[str, int], completed: int,
-               settings: MeasurementSettings, protocol: str, gpu: GpuSampler | None = None) -> Measurement:
+               settings: MeasurementSettings, protocol: str, gpu: GpuSampler | None = None,
+               generator: "_LoadGenerator | None" = None) -> Measurement:
     stable_windows = windows[-STABLE_WINDOWS:]
     stable, t_spread, l_spread = _stability(stable_windows, settings.stability_percentage)
     samples = np.concatenate([w.samples for w in stable_windows])
@@ -333,9 +471,13 @@ def _summarise(point: LoadPoint, windows: list[_Window], total: dict[str, int], 
     server = {k: sum(w.server[k] for w in stable_windows) for k in stable_windows[0].server}
     per_request_ms = {part: server[f"{part}_ns"] / max(server["success_count"], 1) / 1e6 for part in SERVER_STATS}
     latency_ms = samples[:, 0] * 1e3
+    requests_per_s = len(samples) / duration
     result = {
         "Batch": point.batch_size,
-        "Concurrency": point.concurrency,
+        # open loop: the requests in flight on average (Little's law: achieved rate x average time from send to
+        # response; a request still waiting for its send is not in flight)
+        "Concurrency": round(requests_per_s * float((samples[:, 0] - samples[:, 3]).mean()), 2) if point.open_loop
+        else point.concurrency,
         "Inferences/Second": len(samples) * point.batch_size / duration,
         "Client Send": float(samples[:, 1].mean() * 1e3),
         "Server Queue": per_request_ms["queue"],
@@ -378,6 +520,25 @@ def _summarise(point: LoadPoint, windows: list[_Window], total: dict[str, int], 
         "window_throughputs": [round(len(w.samples) * point.batch_size / (w.end - w.start), 3) for w in windows],
         "latency_samples_ms": [round(float(v), 4) for v in latency_ms[_even_subsample(len(latency_ms))]],
     }
+    late_percent = 0.0
+    if point.open_loop:
+        delay_ms = samples[:, 3] * 1e3
+        late_percent = float((delay_ms > settings.schedule_tolerance_ms).mean() * 100.0)
+        meta.update({
+            "load": "open loop",
+            "offered_rate": point.request_rate,
+            "achieved_rate": round(requests_per_s, 3),  # completed requests/s over the stable windows
+            "distribution": point.distribution,
+            "seed": point.seed,
+            "late_percent": round(late_percent, 2),  # sent more than schedule_tolerance_ms after their time
+            "schedule_tolerance_ms": settings.schedule_tolerance_ms,
+            "schedule_delay_p99_ms": round(float(np.percentile(delay_ms, 99)), 3),
+            "max_outstanding": generator.max_outstanding if generator is not None else None,
+        })
+    else:
+        meta["load"] = "closed loop"
+    if generator is not None and generator.stopped_early:
+        meta["stopped_early"] = generator.stopped_early
     if meta["gpu"] is None:
         meta["gpu_telemetry"] = ((gpu.reason or "no sample fell inside the stable windows") if gpu is not None
                                  else unavailable_reason(server_local=False))
@@ -399,6 +560,16 @@ def _summarise(point: LoadPoint, windows: list[_Window], total: dict[str, int], 
         status = "INVALID" if status == "OK" else status
         reasons.append(f"client bound: the load generator used {client_cpu:.0f}% of a core "
                        f"(limit {settings.client_bound_percent:g}%)")
+    if late_percent > settings.max_late_percent:
+        status = "INVALID" if status in ("OK", "UNSTABLE") else status
+        at_cap = generator is not None and generator.max_outstanding >= settings.max_outstanding
+        reasons.append(f"the load generator could not keep the schedule: {late_percent:.1f}% of requests were sent "
+                       f"more than {settings.schedule_tolerance_ms:g} ms late (limit {settings.max_late_percent:g}%)"
+                       + (f"; the cap of {settings.max_outstanding} requests in flight (max_outstanding) was reached"
+                          if at_cap else ""))
+    if meta.get("stopped_early"):
+        status = "STOPPED"
+        reasons.insert(0, f"stopped early: {meta['stopped_early']}")
     return Measurement(point=point, result=result, meta=meta, status=status, reasons=reasons,
                        latencies_s=samples[:, 0].copy())
 
@@ -414,19 +585,45 @@ def _even_subsample(n: int, limit: int = LATENCY_SAMPLES) -> np.ndarray:
 
 
 def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[TensorSpec],
-            point: LoadPoint, settings: MeasurementSettings = MeasurementSettings()) -> Measurement:
-    """Measure one load point of ``model`` with ``inputs`` (one request's tensors, batch first)."""
+            point: LoadPoint, settings: MeasurementSettings = MeasurementSettings(),
+            stop_early: StopEarly | None = None, probes: Sequence[Mapping[str, np.ndarray]] = (),
+            probe_share: float = 0.0, probe_seed: int = 0) -> Measurement:
+    """Measure one load point of ``model`` with ``inputs`` (one request's tensors, batch first). ``stop_early``
+    is asked after each window whether to give the point up (its row is then STOPPED, with the reason).
+
+    ``probes`` (each one request's tensors, of the point's batch size) are sent in place of a seeded
+    ``probe_share`` of the load requests; their decoded outputs come back in ``Measurement.probe_responses``
+    (accuracy under load, :mod:`tritonsuite.underload`). They are requests like the others: they count in the
+    row's throughput, latencies and success counts.
+    """
     batch = {name: np.ascontiguousarray(array[:point.batch_size]) for name, array in inputs.items()}
     if any(len(a) != point.batch_size for a in batch.values()):
         raise ValueError(f"inputs hold fewer than {point.batch_size} samples")
+    if not 0.0 <= probe_share <= 1.0:
+        raise ValueError(f"probe share {probe_share!r}: expected a share from 0 to 1")
+    if probes and point.shared_memory:
+        raise ValueError("accuracy probes need outputs in the response body; the point uses shared memory")
+    bad = [i for i, p in enumerate(probes) if any(len(a) != point.batch_size for a in p.values())]
+    if bad:
+        raise ValueError(f"probe {bad[0]} is not a batch of {point.batch_size} (the point's batch size)")
     server.check_alive()
     host = server.http_url.rsplit(":", 1)[0]
 
     async def run(shm, gpu):
-        request = prepare_request(host, model, batch, [t.name for t in outputs], shm)
-        gen = _LoadGenerator(server, model, request, point.concurrency, settings)
+        names = [t.name for t in outputs]
+        request = prepare_request(host, model, batch, names, shm)
+        prepared = [prepare_request(host, model, {k: np.ascontiguousarray(v) for k, v in p.items()}, names)
+                    for p in probes]
+        gen = _LoadGenerator(server, model, request, point, settings, stop_early, prepared, probe_share, probe_seed)
         windows, total, completed = await gen.run()
-        return _summarise(point, windows, total, completed, settings, "http", gpu)
+        measurement = _summarise(point, windows, total, completed, settings, "http", gpu, gen)
+        if prepared:
+            measurement.probe_responses = gen.probe_responses
+            measurement.meta["accuracy_probes"] = {
+                "share": probe_share, "seed": probe_seed, "probes": len(prepared),
+                "answered": len(gen.probe_responses),
+                "latencies": "counted: probe requests are in the row's throughput and latency columns"}
+        return measurement
 
     try:
         with GpuSampler() if server.local else contextlib.nullcontext() as gpu:
@@ -439,8 +636,7 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
             return asyncio.run(run(None, gpu))
     except Exception as exc:
         if server.gone():
-            raise server.died(f"while measuring {model} at batch {point.batch_size}, concurrency "
-                              f"{point.concurrency} ({type(exc).__name__}: {exc})") from None
+            raise server.died(f"while measuring {model} at {point.describe()} ({type(exc).__name__}: {exc})") from None
         if isinstance(exc, (OSError, asyncio.IncompleteReadError)):
             raise MeasurementError(f"measuring {model} at {point}: {type(exc).__name__}: {exc}") from None
         raise

@@ -32,7 +32,8 @@ RESULT_COLUMNS = ("Batch", "Concurrency", "Inferences/Second", "Client Send", "N
 LATENCY_PARTS = ("Client Send", "Network+Server Send/Recv", "Server Queue", "Server Compute Input",
                  "Server Compute Infer", "Server Compute Output", "Client Recv")
 #: Row statuses; only "OK" rows are valid.
-STATUSES = ("OK", "UNSTABLE", "INVALID", "FAILED")
+#: STOPPED: given up early on purpose (a search's point clearly over its latency bound).
+STATUSES = ("OK", "UNSTABLE", "INVALID", "STOPPED", "FAILED")
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Row:
     precision: str = ""
     batch: int | None = None
     concurrency: int | None = None
+    request_rate: float | None = None  # open-loop points: the offered requests/s (concurrency is then None)
     loadgen: str = "suite"  # which load generator measured the row (LOADGENS); rows before it existed: "suite"
     parameters: dict[str, Any] = field(default_factory=dict)  # the "Parameter Name | Parameter Value" table
     result: dict[str, Any] = field(default_factory=dict)  # the seeds' columns (performance rows)
@@ -91,7 +93,8 @@ class Row:
             known["status"] = "OK" if data.get("valid") else "FAILED"
         result = known.get("result") or {}
         known.setdefault("batch", result.get("Batch"))  # rows written before the coordinates had fields
-        known.setdefault("concurrency", result.get("Concurrency"))
+        if known.get("request_rate") is None:  # open-loop rows have no set concurrency
+            known.setdefault("concurrency", result.get("Concurrency"))
         extra = {k: v for k, v in data.items() if k not in names and k != "valid"}
         return cls(**known, extra=extra)
 

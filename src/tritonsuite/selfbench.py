@@ -50,7 +50,8 @@ def in_process(runner, inputs: dict, seconds: float) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--gpu", default="cpu", help="profile (shipped: cpu, a100; or <name>.yaml in --profiles-dir)")
+    parser.add_argument("--gpu", default="cpu", help="profile (shipped: cpu, a100, a30, a40, t4, v100, h100; or "
+                        "<name>.yaml in --profiles-dir)")
     parser.add_argument("--profiles-dir", default=None, help="a directory of your own profiles")
     parser.add_argument("--model", default="bert")
     parser.add_argument("--seconds", type=float, default=5.0, help="in-process timing per point")

@@ -2,6 +2,8 @@
 profiles (which carry them) need not import the measurement engine."""
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, fields
 
 STABLE_WINDOWS = 3  # a point is stable when its last this-many windows agree
@@ -18,6 +20,11 @@ _RANGES = {
     "warmup_ms": (float, 0.0, None, True),
     "request_timeout_s": (float, 0.0, 3600.0, False),
     "client_bound_percent": (float, 0.0, None, False),
+    "schedule_tolerance_ms": (float, 0.0, None, False),
+    "max_late_percent": (float, 0.0, 100.0, True),
+    "max_outstanding": (int, 1, 100_000, True),
+    "search_resolution_percent": (float, 0.0, 100.0, False),
+    "search_max_steps": (int, 2, 1000, True),
 }
 
 
@@ -34,6 +41,15 @@ class MeasurementSettings:
     warmup_ms: float = 500.0
     request_timeout_s: float = 120.0
     client_bound_percent: float = 90.0  # load generator CPU (% of one core) above which a row is client bound
+    # open loop (request rates): a request sent more than this after its scheduled time is late; a point with more
+    # than max_late_percent late requests is not the server's number; at most max_outstanding requests in flight
+    schedule_tolerance_ms: float = 5.0
+    max_late_percent: float = 1.0
+    max_outstanding: int = 256
+    # the search for the most load within a latency bound: stop bisecting when the bracket is this narrow (% of
+    # its lower end), and after this many measured points
+    search_resolution_percent: float = 5.0
+    search_max_steps: int = 14
 
     def __post_init__(self):
         for f in fields(self):
@@ -56,3 +72,41 @@ class MeasurementSettings:
             return text + (f", lengthened x{factor} from {self.window_requests}" if factor > 1 else "")
         text = f"{self.window_ms * factor:g} ms (min {self.min_requests_per_window * factor} requests)"
         return text + (f", lengthened x{factor} from {self.window_ms:g} ms" if factor > 1 else "")
+
+
+#: Arrival processes of open-loop points.
+DISTRIBUTIONS = ("poisson", "constant")
+_BOUND = re.compile(r"^\s*(avg|p(\d{1,2}(?:\.\d+)?))\s*<=?\s*(\d+(?:\.\d*)?)\s*(ms)?\s*$")
+
+
+@dataclass(frozen=True)
+class LatencyBound:
+    """A latency objective, "p99 <= 50 ms": a percentile (p1..p99.9) or the average of request latencies, in ms."""
+
+    statistic: str  # "avg" or "p<percentile>"
+    ms: float
+
+    @classmethod
+    def parse(cls, text: str) -> "LatencyBound":
+        match = _BOUND.match(str(text))
+        if not match or float(match.group(3)) <= 0 or (match.group(2) and not 0 < float(match.group(2)) < 100):
+            raise ValueError(f"latency bound {text!r}: expected '<statistic> <= <ms> ms' with statistic avg or "
+                             f"p<percentile> (p50, p90, p95, p99, p99.9) and a positive bound, e.g. 'p99 <= 50 ms'")
+        return cls(match.group(1), float(match.group(3)))
+
+    def value(self, latencies_ms) -> float:
+        """The statistic over request latencies (ms); inf when there are none."""
+        import numpy as np
+
+        values = np.asarray(latencies_ms, dtype=np.float64)
+        if values.size == 0:
+            return math.inf
+        return float(values.mean() if self.statistic == "avg" else np.percentile(values, float(self.statistic[1:])))
+
+    @property
+    def slug(self) -> str:
+        """For test ids: "p99le50ms"."""
+        return f"{self.statistic}le{self.ms:g}ms"
+
+    def __str__(self) -> str:
+        return f"{self.statistic} <= {self.ms:g} ms"

@@ -21,24 +21,29 @@ from tritonsuite.accuracy import AccuracyResult, evaluate
 from tritonsuite.backends import backend_for
 from tritonsuite.baselines import BaselineStore, provenance
 from tritonsuite.client import served_infer
-from tritonsuite.compare import compare_points, point_key
+from tritonsuite.compare import comparable, compare_points, point_key
 from tritonsuite.device import gpu_description, host_description
 from tritonsuite.formats import get_format
 from tritonsuite.measure import LoadPoint, Measurement, measure
+from tritonsuite.search import SearchResult, judge, search, stop_when_clearly_over
 from tritonsuite.models import Registry
 from tritonsuite.profiles import ModelProfile, Profile
+from tritonsuite.published import PUBLISHED_PARAMETER
 from tritonsuite.rows import LOADGENS, RawWriter, Row, raw_path
 from tritonsuite.repository import DeploymentConfig, build_deployment, deployment_name
 from tritonsuite.server import TritonServer
+from tritonsuite.settings import LatencyBound
 from tritonsuite.spec import ModelSpec
 from tritonsuite.training import trained_checkpoint, training_stats
+from tritonsuite.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
 
 SCENARIOS = ("offline", "online", "accuracy")
 
 
 @dataclass(frozen=True)
 class Case:
-    """One test point: a deployment (model, format, precision, scenario) and, for performance, a load point."""
+    """One test point: a deployment (model, format, precision, scenario) and, for performance, a load point (a
+    concurrency, or a request rate), or online a search for the most load within the profile's latency bound."""
 
     model: str
     format: str
@@ -46,13 +51,21 @@ class Case:
     scenario: str
     batch_size: int = 0
     concurrency: int = 0
-    loadgen: str = "suite"  # who measures a performance case (LOADGENS)
+    request_rate: float = 0.0
+    search: str = ""  # "request_rate" or "concurrency": the latency-bound search of this deployment
+    bound: str = ""  # its bound, e.g. "p99 <= 50 ms"
+    loadgen: str = "suite"  # who measures a closed-loop point (LOADGENS); open-loop points and searches: the suite
 
     @property
     def id(self) -> str:
         parts = [self.model, self.format, self.precision]
         if self.scenario == "offline":
             parts.append(f"batch{self.batch_size}")
+        elif self.search:
+            parts.append(f"max{'rate' if self.search == 'request_rate' else 'concurrency'}-"
+                         f"{LatencyBound.parse(self.bound).slug}")
+        elif self.request_rate:
+            parts.append(f"rate{self.request_rate:g}")
         elif self.scenario == "online":
             parts.append(f"concurrency{self.concurrency}")
         if self.loadgen != "suite":
@@ -86,8 +99,14 @@ def profile_cases(profile: Profile, scenario: str, loadgens: Sequence[str] = ("s
                     cases += [Case(model, fmt, precision, scenario, batch_size=b, loadgen=g)
                               for b in mp.offline.batch_sizes for g in loadgens]
                 elif scenario == "online":
-                    cases += [Case(model, fmt, precision, scenario, batch_size=mp.online.batch_size, concurrency=c,
-                                   loadgen=g) for c in mp.online.concurrency for g in loadgens]
+                    on = mp.online
+                    cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, concurrency=c,
+                                   loadgen=g) for c in on.concurrency for g in loadgens]
+                    cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, request_rate=r)
+                              for r in on.request_rates]
+                    if on.latency_bound is not None:
+                        cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, search=kind,
+                                       bound=str(on.latency_bound)) for kind in on.search]
                 else:
                     cases.append(Case(model, fmt, precision, scenario, batch_size=mp.max_batch_size))
     return cases
@@ -110,6 +129,10 @@ class Suite:
     require_baselines: bool = False  # a deployment with no baseline fails instead of passing with a note
     compare_with: Sequence[Row] = ()  # a stored run's performance rows: each measured point is judged against them
     compare_label: str = ""
+    # accuracy under load: this share of the requests of each online deployment's highest-concurrency point carries
+    # the model's accuracy samples (seeded); 0 turns it off
+    load_probe_share: float = DEFAULT_PROBE_SHARE
+    load_probe_seed: int = DEFAULT_PROBE_SEED
     _modules: dict = field(default_factory=dict, repr=False)
     _deployments: dict = field(default_factory=dict, repr=False)
     _writers: dict = field(default_factory=dict, repr=False)
@@ -190,6 +213,9 @@ class Suite:
             "Host": host_description(self.server.local) if self.server.local else f"the host of {self.server.describe()}",
             "Artifact key": art.key[:16],
         }
+        params["Profile"] = self.profile.name
+        if self.profile.published:  # the join key of tritonsuite.published: whose published tables these rows meet
+            params[PUBLISHED_PARAMETER] = self.profile.published
         if cfg.dynamic_batching:
             params["Preferred batch sizes"] = " ".join(map(str, cfg.preferred_batch_sizes)) or "-"
             params["Max queue delay (us)"] = cfg.max_queue_delay_microseconds
@@ -227,38 +253,107 @@ class Suite:
                                parameters=self.parameters(deployment) if known else {}))
 
     # ------------------------------------------------------------------------------------------------- runs
-    def run_performance(self, case: Case) -> Measurement:
-        """Measure one offline or online point and append its row to reports/raw before returning it; a point that
-        raises is recorded as a FAILED row with its reason, then the error goes on to the caller."""
+    def _point(self, case: Case, concurrency: int = 0, request_rate: float = 0.0) -> LoadPoint:
+        online = self.model_profile(case.model).online
+        return LoadPoint(case.batch_size, concurrency or 1,
+                         shared_memory=case.scenario == "offline" and self.server.local,
+                         request_rate=request_rate or None, distribution=online.distribution, seed=online.seed)
+
+    def _measure(self, case: Case, point: LoadPoint, stop_early=None, search: dict | None = None
+                 ) -> tuple[Measurement, Row]:
+        """Measure one point of a case's deployment and record its row (FAILED with the reason when it raises)."""
         deployment = None
         try:
             deployment = self.deployment(case.model, case.format, case.precision, case.scenario)
             spec = deployment.spec
-            shared_memory = case.scenario == "offline" and self.server.local
-            point = LoadPoint(case.batch_size, case.concurrency or 1, shared_memory=shared_memory)
-            inputs = spec.example_inputs(case.batch_size, 0)
-            if case.loadgen == "perf_analyzer":  # the same point, tensors and settings, NVIDIA's load generator
+            if self.probes_accuracy(case):
+                data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
+                result, under_load = accuracy_under_load(self.server, deployment.name, spec, case.precision, data,
+                                                         point, self.profile.measurement, self.load_probe_share,
+                                                         self.load_probe_seed)
+                result.accuracy_under_load = under_load
+            elif case.loadgen == "perf_analyzer":  # the same point, tensors and settings, NVIDIA's load generator
                 from tritonsuite.perfanalyzer import measure_with_perf_analyzer
 
+                inputs = spec.example_inputs(case.batch_size, 0)
                 result = measure_with_perf_analyzer(self.server, deployment.name, inputs, spec.outputs, point,
                                                     self.profile.measurement)
             else:
-                result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement)
+                inputs = spec.example_inputs(case.batch_size, 0)
+                result = measure(self.server, deployment.name, inputs, spec.outputs, point,
+                                 self.profile.measurement, stop_early)
         except export_mod.ExportUnsupported:
             raise  # not attempted: a skip with its reason
         except Exception as exc:
-            self._record_failure(case, exc, deployment, batch=case.batch_size, concurrency=case.concurrency or 1)
+            self._record_failure(case, exc, deployment, batch=case.batch_size,
+                                 concurrency=None if point.open_loop else point.concurrency,
+                                 request_rate=point.request_rate)
             raise
-        if case.scenario == "offline" and not shared_memory:
+        if case.scenario == "offline" and not point.shared_memory:
             result.reasons.append("server is not on this host: inputs and outputs sent over HTTP, not shared memory")
+        if search is not None:
+            result.meta["search"] = search
         row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
-        then = {point_key(r): r for r in self.compare_with}.get(point_key(row)) if self.compare_with else None
+        if result.accuracy_under_load is not None:
+            row.extra["accuracy_under_load"] = result.accuracy_under_load.to_dict()
+        return result, row
+
+    def run_performance(self, case: Case) -> Measurement:
+        """Measure one offline or online point and append its row to reports/raw before returning it; a point that
+        raises is recorded as a FAILED row with its reason, then the error goes on to the caller."""
+        result, row = self._measure(case, self._point(case, case.concurrency, case.request_rate))
+        then = ({point_key(r): r for r in self.compare_with if comparable(r)}.get(point_key(row))
+                if self.compare_with else None)
         if then is not None:
             result.comparison = compare_points(then, row)
             row.extra["comparison"] = {"against": self.compare_label, "verdict": result.comparison.verdict,
                                        "line": result.comparison.describe()}
         self.record(row)
         return result
+
+    def run_search(self, case: Case) -> SearchResult:
+        """The most load (request rate or concurrency) the case's deployment takes within its latency bound. Every
+        point measured is recorded the moment it exists, as evidence (``measurement.search``: step, within, why);
+        then the answer, a copy of the re-measured point's row with role "result" (or of the last point when none
+        was within the bound), carrying the answer line. A request-rate search starts at the rate one request in
+        flight achieves (measured first, also evidence)."""
+        import copy
+
+        bound = LatencyBound.parse(case.bound)
+        stop = stop_when_clearly_over(bound)
+        rows: list[Row] = []
+
+        def at(load: float, closed_loop: bool = False) -> Measurement:
+            point = (self._point(case, concurrency=int(load)) if closed_loop or case.search == "concurrency"
+                     else self._point(case, request_rate=load))
+            measured, row = self._measure(case, point, stop, {"kind": case.search, "bound": str(bound),
+                                                              "step": len(rows) + 1, "role": "evidence"})
+            within, why = judge(measured, bound)
+            row.measurement["search"].update(within=within, why=why)
+            self.record(row)
+            rows.append(row)
+            return measured
+
+        start = 1.0
+        if case.search == "request_rate":
+            one = at(1, closed_loop=True)
+            start = max(one.result["Inferences/Second"] / case.batch_size, 0.1)
+        found = search(at, case.search, bound, start, self.profile.measurement)
+        best = rows[len(rows) - len(found.steps) + found.steps.index(found.best)] if found.best else rows[-1]
+        answer = copy.deepcopy(best)
+        answer.measurement["search"].update(role="result", max=found.best.load if found.best else None,
+                                            answer=found.describe(), points=len(rows))
+        self.record(answer)
+        return found
+
+    def probes_accuracy(self, case: Case) -> bool:
+        """Whether a case carries accuracy probes: the highest concurrency of an online deployment whose model has
+        an accuracy task, unless the share is 0."""
+        online = self.model_profile(case.model).online
+        return (case.scenario == "online" and not case.search and not case.request_rate and self.load_probe_share > 0
+                and case.loadgen == "suite"
+                and bool(online.concurrency) and case.concurrency == max(online.concurrency)
+                and self.spec(case.model).accuracy_data is not None)
 
     def run_accuracy(self, case: Case) -> AccuracyResult:
         """Run the model's accuracy data through Triton at the max batch size and judge it against eager."""

@@ -129,3 +129,22 @@ def test_the_command_gates_on_stored_runs_without_rerunning(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["a", "b", "--reports-dir", str(reports), "--perf-gate", "-5"])
     assert "--perf-gate -5: out of range" in capsys.readouterr().err
+
+
+def test_request_rate_points_join_by_rate_and_search_points_do_not_join():
+    def rate_row(rate, throughput, mean, **search):
+        row = perf_row(throughput, latencies(mean), concurrency=None)
+        row.request_rate = rate
+        if search:
+            row.measurement["search"] = search
+        return row
+
+    then = [rate_row(20.0, 20.0, 10.0), rate_row(40.0, 40.0, 12.0),
+            rate_row(33.0, 33.0, 11.0, kind="request_rate", bound="p99 <= 50 ms", role="evidence", step=2)]
+    now = [rate_row(20.0, 20.0, 10.1), rate_row(40.0, 28.0, 30.0),
+           rate_row(33.0, 33.0, 11.0, kind="request_rate", bound="p99 <= 50 ms", role="evidence", step=2)]
+    comparison = compare_runs(then, now)
+    assert sorted(p.key[3] for p in comparison.points) == ["20 req/s", "40 req/s"]
+    assert {p.key[3]: p.verdict for p in comparison.points}["40 req/s"] == "regression"
+    assert not comparison.only_then and not comparison.only_now  # search points are neither joined nor missing
+    assert "identity_tiny_onnx_fp32_offline batch 1, 40 req/s: regression" in comparison.regressions()[0].describe()

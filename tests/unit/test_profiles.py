@@ -20,8 +20,9 @@ def test_cpu_profile():
 
 
 def test_unknown_profile_names_the_choices():
-    with pytest.raises(ProfileError, match=r"unknown profile 'h100'; valid choices: .*cpu"):
-        load_profile("h100", PROFILES)
+    with pytest.raises(ProfileError, match=r"unknown profile 'h200'; valid choices: a100, a30, a40, cpu, h100, t4, "
+                                           r"v100$"):
+        load_profile("h200", PROFILES)
 
 
 def test_narrowing(tmp_path):
@@ -29,12 +30,41 @@ def test_narrowing(tmp_path):
     narrowed = narrow(profile, models=["bert"], formats=["onnx"], batch_sizes=[1, 2], concurrency=[3])
     cases = profile_cases(narrowed, "offline")
     assert [c.id for c in cases] == ["bert-onnx-fp32-batch1", "bert-onnx-fp32-batch2"]
-    assert [c.id for c in profile_cases(narrowed, "online")] == ["bert-onnx-fp32-concurrency3"]
+    assert [c.id for c in profile_cases(narrowed, "online")] == [
+        "bert-onnx-fp32-concurrency3", "bert-onnx-fp32-rate10", "bert-onnx-fp32-rate20",
+        "bert-onnx-fp32-maxrate-p99le250ms", "bert-onnx-fp32-maxconcurrency-p99le250ms"]
     assert [c.id for c in profile_cases(narrowed, "accuracy")] == ["bert-onnx-fp32"]
     with pytest.raises(ProfileError, match="not in profile 'cpu'; valid choices: bert"):
         narrow(profile, models=["identity"])
     with pytest.raises(ProfileError, match=r"--batch-sizes \[64\] exceed bert's max batch size 8"):
         narrow(profile, batch_sizes=[64])
+
+
+def test_narrowing_leaves_accuracy_only_models_without_performance_points():
+    profile = narrow(load_profile("cpu", PROFILES), models=["wide_deep_adult"], batch_sizes=[1], concurrency=[2],
+                     request_rates=[5.0])
+    assert profile_cases(profile, "offline") == [] and profile_cases(profile, "online") == []
+    assert [c.id for c in profile_cases(profile, "accuracy")] == ["wide_deep_adult-onnx-fp32",
+                                                                  "wide_deep_adult-ts-trace-fp32"]
+
+
+def test_request_rates_and_latency_bound_searches_become_online_cases(tmp_path):
+    (tmp_path / "load.yaml").write_text(
+        "models: {bert: {size: tiny, formats: [onnx], precisions: [fp32], max_batch_size: 4, online: "
+        "{concurrency: [1], request_rates: [5, 12.5], distribution: constant, seed: 3, latency_bound: 'p99 <= 80 ms'}}}\n")
+    profile = load_profile("load", tmp_path)
+    online = profile.models["bert"].online
+    assert (online.request_rates, online.distribution, online.seed) == ((5.0, 12.5), "constant", 3)
+    assert str(online.latency_bound) == "p99 <= 80 ms" and online.search == ("request_rate", "concurrency")
+    assert [c.id for c in profile_cases(profile, "online")] == [
+        "bert-onnx-fp32-concurrency1", "bert-onnx-fp32-rate5", "bert-onnx-fp32-rate12.5",
+        "bert-onnx-fp32-maxrate-p99le80ms", "bert-onnx-fp32-maxconcurrency-p99le80ms"]
+    from tritonsuite.settings import LatencyBound
+
+    narrowed = narrow(profile, request_rates=[7.0], latency_bound=LatencyBound.parse("avg <= 20 ms"),
+                      search=["concurrency"])
+    assert [c.id for c in profile_cases(narrowed, "online")] == [
+        "bert-onnx-fp32-concurrency1", "bert-onnx-fp32-rate7", "bert-onnx-fp32-maxconcurrency-avgle20ms"]
 
 
 GOOD_MODEL = "bert: {size: tiny, formats: [onnx], precisions: [fp32], max_batch_size: 4}"
@@ -44,7 +74,7 @@ GOOD_MODEL = "bert: {size: tiny, formats: [onnx], precisions: [fp32], max_batch_
     ("models: {bert: [unclosed\n", r"bad\.yaml:2: malformed YAML: "),
     ("measurement: {window: 3}\nmodels: {}\n",
      r"bad\.yaml:measurement: unknown key window; valid keys: window_ms, window_requests, .*client_bound_percent"),
-    ("model: {}\n", r"bad\.yaml: unknown key model; valid keys: device, gpu, measurement, models"),
+    ("model: {}\n", r"bad\.yaml: unknown key model; valid keys: device, gpu, published, measurement, models"),
     ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32]}}\n", "missing key 'max_batch_size'"),
     ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32], max_batch_size: eight}}\n",
      r"bad\.yaml:bert\.max_batch_size 'eight': expected an integer >= 1"),
@@ -65,6 +95,16 @@ GOOD_MODEL = "bert: {size: tiny, formats: [onnx], precisions: [fp32], max_batch_
     ("measurement: {max_trials: 2}\nmodels: {" + GOOD_MODEL + "}\n",
      r"bad\.yaml:measurement\.max_trials 2: expected an integer >= 3 and <= 10000"),
     ("models: [bert]\n", r"bad\.yaml:models: expected a mapping of keys, got \['bert'\]"),
+    ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32], max_batch_size: 4, online: {request_rates: [10, 0]}}}\n",
+     r"bad\.yaml:bert\.online\.request_rates 0: expected request rates in requests/s, numbers > 0"),
+    ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32], max_batch_size: 4, online: {distribution: uniform}}}\n",
+     r"bad\.yaml:bert\.online\.distribution \['uniform'\]: valid choices: poisson, constant"),
+    ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32], max_batch_size: 4, online: {latency_bound: fast}}}\n",
+     r"bad\.yaml:bert\.online\.latency_bound: latency bound 'fast': expected '<statistic> <= <ms> ms'"),
+    ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32], max_batch_size: 4, online: {search: [latency]}}}\n",
+     r"bad\.yaml:bert\.online\.search \['latency'\]: valid choices: request_rate, concurrency"),
+    ("measurement: {max_late_percent: 120}\nmodels: {" + GOOD_MODEL + "}\n",
+     r"bad\.yaml:measurement\.max_late_percent 120: expected a number >= 0 and <= 100"),
 ])
 def test_bad_profile_content_is_one_line_naming_the_value_and_the_valid_ones(tmp_path, text, message):
     (tmp_path / "bad.yaml").write_text(text)
@@ -108,6 +148,74 @@ def test_gpu_profile_needs_cuda_on_the_embedded_server():
     else:
         with pytest.raises(ProfileError, match="--gpu a100: .*no CUDA device; valid choices here: cpu"):
             check_host(profile, "embedded")
+
+
+SEED_GPUS = ("a100", "a30", "a40", "t4", "v100")
+
+
+@pytest.mark.parametrize("name", SEED_GPUS + ("h100",))
+def test_every_seed_gpu_profile_fails_fast_on_a_cpu_host_in_one_line(name):
+    import torch
+
+    profile = load_profile(name, PROFILES)
+    assert profile.device == "gpu" and profile.published == ("a100" if name == "h100" else name)
+    assert all(mp.instance_kind == "KIND_GPU" for mp in profile.models.values())
+    check_host(profile, "remote")
+    if torch.cuda.is_available():
+        pytest.skip("this host has a CUDA device")
+    with pytest.raises(ProfileError) as error:
+        check_host(profile, "embedded")
+    assert str(error.value).startswith(f"--gpu {name}: this profile runs models on a GPU ({profile.gpu}) and this "
+                                       f"host has no CUDA device; valid choices here: cpu")
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("name", SEED_GPUS)
+def test_seed_gpu_profiles_hold_the_seeds_settings_for_every_published_row_they_can_run(name):
+    """Every published row whose format this suite builds (no TensorRT yet) is a case of the GPU's profile with
+    the published deployment settings, so a run of the profile joins it; models the seeds publish for another GPU
+    only are not in the profile."""
+    from tritonsuite.formats import FORMATS
+    from tritonsuite.published import available_models, load_table
+
+    profile = load_profile(name, PROFILES)
+    published_models = available_models(name)
+    assert {m for m in profile.models if m != "wide_deep_adult"} == set(published_models)
+    joinable = 0
+    for model in published_models:
+        mp = profile.models[model]
+        for row in load_table(name, model):
+            if row.format not in FORMATS or row.accelerator != "none" or row.size != mp.size:
+                continue  # trt, savedmodel, ORT + TensorRT; TFT's traffic rows run with size large-traffic
+            where = f"{name}:{model} {row.where}"
+            assert row.format in mp.formats and row.precision in mp.precisions, where
+            assert int(row.labels["Max batch size"]) == mp.max_batch_size, where
+            block = mp.offline if row.scenario == "offline" else mp.online
+            assert int(row.labels["Number of model instances"]) == block.instance_count, where
+            if row.scenario == "offline":
+                assert row.batch in mp.offline.batch_sizes and row.concurrency == 1, where
+            else:
+                assert row.batch == mp.online.batch_size and row.concurrency in mp.online.concurrency, where
+            joinable += 1
+    assert joinable
+
+
+def test_h100_has_the_a100_settings_and_compares_with_the_a100_tables():
+    a100, h100 = load_profile("a100", PROFILES), load_profile("h100", PROFILES)
+    assert h100.models == a100.models and h100.measurement == a100.measurement
+    assert (h100.gpu, h100.published) == ("NVIDIA H100", "a100")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("device: gpu\npublished: h100\nmodels: {" + GOOD_MODEL + "}\n",
+     r"bad\.yaml:published 'h100': valid choices: a100, a30, a40, t4, v100$"),
+    ("device: cpu\npublished: a100\nmodels: {" + GOOD_MODEL + "}\n",
+     r"bad\.yaml:published 'a100': the published tables are GPU figures; only a device: gpu profile may name them"),
+])
+def test_published_key_names_a_seed_gpu_on_a_gpu_profile(tmp_path, text, message):
+    (tmp_path / "bad.yaml").write_text(text)
+    with pytest.raises(ProfileError, match=message):
+        load_profile("bad", tmp_path)
 
 
 def test_unknown_device(tmp_path):

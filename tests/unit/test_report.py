@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -350,8 +351,9 @@ def test_plot_offline_writes_pngs(tmp_path):
 
 def test_plot_online_writes_png(tmp_path):
     paths = plot_online(online_rows(), tmp_path / "plots")
-    assert [p.name for p in paths] == ["latency_vs_concurrency.png"]
-    assert_png(paths[0])
+    assert [p.name for p in paths] == ["latency_vs_concurrency.png", "latency_vs_throughput.png"]
+    for path in paths:
+        assert_png(path)
 
 
 def test_plots_with_no_measured_values_still_write_files(tmp_path):
@@ -376,7 +378,8 @@ def test_write_reports(tmp_path):
     names = sorted(str(p.relative_to(tmp_path)) for p in written)
     assert names == sorted([
         "offline/bert.md", "offline/bert/throughput_vs_batch.png", "offline/bert/latency_vs_batch.png",
-        "online/bert.md", "online/bert/latency_vs_concurrency.png", "accuracy/bert.md", "summary.md",
+        "online/bert.md", "online/bert/latency_vs_concurrency.png", "online/bert/latency_vs_throughput.png",
+        "accuracy/bert.md", "summary.md",
     ])
     for p in written:
         if p.suffix == ".png":
@@ -404,7 +407,7 @@ def test_row_round_trip_keeps_unknown_keys_and_reads_old_rows():
     old = {"scenario": "offline", "model": "m", "deployment": "d", "valid": True,
            "result": {"Batch": 4, "Concurrency": 1}}  # before statuses and coordinates had fields
     assert (Row.from_dict(old).status, Row.from_dict(old).batch, Row.from_dict(old).concurrency) == ("OK", 4, 1)
-    with pytest.raises(ValueError, match="row status 'MAYBE'; valid choices: OK, UNSTABLE, INVALID, FAILED"):
+    with pytest.raises(ValueError, match="row status 'MAYBE'; valid choices: OK, UNSTABLE, INVALID, STOPPED, FAILED"):
         Row(scenario="offline", model="m", deployment="d", status="MAYBE")
 
 
@@ -439,3 +442,55 @@ def test_markdown_gpu_telemetry_cells_read_mean_and_max():
     header = split_cells(table[0])
     cells = next(dict(zip(header, split_cells(line))) for line in table[2:] if split_cells(line)[0] == str(rows[0].batch))
     assert [cells[c] for c in GPU_COLUMNS] == ["41 / 97"] * 4
+
+
+def load_rows_with_rates_and_a_search() -> list[Row]:
+    """The online sweep, two open-loop points, and a request-rate search at p99 <= 30 ms: evidence and answer."""
+    dep = DEPLOYMENTS[0].format(s="online")
+    rows = [r for r in online_rows() if r.deployment == dep]
+    for i, (rate, late) in enumerate(((50.0, 0.1), (200.0, 3.5))):
+        row = make_row("online", dep, 1, 1, second=40 + i, status="OK" if late < 1 else "INVALID",
+                       reasons=[] if late < 1 else ["the load generator could not keep the schedule: 3.5% ..."])
+        row.concurrency, row.request_rate = None, rate
+        row.result["Concurrency"] = 0.7
+        row.measurement.update(load="open loop", offered_rate=rate, achieved_rate=rate * 0.99, late_percent=late)
+        rows.append(row)
+    tag = {"kind": "request_rate", "bound": "p99 <= 30 ms"}
+    for step, (rate, p99, within) in enumerate(((100.0, 12.0, True), (200.0, 80.0, False), (150.0, 25.0, True)), 1):
+        row = make_row("online", dep, 1, 1, second=50 + step, status="OK" if within else "STOPPED")
+        row.concurrency, row.request_rate = None, rate
+        row.result["p99 latency"] = p99
+        row.measurement["search"] = {**tag, "step": step, "role": "evidence", "within": within,
+                                     "why": f"p99 {p99:.2f} ms" + ("" if within else " > 30 ms")}
+        rows.append(row)
+    answer = copy.deepcopy(rows[-1])
+    answer.measurement["search"] = {**answer.measurement["search"], "role": "result", "max": 150.0,
+                                    "answer": "max req/s at p99 <= 30 ms: 150.0 req/s (p99 25.00 ms; ...)"}
+    return rows + [answer]
+
+
+def test_online_page_has_rate_rows_and_the_search_answer_with_its_evidence(tmp_path):
+    rows = load_rows_with_rates_and_a_search()
+    md = render_markdown("bert", "online", rows)
+    tables = results_tables(md)
+    assert len(tables[0]) - 2 == 3  # the concurrency sweep alone in the seeds' table
+    lines = md.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|   Offered (req/s)"))
+    rate_lines = [split_cells(line) for line in lines[start:start + 4]]
+    assert rate_lines[0][:4] == ["Offered (req/s)", "Achieved (req/s)", "Late (%)", "In flight"]
+    assert [r[0] for r in rate_lines[2:]] == ["50.0", "200.0"] and rate_lines[3][2] == "3.50"
+    assert rate_lines[3][10] == "INVALID"
+    assert "**max req/s at p99 <= 30 ms: 150.0 req/s (p99 25.00 ms; ...)**" in md
+    evidence = [split_cells(line) for line in md.splitlines() if line.startswith("| ") and " req/s " in line]
+    assert [(e[0], e[1], e[4], e[5]) for e in evidence] == [("1", "100.0 req/s", "OK", "yes"),
+                                                            ("2", "200.0 req/s", "STOPPED", "no"),
+                                                            ("3", "150.0 req/s", "OK", "yes")]
+    from tritonsuite.report import render_summary
+
+    summary = render_summary(rows, RUN)
+    assert "## Most load within the latency bound" in summary
+    assert f"- {rows[0].deployment}: max req/s at p99 <= 30 ms: 150.0 req/s" in summary
+    paths = plot_online(rows, tmp_path)
+    assert [p.name for p in paths] == ["latency_vs_concurrency.png", "latency_vs_throughput.png"]
+    for path in paths:
+        assert_png(path)

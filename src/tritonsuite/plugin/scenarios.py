@@ -37,8 +37,12 @@ def _performance(suite, case, request, record_property) -> None:
     gate = request.config.stash[OPTIONS_KEY].perf_gate
 
     def verdict(m) -> str | None:
+        under_load = m.accuracy_under_load
+        wrong = f"accuracy under load {under_load.describe()}" if under_load and not under_load.passed else ""
         if not m.valid:
-            return f"{case.id}: {m.status}: " + "; ".join(m.reasons)
+            return f"{case.id}: {m.status}: " + "; ".join(m.reasons) + (f"\n{case.id}: {wrong}" if wrong else "")
+        if wrong:
+            return f"{case.id}: {wrong}"
         _benchmark_record(request, m)
         if gate is not None and m.comparison is not None and m.comparison.regressions_beyond(gate):
             return f"{case.id}: perf gate ({gate:g}%): {m.comparison.describe()}"
@@ -49,6 +53,8 @@ def _performance(suite, case, request, record_property) -> None:
         found = {**{k: round(v, 4) for k, v in m.result.items() if v is not None}, "status": m.status}
         if m.comparison is not None:
             found["comparison"] = m.comparison.describe()
+        if m.accuracy_under_load is not None:
+            found["accuracy_under_load"] = m.accuracy_under_load.describe()
         return found
 
     _judge(case.id, lambda: suite.run_performance(case), verdict, record_property, figures)
@@ -80,10 +86,26 @@ def test_offline(suite, offline_case, triton, request, record_property):
     _performance(suite, offline_case, request, record_property)
 
 
+def _search(suite, case, record_property) -> None:
+    """The most load within the latency bound: fails when no point was (or stayed) within it."""
+    def figures(found) -> dict:
+        best = found.best
+        return {"answer": found.describe(), "points": len(found.steps),
+                **({"max": round(best.load, 3)} if best else {})}
+
+    _judge(case.id, lambda: suite.run_search(case), lambda found: None if found.found else
+           f"{case.id}: {found.describe()}", record_property, figures)
+
+
 @pytest.mark.online
 def test_online(suite, online_case, triton, request, record_property):
-    """Dynamic batching on the server, concurrent requests over HTTP, a concurrency sweep."""
-    _performance(suite, online_case, request, record_property)
+    """Dynamic batching on the server, over HTTP: a concurrency sweep (closed loop), request rates (open loop), and
+    with a latency bound, the most load within it. At the highest concurrency a share of the requests carries
+    accuracy samples, which must be answered as when sent alone."""
+    if online_case.search:
+        _search(suite, online_case, record_property)
+    else:
+        _performance(suite, online_case, request, record_property)
 
 
 @pytest.mark.accuracy

@@ -1,8 +1,10 @@
 """Profiles: per device (``--gpu``), which models run at which size, formats, precisions and sweep points.
 
-Profiles ship with the package (``tritonsuite/profiles/<name>.yaml``: ``cpu``, the default, and GPU profiles such
-as ``a100`` with the seeds' full-size models and Triton settings); ``--profiles-dir DIR`` adds a team's own, which
-win on a name clash. The command line narrows a profile (``--models``, ``--formats``, ``--batch-sizes``,
+Profiles ship with the package (``tritonsuite/profiles/<name>.yaml``: ``cpu``, the default, and one GPU profile per
+GPU the seeds publish, ``a100``, ``a30``, ``a40``, ``t4``, ``v100``, plus ``h100`` with the A100 settings, each with
+the seeds' full-size models and Triton settings); ``--profiles-dir DIR`` adds a team's own, which win on a name
+clash. A GPU profile's ``published: <gpu>`` names the seeds' published tables its rows are shown beside
+(:mod:`tritonsuite.published`). The command line narrows a profile (``--models``, ``--formats``, ``--batch-sizes``,
 ``--concurrency``) but never widens it past the model's limits.
 
 A profile is checked completely when it is loaded: malformed YAML (file and line), unknown keys (with the valid
@@ -16,14 +18,17 @@ from typing import Any, Mapping, Sequence
 
 from tritonsuite.device import INSTANCE_KINDS as DEVICES  # profile device -> default Triton instance kind
 from tritonsuite.repository import DeploymentConfig
-from tritonsuite.settings import MeasurementSettings
+from tritonsuite.settings import DISTRIBUTIONS, LatencyBound, MeasurementSettings
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-TOP_KEYS = ("device", "gpu", "measurement", "models")
+TOP_KEYS = ("device", "gpu", "published", "measurement", "models")
 MODEL_KEYS = ("size", "formats", "precisions", "max_batch_size", "intra_op_threads", "instance_kind", "offline",
               "online")
 OFFLINE_KEYS = ("batch_sizes", "instance_count")
-ONLINE_KEYS = ("batch_size", "concurrency", "instance_count", "preferred_batch_sizes", "max_queue_delay_microseconds")
+ONLINE_KEYS = ("batch_size", "concurrency", "instance_count", "preferred_batch_sizes", "max_queue_delay_microseconds",
+               "request_rates", "distribution", "seed", "latency_bound", "search")
+#: What a latency-bound search looks for: the highest request rate (open loop) or concurrency (closed loop).
+SEARCHES = ("request_rate", "concurrency")
 
 
 class ProfileError(ValueError):
@@ -43,6 +48,11 @@ class OnlineProfile:
     instance_count: int = 1
     preferred_batch_sizes: tuple[int, ...] = ()
     max_queue_delay_microseconds: int = 0
+    request_rates: tuple[float, ...] = ()  # open-loop points, requests/s
+    distribution: str = "poisson"  # arrivals of the open-loop points
+    seed: int = 0
+    latency_bound: LatencyBound | None = None  # with it, search for the most load within it
+    search: tuple[str, ...] = SEARCHES  # which searches run when there is a bound
 
 
 @dataclass(frozen=True)
@@ -75,6 +85,7 @@ class Profile:
     gpu: str  # what the report's "GPU" row says
     models: Mapping[str, ModelProfile]
     measurement: MeasurementSettings = field(default_factory=MeasurementSettings)
+    published: str = ""  # the seeds' published tables this profile's runs are shown beside (tritonsuite.published)
 
 
 def profile_dirs(directory: str | Path | None = None) -> list[Path]:
@@ -110,6 +121,23 @@ def _int(value: Any, where: str, low: int = 1) -> int:
 def _ints(value: Any, where: str, low: int = 1) -> tuple[int, ...]:
     values = value if isinstance(value, (list, tuple)) else [value]
     return tuple(_int(v, where, low) for v in values)
+
+
+def _rates(value: Any, where: str) -> tuple[float, ...]:
+    values = value if isinstance(value, (list, tuple)) else [value]
+    bad = [v for v in values if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0]
+    if bad:
+        raise ProfileError(f"{where} {bad[0]!r}: expected request rates in requests/s, numbers > 0")
+    return tuple(float(v) for v in values)
+
+
+def _bound(value: Any, where: str) -> LatencyBound | None:
+    if value is None:
+        return None
+    try:
+        return LatencyBound.parse(value)
+    except ValueError as exc:
+        raise ProfileError(f"{where}: {exc}") from None
 
 
 def _choices(value: Any, where: str, valid: Sequence[str]) -> tuple[str, ...]:
@@ -156,7 +184,14 @@ def _model_profile(name: str, data: Any, where: str, instance_kind: str) -> Mode
                              instance_count=_int(online.get("instance_count", 1), f"{where}.online.instance_count"),
                              preferred_batch_sizes=preferred,
                              max_queue_delay_microseconds=_int(online.get("max_queue_delay_microseconds", 0),
-                                                               f"{where}.online.max_queue_delay_microseconds", 0)),
+                                                               f"{where}.online.max_queue_delay_microseconds", 0),
+                             request_rates=_rates(online.get("request_rates") or [], f"{where}.online.request_rates"),
+                             distribution=_choices(online.get("distribution", "poisson"),
+                                                   f"{where}.online.distribution", DISTRIBUTIONS)[0],
+                             seed=_int(online.get("seed", 0), f"{where}.online.seed", 0),
+                             latency_bound=_bound(online.get("latency_bound"), f"{where}.online.latency_bound"),
+                             search=_choices(online.get("search", list(SEARCHES)), f"{where}.online.search",
+                                             SEARCHES)),
         intra_op_threads=_int(data.get("intra_op_threads", 0), f"{where}.intra_op_threads", 0),
         instance_kind=str(kind),
     )
@@ -195,7 +230,23 @@ def load_profile(name: str, directory: str | Path | None = None) -> Profile:
         settings = MeasurementSettings(**measurement)
     except ValueError as exc:
         raise ProfileError(f"{path.name}:measurement.{exc}") from None
-    return Profile(name=name, device=device, gpu=str(data.get("gpu", "none")), models=models, measurement=settings)
+    return Profile(name=name, device=device, gpu=str(data.get("gpu", "none")), models=models, measurement=settings,
+                   published=_published(data.get("published"), device, path.name))
+
+
+def _published(value: Any, device: str, where: str) -> str:
+    """``published:`` names the seeds' GPU tables a GPU profile's runs are shown beside; GPU figures only."""
+    if value is None:
+        return ""
+    from tritonsuite.published import available_gpus
+
+    gpus = available_gpus()
+    if value not in gpus:
+        raise ProfileError(f"{where}:published {value!r}: valid choices: {', '.join(gpus)}")
+    if device != "gpu":
+        raise ProfileError(f"{where}:published {value!r}: the published tables are GPU figures; only a device: gpu "
+                           f"profile may name them")
+    return str(value)
 
 
 def check_host(profile: Profile, server: str) -> None:
@@ -211,8 +262,11 @@ def check_host(profile: Profile, server: str) -> None:
 
 
 def narrow(profile: Profile, models: Sequence[str] | None = None, formats: Sequence[str] | None = None,
-           batch_sizes: Sequence[int] | None = None, concurrency: Sequence[int] | None = None) -> Profile:
-    """Restrict a profile to what the command line asked for. Names not in the profile are an error."""
+           batch_sizes: Sequence[int] | None = None, concurrency: Sequence[int] | None = None,
+           request_rates: Sequence[float] | None = None, latency_bound: LatencyBound | None = None,
+           search: Sequence[str] | None = None) -> Profile:
+    """Restrict a profile to what the command line asked for (and set the online load it asked for: request
+    rates, a latency bound and which searches run). Names not in the profile are an error."""
     if models:
         unknown = [m for m in models if m not in profile.models]
         if unknown:
@@ -223,14 +277,21 @@ def narrow(profile: Profile, models: Sequence[str] | None = None, formats: Seque
         if models and name not in models:
             continue
         offline, online = mp.offline, mp.online
-        if batch_sizes:
+        if batch_sizes and offline.batch_sizes:  # a model the profile runs only for accuracy stays so
             too_big = [b for b in batch_sizes if b > mp.max_batch_size]
             if too_big:
                 raise ProfileError(f"--batch-sizes {too_big} exceed {name}'s max batch size {mp.max_batch_size} in "
                                    f"profile {profile.name!r}")
             offline = replace(offline, batch_sizes=tuple(batch_sizes))
-        if concurrency:
-            online = replace(online, concurrency=tuple(concurrency))
+        if online.concurrency or online.request_rates:  # (a model without online points stays without them)
+            if concurrency:
+                online = replace(online, concurrency=tuple(concurrency))
+            if request_rates:
+                online = replace(online, request_rates=tuple(request_rates))
+            if latency_bound is not None:
+                online = replace(online, latency_bound=latency_bound)
+            if search:
+                online = replace(online, search=tuple(search))
         kept[name] = replace(mp, formats=tuple(f for f in mp.formats if not formats or f in formats),
                              offline=offline, online=online)
     return replace(profile, models=kept)

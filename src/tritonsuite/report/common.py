@@ -20,12 +20,13 @@ SCENARIO_DESCRIPTIONS = {
 
 #: Plot file names written per scenario (relative to ``<reports_dir>/<scenario>/<model>/``).
 OFFLINE_PLOTS = ("throughput_vs_batch.png", "latency_vs_batch.png")
-ONLINE_PLOTS = ("latency_vs_concurrency.png",)
+ONLINE_PLOTS = ("latency_vs_concurrency.png", "latency_vs_throughput.png")
 _PLOTS = {"offline": OFFLINE_PLOTS, "online": ONLINE_PLOTS}
 _PLOT_ALT = {
     "throughput_vs_batch.png": "throughput vs batch size",
     "latency_vs_batch.png": "latency vs batch size",
     "latency_vs_concurrency.png": "latency breakdown and throughput vs concurrency",
+    "latency_vs_throughput.png": "p99 latency vs throughput: concurrency sweep, request rates, latency-bound search",
 }
 
 
@@ -167,7 +168,26 @@ def _group(rows: Iterable[Mapping[str, Any]], key) -> dict[Any, list[Mapping[str
 
 
 def _row_label(row: Mapping[str, Any]) -> str:
-    return f"batch {_format_number('Batch', _coord(row, 'Batch'))}, " \
-           f"concurrency {_format_number('Concurrency', _coord(row, 'Concurrency'))}"
+    load = (f"{row['request_rate']:g} req/s offered" if _is_number(row.get("request_rate")) else
+            f"concurrency {_format_number('Concurrency', _coord(row, 'Concurrency'))}")
+    search = _search(row)
+    if search:
+        load += f" (search {search.get('kind')} at {search.get('bound')}, step {search.get('step')})"
+    return f"batch {_format_number('Batch', _coord(row, 'Batch'))}, {load}"
+
+
+def _search(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A latency-bound search's tag on a row (kind, bound, step, role, within, why); empty for other rows."""
+    measurement = row.get("measurement")
+    search = measurement.get("search") if isinstance(measurement, Mapping) else None
+    return search if isinstance(search, Mapping) else {}
+
+
+def _load_kind(row: Mapping[str, Any]) -> str:
+    """sweep (a concurrency or batch point), rate (an open-loop point), evidence or result (of a search)."""
+    search = _search(row)
+    if search:
+        return "result" if search.get("role") == "result" else "evidence"
+    return "rate" if _is_number(row.get("request_rate")) else "sweep"
 
 

@@ -1,5 +1,6 @@
 """Markdown pages in the seeds' format: per deployment, how it was measured, the "Parameter Name | Parameter
-Value" table and the results table (the seeds' columns, Status, Client CPU); metric tables for accuracy."""
+Value" table, the results table (the seeds' columns, Status, Client CPU) and, for GPU profiles, the seeds' published
+figures beside the measured ones (:mod:`tritonsuite.published`); metric tables for accuracy."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -8,8 +9,8 @@ from typing import Any
 
 from tritonsuite.report.common import (_EXTRA_COLUMNS, _INT_COLUMNS, _PLOT_ALT, _PLOTS, SCENARIO_DESCRIPTIONS,
                                        _column_header, _coord, _distinct, _format_number, _format_value, _group,
-                                       _is_number, _pipe_table, _records, _result, _row_label, _series, _sort_key,
-                                       _status, _title)
+                                       _is_number, _load_kind, _pipe_table, _records, _result, _row_label, _search,
+                                       _series, _sort_key, _status, _title)
 from tritonsuite.rows import RESULT_COLUMNS, STATUSES
 from tritonsuite.telemetry import GPU_COLUMNS
 
@@ -90,6 +91,112 @@ def _results_table(rows: Sequence[Mapping[str, Any]]) -> str:
     return _pipe_table(headers, body, align="right")
 
 
+def _ratio(value: float | None) -> str:
+    return f"{value:.2f}" if _is_number(value) else "-"
+
+
+def _published_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The seeds' published figures beside the measured ones, for the rows whose profile names published tables
+    (GPU profiles only) and whose deployment and point match a published row; its heading says when the GPU the
+    rows were measured on is not the published one."""
+    from tritonsuite.published import PUBLISHED_PARAMETER, join, published_configurations
+    from tritonsuite.rows import Row
+
+    named = [r for r in rows if (r.get("parameters") or {}).get(PUBLISHED_PARAMETER)]
+    if not named:
+        return []
+    measured = [Row.from_dict(r) for r in named]
+    matches = [m for m in (join(r) for r in measured) if m is not None]
+    gpu = str(measured[0].parameters[PUBLISHED_PARAMETER])
+    if not matches:
+        published = published_configurations(gpu, measured[0].model)
+        return [f"No published row matches this deployment in the seeds' {gpu} tables (published for "
+                f"{measured[0].model}: {'; '.join(published) if published else 'nothing'}).", ""]
+    first = matches[0]
+    heading = f"### Published figures: {first.published_gpu}"
+    same = {m.same_gpu for m in matches}
+    measured_on = ", ".join(_distinct(m.measured_gpu for m in matches))
+    if False in same:
+        heading += f" — MEASURED ON A DIFFERENT GPU ({measured_on})"
+    elif None in same:
+        heading += " — measured GPU not known here (remote server)"
+    profile = _distinct((r.parameters.get("Profile") for r in measured))
+    out = [heading, ""]
+    note = (f"From {first.published.labels['Source']} (transcribed in tritonsuite/published/{gpu}/"
+            f"{first.published.model}.csv), the rows of this deployment's configuration and points; "
+            f"ratios are measured / published (throughput above 1: faster than published; p99 above 1: slower).")
+    if False in same:
+        note += (f" These rows were measured on {measured_on}"
+                 + (f" with profile {', '.join(profile)}" if profile else "")
+                 + f", not on the published {first.published_gpu}: the ratios compare two GPUs, not this deployment "
+                   f"with its published figures.")
+    elif None in same:
+        note += f" The server is not on this host, so which GPU ran these rows is not known here ({measured_on})."
+    out += [note, ""]
+    body = []
+    for m in sorted(matches, key=lambda m: (m.published.batch, m.published.concurrency)):
+        record = m.measured.to_dict()
+        body.append([_format_number("Batch", m.published.batch), _format_number("Concurrency", m.published.concurrency),
+                     _format_number("Inferences/Second", m.throughput),
+                     _format_number("Inferences/Second", m.published_throughput), _ratio(m.throughput_ratio),
+                     _format_number("p99 latency", m.p99), _format_number("p99 latency", m.published_p99),
+                     _ratio(m.p99_ratio), _status(record)])
+    out += [_pipe_table(["Batch", "Concurrency", "Inferences/Second", "Published Inferences/Second",
+                         "Throughput ratio", "p99 latency (ms)", "Published p99 latency (ms)", "p99 ratio", "Status"],
+                        body, align="right"), ""]
+    unmatched = len(named) - len(matches)
+    if unmatched:
+        out += [f"{unmatched} measured row(s) of this deployment have no published point.", ""]
+    return out
+
+
+def _cpu_cells(row: Mapping[str, Any]) -> list[str]:
+    measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
+    return [f"{measurement[k]:.1f}" if _is_number(measurement.get(k)) else "-"
+            for k in ("client_cpu_percent", "host_other_cpu_percent")]
+
+
+def _rate_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Open-loop rows: offered and achieved rate, the share sent late, requests in flight, latencies."""
+    headers = ["Offered (req/s)", "Achieved (req/s)", "Late (%)", "In flight", "Inferences/Second", "p50 latency",
+               "p90 latency", "p95 latency", "p99 latency", "avg latency", "Status", "Client CPU (%)",
+               "Other CPU (%)"]
+    body = []
+    for row in sorted(rows, key=lambda r: (r.get("request_rate") or 0)):
+        m = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
+        result = _result(row)
+        body.append([_format_number("Inferences/Second", row.get("request_rate")),
+                     _format_number("Inferences/Second", m.get("achieved_rate")),
+                     f"{m['late_percent']:.2f}" if _is_number(m.get("late_percent")) else "-",
+                     f"{result['Concurrency']:.1f}" if _is_number(result.get("Concurrency")) else "-"]
+                    + [_format_number(c, result.get(c)) for c in headers[4:10]] + [_status(row)] + _cpu_cells(row))
+    return _pipe_table([_column_header(h) if h in RESULT_COLUMNS else h for h in headers], body, align="right")
+
+
+def _search_sections(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per search (kind and bound): the answer, then its evidence, one row per measured point in order."""
+    out: list[str] = []
+    groups = _group([r for r in rows if _search(r)], lambda r: (_search(r).get("kind"), _search(r).get("bound")))
+    for (kind, bound), grows in groups.items():
+        answers = [r for r in grows if _load_kind(r) == "result"]
+        headline = _search(answers[-1]).get("answer") if answers else f"search for the most {kind} at {bound}: " \
+                                                                       f"unfinished (no answer recorded)"
+        out += [f"**{headline}**", ""]
+        body = []
+        for row in sorted((r for r in grows if _load_kind(r) == "evidence"), key=lambda r: _search(r).get("step", 0)):
+            search, result = _search(row), _result(row)
+            load = (_format_number("Inferences/Second", row["request_rate"]) + " req/s" if _is_number(
+                row.get("request_rate")) else f"concurrency {_format_number('Concurrency', _coord(row, 'Concurrency'))}")
+            body.append([str(search.get("step", "-")), load,
+                         _format_number("Inferences/Second", result.get("Inferences/Second")),
+                         _format_number("p99 latency", result.get("p99 latency")), _status(row),
+                         "yes" if search.get("within") else "no", str(search.get("why", "-"))])
+        if body:
+            out += [_pipe_table(["Step", "Load", "Inferences/Second", "p99 latency (ms)", "Status", "Within",
+                                 "Why"], body, align="left"), ""]
+    return out
+
+
 def _problem_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = []
     for row in sorted(rows, key=_sort_key):
@@ -121,7 +228,9 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
     Offline/online: per deployment (first-seen order) a ``## <deployment>`` section with how it was measured,
     the "Parameter Name | Parameter Value" table, the results table (RESULT_COLUMNS + Status + Client CPU (%) +
     Other CPU (%) (other processes than the server's and the load generator: how busy the host was) +
-    the GPU telemetry columns as "mean / max", "-" where not sampled; sorted by Batch then Concurrency) and the reasons of every non-OK row.  ``plots`` are relative image paths to
+    the GPU telemetry columns as "mean / max", "-" where not sampled; sorted by Batch then Concurrency), for a GPU
+    profile's rows the seeds' published throughput and p99 beside the measured ones with their ratios (headed with
+    the published GPU, and loudly when the rows ran on another), and the reasons of every non-OK row.  ``plots`` are relative image paths to
     embed (default: ``<model>/<plot>.png`` for the scenario's plots; ``[]`` embeds none).  Any other scenario
     (e.g. accuracy) is rendered by :func:`render_metrics_markdown`.
     """
@@ -144,11 +253,29 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
         params = _parameters_table(drows)
         if params:
             out += [params, ""]
-        out += [_results_table(drows), ""]
-        problems = _problem_lines(drows)
+        sweep = [r for r in drows if _load_kind(r) == "sweep"]
+        rates = [r for r in drows if _load_kind(r) == "rate"]
+        if sweep or not (rates or any(_search(r) for r in drows)):
+            out += [_results_table(sweep), ""]
+        if rates:
+            out += ["Request rates (open loop: arrivals on a seeded schedule, latency from each request's scheduled "
+                    "send time; a point with more late sends than the limit is INVALID):", "", _rate_table(rates), ""]
+        out += _published_section(sweep)
+        out += _search_sections(drows)
+        problems = _problem_lines([r for r in drows if _load_kind(r) in ("sweep", "rate")])
         if problems:
             out += ["Rows that are not valid measurements:", ""] + problems + [""]
+        for row in sorted(drows, key=_sort_key):
+            verdict = _under_load(row)
+            if verdict:
+                out += [f"Accuracy under load ({_row_label(row)}): {verdict.get('verdict', '-')}", ""]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _under_load(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A row's accuracy-under-load verdict (``tritonsuite.underload``), or {} when the point carried no probes."""
+    found = row.get("accuracy_under_load")
+    return found if isinstance(found, Mapping) else {}
 
 
 def _flatten(prefix: str, value: Any) -> list[tuple[str, Any]]:
@@ -254,11 +381,16 @@ def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
             table.append([str(r.get("title") or r.get("model")), str(r.get("deployment")), _status(r), standing])
         out += ["## Accuracy", "", _pipe_table(["model", "deployment", "status", "against the baseline"], table,
                                                align="left"), ""]
+    answers = [r for r in rows if _load_kind(r) == "result"]
+    if answers:
+        out += ["## Most load within the latency bound", ""] + [
+            f"- {r.get('deployment')}: {_search(r).get('answer')}" for r in answers] + [""]
     for scenario in ("offline", "online"):
-        measured = [r for r in rows if r.get("scenario") == scenario]
+        measured = [r for r in rows if r.get("scenario") == scenario and _load_kind(r) in ("sweep", "rate")]
         if not measured:
             continue
         table = []
+        probed = any(_under_load(r) for r in measured)
         for deployment, drows in _group(measured, _series).items():
             ok = [r for r in drows if _status(r) == "OK" and _is_number(_result(r).get("Inferences/Second"))]
             best = max(ok, key=lambda r: _result(r)["Inferences/Second"], default=None)
@@ -266,9 +398,13 @@ def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
             table.append([deployment, _format_number("Inferences/Second", _result(best).get("Inferences/Second"))
                           if best else "-", where, _format_number("p99 latency", _result(best).get("p99 latency"))
                           if best else "-", f"{len(ok)}/{len(drows)}"])
+            if probed:
+                verdicts = [f"{'passed' if v.get('passed') else 'FAILED'} at concurrency {v.get('concurrency')}"
+                            for v in map(_under_load, drows) if v]
+                table[-1].append("; ".join(verdicts) or "-")
+        headers = ["deployment", "Inferences/Second", "at", "p99 latency (ms)", "rows OK"]
         out += [f"## {scenario.capitalize()}: best throughput per deployment", "",
-                _pipe_table(["deployment", "Inferences/Second", "at", "p99 latency (ms)", "rows OK"], table,
-                            align="left"), ""]
+                _pipe_table(headers + (["accuracy under load"] if probed else []), table, align="left"), ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 

@@ -1,5 +1,6 @@
 """Plots in the seeds' style: throughput and latency vs batch size (offline), stacked latency breakdown with
-throughput vs concurrency (online). matplotlib is imported lazily, through :class:`matplotlib.figure.Figure`
+throughput vs concurrency (online), and p99 latency against throughput for the concurrency sweep, the request
+rates and the latency-bound search with its answer (online). matplotlib is imported lazily, through :class:`matplotlib.figure.Figure`
 rendered by the Agg canvas: no pyplot global state and no display."""
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tritonsuite.report.common import (_coord, _distinct, _format_number, _group, _is_number, _records, _result,
-                                       _series,
-                                       _sort_key, _status, _title)
+from tritonsuite.report.common import (_coord, _distinct, _format_number, _group, _is_number, _load_kind,
+                                       _records, _result, _search, _series, _sort_key, _status, _title)
 from tritonsuite.rows import LATENCY_PARTS
 
 _OK_NOTE = "hollow markers: row not valid (status other than OK)"
@@ -190,6 +190,8 @@ def plot_online(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[st
     """
     rows = _records(rows)
     out_dir = Path(out_dir)
+    throughput_plot = _plot_latency_vs_throughput(rows, out_dir)
+    rows = [r for r in rows if _load_kind(r) == "sweep"]  # the concurrency sweep (closed loop)
     by_dep = _group(rows, _series)
     n = max(1, len(by_dep))
     fig = _new_figure(10, 3.6 * n + 1.4)
@@ -197,7 +199,7 @@ def plot_online(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[st
     part_colors = _palette(len(LATENCY_PARTS))
     if not by_dep:
         _no_data(fig.add_subplot())
-        return [_save(fig, out_dir / "latency_vs_concurrency.png")]
+        return [_save(fig, out_dir / "latency_vs_concurrency.png"), throughput_plot]
 
     axes = fig.subplots(n, 1, squeeze=False)[:, 0]
     legend_handles: dict[str, Any] = {}
@@ -267,6 +269,63 @@ def plot_online(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[st
         handles.append(Patch(facecolor="white", edgecolor="0.3", hatch="//"))
         labels.append("hatched bar / hollow marker: row not valid")
     fig.legend(handles, labels, loc="outside lower center", ncol=4, frameon=False, fontsize=9)
-    return [_save(fig, out_dir / "latency_vs_concurrency.png")]
+    return [_save(fig, out_dir / "latency_vs_concurrency.png"), throughput_plot]
+
+
+def _plot_latency_vs_throughput(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> Path:
+    """``latency_vs_throughput.png``: per deployment, p99 latency against throughput for the concurrency sweep
+    (closed loop, labelled with the concurrency) and the request rates (open loop), the search's points (grey),
+    its answer (a star) and the bound (a dotted line, when the bound is on p99)."""
+    by_dep = _group(rows, _series)
+    n = max(1, len(by_dep))
+    fig = _new_figure(8, 3.4 * n + 1.0)
+    fig.suptitle(_title_of(rows, "online", "p99 latency vs throughput"))
+    if not by_dep:
+        _no_data(fig.add_subplot())
+        return _save(fig, out_dir / "latency_vs_throughput.png")
+    axes = fig.subplots(n, 1, squeeze=False)[:, 0]
+
+    def xy(selected):
+        pts = [(_result(r).get("Inferences/Second"), _result(r).get("p99 latency"), r) for r in selected]
+        return [(x, y, r) for x, y, r in pts if _is_number(x) and _is_number(y)]
+
+    for ax, (dep, drows) in zip(axes, by_dep.items()):
+        ax.set_title(dep, fontsize=10)
+        plotted = False
+        sweep = sorted(xy(r for r in drows if _load_kind(r) == "sweep"), key=lambda p: _sort_key(p[2]))
+        if sweep:
+            _plot_marked(ax, [p[0] for p in sweep], [p[1] for p in sweep], [_status(p[2]) == "OK" for p in sweep],
+                         "C0", "-", "o", "concurrency sweep")
+            for x, y, r in sweep:
+                ax.annotate(_format_number("Concurrency", _coord(r, "Concurrency")), (x, y), fontsize=7,
+                            textcoords="offset points", xytext=(4, 4))
+            plotted = True
+        rates = sorted(xy(r for r in drows if _load_kind(r) == "rate"), key=lambda p: p[2].get("request_rate"))
+        if rates:
+            _plot_marked(ax, [p[0] for p in rates], [p[1] for p in rates], [_status(p[2]) == "OK" for p in rates],
+                         "C1", "--", "s", "request rates")
+            plotted = True
+        evidence = xy(r for r in drows if _load_kind(r) == "evidence")
+        if evidence:
+            ax.plot([p[0] for p in evidence], [p[1] for p in evidence], linestyle="none", marker="x", color="0.55",
+                    label="search points")
+            plotted = True
+        for x, y, r in xy(r for r in drows if _load_kind(r) == "result" and _search(r).get("max") is not None):
+            ax.plot([x], [y], linestyle="none", marker="*", markersize=14, color="C3",
+                    label=f"max {_search(r).get('kind')} at {_search(r).get('bound')}")
+        bounds = _distinct(_search(r).get("bound") for r in drows)
+        for bound in bounds:
+            statistic, _, value = str(bound).partition("<=")
+            if statistic.strip() == "p99":
+                ax.axhline(float(value.replace("ms", "")), color="C3", linestyle=":", label=f"bound {bound}")
+        if not plotted:
+            _no_data(ax)
+            continue
+        ax.set_xlabel("throughput (inferences/s)")
+        ax.set_ylabel("p99 latency (ms)")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        _legend_below(fig, ax, ncol=2)
+    return _save(fig, out_dir / "latency_vs_throughput.png")
 
 

@@ -1,0 +1,169 @@
+"""The most load a deployment takes within a latency bound ("max req/s at p99 <= 50 ms").
+
+A search measures points with the engine (:func:`tritonsuite.measure.measure`), one after another:
+1. bracket: from a start, the load doubles while the bound holds (or halves while it does not) until one point is
+   within the bound and the next is over it;
+2. bisect between them until the bracket is narrower than ``search_resolution_percent`` of its lower end (for
+   concurrency: until the two are neighbours), within ``search_max_steps`` points in all;
+3. re-measure the highest point within the bound; if that one now breaks it (a noisy host), one step lower is
+   measured once more, and the answer is the highest re-measured point within the bound, or none.
+
+A point is within the bound when its row is valid (OK), the bound's statistic over the stable windows' request
+latencies is at most the bound, and (open loop) the server completed at least 95% of the offered rate. A point is
+given up after two windows in a row whose statistic is more than twice the bound (clearly over: its row is
+STOPPED), so an overloaded point does not run its full windows, and one noisy window does not end a point. Every
+measured point is kept as evidence.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tritonsuite.measure import Measurement, StopEarly
+from tritonsuite.settings import LatencyBound, MeasurementSettings
+
+CLEARLY_OVER = 2.0  # two windows in a row whose statistic exceeds this many times the bound end their point
+RE_MEASURES = 3  # attempts to confirm the answer, each lower than the last
+MIN_ACHIEVED = 0.95  # open loop: the share of the offered rate the server must complete
+GROWTH = 2.0
+
+
+@dataclass
+class SearchStep:
+    load: float  # the request rate (requests/s) or the concurrency measured
+    measurement: Measurement
+    within: bool
+    why: str  # the statistic as measured, or why the point is not within the bound
+    role: str = "bracket"  # bracket | bisect | re-measure
+
+
+@dataclass
+class SearchResult:
+    kind: str  # "request_rate" or "concurrency"
+    bound: LatencyBound
+    steps: list[SearchStep] = field(default_factory=list)
+    best: SearchStep | None = None  # the re-measured highest point within the bound
+    reason: str = ""  # how the search ended when it found nothing
+
+    @property
+    def found(self) -> bool:
+        return self.best is not None
+
+    @property
+    def unit(self) -> str:
+        return "req/s" if self.kind == "request_rate" else "concurrency"
+
+    def headline(self) -> str:
+        """ "max req/s at p99 <= 50 ms" / "max concurrency at p99 <= 50 ms" """
+        return f"max {self.unit} at {self.bound}"
+
+    def describe(self) -> str:
+        if self.best is None:
+            return f"{self.headline()}: none ({self.reason}; {len(self.steps)} points measured)"
+        m = self.best.measurement
+        load = f"{self.best.load:.1f} req/s" if self.kind == "request_rate" else f"concurrency {self.best.load:g}"
+        return (f"{self.headline()}: {load} ({self.best.why}; {m.result['Inferences/Second']:.1f} inf/s; "
+                f"{len(self.steps)} points measured)")
+
+
+def statistic_ms(measurement: Measurement, bound: LatencyBound) -> float:
+    latencies = measurement.latencies_s
+    return bound.value(latencies * 1e3) if latencies is not None else math.inf
+
+
+def judge(measurement: Measurement, bound: LatencyBound) -> tuple[bool, str]:
+    """(within the bound, why) for one measured point."""
+    value = statistic_ms(measurement, bound)
+    stat = f"{bound.statistic} {value:.2f} ms"
+    if measurement.status == "STOPPED":
+        return False, measurement.reasons[0]
+    if value > bound.ms:
+        return False, f"{stat} > {bound.ms:g} ms"
+    if not measurement.valid:
+        return False, f"{stat} but the point is {measurement.status}: {'; '.join(measurement.reasons)}"
+    offered = measurement.meta.get("offered_rate")
+    achieved = measurement.meta.get("achieved_rate")
+    if offered and achieved is not None and achieved < MIN_ACHIEVED * offered:
+        return False, f"{stat} but the server completed only {achieved:.1f} of {offered:g} req/s offered"
+    return True, stat
+
+
+def stop_when_clearly_over(bound: LatencyBound) -> StopEarly:
+    """A ``measure(stop_early=...)`` check: give the point up after two windows in a row more than CLEARLY_OVER x
+    the bound."""
+    def check(windows) -> str | None:
+        values = [bound.value(w.samples[:, 0] * 1e3) if len(w.samples) else math.inf for w in windows[-2:]]
+        if len(values) == 2 and min(values) > CLEARLY_OVER * bound.ms:
+            return (f"{bound.statistic} {values[0]:.1f} and {values[1]:.1f} ms in two windows in a row, more than "
+                    f"{CLEARLY_OVER:g}x the bound {bound.ms:g} ms")
+        return None
+    return check
+
+
+def search(measure_at: Callable[[float], Measurement], kind: str, bound: LatencyBound, start: float,
+           settings: MeasurementSettings) -> SearchResult:
+    """Search for the highest load within ``bound``; ``measure_at(load)`` measures one point (a request rate in
+    requests/s for ``kind`` "request_rate", an integer concurrency for "concurrency")."""
+    if kind not in ("request_rate", "concurrency"):
+        raise ValueError(f"search kind {kind!r}; valid choices: request_rate, concurrency")
+    integer = kind == "concurrency"
+    result = SearchResult(kind, bound)
+
+    def probe(load: float, role: str) -> bool:
+        m = measure_at(int(load) if integer else load)
+        within, why = judge(m, bound)
+        result.steps.append(SearchStep(load, m, within, why, role))
+        return within
+
+    def budget() -> bool:
+        return len(result.steps) < settings.search_max_steps
+
+    lo: float | None = None
+    hi: float | None = None
+    load = max(1.0, float(round(start))) if integer else float(start)
+    lowest = 1.0 if integer else start / 2 ** 6
+    while budget():  # bracket
+        if probe(load, "bracket"):
+            lo = load
+            if hi is not None:
+                break
+            load = load * GROWTH
+        else:
+            hi = load
+            if lo is not None or load / GROWTH < lowest:
+                break
+            load = math.floor(load / GROWTH) if integer else load / GROWTH
+    while lo is not None and hi is not None and budget():  # bisect
+        if integer:
+            if hi - lo <= 1:
+                break
+            mid = float((lo + hi) // 2)
+        else:
+            if (hi - lo) / lo * 100.0 <= settings.search_resolution_percent:
+                break
+            mid = (lo + hi) / 2
+        if probe(mid, "bisect"):
+            lo = mid
+        else:
+            hi = mid
+    if lo is None:
+        last = result.steps[-1]
+        result.reason = f"even {'concurrency ' if integer else ''}{last.load:g}{'' if integer else ' req/s'} " \
+                        f"is not within it: {last.why}"
+        return result
+    # confirm: the highest point within the bound is measured again; when it now breaks the bound, the next lower
+    # point that was within it (else a step of twice the resolution lower) is tried, RE_MEASURES times at most
+    attempt = lo
+    for _ in range(RE_MEASURES):
+        if probe(attempt, "re-measure"):
+            result.best = result.steps[-1]
+            return result
+        lower = [s.load for s in result.steps if s.within and s.load < attempt]
+        attempt = max(lower) if lower else (attempt - 1 if integer else
+                                            attempt * (1 - 2 * settings.search_resolution_percent / 100))
+        if attempt < lowest:
+            break
+    result.reason = (f"the highest point within the bound, {lo:g}, and the {RE_MEASURES - 1} below it broke the "
+                     f"bound when measured again ({result.steps[-1].why}): no answer is stable on this host")
+    return result

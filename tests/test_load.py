@@ -1,0 +1,42 @@
+"""Open-loop points and latency-bound searches through the pytest glue, as a user runs them: tiny BERT on the
+embedded Triton, rows, JUnit properties and the online report."""
+import xml.etree.ElementTree as ET
+
+from tests.helpers import raw_rows, run_pytest
+
+
+def test_request_rates_and_the_most_concurrency_within_a_bound(tmp_path):
+    result = run_pytest(["--gpu", "tiny", "-m", "online", "-q", "-p", "no:warnings", "--formats", "onnx",
+                         "--concurrency", "1", "--request-rates", "20", "--latency-bound", "p99<=25ms",
+                         "--search", "concurrency", f"--junitxml={tmp_path / 'junit.xml'}"], tmp_path)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert "3 passed" in out, out
+    rows = raw_rows(tmp_path / "reports", "online")
+    rate = [r for r in rows if r.get("request_rate") and not r["measurement"].get("search")]
+    assert len(rate) == 1 and rate[0]["request_rate"] == 20.0 and rate[0]["concurrency"] is None
+    assert rate[0]["measurement"]["offered_rate"] == 20.0 and rate[0]["measurement"]["load"] == "open loop"
+    searched = [r for r in rows if r["measurement"].get("search")]
+    evidence = [r for r in searched if r["measurement"]["search"]["role"] == "evidence"]
+    answer = [r for r in searched if r["measurement"]["search"]["role"] == "result"]
+    assert len(answer) == 1 and len(evidence) >= 2
+    assert [r["measurement"]["search"]["step"] for r in evidence] == list(range(1, len(evidence) + 1))
+    best = answer[0]["measurement"]["search"]
+    assert best["within"] and best["max"] == answer[0]["concurrency"] and answer[0]["result"]["p99 latency"] <= 25
+    assert best["answer"].startswith(f"max concurrency at p99 <= 25 ms: concurrency {best['max']:g} (p99 ")
+    page = (tmp_path / "reports" / "online" / "bert.md").read_text()
+    assert f"**{best['answer']}**" in page and "|   Offered (req/s) |" in page
+    assert (tmp_path / "reports" / "online" / "bert" / "latency_vs_throughput.png").read_bytes()[:4] == b"\x89PNG"
+    cases = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")}
+             for c in ET.parse(tmp_path / "junit.xml").getroot().iter("testcase")}
+    assert cases["test_online[bert-onnx-fp32-maxconcurrency-p99le25ms]"]["answer"] == best["answer"]
+
+
+def test_a_bound_no_load_meets_fails_naming_the_answer(tmp_path):
+    result = run_pytest(["--gpu", "tiny", "-m", "online", "-q", "-p", "no:warnings", "--formats", "onnx",
+                         "--latency-bound", "p99<=0.01ms", "--search", "concurrency", "-k", "maxconcurrency"],
+                        tmp_path)
+    out = result.stdout + result.stderr
+    assert result.returncode == 1 and "1 failed" in out, out
+    assert ("bert-onnx-fp32-maxconcurrency-p99le0.01ms: max concurrency at p99 <= 0.01 ms: none (even concurrency 1 "
+            "is not within it: stopped early: p99") in out, out

@@ -1,0 +1,171 @@
+"""Open-loop schedules, latency bounds and the search for the most load within a bound, on modelled deployments
+(the search's logic; test_engine runs open-loop points and a clearly-over stop against the real server)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tritonsuite.measure import LoadPoint, Measurement, _Window, arrival_gaps
+from tritonsuite.search import CLEARLY_OVER, judge, search, stop_when_clearly_over
+from tritonsuite.settings import LatencyBound, MeasurementSettings
+
+SETTINGS = MeasurementSettings(search_resolution_percent=5, search_max_steps=14)
+
+
+def measured(p99_ms: float, *, status: str = "OK", rate: float | None = None, achieved: float | None = None,
+             reasons: tuple[str, ...] = ()) -> Measurement:
+    """A measured point whose request latencies have the given p99 (1000 latencies, 1% of them at p99_ms x 1.5)."""
+    latencies = np.full(1000, p99_ms * 0.5)
+    latencies[-11:] = p99_ms  # percentile 99 of 1000 sorted values interpolates between the 990th and 991st
+    latencies[-5:] = p99_ms * 1.5
+    meta = {} if rate is None else {"offered_rate": rate, "achieved_rate": rate if achieved is None else achieved}
+    return Measurement(LoadPoint(1, request_rate=rate) if rate else LoadPoint(1, 1), {"Inferences/Second": 1.0},
+                       meta, status=status, reasons=list(reasons), latencies_s=latencies / 1e3)
+
+
+def queue_model(capacity: float, base_ms: float = 1.9):
+    """An M/M/1-like deployment: p99 = base / (1 - load/capacity), unbounded at capacity. Records each load."""
+    calls: list[float] = []
+
+    def measure_at(load: float) -> Measurement:
+        calls.append(load)
+        p99 = base_ms / (1 - load / capacity) if load < capacity else 10_000.0
+        return measured(p99, rate=load)
+    return measure_at, calls
+
+
+def test_latency_bound_parses_percentiles_and_the_average():
+    assert LatencyBound.parse("p99 <= 50 ms") == LatencyBound("p99", 50.0)
+    assert LatencyBound.parse("p99.9<=5ms") == LatencyBound("p99.9", 5.0)
+    assert LatencyBound.parse(" avg <= 20 ") == LatencyBound("avg", 20.0)
+    assert str(LatencyBound.parse("p95<=12.5ms")) == "p95 <= 12.5 ms" and LatencyBound("p99", 50).slug == "p99le50ms"
+    values = np.arange(1, 101, dtype=float)
+    assert LatencyBound("p50", 1).value(values) == pytest.approx(50.5)
+    assert LatencyBound("avg", 1).value(values) == pytest.approx(50.5)
+    assert LatencyBound("p99", 1).value([]) == math.inf
+
+
+@pytest.mark.parametrize("text", ["p100 <= 5 ms", "p0<=5", "max <= 5", "p99 <= 0 ms", "p99 >= 5", "p99", ""])
+def test_a_bad_latency_bound_names_the_value_and_the_form(text):
+    with pytest.raises(ValueError, match=f"latency bound {text!r}: expected '<statistic> <= <ms> ms'.*e.g. 'p99 <= 50 ms'"):
+        LatencyBound.parse(text)
+
+
+def test_arrivals_are_seeded_poisson_or_constant():
+    def take(n, *args):
+        gen = arrival_gaps(*args)
+        return np.array([next(gen) for _ in range(n)])
+
+    poisson = take(20_000, 100.0, "poisson", 7)
+    assert np.array_equal(poisson, take(20_000, 100.0, "poisson", 7))  # same seed, same schedule
+    assert not np.array_equal(poisson[:100], take(100, 100.0, "poisson", 8))
+    assert poisson.mean() == pytest.approx(0.01, rel=0.03)  # mean gap 1/rate
+    assert poisson.std() / poisson.mean() == pytest.approx(1.0, rel=0.05)  # exponential: coefficient of variation 1
+    assert np.all(take(3000, 250.0, "constant", 0) == 0.004)
+    with pytest.raises(ValueError, match="distribution 'uniform'; valid choices: poisson, constant"):
+        next(arrival_gaps(10.0, "uniform"))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"request_rate": 0.0}, "request rate 0.0: expected a number of requests/s > 0"),
+    ({"request_rate": 5.0, "distribution": "bursty"}, "distribution 'bursty'; valid choices: poisson, constant"),
+])
+def test_a_bad_open_loop_point_is_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        LoadPoint(1, **kwargs)
+
+
+def test_judge_needs_a_valid_point_within_the_bound_that_the_server_kept_up_with():
+    bound = LatencyBound("p99", 10)
+    assert judge(measured(8.0), bound) == (True, "p99 8.00 ms")
+    assert judge(measured(12.0), bound) == (False, "p99 12.00 ms > 10 ms")
+    within, why = judge(measured(8.0, status="INVALID", reasons=("client bound",)), bound)
+    assert not within and why == "p99 8.00 ms but the point is INVALID: client bound"
+    within, why = judge(measured(8.0, rate=100.0, achieved=90.0), bound)
+    assert not within and why == "p99 8.00 ms but the server completed only 90.0 of 100 req/s offered"
+    assert judge(measured(30.0, status="STOPPED", reasons=("stopped early: over",)), bound) == (False, "stopped early: over")
+
+
+def test_a_point_is_stopped_after_two_windows_in_a_row_clearly_over_the_bound():
+    bound = LatencyBound("p99", 10)
+    stop = stop_when_clearly_over(bound)
+
+    def window(ms):
+        return _Window(0.0, 1.0, np.column_stack([np.full(100, ms / 1e3), np.zeros((100, 3))]), {}, 0.0)
+
+    over, fine = window(CLEARLY_OVER * 10 + 1), window(5)
+    assert stop([over]) is None  # one noisy window does not end a point
+    assert stop([fine, over]) is None and stop([over, fine]) is None
+    assert stop([fine, over, over]) == "p99 21.0 and 21.0 ms in two windows in a row, more than 2x the bound 10 ms"
+
+
+def test_rate_search_brackets_bisects_and_confirms_the_highest_rate_within_the_bound():
+    measure_at, calls = queue_model(capacity=1000.0)  # p99 <= 10 ms up to 810 req/s
+    result = search(measure_at, "request_rate", LatencyBound("p99", 10), 100.0, SETTINGS)
+    assert result.found and 810 * 0.95 <= result.best.load <= 810
+    phases = [s.role for s in result.steps]
+    assert phases[:4] == ["bracket"] * 4 and calls[:4] == [100, 200, 400, 800]  # grows by 2 while within
+    assert calls[4] == 1600 and not result.steps[4].within  # over: the bracket is [800, 1600]
+    assert set(phases[5:-1]) == {"bisect"} and phases[-1] == "re-measure"
+    assert result.best is result.steps[-1] and result.best.load == max(s.load for s in result.steps if s.within)
+    assert len(result.steps) <= SETTINGS.search_max_steps + 3
+    assert result.describe().startswith("max req/s at p99 <= 10 ms: ")
+
+
+def test_rate_search_halves_from_a_start_over_the_bound():
+    measure_at, calls = queue_model(capacity=100.0)  # within up to 81 req/s
+    result = search(measure_at, "request_rate", LatencyBound("p99", 10), 1000.0, SETTINGS)
+    assert calls[:5] == [1000, 500, 250, 125, 62.5] and result.found and 81 * 0.95 <= result.best.load <= 81
+
+
+def test_concurrency_search_steps_in_whole_requests():
+    result = search(lambda c: measured(1.5 * c), "concurrency", LatencyBound("p99", 10), 1, SETTINGS)
+    assert result.best.load == 6 and all(float(s.load).is_integer() for s in result.steps)
+    assert result.describe() == (f"max concurrency at p99 <= 10 ms: concurrency 6 (p99 9.00 ms; 1.0 inf/s; "
+                                 f"{len(result.steps)} points measured)")
+
+
+def test_no_load_within_the_bound_is_an_answer_of_none_with_the_reason():
+    result = search(lambda c: measured(50.0), "concurrency", LatencyBound("p99", 10), 1, SETTINGS)
+    assert not result.found and result.reason == "even concurrency 1 is not within it: p99 50.00 ms > 10 ms"
+    assert result.describe().startswith("max concurrency at p99 <= 10 ms: none (even concurrency 1")
+
+
+def test_a_noisy_confirmation_falls_back_to_the_next_lower_point_within_the_bound():
+    measure_at, calls = queue_model(capacity=1000.0)
+    remeasured = []
+
+    def noisy(load):
+        seen = load in calls
+        m = measure_at(load)
+        if seen and not remeasured:  # the first re-measure breaks the bound
+            remeasured.append(load)
+            return measured(50.0, rate=load)
+        return m
+
+    result = search(noisy, "request_rate", LatencyBound("p99", 10), 100.0, SETTINGS)
+    assert result.found and remeasured and result.best.load < remeasured[0]
+    assert [s.role for s in result.steps][-2:] == ["re-measure", "re-measure"]
+
+
+def test_an_answer_that_never_holds_is_no_answer():
+    flips = iter([True, True, False, False, False, False, False, False])
+
+    def flaky(c):
+        return measured(5.0 if next(flips, False) else 50.0)
+
+    result = search(flaky, "concurrency", LatencyBound("p99", 10), 1, SETTINGS)
+    assert not result.found and "no answer is stable on this host" in result.reason
+
+
+def test_the_search_stops_after_its_step_budget():
+    result = search(lambda r: measured(1.0, rate=r), "request_rate", LatencyBound("p99", 10), 1.0,
+                    MeasurementSettings(search_max_steps=5))
+    assert [s.load for s in result.steps[:5]] == [1, 2, 4, 8, 16] and result.found  # never over: the last one
+
+
+def test_unknown_search_kind():
+    with pytest.raises(ValueError, match="search kind 'latency'; valid choices: request_rate, concurrency"):
+        search(lambda x: measured(1.0), "latency", LatencyBound("p99", 10), 1, SETTINGS)
