@@ -254,6 +254,10 @@ def test_crosscheck_joins_both_generators_point_by_point():
                                                 reasons=["perf_analyzer: Failed to obtain stable measurement"])])
     assert "perf_analyzer: UNSTABLE: perf_analyzer: Failed to obtain stable measurement" in unstable
     assert "No point was measured by both" in render_crosscheck(rows[:1])
+    probed = _row("suite", 10.0, 5.0, 9.0)
+    probed.extra["accuracy_under_load"] = {"share": 0.1}
+    assert "Not like for like" not in page
+    assert "Not like for like" in render_crosscheck([probed, rows[1]])
 
 
 def test_rows_before_loadgen_existed_read_as_the_suites():

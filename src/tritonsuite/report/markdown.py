@@ -458,6 +458,12 @@ def render_crosscheck(rows: Sequence[Any]) -> str:
                                 + "; ".join(row.reasons))
     if problems:
         out += ["Rows that are not valid measurements (their ratios are not a comparison):", ""] + problems + [""]
+    probed = [p for p in points if p.suite.extra.get("accuracy_under_load")]
+    if probed:
+        out += [("Not like for like: the suite's row carried accuracy probes (a share of its requests were the "
+                 "model's accuracy samples instead of the load request; perf_analyzer sends the load request only) at "
+                 + ", ".join(f"{p.deployment} {_row_label(p.suite.to_dict())}" for p in probed)
+                 + ". `--load-probe-share 0` measures those points without probes."), ""]
     commands = _distinct(p.perf_analyzer.measurement.get("loadgen_command") for p in points)
     if commands:
         out += [("perf_analyzer's command for the first point (the others differ in -m, -b, --concurrency-range, "
