@@ -21,6 +21,7 @@ from tests.helpers import ROOT, run_pytest
     (["--profiles-dir", "/nonexistent/profiles"], "--profiles-dir /nonexistent/profiles: no such directory"),
     (["--checkpoint", "bert"], "--checkpoint 'bert': expected MODEL=PATH"),
     (["--dataset", "gpt=/tmp"], "--dataset gpt=...: unknown model; valid choices: bert, "),
+    (["--loadgen", "locust"], "--loadgen 'locust': unknown load generator; valid choices: suite, perf_analyzer"),
 ])
 def test_usage_errors(tmp_path, args, message):
     result = run_pytest(["--gpu", "tiny", "--collect-only", "-q", *args] if "--gpu" not in args

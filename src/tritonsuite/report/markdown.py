@@ -10,7 +10,7 @@ from typing import Any
 from tritonsuite.report.common import (_EXTRA_COLUMNS, _INT_COLUMNS, _PLOT_ALT, _PLOTS, SCENARIO_DESCRIPTIONS,
                                        _column_header, _coord, _distinct, _format_number, _format_value, _group,
                                        _is_number, _load_kind, _pipe_table, _records, _result, _row_label, _search,
-                                       _sort_key, _status, _title)
+                                       _series, _sort_key, _status, _title)
 from tritonsuite.rows import RESULT_COLUMNS, STATUSES
 from tritonsuite.telemetry import GPU_COLUMNS
 
@@ -28,6 +28,8 @@ def _measured_line(scenario: str, rows: Sequence[Mapping[str, Any]]) -> str:
     description = SCENARIO_DESCRIPTIONS.get(scenario)
     parts.append(f"Measured in the {scenario} scenario" + (f" ({description})" if description else ""))
     details = []
+    if values("loadgen"):
+        details.append(f"load generator {join(values('loadgen'))}")
     if values("protocol"):
         details.append(f"protocol {join(values('protocol'))}")
     if values("shared_memory"):
@@ -239,7 +241,7 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
     counts = _group(rows, _status)
     summary = ", ".join(f"{len(counts[s])} {s}" for s in list(STATUSES) + sorted(set(counts) - set(STATUSES))
                         if s in counts)
-    deployments = _group(rows, lambda r: str(r.get("deployment") or "unknown deployment"))
+    deployments = _group(rows, _series)
     out.append(f"{len(rows)} measured rows over {len(deployments)} deployment(s): {summary or 'none'}. "
                "Only rows with status OK are valid measurements; times are in ms.")
     out.append("")
@@ -389,7 +391,7 @@ def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
             continue
         table = []
         probed = any(_under_load(r) for r in measured)
-        for deployment, drows in _group(measured, lambda r: str(r.get("deployment"))).items():
+        for deployment, drows in _group(measured, _series).items():
             ok = [r for r in drows if _status(r) == "OK" and _is_number(_result(r).get("Inferences/Second"))]
             best = max(ok, key=lambda r: _result(r)["Inferences/Second"], default=None)
             where = _row_label(best) if best else "-"
@@ -403,4 +405,67 @@ def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
         headers = ["deployment", "Inferences/Second", "at", "p99 latency (ms)", "rows OK"]
         out += [f"## {scenario.capitalize()}: best throughput per deployment", "",
                 _pipe_table(headers + (["accuracy under load"] if probed else []), table, align="left"), ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def render_crosscheck(rows: Sequence[Any]) -> str:
+    """perf_analyzer side by side with the suite's engine (:func:`tritonsuite.crosscheck.cross_points`): per point
+    both generators' throughput, p50 and p99, the ratios perf_analyzer / suite, the server-side parts that explain
+    a gap (Server Queue, Server Compute Infer per request), and both rows' statuses."""
+    from tritonsuite.crosscheck import cross_points
+    from tritonsuite.rows import Row
+
+    points = cross_points([r if isinstance(r, Row) else Row.from_dict(r) for r in rows])
+    out = ["# perf_analyzer side by side with the suite's engine", ""]
+    if not points:
+        return "\n".join(out + [("No point was measured by both load generators (run with "
+                                 "`--loadgen suite,perf_analyzer`)."), ""])
+    out += [(f"{len(points)} points measured by both load generators on the same server; ratio = perf_analyzer / "
+             "suite. Server Queue and Server Compute Infer (ms per request, from Triton's statistics) say whether the "
+             "server did the same work for both: on the same deployment, another arrival pattern makes the dynamic "
+             "batcher form other batches."), ""]
+
+    def num(column: str, value: float | None) -> str:
+        return _format_number(column, value) if value is not None else "-"
+
+    def ratio(value: float | None) -> str:
+        return f"{value:.2f}" if value is not None else "-"
+
+    table = []
+    for p in points:
+        s, a = p.suite, p.perf_analyzer
+        table.append([p.scenario, p.deployment, num("Batch", p.batch), num("Concurrency", p.concurrency),
+                      num("Inferences/Second", p.figure(s, "Inferences/Second")),
+                      num("Inferences/Second", p.figure(a, "Inferences/Second")), ratio(p.ratio("Inferences/Second")),
+                      num("p50 latency", p.figure(s, "p50 latency")), num("p50 latency", p.figure(a, "p50 latency")),
+                      ratio(p.ratio("p50 latency")),
+                      num("p99 latency", p.figure(s, "p99 latency")), num("p99 latency", p.figure(a, "p99 latency")),
+                      ratio(p.ratio("p99 latency")),
+                      (f"{num('Server Queue', p.figure(s, 'Server Queue'))} / "
+                       f"{num('Server Queue', p.figure(a, 'Server Queue'))}"),
+                      (f"{num('Server Compute Infer', p.figure(s, 'Server Compute Infer'))} / "
+                       f"{num('Server Compute Infer', p.figure(a, 'Server Compute Infer'))}"),
+                      f"{_status(s.to_dict())} / {_status(a.to_dict())}"])
+    out += [_pipe_table(["Scenario", "Deployment", "Batch", "Concurrency", "inf/s suite", "inf/s perf_analyzer",
+                         "ratio", "p50 suite (ms)", "p50 perf_analyzer (ms)", "ratio", "p99 suite (ms)",
+                         "p99 perf_analyzer (ms)", "ratio", "Server Queue (ms) suite / pa",
+                         "Server Compute Infer (ms) suite / pa", "Status suite / pa"], table, align="right"), ""]
+    problems = []
+    for p in points:
+        for who, row in (("suite", p.suite), ("perf_analyzer", p.perf_analyzer)):
+            if row.status != "OK":
+                problems.append(f"- {p.deployment} {_row_label(row.to_dict())}, {who}: {row.status}: "
+                                + "; ".join(row.reasons))
+    if problems:
+        out += ["Rows that are not valid measurements (their ratios are not a comparison):", ""] + problems + [""]
+    probed = [p for p in points if p.suite.extra.get("accuracy_under_load")]
+    if probed:
+        out += [("Not like for like: the suite's row carried accuracy probes (a share of its requests were the "
+                 "model's accuracy samples instead of the load request; perf_analyzer sends the load request only) at "
+                 + ", ".join(f"{p.deployment} {_row_label(p.suite.to_dict())}" for p in probed)
+                 + ". `--load-probe-share 0` measures those points without probes."), ""]
+    commands = _distinct(p.perf_analyzer.measurement.get("loadgen_command") for p in points)
+    if commands:
+        out += [("perf_analyzer's command for the first point (the others differ in -m, -b, --concurrency-range, "
+                 "--shared-memory and the temporary files):"), "", f"    {commands[0]}", ""]
     return "\n".join(out).rstrip("\n") + "\n"

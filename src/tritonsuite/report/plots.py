@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonsuite.report.common import (_coord, _distinct, _format_number, _group, _is_number, _load_kind,
-                                       _records, _result, _search, _sort_key, _status, _title)
+                                       _records, _result, _search, _series, _sort_key, _status, _title)
 from tritonsuite.rows import LATENCY_PARTS
 
 _OK_NOTE = "hollow markers: row not valid (status other than OK)"
@@ -52,7 +52,7 @@ def _latest_per(rows: Sequence[Mapping[str, Any]], key) -> dict[Any, Mapping[str
 
 def _offline_series(rows: Sequence[Mapping[str, Any]]):
     """{series label: sorted [(batch, row)]}; one series per deployment (per concurrency when it varies)."""
-    by_dep = _group(rows, lambda r: str(r.get("deployment") or "unknown deployment"))
+    by_dep = _group(rows, _series)
     series: dict[str, list[tuple[float, Mapping[str, Any]]]] = {}
     for dep, drows in by_dep.items():
         concs = _distinct(_coord(r, "Concurrency") for r in drows)
@@ -192,7 +192,7 @@ def plot_online(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[st
     out_dir = Path(out_dir)
     throughput_plot = _plot_latency_vs_throughput(rows, out_dir)
     rows = [r for r in rows if _load_kind(r) == "sweep"]  # the concurrency sweep (closed loop)
-    by_dep = _group(rows, lambda r: str(r.get("deployment") or "unknown deployment"))
+    by_dep = _group(rows, _series)
     n = max(1, len(by_dep))
     fig = _new_figure(10, 3.6 * n + 1.4)
     fig.suptitle(_title_of(rows, "online", "latency breakdown and throughput vs concurrency"))
@@ -276,7 +276,7 @@ def _plot_latency_vs_throughput(rows: Sequence[Mapping[str, Any]], out_dir: Path
     """``latency_vs_throughput.png``: per deployment, p99 latency against throughput for the concurrency sweep
     (closed loop, labelled with the concurrency) and the request rates (open loop), the search's points (grey),
     its answer (a star) and the bound (a dotted line, when the bound is on p99)."""
-    by_dep = _group(rows, lambda r: str(r.get("deployment") or "unknown deployment"))
+    by_dep = _group(rows, _series)
     n = max(1, len(by_dep))
     fig = _new_figure(8, 3.4 * n + 1.0)
     fig.suptitle(_title_of(rows, "online", "p99 latency vs throughput"))

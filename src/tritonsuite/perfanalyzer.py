@@ -1,0 +1,514 @@
+"""perf_analyzer 2.51 as a second load generator: the same points, the same server, the same row schema.
+
+NVIDIA's own load generator measures a point the suite's engine (:mod:`tritonsuite.measure`) measures, so a reader
+can check the engine against it. Usable without pytest::
+
+    pa = locate()                                  # the binary, fetched once and checked; its library directory
+    m = measure_with_perf_analyzer(server, model, inputs, spec.outputs, LoadPoint(4, 1, shared_memory=True),
+                                   settings, pa)   # a tritonsuite.measure.Measurement, as measure() returns
+
+- **The binary** is ``tritonclient-2.51.0.data/data/bin/perf_analyzer`` of the Linux x86_64 wheel of
+  ``tritonclient==2.51.0`` (later perf_analyzer wheels need glibc 2.38), fetched once with pip, the wheel and the
+  member checked against pinned sha256 (:func:`tritonsuite.datasets.wheel_member`) and kept in the data cache;
+  ``TRITONSUITE_PERF_ANALYZER`` names a binary of your own instead.
+- **Its libraries**: it links ``libb64.so.0d`` and ``libcudart.so.12``. The nvidia-pytriton wheel (the embedded
+  server's) ships both under ``nvidia_pytriton.libs/`` with hashed names; :func:`library_dir` links them under the
+  plain names in a private directory put on ``LD_LIBRARY_PATH``.
+- **The command**: ``-m model -u host:port -i http -b B --concurrency-range C:C`` (one point; 2.51's third field is
+  an additive step), synchronous calls (one request in flight per concurrent stream: the engine's closed loop),
+  ``--shared-memory system`` for offline points, the suite's window, stability percentage and max trials
+  (``--measurement-mode time_windows --measurement-interval`` or ``count_windows --measurement-request-count``),
+  and ``--input-data`` a JSON file holding the very tensors the engine sends (one step per sample, ``b64``).
+  No shell; a bounded wait, with the server's liveness checked every 0.2 s; perf_analyzer runs in its own process
+  group, dies with this process, and is killed on any way out.
+- **The row**: its CSV (``-f``, values in usec) is the seeds' columns, so it maps one to one onto
+  :data:`tritonsuite.rows.RESULT_COLUMNS` (ms); its profile export gives the stable windows' request latencies
+  (p50/p99 evidence for ``--compare`` and pytest-benchmark) and ``-v`` every window's throughput. The row's
+  measurement says ``loadgen: perf_analyzer 2.51``, the command, the window and the stability criterion.
+  perf_analyzer's own "Failed to obtain stable measurement" (it then writes no CSV) is UNSTABLE with its message
+  and the last windows' throughput and average latency; as the engine does (and as Model Analyzer does with
+  perf_analyzer), the window is doubled after such a failure, up to ``max_window_factor``.
+- **Cannot start** (no wheel, wrong platform, a library missing, the binary does not run): one line,
+  :class:`PerfAnalyzerUnavailable`.
+"""
+from __future__ import annotations
+
+import base64
+import contextlib
+import csv
+import io
+import json
+import os
+import platform
+import re
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from tritonsuite.datasets import DatasetError, data_cache_dir, wheel_member
+from tritonsuite.measure import (
+    LATENCY_SAMPLES,
+    LoadPoint,
+    Measurement,
+    MeasurementError,
+    _even_subsample,
+    _spread,
+)
+from tritonsuite.rows import RESULT_COLUMNS
+from tritonsuite.settings import STABLE_WINDOWS, MeasurementSettings
+from tritonsuite.spec import TensorSpec
+
+DISTRIBUTION, VERSION = "tritonclient", "2.51.0"
+WHEEL_PLATFORM = "manylinux1_x86_64"
+#: tritonclient-2.51.0-py3-none-manylinux1_x86_64.whl
+WHEEL_SHA256 = "c485bb0123bdf310f90bc8b03d3489b28df2ffed55b30c7eee0b795b48113d52"
+MEMBER = "tritonclient-2.51.0.data/data/bin/perf_analyzer"
+MEMBER_SHA256 = "a8e3fa6d2fcd535770f18fa3c9baf21aee85697352637d24c6b2818401c95a34"
+#: the name rows carry in ``Row.loadgen`` and the measurement's ``loadgen``
+LOADGEN = "perf_analyzer"
+LOADGEN_DESCRIPTION = "perf_analyzer 2.51"
+#: plain name perf_analyzer links -> glob of the hashed file in nvidia_pytriton.libs/
+LIBRARIES = {"libb64.so.0d": "libb64-*.so.0d", "libcudart.so.12": "libcudart-*.so.12*"}
+BINARY_ENV = "TRITONSUITE_PERF_ANALYZER"
+START_TIMEOUT_S = 15.0
+POLL_S = 0.2
+UNSTABLE_MARK = "Failed to obtain stable measurement"
+#: perf_analyzer's CSV header -> the seeds' column (its values are usec; the suite's are ms)
+CSV_COLUMNS = {
+    "Inferences/Second": "Inferences/Second",
+    "Client Send": "Client Send",
+    "Network+Server Send/Recv": "Network+Server Send/Recv",
+    "Server Queue": "Server Queue",
+    "Server Compute Input": "Server Compute Input",
+    "Server Compute Infer": "Server Compute Infer",
+    "Server Compute Output": "Server Compute Output",
+    "Client Recv": "Client Recv",
+    "p50 latency": "p50 latency",
+    "p90 latency": "p90 latency",
+    "p95 latency": "p95 latency",
+    "p99 latency": "p99 latency",
+    "Avg latency": "avg latency",
+}
+_PASS = re.compile(r"Pass \[(\d+)\] throughput: ([0-9.eE+-]+) infer/sec\. Avg latency: (\d+) usec")
+
+
+class PerfAnalyzerUnavailable(MeasurementError):
+    """perf_analyzer cannot be obtained or started here; the message is one line saying why."""
+
+
+@dataclass(frozen=True)
+class PerfAnalyzer:
+    """A perf_analyzer binary that starts here, and the library directory it needs on ``LD_LIBRARY_PATH``."""
+
+    binary: Path
+    lib_dir: Path | None
+    version: str = VERSION
+
+    def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        env = dict(os.environ if base is None else base)
+        if self.lib_dir is not None:
+            env["LD_LIBRARY_PATH"] = os.pathsep.join(
+                [str(self.lib_dir), env.get("LD_LIBRARY_PATH", "")]).strip(os.pathsep)
+        return env
+
+
+# ------------------------------------------------------------------------------------------ binary and libraries
+def fetch_binary(cache: Path | None = None, download: Callable[[Path], None] | None = None) -> Path:
+    """The pinned perf_analyzer of ``tritonclient==2.51.0``'s Linux x86_64 wheel, fetched once (executable)."""
+    machine = platform.machine()
+    if platform.system() != "Linux" or machine not in ("x86_64", "AMD64"):
+        raise PerfAnalyzerUnavailable(f"perf_analyzer {VERSION} ships for Linux x86_64 only; this host is "
+                                      f"{platform.system()} {machine} (set {BINARY_ENV} to a binary of your own)")
+    try:
+        path = wheel_member(DISTRIBUTION, VERSION, MEMBER, MEMBER_SHA256, model="perf_analyzer",
+                            wheel_sha256=WHEEL_SHA256, platform=WHEEL_PLATFORM, cache=cache, download=download,
+                            hint=f"set {BINARY_ENV} to a perf_analyzer binary of your own")
+    except DatasetError as exc:
+        raise PerfAnalyzerUnavailable(f"perf_analyzer cannot be obtained: {exc}") from None
+    if not os.access(path, os.X_OK):
+        path.chmod(0o755)
+    return path
+
+
+def pytriton_libs() -> Path:
+    """``nvidia_pytriton.libs/`` of the installed nvidia-pytriton wheel (the embedded server's libraries)."""
+    import importlib.metadata
+
+    try:
+        libs = Path(importlib.metadata.distribution("nvidia-pytriton").locate_file("nvidia_pytriton.libs"))
+    except importlib.metadata.PackageNotFoundError:
+        raise PerfAnalyzerUnavailable("perf_analyzer needs libb64 and libcudart, taken from the nvidia-pytriton "
+                                      "wheel, which is not installed (pip install nvidia-pytriton)") from None
+    if not libs.is_dir():
+        raise PerfAnalyzerUnavailable(f"nvidia-pytriton has no library directory at {libs}")
+    return libs
+
+
+def library_dir(target: Path, source: Path | None = None) -> Path:
+    """``target`` holding a link per :data:`LIBRARIES` plain name to the hashed file in ``source`` (default: the
+    nvidia-pytriton wheel's libraries). Links are replaced atomically, so concurrent callers agree."""
+    source = Path(source) if source is not None else pytriton_libs()
+    target.mkdir(parents=True, exist_ok=True)
+    for plain, pattern in LIBRARIES.items():
+        found = sorted(source.glob(pattern))
+        if not found:
+            raise PerfAnalyzerUnavailable(f"perf_analyzer needs {plain}: no {pattern} in {source}")
+        link = target / plain
+        if link.is_symlink() and Path(os.readlink(link)) == found[0]:
+            continue
+        part = target / f".{plain}.{os.getpid()}"
+        part.unlink(missing_ok=True)
+        os.symlink(found[0], part)
+        os.replace(part, link)
+    return target
+
+
+def check_starts(pa: PerfAnalyzer) -> str:
+    """Run ``perf_analyzer --version`` (bounded); its version line, or :class:`PerfAnalyzerUnavailable` with the
+    loader's or the binary's own first error line."""
+    try:
+        proc = subprocess.run([str(pa.binary), "--version"], capture_output=True, text=True, env=pa.environment(),
+                              stdin=subprocess.DEVNULL, timeout=START_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise PerfAnalyzerUnavailable(f"{pa.binary} --version did not answer within {START_TIMEOUT_S:g} s") from None
+    except OSError as exc:
+        raise PerfAnalyzerUnavailable(f"{pa.binary} cannot start: {exc.strerror or exc}") from None
+    text = (proc.stdout + proc.stderr).strip()
+    if proc.returncode != 0:
+        line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "no output")
+        raise PerfAnalyzerUnavailable(f"{pa.binary} cannot start (exit {proc.returncode}): {line}")
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+
+
+def locate(cache: Path | None = None, download: Callable[[Path], None] | None = None,
+           libs: Path | None = None) -> PerfAnalyzer:
+    """A perf_analyzer that starts here: ``$TRITONSUITE_PERF_ANALYZER``, else the pinned one (fetched once), with
+    its library directory under the data cache; checked with ``--version``."""
+    cache = Path(cache or data_cache_dir())
+    own = os.environ.get(BINARY_ENV)
+    if own:
+        if not Path(own).is_file():
+            raise PerfAnalyzerUnavailable(f"{BINARY_ENV}={own}: no such file")
+        binary = Path(own)
+    else:
+        binary = fetch_binary(cache, download)
+    lib_dir = library_dir(cache / f"{DISTRIBUTION}-{VERSION}" / "lib", libs)
+    pa = PerfAnalyzer(binary, lib_dir)
+    check_starts(pa)
+    return pa
+
+
+@lru_cache(maxsize=1)
+def default() -> PerfAnalyzer:
+    """:func:`locate` once per process (a failure is raised again at each call, not cached)."""
+    return locate()
+
+
+def unavailable_reason() -> str | None:
+    """None when perf_analyzer starts here, else the one-line reason (for skips and reports)."""
+    try:
+        default()
+    except PerfAnalyzerUnavailable as exc:
+        return str(exc)
+    return None
+
+
+# --------------------------------------------------------------------------------------------------- the command
+def write_input_data(inputs: Mapping[str, np.ndarray], path: Path) -> Path:
+    """perf_analyzer's ``--input-data`` JSON holding exactly ``inputs`` (batch first): one step per sample, each
+    tensor's raw bytes as ``b64`` with its per-sample shape. For a request of batch B perf_analyzer takes B
+    consecutive steps, so with B steps every request carries the engine's B samples."""
+    batch = {len(a) for a in inputs.values()}
+    if len(batch) != 1:
+        raise ValueError(f"inputs disagree on the batch size: {sorted(batch)}")
+    steps = []
+    for i in range(batch.pop()):
+        step = {}
+        for name, array in inputs.items():
+            sample = np.ascontiguousarray(array[i])
+            step[name] = {"b64": base64.b64encode(sample.tobytes()).decode("ascii"), "shape": list(sample.shape)}
+        steps.append(step)
+    path.write_text(json.dumps({"data": steps}), encoding="utf-8")
+    return path
+
+
+def output_region_bytes(outputs: Sequence[TensorSpec]) -> int | None:
+    """``--output-shared-memory-size`` (bytes per sample and output) where an output's shape is dynamic: the largest
+    output at its ``max_shape``; None when every output is fixed (perf_analyzer sizes those itself)."""
+    sizes = []
+    for t in outputs:
+        if all(d >= 0 for d in t.shape):
+            continue
+        if t.max_shape is None:
+            raise MeasurementError(f"output {t.name} has a dynamic shape {t.shape} and no max_shape: perf_analyzer "
+                                   f"cannot size its shared-memory region")
+        sizes.append(int(np.prod(t.max_shape)) * np.dtype(t.dtype).itemsize)
+    return max(sizes) if sizes else None
+
+
+def build_command(pa: PerfAnalyzer, model: str, url: str, point: LoadPoint, settings: MeasurementSettings,
+                  input_data: Path, csv_file: Path, export_file: Path, factor: int = 1,
+                  output_bytes: int | None = None) -> list[str]:
+    """perf_analyzer's argv for one point (no shell): the suite's window lengthened ``factor`` times."""
+    c = point.concurrency
+    argv = [str(pa.binary), "-m", model, "-u", url, "-i", "http", "-b", str(point.batch_size),
+            "--concurrency-range", f"{c}:{c}", "--sync"]
+    if settings.window_requests > 0:
+        argv += ["--measurement-mode", "count_windows",
+                 "--measurement-request-count", str(settings.window_requests * factor)]
+    else:
+        argv += ["--measurement-mode", "time_windows",
+                 "--measurement-interval", str(max(1, round(settings.window_ms * factor)))]
+    argv += ["--stability-percentage", f"{settings.stability_percentage:g}", "--max-trials", str(settings.max_trials),
+             "--shared-memory", "system" if point.shared_memory else "none"]
+    if point.shared_memory and output_bytes:
+        argv += ["--output-shared-memory-size", str(output_bytes)]
+    argv += ["--input-data", str(input_data), "-f", str(csv_file), "--verbose-csv",
+             "--profile-export-file", str(export_file), "-v"]
+    return argv
+
+
+# ------------------------------------------------------------------------------------------------------ parsing
+def parse_csv(text: str, batch_size: int) -> dict[str, float]:
+    """perf_analyzer's ``-f`` CSV (one concurrency row) -> the seeds' columns in ms (its values are usec)."""
+    rows = list(csv.DictReader(io.StringIO(text)))
+    if len(rows) != 1:
+        raise MeasurementError(f"perf_analyzer's CSV holds {len(rows)} result rows, expected 1")
+    row = rows[0]
+    missing = [c for c in ("Concurrency", *CSV_COLUMNS) if c not in row]
+    if missing:
+        raise MeasurementError(f"perf_analyzer's CSV lacks {', '.join(missing)}; it has {', '.join(row)}")
+    try:
+        result: dict[str, float] = {"Batch": batch_size, "Concurrency": int(row["Concurrency"])}
+        for theirs, ours in CSV_COLUMNS.items():
+            value = float(row[theirs])
+            result[ours] = value if ours == "Inferences/Second" else value / 1000.0
+    except ValueError as exc:
+        raise MeasurementError(f"perf_analyzer's CSV has a value that is not a number: {exc}") from None
+    return {c: result[c] for c in RESULT_COLUMNS}
+
+
+def parse_passes(output: str) -> list[tuple[float, float]]:
+    """Every measurement window ``-v`` printed: (throughput inf/s, average latency ms)."""
+    return [(float(m.group(2)), int(m.group(3)) / 1000.0) for m in _PASS.finditer(output)]
+
+
+def parse_export(text: str) -> np.ndarray:
+    """Request latencies (s) of the measured windows from ``--profile-export-file`` (send to last response)."""
+    data = json.loads(text)
+    latencies = []
+    for experiment in data.get("experiments", []):
+        for request in experiment.get("requests", []):
+            responses = request.get("response_timestamps") or []
+            if responses:
+                latencies.append((responses[-1] - request["timestamp"]) / 1e9)
+    return np.asarray(latencies, dtype=np.float64)
+
+
+def unstable_message(output: str) -> str | None:
+    """perf_analyzer's own line saying it found no stable measurement, or None."""
+    for line in output.splitlines():
+        if UNSTABLE_MARK in line and "within" in line:
+            return line.strip()
+    return next((ln.strip() for ln in output.splitlines() if UNSTABLE_MARK in ln), None)
+
+
+def _last_line(output: str) -> str:
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.lower().startswith(("error", "failed", "unable")) or "error" in ln.lower()]
+    return (errors or lines or ["no output"])[-1][:300]
+
+
+# ------------------------------------------------------------------------------------------------------ running
+def _die_with_parent() -> None:  # in the child between fork and exec: perf_analyzer dies with this process
+    import ctypes
+
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def run_timeout_s(settings: MeasurementSettings, factor: int) -> float:
+    """The bound on one perf_analyzer run: every window it may take, twice over, plus a request timeout."""
+    if settings.window_requests > 0:
+        return settings.max_trials * settings.request_timeout_s
+    return 30.0 + 2.0 * settings.max_trials * settings.window_ms * factor / 1000.0 + settings.request_timeout_s
+
+
+@dataclass
+class _Run:
+    returncode: int
+    output: str
+    seconds: float
+    cpu_seconds: float  # perf_analyzer's own CPU (user + system), its last reading
+    other_cpu_percent: float
+
+
+def _run(argv: list[str], env: dict, server, timeout_s: float, log: Path) -> _Run:
+    import psutil
+
+    from tritonsuite.hostload import HostCpu, other_cpu_percent
+
+    cpu, pa_pid = 0.0, None
+    host = HostCpu(lambda: [*server.process_ids(), *([pa_pid] if pa_pid else [])])
+    with open(log, "wb") as out:
+        start, before = time.perf_counter(), host.read()
+        after = before
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                # the death signal needs the child's side of the fork, as the embedded server's
+                                start_new_session=True, preexec_fn=_die_with_parent)  # noqa: PLW1509
+        pa_pid = proc.pid
+        try:
+            handle = psutil.Process(proc.pid)
+            while proc.poll() is None:
+                with contextlib.suppress(psutil.Error):
+                    t = handle.cpu_times()
+                    cpu = t.user + t.system
+                    after = host.read()  # while perf_analyzer is alive, so its time is its own
+                if server.gone():
+                    raise server.died(f"while perf_analyzer measured ({shlex.join(argv[1:5])})")
+                if time.perf_counter() - start > timeout_s:
+                    tail = _last_line(log.read_text(encoding="utf-8", errors="replace"))
+                    raise MeasurementError(f"perf_analyzer did not finish within {timeout_s:.0f} s (its last line: "
+                                           f"{tail})")
+                time.sleep(POLL_S)
+        finally:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+    seconds = time.perf_counter() - start
+    other = other_cpu_percent(before, after, seconds) if cpu else 0.0
+    return _Run(proc.returncode, log.read_text(encoding="utf-8", errors="replace"), seconds, cpu, other)
+
+
+def _server_counts(server, model: str) -> dict[str, int]:
+    client = server.client(timeout=30.0)
+    try:
+        stats = client.get_inference_statistics(model)
+    finally:
+        client.close()
+    s = stats["model_stats"][0]["inference_stats"]
+    return {"success_count": int(s["success"]["count"]), "fail_count": int(s["fail"]["count"])}
+
+
+def measure_with_perf_analyzer(server, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[TensorSpec],
+                               point: LoadPoint, settings: MeasurementSettings | None = None,
+                               pa: PerfAnalyzer | None = None) -> Measurement:
+    """Measure one point of ``model`` with perf_analyzer; the same :class:`Measurement` (and row) as
+    :func:`tritonsuite.measure.measure`, ``meta["loadgen"]`` saying who measured it."""
+    settings = settings or MeasurementSettings()
+    batch = {name: np.ascontiguousarray(array[:point.batch_size]) for name, array in inputs.items()}
+    if any(len(a) != point.batch_size for a in batch.values()):
+        raise ValueError(f"inputs hold fewer than {point.batch_size} samples")
+    if point.shared_memory and not server.local:
+        raise MeasurementError(f"system shared memory needs a server on this host; {server.describe()} is not")
+    pa = pa or default()
+    server.check_alive()
+    output_bytes = output_region_bytes(outputs) if point.shared_memory else None
+    with tempfile.TemporaryDirectory(prefix="tritonsuite-pa-") as tmp:
+        work = Path(tmp)
+        data = write_input_data(batch, work / "input_data.json")
+        begin = _server_counts(server, model)
+        passes: list[tuple[float, float]] = []
+        factors: list[int] = []
+        factor, runs = 1, []
+        while True:
+            argv = build_command(pa, model, server.http_url, point, settings, data, work / f"result-{factor}.csv",
+                                 work / f"export-{factor}.json", factor, output_bytes)
+            run = _run(argv, pa.environment(), server, run_timeout_s(settings, factor), work / f"log-{factor}.txt")
+            runs.append(run)
+            these = parse_passes(run.output)
+            passes += these
+            factors += [factor] * len(these)
+            unstable = unstable_message(run.output) if run.returncode != 0 else None
+            if run.returncode != 0 and unstable is None:
+                raise MeasurementError(f"perf_analyzer exited {run.returncode}: {_last_line(run.output)}")
+            if unstable is None or factor * 2 > settings.max_window_factor:
+                break
+            factor *= 2  # as the engine does on a busy host, and Model Analyzer does with perf_analyzer
+        end = _server_counts(server, model)
+        result_csv = work / f"result-{factor}.csv"
+        export = work / f"export-{factor}.json"
+        if unstable is None:
+            if not result_csv.is_file():
+                raise MeasurementError(f"perf_analyzer wrote no CSV: {_last_line(run.output)}")
+            result = parse_csv(result_csv.read_text(encoding="utf-8"), point.batch_size)
+            latencies = parse_export(export.read_text(encoding="utf-8")) if export.is_file() else None
+        else:
+            result, latencies = _unstable_figures(point, passes[-STABLE_WINDOWS:]), None
+    return _measurement(point, settings, pa, argv, result, latencies, passes, factors, factor, runs,
+                        {k: end[k] - begin[k] for k in end}, unstable)
+
+
+def _unstable_figures(point: LoadPoint, last: Sequence[tuple[float, float]]) -> dict[str, float | None]:
+    """What an unstable point still tells: throughput and average latency over its last windows; the rest '-'."""
+    result: dict[str, float | None] = {c: None for c in RESULT_COLUMNS}
+    result.update({"Batch": point.batch_size, "Concurrency": point.concurrency})
+    if last:
+        result["Inferences/Second"] = float(np.mean([t for t, _ in last]))
+        result["avg latency"] = float(np.mean([lat for _, lat in last]))
+    return result
+
+
+def _measurement(point, settings, pa, argv, result, latencies, passes, factors, factor, runs, counts,
+                 unstable) -> Measurement:
+    stable_passes = passes[-STABLE_WINDOWS:]
+    t_spread = _spread([t for t, _ in stable_passes]) if stable_passes else float("nan")
+    l_spread = _spread([lat for _, lat in stable_passes]) if stable_passes else float("nan")
+    last = runs[-1]
+    client_cpu = last.cpu_seconds / last.seconds * 100.0 if last.seconds > 0 else 0.0
+    window = (f"{settings.window_requests * factor} requests" if settings.window_requests > 0
+              else f"{settings.window_ms * factor:g} ms")
+    if factor > 1:
+        window += f", lengthened x{factor} after perf_analyzer found no stable measurement"
+    command = [Path(argv[0]).name, *argv[1:]]
+    meta = {
+        "loadgen": LOADGEN_DESCRIPTION,
+        "loadgen_command": shlex.join(command),
+        "protocol": "http",
+        "shared_memory": "system" if point.shared_memory else "none",
+        "window": window,
+        "windows": len(passes),
+        "window_factors": factors,
+        "stable_windows": STABLE_WINDOWS,
+        "stability_percentage": settings.stability_percentage,
+        "stability": "perf_analyzer's own: the last 3 windows' throughput and average latency within the "
+                     "stability percentage",
+        "throughput_spread_percent": round(t_spread, 2),
+        "latency_spread_percent": round(l_spread, 2),
+        "measured_requests": len(latencies) if latencies is not None else None,
+        # perf_analyzer's CPU over its whole run (warm-up and every window), % of one core
+        "client_cpu_percent": round(client_cpu, 1),
+        "client_bound": client_cpu >= settings.client_bound_percent,
+        "host_other_cpu_percent": round(last.other_cpu_percent, 1),
+        "server_success_delta": counts["success_count"],
+        "server_fail_delta": counts["fail_count"],
+        "gpu": None,
+        "gpu_telemetry": "not sampled while perf_analyzer measures",
+        "window_throughputs": [round(t, 3) for t, _ in passes],
+    }
+    if latencies is not None and len(latencies):
+        ms = latencies * 1e3
+        meta["latency_samples_ms"] = [round(float(v), 4) for v in ms[_even_subsample(len(ms), LATENCY_SAMPLES)]]
+    reasons, status = [], "OK"
+    if unstable is not None:
+        status = "UNSTABLE"
+        reasons.append(f"perf_analyzer: {unstable} (last windows {window}; throughput varied {t_spread:.1f}% and "
+                       f"latency {l_spread:.1f}%; other processes used {meta['host_other_cpu_percent']:.0f}% of a "
+                       f"core meanwhile)")
+    if counts["fail_count"]:
+        status = "INVALID" if status == "OK" else status
+        reasons.append(f"server counted {counts['fail_count']} failed requests")
+    if meta["client_bound"]:
+        status = "INVALID" if status == "OK" else status
+        reasons.append(f"client bound: perf_analyzer used {client_cpu:.0f}% of a core "
+                       f"(limit {settings.client_bound_percent:g}%)")
+    return Measurement(point=point, result=result, meta=meta, status=status, reasons=reasons,
+                       latencies_s=latencies)

@@ -1,0 +1,83 @@
+"""perf_analyzer 2.51 against the real embedded Triton: one identity point measured by it and by the suite's engine,
+and a pytest run with both load generators writing the cross-check. Skipped, with the reason, only where
+perf_analyzer cannot be obtained or started on this host."""
+import psutil
+import pytest
+
+from tests.helpers import raw_rows, run_leftovers, run_pytest
+from tritonsuite import perfanalyzer
+from tritonsuite.export import export
+from tritonsuite.measure import LoadPoint, measure
+from tritonsuite.models import default_registry
+from tritonsuite.repository import DeploymentConfig, build_deployment, deployment_name
+from tritonsuite.rows import RESULT_COLUMNS
+from tritonsuite.server import EmbeddedServer
+from tritonsuite.settings import MeasurementSettings
+
+# plumbing and agreement, not this host's noise: any spread of the last windows counts as stable
+SETTINGS = MeasurementSettings(window_ms=500, stability_percentage=100, max_trials=6, warmup_ms=200)
+BROAD_FACTOR = 5.0  # the two generators agree within this factor on one point of the same server
+
+
+@pytest.fixture(scope="module")
+def pa():
+    reason = perfanalyzer.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    return perfanalyzer.default()
+
+
+def _perf_analyzers() -> list[int]:
+    return [p.pid for p in psutil.Process().children(recursive=True) if "perf_analyzer" in " ".join(p.cmdline())]
+
+
+def test_identity_point_by_perf_analyzer_and_by_the_engine(tmp_path, pa):
+    spec = default_registry().get("identity", "tiny")
+    artifact = export(spec, "onnx", "fp32", tmp_path / "cache")
+    name = deployment_name(spec, "onnx", "fp32", "offline")
+    inputs = spec.example_inputs(4, 0)
+    point = LoadPoint(4, 1, shared_memory=True)
+    with EmbeddedServer(tmp_path / "repo", tmp_path / "logs") as server:
+        server.load(build_deployment(tmp_path / "repo", name, spec, artifact,
+                                     DeploymentConfig(max_batch_size=8, intra_op_threads=1)))
+        theirs = perfanalyzer.measure_with_perf_analyzer(server, name, inputs, spec.outputs, point, SETTINGS, pa)
+        assert not _perf_analyzers()  # it exited (or was killed) before the measurement returned
+        ours = measure(server, name, inputs, spec.outputs, point, SETTINGS)
+        stats = server.client().get_inference_statistics(name)["model_stats"][0]
+    assert theirs.status == "OK", theirs.reasons
+    r, m = theirs.result, theirs.meta
+    assert tuple(r) == RESULT_COLUMNS and r["Batch"] == 4 and r["Concurrency"] == 1
+    assert r["Inferences/Second"] > 0 and 0 < r["p50 latency"] <= r["p99 latency"]
+    assert m["loadgen"] == "perf_analyzer 2.51" and m["shared_memory"] == "system"
+    assert "--shared-memory system" in m["loadgen_command"] and "-b 4" in m["loadgen_command"]
+    # the server saw perf_analyzer's requests at batch 4: every measured one and the warm-up windows
+    assert m["server_success_delta"] >= m["measured_requests"] > 0 and m["server_fail_delta"] == 0
+    assert stats["inference_stats"]["success"]["count"] * 4 == stats["inference_count"]
+    assert len(theirs.latencies_s) == m["measured_requests"]
+    ratio = r["Inferences/Second"] / ours.result["Inferences/Second"]
+    assert 1 / BROAD_FACTOR < ratio < BROAD_FACTOR, (r, ours.result)
+    p50_ratio = r["p50 latency"] / ours.result["p50 latency"]
+    assert 1 / BROAD_FACTOR < p50_ratio < BROAD_FACTOR, (r, ours.result)
+
+
+def test_pytest_run_with_both_load_generators_writes_the_crosscheck(tmp_path, pa):
+    result = run_pytest(["--gpu", "tiny", "-m", "offline or online", "-q", "-p", "no:warnings", "--formats", "onnx",
+                         "--batch-sizes", "4", "--concurrency", "2", "--loadgen", "suite,perf_analyzer"], tmp_path)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert "4 passed" in out, out
+    reports = tmp_path / "reports"
+    rows = [r for r in raw_rows(reports) if r["scenario"] in ("offline", "online")]
+    assert sorted((r["scenario"], r["loadgen"]) for r in rows) == [
+        ("offline", "perf_analyzer"), ("offline", "suite"), ("online", "perf_analyzer"), ("online", "suite")]
+    for row in rows:
+        assert row["status"] == "OK" and row["result"]["Inferences/Second"] > 0
+        assert row["measurement"]["loadgen"] == ("perf_analyzer 2.51" if row["loadgen"] == "perf_analyzer"
+                                                 else "tritonsuite engine")
+    offline_pa = next(r for r in rows if r["scenario"] == "offline" and r["loadgen"] == "perf_analyzer")
+    assert offline_pa["measurement"]["shared_memory"] == "system" and offline_pa["batch"] == 4
+    page = (reports / "crosscheck.md").read_text()
+    assert "2 points measured by both load generators" in page
+    assert "bert_tiny_onnx_fp32_offline" in page and "bert_tiny_onnx_fp32_online" in page
+    assert "## bert_tiny_onnx_fp32_offline · perf_analyzer 2.51" in (reports / "offline" / "bert.md").read_text()
+    assert not run_leftovers(reports)
