@@ -1,5 +1,6 @@
 import pytest
 
+from tritonsuite.formats import spec_formats
 from tritonsuite.models import default_registry
 from tritonsuite.profiles import ProfileError, available_profiles, check_host, load_profile, narrow
 from tritonsuite.suite import profile_cases
@@ -74,7 +75,7 @@ GOOD_MODEL = "bert: {size: tiny, formats: [onnx], precisions: [fp32], max_batch_
     ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32], max_batch_size: 4, offline: {batch_sizes: [8]}}}\n",
      r"bad\.yaml:bert\.offline\.batch_sizes \[8\]: valid range 1\.\.4 \(max_batch_size\)"),
     ("models: {bert: {size: cpu, formats: [savedmodel], precisions: [fp32], max_batch_size: 4}}\n",
-     r"bad\.yaml:bert\.formats \['savedmodel'\]: valid choices: ts-trace, ts-script, onnx"),
+     r"bad\.yaml:bert\.formats \['savedmodel'\]: valid choices: ts-trace, ts-script, onnx, trt"),
     ("models: {bert: {size: cpu, formats: [onnx], precisions: [int3], max_batch_size: 4}}\n",
      r"bad\.yaml:bert\.precisions \['int3'\]: valid choices: fp32, fp16"),
     ("measurement: {stability_percentage: -1}\nmodels: {" + GOOD_MODEL + "}\n",
@@ -117,7 +118,7 @@ def test_every_shipped_profile_names_real_models_within_their_limits(name):
     assert profile.models
     for model, mp in profile.models.items():
         spec = registry.get(model, mp.size)
-        assert set(mp.formats) <= set(spec.formats), (model, mp.formats, spec.formats)
+        assert set(mp.formats) <= set(spec_formats(spec)), (model, mp.formats, spec.formats)
         assert set(mp.precisions) <= set(spec.precisions), (model, mp.precisions, spec.precisions)
         assert all(b <= mp.max_batch_size for b in mp.offline.batch_sizes)  # empty: an accuracy-only entry
         assert mp.online.batch_size <= mp.max_batch_size
