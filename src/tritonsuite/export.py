@@ -20,7 +20,7 @@ import numpy as np
 from tritonsuite.accuracy import compare_outputs
 from tritonsuite.backends import backend_for
 from tritonsuite.device import export_device, unavailable_reason
-from tritonsuite.formats import get_format
+from tritonsuite.formats import get_format, spec_formats
 from tritonsuite.formats.base import ExportMismatch, ExportUnsupported
 from tritonsuite.spec import PRECISIONS, ModelSpec, file_digest, path_digest, stable_hash
 
@@ -63,27 +63,34 @@ def exporter_versions() -> dict[str, str]:
     return versions
 
 
-def cache_key(spec: ModelSpec, fmt: str, precision: str, checkpoint: Path | None = None) -> str:
-    return stable_hash({
+def cache_key(spec: ModelSpec, fmt: str, precision: str, checkpoint: Path | None = None,
+              build: dict[str, Any] | None = None) -> str:
+    """The artifact's cache key. ``build`` is what else decides the format's artifact (its
+    :meth:`~tritonsuite.formats.base.Format.cache_fields`: a plan's TensorRT version, GPU and shapes)."""
+    fields = {
         "spec": spec.fingerprint(),
         "weights": [file_digest(p) for p in spec.weights_files()],
         "checkpoint": path_digest(checkpoint),
         "format": fmt,
         "precision": precision,
         "versions": exporter_versions(),
-    })
+    }
+    if build:  # only formats that have such fields: every other format's key stays what it was
+        fields["build"] = build
+    return stable_hash(fields)
 
 
 def check_supported(spec: ModelSpec, fmt: str, precision: str) -> None:
     """Raise ValueError for names that do not exist, ExportUnsupported for combinations this model/host lacks."""
-    get_format(fmt)
+    form = get_format(fmt)
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; valid choices: {', '.join(PRECISIONS)}")
-    if fmt not in spec.formats:
-        raise ExportUnsupported(f"{spec.key} does not support {fmt}; it supports {', '.join(spec.formats)}")
+    if fmt not in spec_formats(spec):
+        raise ExportUnsupported(f"{spec.key} does not support {fmt}; it supports {', '.join(spec_formats(spec))}")
     if precision not in spec.precisions:
         raise ExportUnsupported(f"{spec.key} does not support {precision}; it supports {', '.join(spec.precisions)}")
-    reason = backend_for(fmt).supports(spec) or unavailable_reason(precision)
+    reason = (form.unavailable_reason(spec, precision) or backend_for(fmt).supports(spec)
+              or unavailable_reason(precision))
     if reason:
         raise ExportUnsupported(f"{spec.key} as {fmt}: {reason}")
 
@@ -129,13 +136,21 @@ def _shapes(inputs: dict[str, np.ndarray]) -> str:
 
 
 def export(spec: ModelSpec, fmt: str, precision: str, cache_dir: str | Path, checkpoint: Path | None = None,
-           module=None, verify_batch_sizes: tuple[int, ...] = VERIFY_BATCH_SIZES) -> Artifact:
+           module=None, verify_batch_sizes: tuple[int, ...] = VERIFY_BATCH_SIZES,
+           batch_sizes: tuple[int, ...] = ()) -> Artifact:
     """Export (or reuse from cache) ``spec`` as ``fmt``/``precision`` and verify it against the eager model.
 
-    ``module`` may pass an already built eager module to avoid building it twice.
+    ``module`` may pass an already built eager module to avoid building it twice. ``batch_sizes`` are the batch
+    sizes the deployment will be asked for, its max batch size among them (default: ``verify_batch_sizes``); a
+    format built for fixed shapes (a TensorRT plan's optimization profile) covers them, and is verified within them.
     """
     check_supported(spec, fmt, precision)
-    key = cache_key(spec, fmt, precision, checkpoint)
+    form = get_format(fmt)
+    batch_sizes = tuple(sorted(set(batch_sizes or verify_batch_sizes)))
+    build = form.cache_fields(spec, precision, batch_sizes)
+    if build:
+        verify_batch_sizes = tuple(b for b in verify_batch_sizes if b <= batch_sizes[-1]) or batch_sizes[:1]
+    key = cache_key(spec, fmt, precision, checkpoint, build)
     final = Path(cache_dir) / f"{spec.name}-{spec.size}-{fmt}-{precision}-{key[:16]}"
     meta_file = final / "artifact.json"
     if meta_file.is_file():
@@ -148,6 +163,10 @@ def export(spec: ModelSpec, fmt: str, precision: str, cache_dir: str | Path, che
     start = time.perf_counter()
     if module is None:
         module = spec.build(checkpoint)
+    source = None
+    if form.source is not None:  # a chained format is built from another format's (cached, verified) artifact
+        source = export(spec, form.source, form.source_precision(precision), cache_dir, checkpoint, module,
+                        verify_batch_sizes).path
     module = module.to(device)
     if precision == "fp16":
         module = module.half()
@@ -155,12 +174,8 @@ def export(spec: ModelSpec, fmt: str, precision: str, cache_dir: str | Path, che
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
-        form = get_format(fmt)
-        source = None
-        if form.source is not None:  # a chained format is built from another format's (cached, verified) artifact
-            source = export(spec, form.source, precision, cache_dir, checkpoint, module, verify_batch_sizes).path
         path = tmp / backend_for(fmt).file_name
-        form.write(module, spec, path, _to_torch(spec, spec.example_inputs(2, 0), device), source)
+        form.write(module, spec, path, _to_torch(spec, spec.example_inputs(2, 0), device), source, batch_sizes)
         runner = artifact_session(spec, path, fmt, device)
         reference = eager_runner(module, spec, device)
         max_abs: dict[str, float] = {}
@@ -177,7 +192,9 @@ def export(spec: ModelSpec, fmt: str, precision: str, cache_dir: str | Path, che
                 max_rel[c.name] = max(max_rel.get(c.name, 0.0), c.max_rel_error)
         artifact = Artifact(model=spec.name, size=spec.size, format=fmt, precision=precision, path=final / path.name,
                             key=key, max_abs_error=max_abs, max_rel_error=max_rel,
-                            verified_batch_sizes=tuple(verify_batch_sizes), versions=exporter_versions(),
+                            verified_batch_sizes=tuple(verify_batch_sizes),
+                            # what the artifact is tied to (a plan: its TensorRT version and compute capability)
+                            versions={**exporter_versions(), **{k: v for k, v in build.items() if isinstance(v, str)}},
                             export_seconds=round(time.perf_counter() - start, 3))
         (tmp / "artifact.json").write_text(json.dumps(artifact.to_json(), indent=2))
         try:

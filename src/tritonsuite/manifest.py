@@ -26,7 +26,8 @@ from tritonsuite.rows import Row
 
 #: Distributions whose versions shape a result (absent ones are left out).
 DISTRIBUTIONS = ("tritonsuite", "nvidia-pytriton", "tritonclient", "torch", "onnx", "onnxruntime", "onnxruntime-gpu",
-                 "tensorrt", "numpy", "nvidia-ml-py", "pytest", "pytest-benchmark", "pytest-xdist")
+                 "tensorrt", "tensorrt-cu12", "tensorrt-cu13", "numpy", "nvidia-ml-py", "pytest", "pytest-benchmark",
+                 "pytest-xdist")
 #: What two runs' manifests are compared on (dotted paths), in the order a comparison names differences.
 COMPARED = ("suite.git_revision", "suite.dirty", "server", "backends", "profile.sha256", "versions.torch",
             "versions.onnxruntime", "versions.onnxruntime-gpu", "versions.tritonclient", "versions.tensorrt",

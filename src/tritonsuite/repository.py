@@ -2,8 +2,8 @@
 
 ``config.pbtxt`` is written from Triton's model-configuration protobuf (``tritonclient.grpc.model_config_pb2``)
 with ``google.protobuf.text_format`` and holds only what a stock backend understands: the platform, max batch
-size, inputs and outputs, the instance group, dynamic batching and the backend's own parameters (threads, tensor
-fuser, inference mode; :mod:`tritonsuite.backends`). The version directory holds the artifact alone, under the
+size, inputs and outputs, the instance group, dynamic batching, the backend's own parameters (threads, tensor
+fuser, inference mode; :mod:`tritonsuite.backends`) and its execution accelerators (onnxruntime's TensorRT). The version directory holds the artifact alone, under the
 platform's default file name, so the directory loads unchanged on any Triton that has the backend.
 """
 from __future__ import annotations
@@ -18,6 +18,11 @@ from tritonsuite.backends import Backend, backend_for
 from tritonsuite.device import INSTANCE_KINDS
 from tritonsuite.spec import ModelSpec
 
+#: ``backend_accelerator`` choices: none, or the onnxruntime backend's TensorRT execution accelerator (GPU instances)
+BACKEND_ACCELERATORS = ("none", "trt")
+#: The TensorRT accelerator's ``precision_mode`` values the suite writes (INT8 needs a calibration table)
+PRECISION_MODES = ("FP32", "FP16")
+
 
 @dataclass(frozen=True)
 class DeploymentConfig:
@@ -30,6 +35,9 @@ class DeploymentConfig:
     dynamic_batching: bool = False
     preferred_batch_sizes: tuple[int, ...] = ()
     max_queue_delay_microseconds: int = 0
+    backend_accelerator: str = "none"  # "trt": the onnxruntime backend's TensorRT execution accelerator
+    precision_mode: str = "FP32"  # the TensorRT accelerator's precision
+    max_workspace_size_bytes: int = 0  # the TensorRT accelerator's workspace; 0 = the backend's default (1 GiB)
 
     def __post_init__(self):
         if self.max_batch_size < 1:
@@ -40,6 +48,13 @@ class DeploymentConfig:
         too_big = [b for b in self.preferred_batch_sizes if b > self.max_batch_size]
         if too_big:
             raise ValueError(f"preferred batch sizes {too_big} exceed max_batch_size {self.max_batch_size}")
+        if self.backend_accelerator not in BACKEND_ACCELERATORS:
+            raise ValueError(f"backend_accelerator {self.backend_accelerator!r}; valid choices: "
+                             f"{', '.join(BACKEND_ACCELERATORS)}")
+        if self.precision_mode not in PRECISION_MODES:
+            raise ValueError(f"precision_mode {self.precision_mode!r}; valid choices: {', '.join(PRECISION_MODES)}")
+        if self.max_workspace_size_bytes < 0:
+            raise ValueError(f"max_workspace_size_bytes must be >= 0, got {self.max_workspace_size_bytes}")
 
 
 def deployment_name(spec: ModelSpec, fmt: str, precision: str, scenario: str) -> str:
@@ -61,6 +76,9 @@ def model_config(name: str, spec: ModelSpec, backend: Backend, config: Deploymen
         cfg.dynamic_batching.max_queue_delay_microseconds = config.max_queue_delay_microseconds
     for key, value in backend.parameters(config).items():
         cfg.parameters[key].string_value = value
+    for name, parameters in backend.gpu_execution_accelerators(config):
+        accelerator = cfg.optimization.execution_accelerators.gpu_execution_accelerator.add(name=name)
+        accelerator.parameters.update(parameters)
     return cfg
 
 

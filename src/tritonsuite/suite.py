@@ -184,10 +184,17 @@ class Suite:
     def _deploy(self, model: str, fmt: str, precision: str, scenario: str) -> Deployment:
         spec = self.spec(model)
         export_mod.check_supported(spec, fmt, precision)
+        profile = self.model_profile(model)
+        config = profile.deployment_config(scenario, precision)
+        backend = backend_for(fmt)
+        reason = backend.refuses(config) or self.server.refuses(backend, config)
+        if reason:  # known before any work: the case skips with the reason
+            raise export_mod.ExportUnsupported(f"{spec.key} as {fmt} on the {self.server.name} server: {reason}")
         self.server.check_alive()
         artifact = export_mod.export(spec, fmt, precision, self.cache_dir, checkpoint=self.checkpoint(model),
-                                     module=self.eager_module(model) if precision == "fp32" else None)
-        config = self.model_profile(model).deployment_config(scenario)
+                                     module=self.eager_module(model) if precision == "fp32" else None,
+                                     batch_sizes=profile.batch_sizes())
+        backend.check_artifact(artifact, self.server)  # e.g. a plan's TensorRT version against the server's
         name = deployment_name(spec, fmt, precision, scenario)
         directory = build_deployment(self.repository_dir, name, spec, artifact, config)
         self.server.load(directory)
@@ -200,7 +207,7 @@ class Suite:
             "GPU": gpu_description(self.profile.device, self.profile.gpu, self.server.local),
             "Backend": deployment.served_by,
             "Platform": backend_for(art.format).platform,
-            "Backend accelerator": "-",
+            "Backend accelerator": backend_for(art.format).accelerator_description(cfg),
             "Precision": art.precision.upper(),
             "Model format": get_format(art.format).display,
             "Max batch size": cfg.max_batch_size,

@@ -109,8 +109,10 @@ def test_every_format_has_one_backend_and_unknown_names_list_the_choices():
     for name in FORMATS:
         assert backend_for(name).platform in BACKENDS
     assert backend_for("onnx").file_name == "model.onnx" and backend_for("ts-script").file_name == "model.pt"
-    with pytest.raises(ValueError, match="no backend serves format 'trt'; valid choices: onnx, ts-script, ts-trace"):
-        backend_for("trt")
+    assert backend_for("trt").platform == "tensorrt_plan" and backend_for("trt").file_name == "model.plan"
+    with pytest.raises(ValueError, match="no backend serves format 'savedmodel'; valid choices: onnx, trt, ts-script, "
+                                         "ts-trace"):
+        backend_for("savedmodel")
 
 
 def test_a_chained_format_is_built_from_its_source_formats_artifact(tmp_path, monkeypatch):
@@ -127,7 +129,7 @@ def test_a_chained_format_is_built_from_its_source_formats_artifact(tmp_path, mo
     class OnnxCopy(Format):
         name, display, source = "onnx-copy", "ONNX (copied)", "onnx"
 
-        def write(self, module, spec, path, example, source=None):
+        def write(self, module, spec, path, example, source=None, batch_sizes=()):
             received.append(source)
             shutil.copyfile(source, path)
 

@@ -58,7 +58,7 @@ def test_identity_scripts(cache):
 def test_unsupported_and_unknown_choices(tiny_bert):
     import torch
 
-    with pytest.raises(ValueError, match=r"unknown format 'tensorflow'; valid choices: ts-trace, ts-script, onnx"):
+    with pytest.raises(ValueError, match=r"unknown format 'tensorflow'; valid choices: ts-trace, ts-script, onnx, trt"):
         check_supported(tiny_bert, "tensorflow", "fp32")
     with pytest.raises(ValueError, match=r"unknown precision 'int4'; valid choices: fp32, fp16"):
         check_supported(tiny_bert, "onnx", "int4")

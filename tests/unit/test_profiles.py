@@ -1,5 +1,6 @@
 import pytest
 
+from tritonsuite.formats import spec_formats
 from tritonsuite.models import default_registry
 from tritonsuite.profiles import ProfileError, available_profiles, check_host, load_profile, narrow
 from tritonsuite.suite import profile_cases
@@ -44,8 +45,8 @@ def test_narrowing_leaves_accuracy_only_models_without_performance_points():
     profile = narrow(load_profile("cpu", PROFILES), models=["wide_deep_adult"], batch_sizes=[1], concurrency=[2],
                      request_rates=[5.0])
     assert profile_cases(profile, "offline") == [] and profile_cases(profile, "online") == []
-    assert [c.id for c in profile_cases(profile, "accuracy")] == ["wide_deep_adult-onnx-fp32",
-                                                                  "wide_deep_adult-ts-trace-fp32"]
+    assert [c.id for c in profile_cases(profile, "accuracy")] == [
+        "wide_deep_adult-onnx-fp32", "wide_deep_adult-ts-trace-fp32", "wide_deep_adult-trt-fp32"]
 
 
 def test_request_rates_and_latency_bound_searches_become_online_cases(tmp_path):
@@ -85,7 +86,7 @@ GOOD_MODEL = "bert: {size: tiny, formats: [onnx], precisions: [fp32], max_batch_
     ("models: {bert: {size: cpu, formats: [onnx], precisions: [fp32], max_batch_size: 4, offline: {batch_sizes: [8]}}}\n",
      r"bad\.yaml:bert\.offline\.batch_sizes \[8\]: valid range 1\.\.4 \(max_batch_size\)"),
     ("models: {bert: {size: cpu, formats: [savedmodel], precisions: [fp32], max_batch_size: 4}}\n",
-     r"bad\.yaml:bert\.formats \['savedmodel'\]: valid choices: ts-trace, ts-script, onnx"),
+     r"bad\.yaml:bert\.formats \['savedmodel'\]: valid choices: ts-trace, ts-script, onnx, trt"),
     ("models: {bert: {size: cpu, formats: [onnx], precisions: [int3], max_batch_size: 4}}\n",
      r"bad\.yaml:bert\.precisions \['int3'\]: valid choices: fp32, fp16"),
     ("measurement: {stability_percentage: -1}\nmodels: {" + GOOD_MODEL + "}\n",
@@ -128,7 +129,7 @@ def test_every_shipped_profile_names_real_models_within_their_limits(name):
     assert profile.models
     for model, mp in profile.models.items():
         spec = registry.get(model, mp.size)
-        assert set(mp.formats) <= set(spec.formats), (model, mp.formats, spec.formats)
+        assert set(mp.formats) <= set(spec_formats(spec)), (model, mp.formats, spec.formats)
         assert set(mp.precisions) <= set(spec.precisions), (model, mp.precisions, spec.precisions)
         assert all(b <= mp.max_batch_size for b in mp.offline.batch_sizes)  # empty: an accuracy-only entry
         assert mp.online.batch_size <= mp.max_batch_size
@@ -172,7 +173,7 @@ def test_every_seed_gpu_profile_fails_fast_on_a_cpu_host_in_one_line(name):
 
 @pytest.mark.parametrize("name", SEED_GPUS)
 def test_seed_gpu_profiles_hold_the_seeds_settings_for_every_published_row_they_can_run(name):
-    """Every published row whose format this suite builds (no TensorRT yet) is a case of the GPU's profile with
+    """Every published row whose format this suite builds (trt included) is a case of the GPU's profile with
     the published deployment settings, so a run of the profile joins it; models the seeds publish for another GPU
     only are not in the profile."""
     from tritonsuite.formats import FORMATS
@@ -186,7 +187,7 @@ def test_seed_gpu_profiles_hold_the_seeds_settings_for_every_published_row_they_
         mp = profile.models[model]
         for row in load_table(name, model):
             if row.format not in FORMATS or row.accelerator != "none" or row.size != mp.size:
-                continue  # trt, savedmodel, ORT + TensorRT; TFT's traffic rows run with size large-traffic
+                continue  # savedmodel, ORT + TensorRT (a run of its own); TFT's traffic rows run with size large-traffic
             where = f"{name}:{model} {row.where}"
             assert row.format in mp.formats and row.precision in mp.precisions, where
             assert int(row.labels["Max batch size"]) == mp.max_batch_size, where

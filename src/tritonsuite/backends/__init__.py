@@ -1,8 +1,8 @@
 """Triton's stock backends, one class per platform: which export formats it serves, the model file it reads, the
 ``config.pbtxt`` parameters it understands, whether a spec can be served by it, and its embedded stand-in.
 
-A new backend (``tensorrt_plan`` next) is one more class registered in :data:`BACKENDS`; the repository writer,
-the launchers, export verification and the report ask the registry and never name a platform themselves.
+A new backend is one more class registered in :data:`BACKENDS`; the repository writer, the launchers, export
+verification and the report ask the registry and never name a platform themselves.
 """
 from __future__ import annotations
 
@@ -32,6 +32,26 @@ class Backend:
         """The stock backend's own ``parameters`` for a :class:`~tritonsuite.repository.DeploymentConfig`."""
         return {}
 
+    def gpu_execution_accelerators(self, config) -> list[tuple[str, dict[str, str]]]:
+        """``optimization { execution_accelerators { gpu_execution_accelerator [...] } }`` entries for a
+        deployment: (name, parameters) each; none unless the backend has accelerators and the config asks."""
+        return []
+
+    def refuses(self, config) -> str | None:
+        """Why this backend cannot serve a deployment with these settings (instance kind, accelerator), or None."""
+        return None
+
+    def check_artifact(self, artifact, server) -> None:
+        """Raise, in one line, when ``server`` cannot load this exported artifact (checked before loading)."""
+
+    def standin_refuses(self, config) -> str | None:
+        """Why this host's stand-in (the embedded server runs it here) cannot serve ``config``, or None."""
+        return None
+
+    def accelerator_description(self, config) -> str:
+        """The report's "Backend accelerator" row."""
+        return "-"
+
     def supports(self, spec) -> str | None:
         """Why ``spec`` cannot be served by this backend, or None when it can."""
         return None
@@ -49,6 +69,49 @@ class OnnxRuntimeBackend(Backend):
             return {}
         # sequential execution (the default) runs one node at a time: inter-op threads would only idle
         return {"intra_op_thread_count": str(config.intra_op_threads), "inter_op_thread_count": "1"}
+
+    def gpu_execution_accelerators(self, config) -> list[tuple[str, dict[str, str]]]:
+        """The TensorRT execution accelerator (the onnxruntime backend's README: ``name: "tensorrt"`` with
+        ``precision_mode`` and ``max_workspace_size_bytes``), on GPU instances only."""
+        if config.backend_accelerator != "trt" or config.instance_kind != "KIND_GPU":
+            return []
+        parameters = {"precision_mode": config.precision_mode}
+        if config.max_workspace_size_bytes:
+            parameters["max_workspace_size_bytes"] = str(config.max_workspace_size_bytes)
+        return [("tensorrt", parameters)]
+
+    def refuses(self, config) -> str | None:
+        if config.backend_accelerator == "trt" and config.instance_kind != "KIND_GPU":
+            return (f"the onnxruntime backend's TensorRT accelerator runs on GPU instances; this deployment's are "
+                    f"{config.instance_kind}")
+        return None
+
+    def standin_refuses(self, config) -> str | None:
+        if config.backend_accelerator != "trt":
+            return None
+        import onnxruntime as ort
+
+        from tritonsuite.device import cuda_available
+        from tritonsuite.formats.tensorrt import tensorrt_import_error
+
+        if "TensorrtExecutionProvider" not in ort.get_available_providers():
+            return (f"the embedded server's onnxruntime stand-in runs the TensorRT accelerator through onnxruntime's "
+                    f"TensorRT execution provider, which onnxruntime {ort.__version__} here lacks (install "
+                    f"onnxruntime-gpu)")
+        reason = tensorrt_import_error()
+        if reason:
+            return f"onnxruntime's TensorRT execution provider needs TensorRT's libraries: {reason}"
+        if not cuda_available():
+            return "the TensorRT accelerator runs on a CUDA device; this host has none"
+        return None
+
+    def accelerator_description(self, config) -> str:
+        accelerators = dict(self.gpu_execution_accelerators(config))
+        if "tensorrt" not in accelerators:
+            return "-"
+        workspace = config.max_workspace_size_bytes
+        return (f"TensorRT ({accelerators['tensorrt']['precision_mode']}, workspace "
+                f"{f'{workspace / 2**30:g} GiB' if workspace else 'the backend default, 1 GiB'})")
 
 
 class PyTorchBackend(Backend):
@@ -76,6 +139,34 @@ class PyTorchBackend(Backend):
         return None
 
 
+class TensorRTBackend(Backend):
+    """``tensorrt_plan``: a serialized TensorRT plan (``model.plan``), on GPU instances. The embedded server has no
+    stand-in for it: the nvidia-pytriton wheel's tritonserver ships no tensorrt backend."""
+
+    platform, name, formats = "tensorrt_plan", "tensorrt", ("trt",)
+    standin = False
+
+    @property
+    def file_name(self) -> str:
+        return "model.plan"
+
+    def refuses(self, config) -> str | None:
+        if config.instance_kind != "KIND_GPU":
+            return f"tensorrt_plan runs on GPU instances; this deployment's are {config.instance_kind}"
+        return None
+
+    def check_artifact(self, artifact, server) -> None:
+        """A plan loads only in the TensorRT version that built it (recorded beside it when it was built)."""
+        from tritonsuite.backends.tensorrt import check_plan_version
+
+        check_plan_version(artifact.versions["tensorrt"], server.tensorrt_version(), server.describe())
+
+    def session(self, path: str | Path, model_config: dict, device: str = "cuda"):
+        from tritonsuite.backends.tensorrt import TensorRTSession
+
+        return TensorRTSession(str(path), model_config, device)
+
+
 def torchscript_signature(inputs: list[str], outputs: list[str]) -> tuple[list[str], list[int], list[int]]:
     """How an exported TorchScript ``forward`` must look for pytorch_backend to bind the configured tensors right.
 
@@ -99,7 +190,7 @@ def torchscript_signature(inputs: list[str], outputs: list[str]) -> tuple[list[s
     return arguments, argument_inputs, result_outputs
 
 
-BACKENDS: dict[str, Backend] = {b.platform: b for b in (OnnxRuntimeBackend(), PyTorchBackend())}
+BACKENDS: dict[str, Backend] = {b.platform: b for b in (OnnxRuntimeBackend(), PyTorchBackend(), TensorRTBackend())}
 
 
 def backend_for(fmt: str) -> Backend:

@@ -13,7 +13,9 @@ It behaves as the stock backends do, as far as a deployment can observe:
   batch dimension, run once, and the outputs sliced back per request; an output padded to the batch's longest
   sample is returned padded, as the stock backends return it;
 - onnxruntime: ``intra_op_thread_count``, ``inter_op_thread_count``, ``execution_mode``, ``enable_mem_arena``,
-  ``enable_mem_pattern`` parameters and ``optimization { graph { level } }``; tensors bound by name;
+  ``enable_mem_pattern`` parameters, ``optimization { graph { level } }`` and the ``tensorrt`` GPU execution
+  accelerator (``precision_mode``, ``max_workspace_size_bytes``) through onnxruntime's TensorRT execution provider,
+  failing the load where that provider cannot run, as the stock backend does; tensors bound by name;
 - pytorch: ``INTRA_OP_THREAD_COUNT``, ``INTER_OP_THREAD_COUNT``, ``ENABLE_TENSOR_FUSER``, ``INFERENCE_MODE``
   (default on), ``DISABLE_OPTIMIZED_EXECUTION``, ``ENABLE_JIT_PROFILING``, ``ENABLE_JIT_EXECUTOR`` parameters;
   inputs bound by ``forward`` argument names, else the ``<name>__<index>`` convention, else config order; outputs by
@@ -51,6 +53,25 @@ def _int(params: dict[str, str], key: str, default: int) -> int:
         raise ValueError(f"parameter {key}={params[key]!r} is not an integer") from None
 
 
+def gpu_execution_accelerators(config: dict) -> dict[str, dict[str, str]]:
+    """A configuration's ``optimization.execution_accelerators.gpu_execution_accelerator`` as {name: parameters}."""
+    found = config.get("optimization", {}).get("execution_accelerators", {}).get("gpu_execution_accelerator", [])
+    return {a.get("name", ""): {k: str(v) for k, v in a.get("parameters", {}).items()} for a in found}
+
+
+def tensorrt_provider(parameters: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """onnxruntime's TensorRT execution provider with the options the onnxruntime backend maps the accelerator's
+    parameters to (``precision_mode`` FP16 -> ``trt_fp16_enable``, ``max_workspace_size_bytes`` ->
+    ``trt_max_workspace_size``)."""
+    mode = parameters.get("precision_mode", "FP32").upper()
+    if mode not in ("FP32", "FP16"):
+        raise ValueError(f"tensorrt accelerator precision_mode {mode!r}; valid choices: FP32, FP16")
+    options = {"trt_fp16_enable": "True" if mode == "FP16" else "False"}
+    if "max_workspace_size_bytes" in parameters:
+        options["trt_max_workspace_size"] = str(int(parameters["max_workspace_size_bytes"]))
+    return "TensorrtExecutionProvider", options
+
+
 class OnnxRuntimeSession:
     """An ONNX model as Triton's onnxruntime backend runs it: callable over {name: array} (batch first)."""
 
@@ -74,7 +95,21 @@ class OnnxRuntimeSession:
             level, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
         providers = (["CUDAExecutionProvider", "CPUExecutionProvider"] if device.startswith("cuda")
                      else ["CPUExecutionProvider"])
+        accelerators = gpu_execution_accelerators(config)
+        if "tensorrt" in accelerators:
+            if not device.startswith("cuda"):
+                raise ValueError("the tensorrt execution accelerator runs on GPU instances (KIND_GPU)")
+            if "TensorrtExecutionProvider" not in ort.get_available_providers():
+                raise RuntimeError(f"the tensorrt execution accelerator needs onnxruntime's TensorRT execution "
+                                   f"provider; onnxruntime {ort.__version__} here has "
+                                   f"{', '.join(ort.get_available_providers())} (install onnxruntime-gpu)")
+            providers = [tensorrt_provider(accelerators["tensorrt"])] + providers
         self._session = ort.InferenceSession(path, sess_options=options, providers=providers)
+        if "tensorrt" in accelerators and "TensorrtExecutionProvider" not in self._session.get_providers():
+            # onnxruntime falls back to the next provider when TensorRT's libraries do not load; the stock backend
+            # fails the load instead, and a table must not say TensorRT where CUDA ran
+            raise RuntimeError("onnxruntime's TensorRT execution provider did not load (TensorRT's libraries are "
+                               "missing: pip install tensorrt --extra-index-url https://pypi.nvidia.com)")
         self.output_names = [t["name"] for t in config["output"]]
         # the ONNX exporter drops inputs a graph never reads (placeholders of a fixed signature); the configuration
         # still declares them, and the stock backend accepts them without feeding them

@@ -10,12 +10,22 @@ from __future__ import annotations
 
 from tritonsuite.formats.base import Format
 from tritonsuite.formats.onnx import OnnxFormat
+from tritonsuite.formats.tensorrt import TensorRTFormat
 from tritonsuite.formats.torchscript import TorchScriptScript, TorchScriptTrace
 
-FORMATS: dict[str, Format] = {f.name: f for f in (TorchScriptTrace(), TorchScriptScript(), OnnxFormat())}
+FORMATS: dict[str, Format] = {f.name: f for f in (TorchScriptTrace(), TorchScriptScript(), OnnxFormat(),
+                                                  TensorRTFormat())}
 
 
 def get_format(name: str) -> Format:
     if name not in FORMATS:
         raise ValueError(f"unknown format {name!r}; valid choices: {', '.join(FORMATS)}")
     return FORMATS[name]
+
+
+def spec_formats(spec) -> tuple[str, ...]:
+    """The formats a model spec can take: those it declares, and every chained format whose source it declares (a
+    model that exports to ONNX can be built into a TensorRT plan; whether TensorRT takes its graph is the build's
+    answer)."""
+    chained = [name for name, f in FORMATS.items() if f.source in spec.formats and name not in spec.formats]
+    return tuple(spec.formats) + tuple(chained)

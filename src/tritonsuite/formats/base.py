@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 class Format:
@@ -9,11 +10,29 @@ class Format:
     display = ""  # the report's "Model format" row
     source: str | None = None  # another format's artifact this one is built from, or None (from the eager module)
 
-    def write(self, module, spec, path: Path, example: tuple, source: Path | None = None) -> None:
+    def write(self, module, spec, path: Path, example: tuple, source: Path | None = None,
+              batch_sizes: tuple[int, ...] = ()) -> None:
         """Write the artifact to ``path``. ``example`` is a batch of the spec's inputs as torch tensors on the
-        export device; ``source`` is the source format's artifact for chained formats. Raise
-        :class:`ExportUnsupported` with the reason when this model cannot take this format."""
+        export device; ``source`` is the source format's artifact for chained formats; ``batch_sizes`` are the
+        batch sizes the deployment will be asked for (its max batch size among them), for formats that fix their
+        shapes when built (a TensorRT plan's optimization profile). Raise :class:`ExportUnsupported` with the
+        reason when this model cannot take this format."""
         raise NotImplementedError
+
+    def unavailable_reason(self, spec, precision: str) -> str | None:
+        """Why this host cannot build this format (a library or device it lacks), or None. Checked before any
+        work, so a case skips with the reason."""
+        return None
+
+    def source_precision(self, precision: str) -> str:
+        """The precision of the source artifact a chained format is built from (a TensorRT fp16 plan is built from
+        the fp32 ONNX with the builder's FP16 flag)."""
+        return precision
+
+    def cache_fields(self, spec, precision: str, batch_sizes: tuple[int, ...]) -> dict[str, Any]:
+        """What else decides this format's artifact, for the cache key (the builder's version, the GPU, the
+        shapes it is built for)."""
+        return {}
 
 
 class ExportUnsupported(Exception):

@@ -11,7 +11,8 @@ ONNX_OPSET = 17
 class OnnxFormat(Format):
     name, display = "onnx", "ONNX"
 
-    def write(self, module, spec, path: Path, example: tuple, source: Path | None = None) -> None:
+    def write(self, module, spec, path: Path, example: tuple, source: Path | None = None,
+              batch_sizes: tuple[int, ...] = ()) -> None:
         import torch
 
         dynamic_axes = {}

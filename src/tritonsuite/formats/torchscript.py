@@ -67,7 +67,8 @@ def _module_inputs(arguments: tuple, spec, compute) -> tuple:
 
 
 class _TorchScript(Format):
-    def write(self, module, spec, path: Path, example: tuple, source: Path | None = None) -> None:
+    def write(self, module, spec, path: Path, example: tuple, source: Path | None = None,
+              batch_sizes: tuple[int, ...] = ()) -> None:
         import torch
 
         with tempfile.TemporaryDirectory(prefix="tritonsuite-signature-") as tmp, \

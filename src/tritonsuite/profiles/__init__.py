@@ -17,13 +17,15 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from tritonsuite.device import INSTANCE_KINDS as DEVICES  # profile device -> default Triton instance kind
-from tritonsuite.repository import DeploymentConfig
+from tritonsuite.repository import BACKEND_ACCELERATORS, PRECISION_MODES, DeploymentConfig
 from tritonsuite.settings import DISTRIBUTIONS, LatencyBound, MeasurementSettings
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 TOP_KEYS = ("device", "gpu", "published", "measurement", "models")
-MODEL_KEYS = ("size", "formats", "precisions", "max_batch_size", "intra_op_threads", "instance_kind", "offline",
-              "online")
+MODEL_KEYS = ("size", "formats", "precisions", "max_batch_size", "intra_op_threads", "instance_kind",
+              "backend_accelerator", "precision_mode", "max_workspace_size_bytes", "offline", "online")
+#: The backend accelerator's own settings, named as Triton's onnxruntime backend names them
+ACCELERATOR_KEYS = ("precision_mode", "max_workspace_size_bytes")
 OFFLINE_KEYS = ("batch_sizes", "instance_count")
 ONLINE_KEYS = ("batch_size", "concurrency", "instance_count", "preferred_batch_sizes", "max_queue_delay_microseconds",
                "request_rates", "distribution", "seed", "latency_bound", "search")
@@ -66,16 +68,28 @@ class ModelProfile:
     online: OnlineProfile
     intra_op_threads: int = 0
     instance_kind: str = "KIND_CPU"
+    backend_accelerator: str = "none"  # "trt": onnx deployments run under onnxruntime's TensorRT accelerator
+    precision_mode: str = ""  # the accelerator's precision; "" = each case's precision (fp16 -> FP16)
+    max_workspace_size_bytes: int = 0  # the accelerator's workspace; 0 = the backend's default (1 GiB)
 
-    def deployment_config(self, scenario: str) -> DeploymentConfig:
-        """Triton settings for a scenario: static batching offline (and for accuracy), dynamic batching online."""
+    def deployment_config(self, scenario: str, precision: str = "fp32") -> DeploymentConfig:
+        """Triton settings for a scenario: static batching offline (and for accuracy), dynamic batching online;
+        the backend accelerator's settings for a case of ``precision``."""
+        common = dict(max_batch_size=self.max_batch_size, instance_kind=self.instance_kind,
+                      intra_op_threads=self.intra_op_threads, backend_accelerator=self.backend_accelerator,
+                      precision_mode=self.precision_mode or precision.upper(),
+                      max_workspace_size_bytes=self.max_workspace_size_bytes)
         if scenario == "online":
-            return DeploymentConfig(max_batch_size=self.max_batch_size, instance_count=self.online.instance_count,
-                                    instance_kind=self.instance_kind, intra_op_threads=self.intra_op_threads,
-                                    dynamic_batching=True, preferred_batch_sizes=self.online.preferred_batch_sizes,
-                                    max_queue_delay_microseconds=self.online.max_queue_delay_microseconds)
-        return DeploymentConfig(max_batch_size=self.max_batch_size, instance_count=self.offline.instance_count,
-                                instance_kind=self.instance_kind, intra_op_threads=self.intra_op_threads)
+            return DeploymentConfig(instance_count=self.online.instance_count, dynamic_batching=True,
+                                    preferred_batch_sizes=self.online.preferred_batch_sizes,
+                                    max_queue_delay_microseconds=self.online.max_queue_delay_microseconds, **common)
+        return DeploymentConfig(instance_count=self.offline.instance_count, **common)
+
+    def batch_sizes(self) -> tuple[int, ...]:
+        """Every batch size the model's deployments are asked for: the offline sweep, the online batch and
+        preferred batch sizes, and the max batch size (what a plan's optimization profile must cover)."""
+        return tuple(sorted({*self.offline.batch_sizes, self.online.batch_size, *self.online.preferred_batch_sizes,
+                             self.max_batch_size}))
 
 
 @dataclass(frozen=True)
@@ -172,9 +186,26 @@ def _model_profile(name: str, data: Any, where: str, instance_kind: str) -> Mode
         too_big = [v for v in values if v > max_batch]
         if too_big:
             raise ProfileError(f"{where}.{key} {too_big}: valid range 1..{max_batch} (max_batch_size)")
+    formats = _choices(data["formats"], f"{where}.formats", list(FORMATS))
+    accelerator = _choices(data.get("backend_accelerator", "none"), f"{where}.backend_accelerator",
+                           BACKEND_ACCELERATORS)[0]
+    if accelerator == "none":
+        given = [k for k in ACCELERATOR_KEYS if k in data]
+        if given:
+            raise ProfileError(f"{where}.{given[0]}: a setting of the backend accelerator, and backend_accelerator "
+                               f"is none; valid choices: backend_accelerator: trt, or leave {given[0]} out")
+    elif kind != "KIND_GPU":
+        raise ProfileError(f"{where}.backend_accelerator {accelerator!r}: onnxruntime's TensorRT accelerator runs on "
+                           f"GPU instances and instance_kind is {kind}; valid choices here: none")
+    elif "onnx" not in formats:
+        raise ProfileError(f"{where}.backend_accelerator {accelerator!r}: it accelerates onnx deployments and formats "
+                           f"are {', '.join(formats)}; add onnx or set none")
+    precision_mode = data.get("precision_mode", "")
+    if precision_mode:
+        precision_mode = _choices(str(precision_mode).upper(), f"{where}.precision_mode", PRECISION_MODES)[0]
     return ModelProfile(
         model=name, size=str(data["size"]),
-        formats=_choices(data["formats"], f"{where}.formats", list(FORMATS)),
+        formats=formats,
         precisions=_choices(data["precisions"], f"{where}.precisions", list(PRECISIONS)),
         max_batch_size=max_batch,
         offline=OfflineProfile(batch_sizes=batch_sizes, instance_count=_int(
@@ -194,6 +225,9 @@ def _model_profile(name: str, data: Any, where: str, instance_kind: str) -> Mode
                                              SEARCHES)),
         intra_op_threads=_int(data.get("intra_op_threads", 0), f"{where}.intra_op_threads", 0),
         instance_kind=str(kind),
+        backend_accelerator=accelerator, precision_mode=precision_mode,
+        max_workspace_size_bytes=_int(data.get("max_workspace_size_bytes", 0), f"{where}.max_workspace_size_bytes",
+                                      0),
     )
 
 

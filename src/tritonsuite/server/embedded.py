@@ -242,6 +242,18 @@ class EmbeddedServer(TritonServer):
     def describe(self) -> str:
         return f"embedded tritonserver (pid {self.process.pid if self.process else '-'}) at {self.http_url}"
 
+    def refuses(self, backend, config) -> str | None:
+        """The wheel's tritonserver has the python backend alone: a backend is served here by its python-based
+        stand-in, or by the wheel's own ``libtriton_<name>.so`` (none today), or not at all."""
+        if backend.name not in standin_backends():
+            native = pytriton_paths()["python_backend"].parent / backend.name / f"libtriton_{backend.name}.so"
+            if not native.is_file():
+                return (f"the embedded server (the nvidia-pytriton wheel's tritonserver) has no {backend.name} "
+                        f"backend for {backend.platform}: serve it with --server remote --triton-url of a Triton "
+                        f"that has it (every NGC tritonserver image does)")
+            return None
+        return backend.standin_refuses(config)
+
     def _watch(self, process: subprocess.Popen, shm_prefix: str) -> None:
         """Notice a server that dies on its own (the OOM killer, a crash) within a poll interval, and clean up at
         once: its python-backend stubs inherited its listening HTTP socket, so while they live a client's next
