@@ -277,7 +277,7 @@ class ContainerServer(TritonServer):
             return client.images.get(self.image)
         except docker.errors.ImageNotFound:
             raise ServerError(f"--image {self.image}: not on the Docker engine; pull it first (docker pull "
-                              f"{self.image}), or build the local image (python -m tritonsuite.server.container "
+                              f"{self.image}), or build the local image (python -m tritonsuite.server "
                               f"build-local-image)") from None
 
     def arguments(self) -> ServerArguments:
@@ -532,20 +532,3 @@ def _remove(container, stop_timeout: int = 0) -> None:
         container.remove(force=True)
     except Exception:
         pass
-
-
-def main(argv: list[str]) -> int:
-    if argv[:1] != ["build-local-image"] or len(argv) > 2:
-        sys.stderr.write("usage: python -m tritonsuite.server.container build-local-image [TAG]\n")
-        return 2
-    try:
-        image_id = build_local_image(tag=argv[1] if len(argv) > 1 else LOCAL_IMAGE)
-    except ServerError as exc:
-        sys.stderr.write(f"{exc}\n")
-        return 1
-    print(f"{argv[1] if len(argv) > 1 else LOCAL_IMAGE} {image_id}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
