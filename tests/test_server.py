@@ -155,5 +155,5 @@ def test_remote_unreachable_and_bad_urls(tmp_path):
         RemoteServer(f"127.0.0.1:{closed_port}", timeout=2).start()
     with pytest.raises(ServerError, match="is not an HTTP host:port"):
         RemoteServer("grpc://127.0.0.1")
-    with pytest.raises(ValueError, match="unknown server 'docker'; valid choices: embedded, remote"):
+    with pytest.raises(ValueError, match="unknown server 'docker'; valid choices: embedded, container, remote"):
         make_server("docker", model_repository=tmp_path, log_dir=tmp_path)

@@ -216,7 +216,7 @@ class Suite:
             "Device kind": cfg.instance_kind.replace("KIND_", "").lower(),
             "Model": f"{deployment.spec.key} ({deployment.spec.description})",
             "Threads per instance": cfg.intra_op_threads or "runtime default",
-            "Server": f"tritonserver {self.server.version()} ({self.server.name})",
+            "Server": f"tritonserver {self.server.version()} ({self.server.provenance()})",
             "Host": host_description(self.server.local) if self.server.local else f"the host of {self.server.describe()}",
             "Artifact key": art.key[:16],
         }

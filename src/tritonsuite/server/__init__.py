@@ -1,6 +1,7 @@
 """Triton server launchers behind one interface (:class:`TritonServer`), chosen by name with ``--server``.
 
-``embedded`` runs the real binary from the nvidia-pytriton wheel; ``remote`` uses a stock Triton someone else runs.
+``embedded`` runs the real binary from the nvidia-pytriton wheel; ``container`` runs Triton in a Docker container
+(an NGC image, or the wheel's binary in a local empty-root image); ``remote`` uses a stock Triton someone else runs.
 Every launcher that starts a server builds its command line with :class:`ServerArguments`. A new launcher is one
 module and one entry in :data:`LAUNCHERS`.
 """
@@ -10,12 +11,14 @@ from pathlib import Path
 
 from tritonsuite.server.base import (LOOPBACK, ModelControlUnavailable, ServerArguments, ServerDied, ServerError,
                                      TritonServer)
+from tritonsuite.server.container import ContainerServer
 from tritonsuite.server.embedded import SHM_PREFIX, EmbeddedServer, pytriton_paths, sweep_stale_shm
 from tritonsuite.server.remote import RemoteServer
 
-LAUNCHERS: dict[str, type[TritonServer]] = {"embedded": EmbeddedServer, "remote": RemoteServer}
+LAUNCHERS: dict[str, type[TritonServer]] = {"embedded": EmbeddedServer, "container": ContainerServer,
+                                             "remote": RemoteServer}
 
-__all__ = ["LAUNCHERS", "LOOPBACK", "SHM_PREFIX", "EmbeddedServer", "ModelControlUnavailable", "RemoteServer",
+__all__ = ["LAUNCHERS", "LOOPBACK", "SHM_PREFIX", "ContainerServer", "EmbeddedServer", "ModelControlUnavailable", "RemoteServer",
            "ServerArguments", "ServerDied", "ServerError", "TritonServer", "make_server", "pytriton_paths",
            "sweep_stale_shm"]
 

@@ -27,6 +27,9 @@ class ServerArguments:
     backend_config: tuple[str, ...] = ()  # "<backend>,<key>=<value>"
     exit_timeout_secs: int = 10
     extra: tuple[str, ...] = ()
+    # The address every endpoint binds. 127.0.0.1 on this host; a container on a bridge network binds all of its
+    # own interfaces (its namespace's, not the host's) and the engine publishes the ports on the host's 127.0.0.1.
+    address: str = LOOPBACK
 
     def command(self, binary: str = "tritonserver") -> list[str]:
         args = [binary, f"--model-repository={self.model_repository}"]
@@ -34,9 +37,9 @@ class ServerArguments:
             args.append(f"--backend-directory={self.backend_directory}")
         args += [
             f"--model-control-mode={self.model_control_mode}",
-            f"--http-address={LOOPBACK}", f"--http-port={self.http_port}",
-            f"--grpc-address={LOOPBACK}", f"--grpc-port={self.grpc_port}",
-            f"--metrics-address={LOOPBACK}", f"--metrics-port={self.metrics_port}",
+            f"--http-address={self.address}", f"--http-port={self.http_port}",
+            f"--grpc-address={self.address}", f"--grpc-port={self.grpc_port}",
+            f"--metrics-address={self.address}", f"--metrics-port={self.metrics_port}",
             "--allow-metrics=true", "--allow-gpu-metrics=false",
             *(f"--backend-config={c}" for c in self.backend_config),
             f"--exit-timeout-secs={self.exit_timeout_secs}", "--strict-readiness=true",
@@ -121,6 +124,11 @@ class TritonServer(ABC):
         from tritonsuite.backends.tensorrt import server_tensorrt_version
 
         return server_tensorrt_version(self.version())
+
+    def provenance(self) -> str:
+        """Where the server came from, for the report's Server row: the launcher's name, and for a container the
+        image and its digest."""
+        return self.name
 
     def version(self) -> str:
         """The server's own version string (server metadata), or "unknown" when it cannot be read."""

@@ -91,6 +91,20 @@ def pytriton_paths() -> dict[str, Path]:
     return paths
 
 
+def backend_directory(paths: dict[str, Path]) -> Path:
+    """A fresh backend directory for the wheel's tritonserver: the python backend with this Python's stub, and for
+    every stock backend a python-based stand-in (``<name>/model.py`` and no ``libtriton_<name>.so``). The caller
+    removes it."""
+    backend_dir = Path(tempfile.mkdtemp(prefix="tritonsuite-backends-"))
+    python_dir = backend_dir / "python"
+    shutil.copytree(paths["python_backend"], python_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(paths["stub"], python_dir / "triton_python_backend_stub")
+    for name in standin_backends():
+        (backend_dir / name).mkdir()
+        shutil.copy2(STANDIN_FILE, backend_dir / name / "model.py")
+    return backend_dir
+
+
 class EmbeddedServer(TritonServer):
     """The real ``tritonserver`` from the nvidia-pytriton wheel, run as a child process on this host."""
 
@@ -158,13 +172,7 @@ class EmbeddedServer(TritonServer):
         paths = pytriton_paths()
         self.model_repository.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self._backend_dir = Path(tempfile.mkdtemp(prefix="tritonsuite-backends-"))
-        python_dir = self._backend_dir / "python"
-        shutil.copytree(paths["python_backend"], python_dir, ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copy2(paths["stub"], python_dir / "triton_python_backend_stub")
-        for name in standin_backends():  # python-based backends: <name>/model.py and no libtriton_<name>.so
-            (self._backend_dir / name).mkdir()
-            shutil.copy2(STANDIN_FILE, self._backend_dir / name / "model.py")
+        self._backend_dir = backend_directory(paths)
         last_error = None
         for _ in range(self.port_attempts):
             try:

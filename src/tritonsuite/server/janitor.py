@@ -1,13 +1,14 @@
 """Clean up after a run that cannot clean up after itself (pytest killed with SIGKILL, or the machine's OOM killer
 taking the test process).
 
-The embedded launcher starts this as a small separate process (its own session, so a signal to the run's process
-group does not reach it) reading one end of a pipe whose other end only the run holds. When the run ends in any
-way, the pipe reaches end-of-file. After a clean stop the run first writes ``done`` into the pipe, and the janitor
-just exits; otherwise it kills the server's process group (tritonserver and its python-backend stubs) and removes
-the run's shared-memory regions.
+The embedded and container launchers start this as a small separate process (its own session, so a signal to the
+run's process group does not reach it) reading one end of a pipe whose other end only the run holds. When the run
+ends in any way, the pipe reaches end-of-file. After a clean stop the run first writes ``done`` into the pipe, and
+the janitor just exits; otherwise it kills the server's process group (tritonserver and its python-backend stubs), or removes
+the server's container, and removes the run's shared-memory regions.
 
-Usage (internal): ``python -m tritonsuite.server.janitor PGID GLOB [GLOB ...]`` with the pipe on standard input.
+Usage (internal): ``python -m tritonsuite.server.janitor [--container ID] PGID GLOB [GLOB ...]`` with the pipe on
+standard input (PGID 0: no process group; the container's engine is found as ``docker.from_env()`` finds it).
 """
 from __future__ import annotations
 
@@ -19,11 +20,13 @@ import sys
 
 DONE = b"done"
 
-def start(pgid: int, shm_globs: list[str]) -> int:
-    """Start a janitor for process group ``pgid`` and the regions matching ``shm_globs``; returns the write end of
-    its pipe: :func:`dismiss` it after a clean stop; dying closes it and sets the janitor off."""
+def start(pgid: int, shm_globs: list[str], container: str = "") -> int:
+    """Start a janitor for process group ``pgid`` (0: none) or ``container``, and the regions matching
+    ``shm_globs``; returns the write end of its pipe: :func:`dismiss` it after a clean stop; dying closes it and sets
+    the janitor off."""
     read_end, write_end = os.pipe()  # both ends close-on-exec: the server and its stubs inherit neither
-    subprocess.Popen([sys.executable, "-m", "tritonsuite.server.janitor", str(pgid), *shm_globs],
+    owner = ["--container", container] if container else []
+    subprocess.Popen([sys.executable, "-m", "tritonsuite.server.janitor", *owner, str(pgid), *shm_globs],
                      stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                      close_fds=True)
     os.close(read_end)
@@ -37,11 +40,27 @@ def dismiss(write_end: int) -> None:
         os.close(write_end)
 
 
-def clean(pgid: int, shm_globs: list[str]) -> None:
+def remove_container(container: str) -> None:
     try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+        import docker
+
+        client = docker.from_env(timeout=60)
+        try:
+            client.containers.get(container).remove(force=True)
+        finally:
+            client.close()
+    except Exception:
+        pass  # gone already, or no engine: the next start's reaping removes it (its owner's pid is dead)
+
+
+def clean(pgid: int, shm_globs: list[str], container: str = "") -> None:
+    if container:
+        remove_container(container)
+    if pgid > 0:  # never 0: os.killpg(0) is this janitor's own group
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     for pattern in shm_globs:
         for path in glob.glob(pattern):
             try:
@@ -51,10 +70,13 @@ def clean(pgid: int, shm_globs: list[str]) -> None:
 
 
 def main(argv: list[str]) -> int:
+    container = ""
+    if argv[:1] == ["--container"]:
+        container, argv = argv[1], argv[2:]
     pgid, shm_globs = int(argv[0]), argv[1:]
     said = sys.stdin.buffer.read()  # returns at end-of-file: when the run has dismissed us, or is gone
     if DONE not in said:
-        clean(pgid, shm_globs)
+        clean(pgid, shm_globs, container)
     return 0
 
 

@@ -1,0 +1,534 @@
+"""The container launcher: ``tritonserver`` in a Docker container, started through the docker SDK (an optional
+dependency: ``pip install -e '.[container]'``, also in the ``gpu`` extra).
+
+The command line comes from the same :class:`ServerArguments` as the embedded launcher's (explicit model control,
+every endpoint on 127.0.0.1). What Model Analyzer's docker mode and DeepLearningExamples' Triton runner do, and what
+their users report going wrong (the 64 MB default /dev/shm, ports already taken, a stale server from an earlier
+run, a container left behind), shaped the rest:
+
+- the model repository is bind-mounted read-only at the same path (the suite loads deployments by name);
+- the container shares the host's IPC namespace, so its /dev/shm *is* the host's: the client's system shared
+  memory regions (the offline scenario) are visible to the server, and no 64 MB default applies (``shm_size`` is
+  only given where IPC is private);
+- ulimits: stack 64 MiB and memlock unlimited; an engine whose kernel refuses memlock (rlimit EPERM, as on the
+  project's VMs) gets the container again without it, and :attr:`ContainerServer.notes` says so;
+- ports: with a bridge network the engine publishes 8000/8001/8002 on ephemeral ports of the host's 127.0.0.1;
+  without one (``dockerd --bridge=none``) the container uses the host network and binds 127.0.0.1 on free ports,
+  retried on a clash;
+- GPUs: ``--gpus all|none|0,1`` as ``DeviceRequest(capabilities=[["gpu"]], ...)``;
+- labels ``tritonsuite.run``, ``tritonsuite.pid``, ``tritonsuite.host``, ``tritonsuite.started``: every start first
+  removes containers whose owning pytest is dead; a clean stop, Ctrl-C/SIGTERM (through pytest's fixtures),
+  interpreter exit (``atexit``) and a killed pytest (the janitor process) each remove the container;
+- readiness: live, ready, and every model in the repository index that is loading or loaded is ready, bounded in
+  time, the container's state checked each poll (a container that exited is reported within a poll, with its log
+  tail); the log is streamed to ``reports/logs/``.
+
+Two kinds of image:
+
+- a Triton image (default: NGC's ``tritonserver:<YY.MM>-py3``, see :data:`DEFAULT_IMAGE`): its own
+  ``tritonserver`` and stock backends serve the suite's stock repositories;
+- an image labelled ``tritonsuite.runtime=host`` (:func:`build_local_image`, ``tritonsuite-local:latest``): an
+  empty root into which the launcher bind-mounts, read-only, the host's ``/usr``, ``/lib``, ``/lib64``, ``/bin``,
+  the interpreter's prefix and the environment holding nvidia-pytriton, and runs the wheel's ``tritonserver`` with
+  the embedded launcher's backend directory (python backend and stand-ins). That is how the container path is
+  tested on hosts with an engine but no registry (the project's CPU machines and CI).
+"""
+from __future__ import annotations
+
+import atexit
+import io
+import itertools
+import json
+import os
+import shutil
+import socket
+import sys
+import sysconfig
+import tarfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from tritonsuite.server import janitor
+from tritonsuite.server.base import LOOPBACK, ServerArguments, ServerError, TritonServer
+
+#: NGC's Triton image matching the wheel's Triton (2.51 is release 24.10). Pull it yourself first (the launcher
+#: never pulls: it is ~15 GB, and a test run should not wait on it).
+DEFAULT_IMAGE = "nvcr.io/nvidia/tritonserver:24.10-py3"
+#: The image :func:`build_local_image` makes: an empty root that runs the host's tritonserver.
+LOCAL_IMAGE = "tritonsuite-local:latest"
+RUNTIME_LABEL = "tritonsuite.runtime"  # "host": run the host's wheel tritonserver with read-only host mounts
+IMAGE_ENV = "TRITONSUITE_IMAGE"  # the default of --image, when set
+GPU_CHOICES = "all, none, or comma-separated device ids (0,1)"
+STACK_BYTES = 64 * 1024 * 1024
+SHM_SIZE = "1g"  # only where the container's IPC is private
+ENGINE_TIMEOUT_S = 30
+CONTAINER_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
+POLL_S = 0.2
+_launch_counter = itertools.count(1)
+
+
+class EngineUnavailable(ServerError):
+    """No docker SDK, or no Docker engine answering."""
+
+
+def docker_client(timeout: float = ENGINE_TIMEOUT_S):
+    """A client of the Docker engine ``docker.from_env()`` finds (DOCKER_HOST, else the default socket), checked
+    with a ping; a one-line :class:`EngineUnavailable` otherwise."""
+    try:
+        import docker
+    except ImportError:
+        raise EngineUnavailable("--server container needs the docker SDK: pip install -e '.[container]' (or "
+                                "pip install docker)") from None
+    where = os.environ.get("DOCKER_HOST") or "the default socket (unix:///var/run/docker.sock)"
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+    except Exception as exc:
+        reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise EngineUnavailable(f"--server container: no Docker engine answers at {where} ({reason}); start one, "
+                                f"or set DOCKER_HOST") from None
+    return client
+
+
+def parse_gpus(value: str) -> str | list[str]:
+    """``all`` / ``none`` / ``0,1`` -> "all", "none" or a list of device ids; ValueError naming the choices."""
+    value = (value or "").strip()
+    if value in ("all", "none"):
+        return value
+    ids = [v.strip() for v in value.split(",")]
+    if value and all(v.isdigit() for v in ids):
+        return ids
+    raise ValueError(f"--gpus {value!r}: valid choices: {GPU_CHOICES}")
+
+
+def device_requests(gpus: str | list[str]) -> list:
+    if gpus == "none":
+        return []
+    from docker.types import DeviceRequest
+
+    if gpus == "all":
+        return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+    return [DeviceRequest(device_ids=list(gpus), capabilities=[["gpu"]])]
+
+
+def build_local_image(client=None, tag: str = LOCAL_IMAGE) -> str:
+    """Import an empty root (``proc sys dev tmp etc usr lib lib64 bin``) as ``tag``, labelled to run the host's
+    tritonserver with read-only host mounts; returns the image id. No registry needed."""
+    client = client or docker_client()
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w") as tar:
+        for name in ("proc", "sys", "dev", "dev/shm", "tmp", "etc", "usr", "lib", "lib64", "bin", "sbin"):
+            info = tarfile.TarInfo(name)
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o1777 if name == "tmp" else 0o755, 0
+            tar.addfile(info)
+    repository, _, version = tag.rpartition(":") if ":" in tag.split("/")[-1] else (tag, "", "latest")
+    client.api.import_image_from_data(data.getvalue(), repository=repository, tag=version,
+                                      changes=[f"LABEL {RUNTIME_LABEL}=host"])
+    return client.images.get(tag).id
+
+
+def _pid_alive(pid: int, started: str = "") -> bool:
+    """Whether process ``pid`` lives and (when ``started`` is given) is the one that started at that time."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        return not started or f"{process.create_time():.2f}" == started
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return False
+    except psutil.AccessDenied:
+        return True
+
+
+def _this_process_started() -> str:
+    import psutil
+
+    return f"{psutil.Process().create_time():.2f}"
+
+
+def reap_stale_containers(client) -> list[str]:
+    """Remove containers this host's earlier runs left behind (their pytest is dead: killed, crashed)."""
+    removed = []
+    host = socket.gethostname()
+    for container in client.containers.list(all=True, filters={"label": "tritonsuite.pid"}):
+        labels = container.labels
+        if labels.get("tritonsuite.host") != host:
+            continue
+        try:
+            pid = int(labels.get("tritonsuite.pid", ""))
+        except ValueError:
+            continue
+        if not _pid_alive(pid, labels.get("tritonsuite.started", "")):
+            try:
+                container.remove(force=True)
+                removed.append(container.name)
+            except Exception:
+                pass  # removed meanwhile (its janitor)
+    return removed
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+def host_mounts(*paths: str | Path) -> list[str]:
+    """The host folders the wheel's tritonserver needs in an empty root, nested ones left out: the system's
+    libraries and binaries, this interpreter's prefix (the python-backend stub links its libpython) and the
+    environment holding nvidia-pytriton, torch and onnxruntime, plus ``paths``."""
+    candidates = ["/usr", "/lib", "/lib64", "/bin", "/sbin", sys.base_prefix, sys.prefix,
+                  str(Path(sys.executable).resolve().parent.parent), *map(str, paths)]
+    # Each at its own path (on a merged-/usr system /lib64 is a link to /usr/lib64: the ELF interpreter's path
+    # /lib64/ld-linux-x86-64.so.2 must exist in the container) and where it resolves to.
+    found = sorted({q for p in candidates if p and os.path.isdir(p)
+                    for q in (os.path.abspath(p), os.path.realpath(p))})
+    kept: list[str] = []
+    for path in found:
+        if not any(path == k or path.startswith(k.rstrip("/") + "/") for k in kept):
+            kept.append(path)
+    return kept
+
+
+class ContainerServer(TritonServer):
+    """Triton in a Docker container (see the module's docstring)."""
+
+    name = "container"
+
+    @classmethod
+    def create(cls, *, model_repository: str | Path, log_dir: str | Path, triton_url: str = "",
+               **options) -> "ContainerServer":
+        return cls(model_repository, log_dir, **options)
+
+    def __init__(self, model_repository: str | Path, log_dir: str | Path, image: str = "", gpus: str = "none",
+                 run_id: str = "", startup_timeout: float = 180.0, extra_args: tuple[str, ...] = (),
+                 model_control_mode: str = "explicit", port_attempts: int = 3, janitor: bool = True):
+        self.model_repository = Path(model_repository).resolve()
+        self.log_dir = Path(log_dir)
+        self.image = image or os.environ.get(IMAGE_ENV) or DEFAULT_IMAGE
+        try:
+            self.gpus = parse_gpus(gpus)
+        except ValueError as exc:
+            raise ServerError(str(exc)) from None
+        self.run_id = run_id or f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        self.startup_timeout = startup_timeout
+        self.extra_args = tuple(extra_args)
+        self.model_control_mode = model_control_mode
+        self.port_attempts = port_attempts
+        self.use_janitor = janitor
+        self.notes: list[str] = []  # settings the engine refused and what was done instead
+        self.http_url = ""
+        self.ports: dict[str, int] = {}
+        self.container = None
+        self.log_path: Path | None = None
+        self.image_digest = ""
+        self.network = ""
+        self.shm_prefix = ""
+        self._client = None
+        self._image_runtime = ""
+        self._backend_dir: Path | None = None
+        self._log_thread: threading.Thread | None = None
+        self._janitor: int | None = None
+        self._atexit = None
+
+    @property
+    def local(self) -> bool:
+        return True  # the engine runs on this host: the repository is bind-mounted, /dev/shm is shared
+
+    # --- start ---------------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self.container is not None:
+            return
+        from tritonsuite.server.embedded import sweep_stale_shm
+
+        client = self._client = self._client or docker_client()
+        reap_stale_containers(client)
+        sweep_stale_shm()
+        image = self._image(client)
+        self._image_runtime = image.labels.get(RUNTIME_LABEL, "")
+        self.image_digest = (image.attrs.get("RepoDigests") or [image.id])[0].rpartition("@")[2] or image.id
+        self.network = "bridge" if client.networks.list(names=["bridge"]) else "host"
+        self.model_repository.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        if self._image_runtime == "host":
+            from tritonsuite.server.embedded import backend_directory, pytriton_paths
+
+            self._backend_dir = backend_directory(pytriton_paths())
+            self._backend_dir.chmod(0o755)  # the container runs as this user; others may read it too
+        last_error = None
+        for _ in range(self.port_attempts if self.network == "host" else 1):
+            try:
+                self._start_once(client)
+                return
+            except _PortClash as exc:
+                last_error = exc
+        self.stop()
+        raise ServerError(f"tritonserver in a container could not bind its ports after {self.port_attempts} "
+                          f"attempts: {last_error}")
+
+    def _image(self, client):
+        import docker.errors
+
+        try:
+            return client.images.get(self.image)
+        except docker.errors.ImageNotFound:
+            raise ServerError(f"--image {self.image}: not on the Docker engine; pull it first (docker pull "
+                              f"{self.image}), or build the local image (python -m tritonsuite.server "
+                              f"build-local-image)") from None
+
+    def arguments(self) -> ServerArguments:
+        host_runtime = self._image_runtime == "host"
+        return ServerArguments(
+            model_repository=str(self.model_repository), http_port=self.ports["http"],
+            grpc_port=self.ports["grpc"], metrics_port=self.ports["metrics"],
+            backend_directory=str(self._backend_dir) if host_runtime else "",
+            model_control_mode=self.model_control_mode,
+            backend_config=(f"python,shm-region-prefix-name={self.shm_prefix}",),
+            extra=self.extra_args, address=LOOPBACK if self.network == "host" else "0.0.0.0")
+
+    def _run_spec(self, launch: int) -> dict:
+        from docker.types import Ulimit
+
+        from tritonsuite.server.embedded import pytriton_paths
+
+        binary, environment, volumes, user = "tritonserver", {}, {}, None
+        if self._image_runtime == "host":
+            paths = pytriton_paths()
+            binary = str(paths["binary"])
+            libdirs = [str(paths["libs"]), sysconfig.get_config_var("LIBDIR") or ""]
+            environment = {
+                "LD_LIBRARY_PATH": os.pathsep.join(d for d in libdirs if d),
+                # the python-backend stub finds its prefix through the python3 first on PATH (see embedded.py)
+                "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+                "HOME": "/tmp",
+            }
+            for path in host_mounts(self._backend_dir):
+                volumes[path] = {"bind": path, "mode": "ro"}
+            user = f"{os.getuid()}:{os.getgid()}"
+        environment.setdefault("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
+        environment.setdefault("OMP_WAIT_POLICY", os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))
+        volumes[str(self.model_repository)] = {"bind": str(self.model_repository), "mode": "ro"}
+        spec = dict(
+            image=self.image, command=self.arguments().command(binary), detach=True,
+            name=f"tritonsuite-{os.getpid()}-{launch}", environment=environment, volumes=volumes,
+            labels={"tritonsuite.run": self.run_id, "tritonsuite.pid": str(os.getpid()),
+                    "tritonsuite.host": socket.gethostname(), "tritonsuite.started": _this_process_started()},
+            ipc_mode="host",
+            ulimits=[Ulimit(name="stack", soft=STACK_BYTES, hard=STACK_BYTES),
+                     Ulimit(name="memlock", soft=-1, hard=-1)],
+            device_requests=device_requests(self.gpus), stdin_open=False, tty=False)
+        if user:
+            spec["user"] = user
+        if self.network == "host":
+            spec["network_mode"] = "host"
+        else:
+            spec["ports"] = {f"{p}/tcp": (LOOPBACK, None) for p in CONTAINER_PORTS.values()}
+        return spec
+
+    def _create_and_start(self, client, spec: dict):
+        """Create and start the container; an engine that refuses memlock gets it again without (noted)."""
+        import docker.errors
+
+        for attempt in range(2):
+            container = client.containers.create(**spec)
+            try:
+                container.start()
+                return container
+            except docker.errors.APIError as exc:
+                _remove(container)
+                message = str(exc)
+                refused = "memlock" in message.lower() or ("rlimit" in message.lower()
+                                                           and "operation not permitted" in message.lower())
+                if attempt == 0 and refused:
+                    spec["ulimits"] = [u for u in spec["ulimits"] if u.name != "memlock"]
+                    self.notes.append("the engine refused ulimit memlock=-1 (rlimit: operation not permitted); "
+                                      "the container runs with the engine's default memlock limit")
+                    continue
+                raise ServerError(f"the Docker engine could not start {self.image}: {message.strip()}") from None
+        raise AssertionError("unreachable")
+
+    def _start_once(self, client) -> None:
+        launch = next(_launch_counter)
+        from tritonsuite.server.embedded import SHM_PREFIX
+
+        self.shm_prefix = f"{SHM_PREFIX}{os.getpid()}x{launch}c_"
+        if self.network == "host":
+            self.ports = {}
+            while len(set(self.ports.values())) < 3:
+                self.ports = {name: _free_port() for name in CONTAINER_PORTS}
+        else:
+            self.ports = dict(CONTAINER_PORTS)
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        self.log_path = self.log_dir / f"tritonserver-{stamp}-{os.getpid()}-{launch}-container.log"
+        self.container = self._create_and_start(client, self._run_spec(launch))
+        self._guard()
+        self._stream_log()
+        if self.network == "host":
+            self.http_url = f"{LOOPBACK}:{self.ports['http']}"
+        else:
+            self.container.reload()
+            published = self.container.ports
+            self.ports = {name: int(published[f"{port}/tcp"][0]["HostPort"]) for name, port in CONTAINER_PORTS.items()}
+            self.http_url = f"{LOOPBACK}:{self.ports['http']}"
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            state = self._state()
+            if state.get("Status") in ("exited", "dead", "removing", None):
+                tail = self._final_tail()
+                code = state.get("ExitCode")
+                self._remove_container()
+                if "already in use" in tail or "failed to bind" in tail.lower():
+                    raise _PortClash(tail.strip().splitlines()[-1] if tail.strip() else "port in use")
+                raise ServerError(f"tritonserver in container {self.image} exited with code {code} during start-up "
+                                  f"(log: {self.log_path})\n{tail}")
+            if self._ready():
+                return
+            time.sleep(POLL_S)
+        tail = self.log_tail()
+        self.stop()
+        raise ServerError(f"tritonserver in container {self.image} was not ready within {self.startup_timeout:.0f} s "
+                          f"(log: {self.log_path})\n{tail}")
+
+    def _guard(self) -> None:
+        """From here on the container must not outlive this process: a janitor for SIGKILL, atexit otherwise."""
+        if self.use_janitor:
+            from tritonsuite.client import CLIENT_SHM_PREFIX
+            from tritonsuite.server.embedded import SHM_DIR
+
+            self._janitor = janitor.start(0, [str(SHM_DIR / f"{self.shm_prefix}*"),
+                                              str(SHM_DIR / f"{CLIENT_SHM_PREFIX}{os.getpid()}x*")],
+                                          container=self.container.id)
+        if self._atexit is None:
+            self._atexit = self.stop
+            atexit.register(self._atexit)
+
+    def _stream_log(self) -> None:
+        container, path = self.container, self.log_path
+
+        def stream() -> None:
+            with open(path, "ab") as log:
+                try:
+                    for chunk in container.logs(stream=True, follow=True, stdout=True, stderr=True):
+                        log.write(chunk)
+                        log.flush()
+                except Exception:
+                    pass  # the container was removed: the stream ends
+        self._log_thread = threading.Thread(target=stream, daemon=True, name="tritonserver-container-log")
+        self._log_thread.start()
+
+    def _final_tail(self) -> str:
+        if self._log_thread is not None:
+            self._log_thread.join(timeout=5)  # the container exited: its stream ends once drained
+        return self.log_tail()
+
+    def _state(self) -> dict:
+        import docker.errors
+
+        if self.container is None:
+            return {}
+        try:
+            self.container.reload()
+        except docker.errors.NotFound:
+            return {}
+        except Exception:
+            return {"Status": "running"}  # the engine did not answer this once: not evidence of a death
+        return self.container.attrs.get("State", {})
+
+    def _ready(self) -> bool:
+        """Live, ready, and every model the repository index shows loading or loaded is ready."""
+        base = f"http://{self.http_url}"
+        try:
+            for path in ("/v2/health/live", "/v2/health/ready"):
+                with urllib.request.urlopen(base + path, timeout=1.0) as response:
+                    if response.status != 200:
+                        return False
+            request = urllib.request.Request(base + "/v2/repository/index", data=b"{}", method="POST")
+            with urllib.request.urlopen(request, timeout=2.0) as response:
+                index = json.loads(response.read() or b"[]")
+            for model in index:
+                if model.get("state") in ("READY", "LOADING"):
+                    version = f"/versions/{model['version']}" if model.get("version") else ""
+                    with urllib.request.urlopen(f"{base}/v2/models/{model['name']}{version}/ready",
+                                                timeout=1.0) as response:
+                        if response.status != 200:
+                            return False
+            return True
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+
+    # --- running ---------------------------------------------------------------------------------------------------
+
+    def is_alive(self) -> bool:
+        return self._state().get("Status") == "running"
+
+    def log_tail(self, lines: int = 40) -> str:
+        if not self.log_path or not self.log_path.exists():
+            return ""
+        text = self.log_path.read_text(errors="replace").splitlines()
+        return "--- tritonserver log tail ({}) ---\n{}".format(self.log_path, "\n".join(text[-lines:]))
+
+    def process_ids(self) -> list[int]:
+        import psutil
+
+        pid = self._state().get("Pid") or 0
+        if not pid:
+            return []
+        try:
+            root = psutil.Process(pid)
+            return [root.pid] + [p.pid for p in root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    def describe(self) -> str:
+        short = self.container.short_id if self.container is not None else "-"
+        return f"tritonserver in container {short} ({self.image}) at {self.http_url}"
+
+    def provenance(self) -> str:
+        return f"container {self.image}@{self.image_digest}" if self.image_digest else f"container {self.image}"
+
+    # --- stop ----------------------------------------------------------------------------------------------------
+
+    def _remove_container(self) -> None:
+        if self.container is not None:
+            _remove(self.container, stop_timeout=15)
+            if self._log_thread is not None:
+                self._log_thread.join(timeout=5)
+            self.container = None
+        from tritonsuite.server.embedded import SHM_DIR
+
+        if self.shm_prefix:
+            for path in SHM_DIR.glob(f"{self.shm_prefix}*"):
+                path.unlink(missing_ok=True)
+
+    def stop(self) -> None:
+        self._remove_container()
+        if self._janitor is not None:
+            janitor.dismiss(self._janitor)
+            self._janitor = None
+        if self._atexit is not None:
+            atexit.unregister(self._atexit)
+            self._atexit = None
+        if self._backend_dir is not None:
+            shutil.rmtree(self._backend_dir, ignore_errors=True)
+            self._backend_dir = None
+
+
+class _PortClash(Exception):
+    pass
+
+
+def _remove(container, stop_timeout: int = 0) -> None:
+    """Stop (SIGTERM, then SIGKILL after ``stop_timeout`` s) and remove; bounded by the client's timeout."""
+    try:
+        if stop_timeout:
+            container.stop(timeout=stop_timeout)
+    except Exception:
+        pass
+    try:
+        container.remove(force=True)
+    except Exception:
+        pass
