@@ -253,7 +253,8 @@ def test_a_gpu_profiles_rows_name_their_profile_and_published_tables(tmp_path):
 
     (tmp_path / "mine.yaml").write_text("device: gpu\ngpu: NVIDIA A100 80GB\npublished: a100\nmodels: {bert: {size: "
                                         "tiny, formats: [onnx], precisions: [fp16], max_batch_size: 4}}\n")
-    server = SimpleNamespace(local=False, name="remote", version=lambda: "2.51.0", describe=lambda: "gpu-host:8000")
+    server = SimpleNamespace(local=False, name="remote", version=lambda: "2.51.0", describe=lambda: "gpu-host:8000",
+                             provenance=lambda: "remote")
     registry = default_registry()
     deployment = Deployment("bert_tiny_onnx_fp16_offline", registry.get("bert", "tiny"),
                             SimpleNamespace(format="onnx", precision="fp16", key="0" * 64, max_abs_error={}),
