@@ -6,8 +6,10 @@ shared memory references) and sent by an asyncio load generator, in one of two w
 - open loop (a request rate): requests are sent on a seeded schedule (Poisson or constant arrivals) whatever the
   responses do, over as many connections as are needed (up to ``max_outstanding`` in flight). Latency is measured
   from the scheduled send time, so a slow server cannot hide its queue (coordinated omission), and a request sent
-  more than ``schedule_tolerance_ms`` after its time is late: a point with more than ``max_late_percent`` late
-  requests measured the load generator, not the server, and is INVALID.
+  more than ``schedule_tolerance_ms`` (or a tenth of the mean gap between arrivals, if longer) after its time is
+  late: a point with more than ``max_late_percent`` late requests measured the load generator, not the server,
+  and is INVALID. Open-loop windows are judged stable on latency alone: their throughput is the schedule's (a
+  Poisson count), not the server's.
 After a warm-up, measurement windows (time-based, or count-based) run until the
 last three agree within the stability percentage on throughput and average latency, or ``max_trials`` windows
 have run (then the point is UNSTABLE). On a busy host the windows lengthen first: after each three that disagree,
@@ -450,22 +452,23 @@ class _LoadGenerator:
             pass
 
     def _stable(self, windows: Sequence[_Window]) -> bool:
-        return _stability(windows, self.settings.stability_percentage)[0]
+        return _stability(windows, self.settings.stability_percentage, self.point.open_loop)[0]
 
 
-def _stability(windows: Sequence[_Window], limit: float) -> tuple[bool, float, float]:
-    """(stable, throughput spread %, latency spread %) over the given windows."""
+def _stability(windows: Sequence[_Window], limit: float, open_loop: bool = False) -> tuple[bool, float, float]:
+    """(stable, throughput spread %, latency spread %) over the given windows. Closed loop, both must be within the
+    limit; open loop, the latency (the throughput follows the arrival schedule, whatever the server does)."""
     throughput = [len(w.samples) / (w.end - w.start) for w in windows]
     latency = [float(w.samples[:, 0].mean()) if len(w.samples) else 0.0 for w in windows]
     t_spread, l_spread = _spread(throughput), _spread(latency)
-    return t_spread <= limit and l_spread <= limit, t_spread, l_spread
+    return (open_loop or t_spread <= limit) and l_spread <= limit, t_spread, l_spread
 
 
 def _summarise(point: LoadPoint, windows: list[_Window], total: dict[str, int], completed: int,
                settings: MeasurementSettings, protocol: str, gpu: GpuSampler | None = None,
                generator: "_LoadGenerator | None" = None) -> Measurement:
     stable_windows = windows[-STABLE_WINDOWS:]
-    stable, t_spread, l_spread = _stability(stable_windows, settings.stability_percentage)
+    stable, t_spread, l_spread = _stability(stable_windows, settings.stability_percentage, point.open_loop)
     samples = np.concatenate([w.samples for w in stable_windows])
     duration = sum(w.end - w.start for w in stable_windows)
     server = {k: sum(w.server[k] for w in stable_windows) for k in stable_windows[0].server}
@@ -523,7 +526,8 @@ def _summarise(point: LoadPoint, windows: list[_Window], total: dict[str, int], 
     late_percent = 0.0
     if point.open_loop:
         delay_ms = samples[:, 3] * 1e3
-        late_percent = float((delay_ms > settings.schedule_tolerance_ms).mean() * 100.0)
+        tolerance_ms = schedule_tolerance_ms(point, settings)
+        late_percent = float((delay_ms > tolerance_ms).mean() * 100.0)
         meta.update({
             "load": "open loop",
             "offered_rate": point.request_rate,
@@ -531,7 +535,7 @@ def _summarise(point: LoadPoint, windows: list[_Window], total: dict[str, int], 
             "distribution": point.distribution,
             "seed": point.seed,
             "late_percent": round(late_percent, 2),  # sent more than schedule_tolerance_ms after their time
-            "schedule_tolerance_ms": settings.schedule_tolerance_ms,
+            "schedule_tolerance_ms": round(tolerance_ms, 3),
             "schedule_delay_p99_ms": round(float(np.percentile(delay_ms, 99)), 3),
             "max_outstanding": generator.max_outstanding if generator is not None else None,
         })
@@ -564,7 +568,7 @@ def _summarise(point: LoadPoint, windows: list[_Window], total: dict[str, int], 
         status = "INVALID" if status in ("OK", "UNSTABLE") else status
         at_cap = generator is not None and generator.max_outstanding >= settings.max_outstanding
         reasons.append(f"the load generator could not keep the schedule: {late_percent:.1f}% of requests were sent "
-                       f"more than {settings.schedule_tolerance_ms:g} ms late (limit {settings.max_late_percent:g}%)"
+                       f"more than {schedule_tolerance_ms(point, settings):.3g} ms late (limit {settings.max_late_percent:g}%)"
                        + (f"; the cap of {settings.max_outstanding} requests in flight (max_outstanding) was reached"
                           if at_cap else ""))
     if meta.get("stopped_early"):
@@ -575,6 +579,13 @@ def _summarise(point: LoadPoint, windows: list[_Window], total: dict[str, int], 
 
 
 LATENCY_SAMPLES = 2000
+
+
+def schedule_tolerance_ms(point: LoadPoint, settings: MeasurementSettings) -> float:
+    """How late an open-loop send may be and still keep the schedule: ``schedule_tolerance_ms``, or a tenth of the
+    mean gap between arrivals when that is longer (5 ms late on a 400 ms gap leaves the arrival process as it was)."""
+    return max(settings.schedule_tolerance_ms, 100.0 / point.request_rate) if point.open_loop \
+        else settings.schedule_tolerance_ms
 
 
 def _even_subsample(n: int, limit: int = LATENCY_SAMPLES) -> np.ndarray:

@@ -41,7 +41,8 @@ class MeasurementSettings:
     warmup_ms: float = 500.0
     request_timeout_s: float = 120.0
     client_bound_percent: float = 90.0  # load generator CPU (% of one core) above which a row is client bound
-    # open loop (request rates): a request sent more than this after its scheduled time is late; a point with more
+    # open loop (request rates): a request sent more than this (or a tenth of the mean gap between arrivals, if
+    # longer) after its scheduled time is late; a point with more
     # than max_late_percent late requests is not the server's number; at most max_outstanding requests in flight
     schedule_tolerance_ms: float = 5.0
     max_late_percent: float = 1.0

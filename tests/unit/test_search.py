@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tritonsuite.measure import LoadPoint, Measurement, _Window, arrival_gaps
+from tritonsuite.measure import LoadPoint, Measurement, _stability, _Window, arrival_gaps, schedule_tolerance_ms
 from tritonsuite.search import CLEARLY_OVER, judge, search, stop_when_clearly_over
 from tritonsuite.settings import LatencyBound, MeasurementSettings
 
@@ -169,3 +169,20 @@ def test_the_search_stops_after_its_step_budget():
 def test_unknown_search_kind():
     with pytest.raises(ValueError, match="search kind 'latency'; valid choices: request_rate, concurrency"):
         search(lambda x: measured(1.0), "latency", LatencyBound("p99", 10), 1, SETTINGS)
+
+
+def test_lateness_is_judged_against_the_gap_between_arrivals():
+    settings = MeasurementSettings(schedule_tolerance_ms=5.0)
+    assert schedule_tolerance_ms(LoadPoint(1, request_rate=1000.0), settings) == 5.0
+    assert schedule_tolerance_ms(LoadPoint(1, request_rate=2.5), settings) == pytest.approx(40.0)  # a tenth of 400 ms
+    assert schedule_tolerance_ms(LoadPoint(1, 4), settings) == 5.0
+
+
+def test_open_loop_windows_are_judged_on_latency_alone():
+    def window(n, latency_ms):  # n requests in one second
+        return _Window(0.0, 1.0, np.column_stack([np.full(n, latency_ms / 1e3), np.zeros((n, 3))]), {}, 0.0)
+
+    poisson_counts = [window(16, 20.0), window(24, 20.5), window(19, 19.8)]  # 20 req/s offered: counts vary
+    assert _stability(poisson_counts, 10.0, open_loop=True)[0]
+    assert not _stability(poisson_counts, 10.0)[0]  # closed loop, the throughput must agree too
+    assert not _stability([window(20, 20.0), window(20, 30.0), window(20, 20.0)], 10.0, open_loop=True)[0]
