@@ -9,7 +9,7 @@ from tests.helpers import ROOT, run_pytest
 
 @pytest.mark.parametrize("args, message", [
     (["--gpu", "a999"], "--gpu 'a999': unknown profile; valid choices: a100, a30, a40, cpu, h100, t4, tiny, v100"),
-    (["--server", "docker"], "argument --server: invalid choice: 'docker' (choose from 'embedded', 'remote')"),
+    (["--server", "docker"], "argument --server: invalid choice: 'docker' (choose from 'container', 'embedded', 'remote')"),
     (["--models", "gpt"], "--models gpt: unknown model; valid choices: bert"),
     (["--formats", "onnx,savedmodel"], "--formats savedmodel: unknown format; valid choices: ts-trace, ts-script, onnx, trt"),
     (["--batch-sizes", "1,x"], "--batch-sizes '1,x': expected comma-separated positive integers"),
