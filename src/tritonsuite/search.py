@@ -1,8 +1,8 @@
 """The most load a deployment takes within a latency bound ("max req/s at p99 <= 50 ms").
 
 A search measures points with the engine (:func:`tritonsuite.measure.measure`), one after another:
-1. bracket: from a start, the load doubles while the bound holds (or halves while it does not) until one point is
-   within the bound and the next is over it;
+1. bracket: from a start, the load doubles while the bound holds (or halves while it does not, three times at most
+   for a rate: sparse arrivals need long windows) until one point is within the bound and the next is over it;
 2. bisect between them until the bracket is narrower than ``search_resolution_percent`` of its lower end (for
    concurrency: until the two are neighbours), within ``search_max_steps`` points in all;
 3. re-measure the highest point within the bound; if that one now breaks it (a noisy host), one step lower is
@@ -27,6 +27,7 @@ CLEARLY_OVER = 2.0  # two windows in a row whose statistic exceeds this many tim
 RE_MEASURES = 3  # attempts to confirm the answer, each lower than the last
 MIN_ACHIEVED = 0.95  # open loop: the share of the offered rate the server must complete
 GROWTH = 2.0
+LOWEST_HALVINGS = 3  # a rate search goes no lower than start / 2**3 (low rates need long windows)
 
 
 @dataclass
@@ -122,7 +123,7 @@ def search(measure_at: Callable[[float], Measurement], kind: str, bound: Latency
     lo: float | None = None
     hi: float | None = None
     load = max(1.0, float(round(start))) if integer else float(start)
-    lowest = 1.0 if integer else start / 2 ** 6
+    lowest = 1.0 if integer else start / 2 ** LOWEST_HALVINGS
     while budget():  # bracket
         if probe(load, "bracket"):
             lo = load

@@ -33,7 +33,7 @@ def test_narrowing(tmp_path):
     assert [c.id for c in cases] == ["bert-onnx-fp32-batch1", "bert-onnx-fp32-batch2"]
     assert [c.id for c in profile_cases(narrowed, "online")] == [
         "bert-onnx-fp32-concurrency3", "bert-onnx-fp32-rate4", "bert-onnx-fp32-rate8",
-        "bert-onnx-fp32-maxrate-p99le250ms", "bert-onnx-fp32-maxconcurrency-p99le250ms"]
+        "bert-onnx-fp32-maxrate-p99le500ms", "bert-onnx-fp32-maxconcurrency-p99le500ms"]
     assert [c.id for c in profile_cases(narrowed, "accuracy")] == ["bert-onnx-fp32"]
     with pytest.raises(ProfileError, match="not in profile 'cpu'; valid choices: bert"):
         narrow(profile, models=["identity"])

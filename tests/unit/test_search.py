@@ -116,8 +116,15 @@ def test_rate_search_brackets_bisects_and_confirms_the_highest_rate_within_the_b
 
 def test_rate_search_halves_from_a_start_over_the_bound():
     measure_at, calls = queue_model(capacity=100.0)  # within up to 81 req/s
+    result = search(measure_at, "request_rate", LatencyBound("p99", 10), 400.0, SETTINGS)
+    assert calls[:4] == [400, 200, 100, 50] and result.found and 81 * 0.95 <= result.best.load <= 81
+
+
+def test_rate_search_goes_no_lower_than_an_eighth_of_its_start():
+    measure_at, calls = queue_model(capacity=10.0)  # within up to 8.1 req/s: below start / 8
     result = search(measure_at, "request_rate", LatencyBound("p99", 10), 1000.0, SETTINGS)
-    assert calls[:5] == [1000, 500, 250, 125, 62.5] and result.found and 81 * 0.95 <= result.best.load <= 81
+    assert calls == [1000, 500, 250, 125] and not result.found
+    assert result.reason.startswith("even 125 req/s is not within it: p99 ")
 
 
 def test_concurrency_search_steps_in_whole_requests():
