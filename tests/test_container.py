@@ -64,7 +64,7 @@ def identity_repo(tmp_path_factory):
 
 def _containers(engine, **labels) -> list:
     filters = {"label": [f"tritonsuite.{k}={v}" for k, v in labels.items()]}
-    return engine.containers.list(all=True, filters=filters)
+    return engine.containers.list(all=True, filters=filters, ignore_removed=True)  # one may go meanwhile
 
 
 def _listening(port: int) -> bool:

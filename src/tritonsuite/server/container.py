@@ -153,7 +153,8 @@ def reap_stale_containers(client) -> list[str]:
     """Remove containers this host's earlier runs left behind (their pytest is dead: killed, crashed)."""
     removed = []
     host = socket.gethostname()
-    for container in client.containers.list(all=True, filters={"label": "tritonsuite.pid"}):
+    for container in client.containers.list(all=True, filters={"label": "tritonsuite.pid"},
+                                               ignore_removed=True):
         labels = container.labels
         if labels.get("tritonsuite.host") != host:
             continue
