@@ -77,14 +77,14 @@ def test_a_bad_open_loop_point_is_refused(kwargs, message):
         LoadPoint(1, **kwargs)
 
 
-def test_judge_needs_a_valid_point_within_the_bound_that_the_server_kept_up_with():
+def test_judge_needs_a_valid_point_within_the_bound():
     bound = LatencyBound("p99", 10)
     assert judge(measured(8.0), bound) == (True, "p99 8.00 ms")
     assert judge(measured(12.0), bound) == (False, "p99 12.00 ms > 10 ms")
     within, why = judge(measured(8.0, status="INVALID", reasons=("client bound",)), bound)
     assert not within and why == "p99 8.00 ms but the point is INVALID: client bound"
-    within, why = judge(measured(8.0, rate=100.0, achieved=90.0), bound)
-    assert not within and why == "p99 8.00 ms but the server completed only 90.0 of 100 req/s offered"
+    # open loop, the achieved rate (a Poisson count over the windows) is reported, not judged
+    assert judge(measured(8.0, rate=100.0, achieved=84.0), bound) == (True, "p99 8.00 ms")
     assert judge(measured(30.0, status="STOPPED", reasons=("stopped early: over",)), bound) == (False, "stopped early: over")
 
 
