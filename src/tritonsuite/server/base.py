@@ -2,6 +2,7 @@
 lines that every launcher which starts a server uses."""
 from __future__ import annotations
 
+import socket
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -56,6 +57,23 @@ class ServerDied(ServerError):
     pass
 
 
+class PortClash(ServerError):
+    """A launch could not bind a port it was given (someone took it since it was chosen): try other ports."""
+
+
+def free_ports(names: tuple[str, ...] = ("http", "grpc", "metrics")) -> dict[str, int]:
+    """Distinct free ports on 127.0.0.1, one per name (free when chosen: a launch that loses one to another process
+    raises PortClash and is retried)."""
+    ports: dict[str, int] = {}
+    while len(set(ports.values())) < len(names):
+        ports = {}
+        for name in names:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind((LOOPBACK, 0))
+                ports[name] = s.getsockname()[1]
+    return ports
+
+
 class ModelControlUnavailable(ServerError):
     """The (remote) server does not allow loading/unloading models (it is not in explicit model control mode)."""
 
@@ -67,10 +85,10 @@ class TritonServer(ABC):
     http_url: str  # "127.0.0.1:8000" (host:port, as tritonclient takes it)
 
     @classmethod
-    @abstractmethod
     def create(cls, *, model_repository: str | Path, log_dir: str | Path, triton_url: str = "",
                **options) -> "TritonServer":
         """Build the launcher from the suite's common settings (it takes what it needs)."""
+        return cls(model_repository, log_dir, **options)
 
     @property
     @abstractmethod
@@ -88,6 +106,25 @@ class TritonServer(ABC):
 
     def log_tail(self, lines: int = 40) -> str:
         return ""
+
+    def _await_start(self, what: str, ended, poll_s: float = 0.1) -> None:
+        """Poll a launch until ``self._ready()``, within ``self.startup_timeout``. ``ended()`` is None while the
+        launch runs, else its exit code and log tail (the launch cleaned up): a bind failure raises PortClash, any
+        other exit ServerError with the tail; a launch not ready in time is stopped."""
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            exit_tail = ended()
+            if exit_tail is not None:
+                code, tail = exit_tail
+                if "already in use" in tail or "failed to bind" in tail.lower():
+                    raise PortClash(tail.strip().splitlines()[-1] if tail.strip() else "port in use")
+                raise ServerError(f"{what} exited with code {code} during start-up (log: {self.log_path})\n{tail}")
+            if self._ready():
+                return
+            time.sleep(poll_s)
+        tail = self.log_tail()
+        self.stop()
+        raise ServerError(f"{what} was not ready within {self.startup_timeout:.0f} s (log: {self.log_path})\n{tail}")
 
     def process_ids(self) -> list[int]:
         """The server's processes on this host (the server and its backends' stubs); none for a remote one."""

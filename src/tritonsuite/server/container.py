@@ -52,7 +52,7 @@ import urllib.request
 from pathlib import Path
 
 from tritonsuite.server import janitor
-from tritonsuite.server.base import LOOPBACK, ServerArguments, ServerError, TritonServer
+from tritonsuite.server.base import LOOPBACK, PortClash, ServerArguments, ServerError, TritonServer, free_ports
 
 #: NGC's Triton image matching the wheel's Triton (2.51 is release 24.10). Pull it yourself first (the launcher
 #: never pulls: it is ~15 GB, and a test run should not wait on it).
@@ -171,12 +171,6 @@ def reap_stale_containers(client) -> list[str]:
     return removed
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
-
-
 def host_mounts(*paths: str | Path) -> list[str]:
     """The host folders the wheel's tritonserver needs in an empty root, nested ones left out: the system's
     libraries and binaries, this interpreter's prefix (the python-backend stub links its libpython) and the
@@ -198,11 +192,6 @@ class ContainerServer(TritonServer):
     """Triton in a Docker container (see the module's docstring)."""
 
     name = "container"
-
-    @classmethod
-    def create(cls, *, model_repository: str | Path, log_dir: str | Path, triton_url: str = "",
-               **options) -> "ContainerServer":
-        return cls(model_repository, log_dir, **options)
 
     def __init__(self, model_repository: str | Path, log_dir: str | Path, image: str = "", gpus: str = "none",
                  run_id: str = "", startup_timeout: float = 180.0, extra_args: tuple[str, ...] = (),
@@ -265,7 +254,7 @@ class ContainerServer(TritonServer):
             try:
                 self._start_once(client)
                 return
-            except _PortClash as exc:
+            except PortClash as exc:
                 last_error = exc
         self.stop()
         raise ServerError(f"tritonserver in a container could not bind its ports after {self.port_attempts} "
@@ -358,9 +347,7 @@ class ContainerServer(TritonServer):
 
         self.shm_prefix = f"{SHM_PREFIX}{os.getpid()}x{launch}c_"
         if self.network == "host":
-            self.ports = {}
-            while len(set(self.ports.values())) < 3:
-                self.ports = {name: _free_port() for name in CONTAINER_PORTS}
+            self.ports = free_ports(tuple(CONTAINER_PORTS))
         else:
             self.ports = dict(CONTAINER_PORTS)
         stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -375,24 +362,15 @@ class ContainerServer(TritonServer):
             published = self.container.ports
             self.ports = {name: int(published[f"{port}/tcp"][0]["HostPort"]) for name, port in CONTAINER_PORTS.items()}
             self.http_url = f"{LOOPBACK}:{self.ports['http']}"
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            state = self._state()
-            if state.get("Status") in ("exited", "dead", "removing", None):
-                tail = self._final_tail()
-                code = state.get("ExitCode")
-                self._remove_container()
-                if "already in use" in tail or "failed to bind" in tail.lower():
-                    raise _PortClash(tail.strip().splitlines()[-1] if tail.strip() else "port in use")
-                raise ServerError(f"tritonserver in container {self.image} exited with code {code} during start-up "
-                                  f"(log: {self.log_path})\n{tail}")
-            if self._ready():
-                return
-            time.sleep(POLL_S)
-        tail = self.log_tail()
-        self.stop()
-        raise ServerError(f"tritonserver in container {self.image} was not ready within {self.startup_timeout:.0f} s "
-                          f"(log: {self.log_path})\n{tail}")
+        self._await_start(f"tritonserver in container {self.image}", self._ended, POLL_S)
+
+    def _ended(self) -> tuple[int | None, str] | None:
+        state = self._state()
+        if state.get("Status") not in ("exited", "dead", "removing", None):
+            return None
+        tail = self._final_tail()
+        self._remove_container()
+        return state.get("ExitCode"), tail
 
     def _guard(self) -> None:
         """From here on the container must not outlive this process: a janitor for SIGKILL, atexit otherwise."""
@@ -516,10 +494,6 @@ class ContainerServer(TritonServer):
         if self._backend_dir is not None:
             shutil.rmtree(self._backend_dir, ignore_errors=True)
             self._backend_dir = None
-
-
-class _PortClash(Exception):
-    pass
 
 
 def _remove(container, stop_timeout: int = 0) -> None:

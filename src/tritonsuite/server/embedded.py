@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -31,18 +30,12 @@ from pathlib import Path
 
 from tritonsuite.backends import STANDIN_FILE, standin_backends
 from tritonsuite.server import janitor
-from tritonsuite.server.base import LOOPBACK, ServerArguments, ServerError, TritonServer
+from tritonsuite.server.base import PortClash, ServerArguments, ServerError, TritonServer, free_ports
 
 SHM_DIR = Path("/dev/shm")
 SHM_PREFIX = "triton_python_backend_shm_region_ts"  # + "<pid>x<n>_": owner pid and launch number
 _launch_counter = itertools.count(1)
 WATCHDOG_INTERVAL_S = 0.2
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
 
 
 def _pid_alive(pid: int) -> bool:
@@ -110,11 +103,6 @@ class EmbeddedServer(TritonServer):
 
     name = "embedded"
 
-    @classmethod
-    def create(cls, *, model_repository: str | Path, log_dir: str | Path, triton_url: str = "",
-               **options) -> "EmbeddedServer":
-        return cls(model_repository, log_dir, **options)
-
     def __init__(self, model_repository: str | Path, log_dir: str | Path, startup_timeout: float = 120.0,
                  extra_args: tuple[str, ...] = (), model_control_mode: str = "explicit", port_attempts: int = 3):
         self.model_repository = Path(model_repository).resolve()
@@ -160,10 +148,7 @@ class EmbeddedServer(TritonServer):
             backend_config=(f"python,shm-region-prefix-name={self.shm_prefix}",), extra=self.extra_args)
 
     def choose_ports(self) -> dict[str, int]:
-        ports: dict[str, int] = {}
-        while len(set(ports.values())) < 3:
-            ports = {"http": free_port(), "grpc": free_port(), "metrics": free_port()}
-        return ports
+        return free_ports()
 
     def start(self) -> None:
         if self.process is not None:
@@ -178,7 +163,7 @@ class EmbeddedServer(TritonServer):
             try:
                 self._start_once(paths)
                 return
-            except _PortClash as exc:
+            except PortClash as exc:
                 last_error = exc
         self._cleanup()
         raise ServerError(f"tritonserver could not bind its ports after {self.port_attempts} attempts: {last_error}")
@@ -195,30 +180,23 @@ class EmbeddedServer(TritonServer):
                                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                             env=self._environment(paths),
                                             start_new_session=True, preexec_fn=_die_with_parent)
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            code = self.process.poll()
-            if code is not None:
-                tail = self.log_tail()
-                self._reap()
-                if "already in use" in tail or "failed to bind" in tail.lower():
-                    raise _PortClash(tail.strip().splitlines()[-1] if tail.strip() else "port in use")
-                raise ServerError(f"tritonserver exited with code {code} during start-up "
-                                  f"(log: {self.log_path})\n{tail}")
-            if self._ready():
-                self._stopping.clear()
-                # if this process dies without stopping the server (SIGKILL, OOM), the janitor cleans up
-                from tritonsuite.client import CLIENT_SHM_PREFIX
+        self._await_start("tritonserver", self._ended)
+        self._stopping.clear()
+        # if this process dies without stopping the server (SIGKILL, OOM), the janitor cleans up
+        from tritonsuite.client import CLIENT_SHM_PREFIX
 
-                self._janitor = janitor.start(self.process.pid, [str(SHM_DIR / f"{self.shm_prefix}*"),
-                                                                 str(SHM_DIR / f"{CLIENT_SHM_PREFIX}{os.getpid()}x*")])
-                threading.Thread(target=self._watch, args=(self.process, self.shm_prefix), daemon=True,
-                                 name="tritonserver-watchdog").start()
-                return
-            time.sleep(0.1)
+        self._janitor = janitor.start(self.process.pid, [str(SHM_DIR / f"{self.shm_prefix}*"),
+                                                         str(SHM_DIR / f"{CLIENT_SHM_PREFIX}{os.getpid()}x*")])
+        threading.Thread(target=self._watch, args=(self.process, self.shm_prefix), daemon=True,
+                         name="tritonserver-watchdog").start()
+
+    def _ended(self) -> tuple[int, str] | None:
+        code = self.process.poll()
+        if code is None:
+            return None
         tail = self.log_tail()
-        self.stop()
-        raise ServerError(f"tritonserver was not ready within {self.startup_timeout:.0f} s (log: {self.log_path})\n{tail}")
+        self._reap()
+        return code, tail
 
     def _ready(self) -> bool:
         try:
@@ -310,10 +288,6 @@ class EmbeddedServer(TritonServer):
         if self._backend_dir is not None:
             shutil.rmtree(self._backend_dir, ignore_errors=True)
             self._backend_dir = None
-
-
-class _PortClash(Exception):
-    pass
 
 
 def _kill_group(pgid: int) -> None:
