@@ -83,6 +83,7 @@ class TritonServer(ABC):
 
     name = "abstract"
     http_url: str  # "127.0.0.1:8000" (host:port, as tritonclient takes it)
+    log_path: Path | None = None  # the server's log, where this launcher writes one
 
     @classmethod
     def create(cls, *, model_repository: str | Path, log_dir: str | Path, triton_url: str = "",
@@ -105,7 +106,10 @@ class TritonServer(ABC):
     def is_alive(self) -> bool: ...
 
     def log_tail(self, lines: int = 40) -> str:
-        return ""
+        if not self.log_path or not self.log_path.exists():
+            return ""
+        text = self.log_path.read_text(errors="replace").splitlines()
+        return "--- tritonserver log tail ({}) ---\n{}".format(self.log_path, "\n".join(text[-lines:]))
 
     def _await_start(self, what: str, ended, poll_s: float = 0.1) -> None:
         """Poll a launch until ``self._ready()``, within ``self.startup_timeout``. ``ended()`` is None while the

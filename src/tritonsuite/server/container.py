@@ -444,12 +444,6 @@ class ContainerServer(TritonServer):
     def is_alive(self) -> bool:
         return self._state().get("Status") == "running"
 
-    def log_tail(self, lines: int = 40) -> str:
-        if not self.log_path or not self.log_path.exists():
-            return ""
-        text = self.log_path.read_text(errors="replace").splitlines()
-        return "--- tritonserver log tail ({}) ---\n{}".format(self.log_path, "\n".join(text[-lines:]))
-
     def process_ids(self) -> list[int]:
         import psutil
 

@@ -208,12 +208,6 @@ class EmbeddedServer(TritonServer):
     def is_alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def log_tail(self, lines: int = 40) -> str:
-        if not self.log_path or not self.log_path.exists():
-            return ""
-        text = self.log_path.read_text(errors="replace").splitlines()
-        return "--- tritonserver log tail ({}) ---\n{}".format(self.log_path, "\n".join(text[-lines:]))
-
     def process_ids(self) -> list[int]:
         import psutil
 
