@@ -18,9 +18,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import ROOT, TINY_PROFILE, leftover_shm, raw_rows, run_leftovers, run_pytest
-from tritonsuite.export import export
 from tritonsuite.models import default_registry
-from tritonsuite.repository import DeploymentConfig, build_deployment
 from tritonsuite.server import ContainerServer, ServerDied, ServerError
 from tritonsuite.server.container import IMAGE_ENV, LOCAL_IMAGE, EngineUnavailable, build_local_image, docker_client
 
@@ -51,15 +49,6 @@ def image(engine):
             pytest.skip(f"{IMAGE_ENV}={name} is not on the engine")
         build_local_image(engine, LOCAL_IMAGE)
     return name
-
-
-@pytest.fixture(scope="module")
-def identity_repo(tmp_path_factory):
-    spec = default_registry().get("identity", "tiny")
-    artifact = export(spec, "onnx", "fp32", tmp_path_factory.mktemp("cache"))
-    repo = tmp_path_factory.mktemp("repo")
-    build_deployment(repo, "identity", spec, artifact, DeploymentConfig(max_batch_size=8))
-    return repo
 
 
 def _containers(engine, **labels) -> list:

@@ -10,21 +10,9 @@ import pytest
 
 from tests.helpers import leftover_shm
 from tests.unit.test_repository import STOCK_FIELDS
-from tritonsuite.export import export
-from tritonsuite.models import default_registry
-from tritonsuite.repository import DeploymentConfig, build_deployment
 from tritonsuite.server import (SHM_PREFIX, EmbeddedServer, ModelControlUnavailable, RemoteServer, ServerDied,
                                 ServerError, make_server)
 from tritonsuite.server.embedded import _group_alive
-
-
-@pytest.fixture(scope="module")
-def identity_repo(tmp_path_factory):
-    spec = default_registry().get("identity", "tiny")
-    artifact = export(spec, "onnx", "fp32", tmp_path_factory.mktemp("cache"))
-    repo = tmp_path_factory.mktemp("repo")
-    build_deployment(repo, "identity", spec, artifact, DeploymentConfig(max_batch_size=8))
-    return repo
 
 
 def _listening(port: int) -> bool:

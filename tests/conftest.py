@@ -1,0 +1,18 @@
+"""Fixtures shared by the suite's own integration tests."""
+from __future__ import annotations
+
+import pytest
+
+from tritonsuite.export import export
+from tritonsuite.models import default_registry
+from tritonsuite.repository import DeploymentConfig, build_deployment
+
+
+@pytest.fixture(scope="module")
+def identity_repo(tmp_path_factory):
+    """A model repository holding the tiny identity model as an ONNX deployment (max batch size 8)."""
+    spec = default_registry().get("identity", "tiny")
+    artifact = export(spec, "onnx", "fp32", tmp_path_factory.mktemp("cache"))
+    repo = tmp_path_factory.mktemp("repo")
+    build_deployment(repo, "identity", spec, artifact, DeploymentConfig(max_batch_size=8))
+    return repo
