@@ -311,8 +311,12 @@ def _plot_latency_vs_throughput(rows: Sequence[Mapping[str, Any]], out_dir: Path
                     label="search points")
             plotted = True
         for x, y, r in xy(r for r in drows if _load_kind(r) == "result" and _search(r).get("max") is not None):
-            ax.plot([x], [y], linestyle="none", marker="*", markersize=14, color="C3",
-                    label=f"max {_search(r).get('kind')} at {_search(r).get('bound')}")
+            # the answer in the colour of the series it searched, labelled as the report's answer line says it
+            search = _search(r)
+            headline = str(search.get("answer") or "").partition(" (")[0]
+            ax.plot([x], [y], linestyle="none", marker="*", markersize=16, markeredgecolor="black",
+                    color="C1" if search.get("kind") == "request_rate" else "C0",
+                    label=headline or f"max {search.get('kind')} at {search.get('bound')}")
         bounds = _distinct(_search(r).get("bound") for r in drows)
         for bound in bounds:
             statistic, _, value = str(bound).partition("<=")
