@@ -46,10 +46,16 @@ class SearchResult:
     steps: list[SearchStep] = field(default_factory=list)
     best: SearchStep | None = None  # the re-measured highest point within the bound
     reason: str = ""  # how the search ended when it found nothing
+    measured_before: int = 0  # points the caller measured for it first (a rate search's single-stream start)
 
     @property
     def found(self) -> bool:
         return self.best is not None
+
+    @property
+    def points(self) -> int:
+        """Every point measured for this search, its start included."""
+        return self.measured_before + len(self.steps)
 
     @property
     def unit(self) -> str:
@@ -61,11 +67,11 @@ class SearchResult:
 
     def describe(self) -> str:
         if self.best is None:
-            return f"{self.headline()}: none ({self.reason}; {len(self.steps)} points measured)"
+            return f"{self.headline()}: none ({self.reason}; {self.points} points measured)"
         m = self.best.measurement
         load = f"{self.best.load:.1f} req/s" if self.kind == "request_rate" else f"concurrency {self.best.load:g}"
         return (f"{self.headline()}: {load} ({self.best.why}; {m.result['Inferences/Second']:.1f} inf/s; "
-                f"{len(self.steps)} points measured)")
+                f"{self.points} points measured)")
 
 
 def statistic_ms(measurement: Measurement, bound: LatencyBound) -> float:
@@ -99,13 +105,14 @@ def stop_when_clearly_over(bound: LatencyBound) -> StopEarly:
 
 
 def search(measure_at: Callable[[float], Measurement], kind: str, bound: LatencyBound, start: float,
-           settings: MeasurementSettings) -> SearchResult:
+           settings: MeasurementSettings, measured_before: int = 0) -> SearchResult:
     """Search for the highest load within ``bound``; ``measure_at(load)`` measures one point (a request rate in
-    requests/s for ``kind`` "request_rate", an integer concurrency for "concurrency")."""
+    requests/s for ``kind`` "request_rate", an integer concurrency for "concurrency"). ``measured_before`` counts
+    the points the caller measured to choose ``start``, so the answer's count of points measured includes them."""
     if kind not in ("request_rate", "concurrency"):
         raise ValueError(f"search kind {kind!r}; valid choices: request_rate, concurrency")
     integer = kind == "concurrency"
-    result = SearchResult(kind, bound)
+    result = SearchResult(kind, bound, measured_before=measured_before)
 
     def probe(load: float, role: str) -> bool:
         m = measure_at(int(load) if integer else load)

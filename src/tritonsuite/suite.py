@@ -346,11 +346,11 @@ class Suite:
         if case.search == "request_rate":
             one = at(1, closed_loop=True)
             start = max(one.result["Inferences/Second"] / case.batch_size, 0.1)
-        found = search(at, case.search, bound, start, self.profile.measurement)
-        best = rows[len(rows) - len(found.steps) + found.steps.index(found.best)] if found.best else rows[-1]
+        found = search(at, case.search, bound, start, self.profile.measurement, measured_before=len(rows))
+        best = rows[found.measured_before + found.steps.index(found.best)] if found.best else rows[-1]
         answer = copy.deepcopy(best)
         answer.measurement["search"].update(role="result", max=found.best.load if found.best else None,
-                                            answer=found.describe(), points=len(rows))
+                                            answer=found.describe(), points=found.points)
         self.record(answer)
         return found
 

@@ -140,6 +140,13 @@ def test_no_load_within_the_bound_is_an_answer_of_none_with_the_reason():
     assert result.describe().startswith("max concurrency at p99 <= 10 ms: none (even concurrency 1")
 
 
+def test_points_measured_count_the_start_the_caller_measured():
+    measure_at, _ = queue_model(capacity=100.0)
+    result = search(measure_at, "request_rate", LatencyBound("p99", 10), 50.0, SETTINGS, measured_before=1)
+    assert result.points == len(result.steps) + 1
+    assert result.describe().endswith(f"; {len(result.steps) + 1} points measured)")
+
+
 def test_a_noisy_confirmation_falls_back_to_the_next_lower_point_within_the_bound():
     measure_at, calls = queue_model(capacity=1000.0)
     remeasured = []

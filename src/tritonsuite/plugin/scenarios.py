@@ -90,7 +90,7 @@ def _search(suite, case, record_property) -> None:
     """The most load within the latency bound: fails when no point was (or stayed) within it."""
     def figures(found) -> dict:
         best = found.best
-        return {"answer": found.describe(), "points": len(found.steps),
+        return {"answer": found.describe(), "points": found.points,
                 **({"max": round(best.load, 3)} if best else {})}
 
     _judge(case.id, lambda: suite.run_search(case), lambda found: None if found.found else
