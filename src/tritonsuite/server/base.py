@@ -111,6 +111,19 @@ class TritonServer(ABC):
         text = self.log_path.read_text(errors="replace").splitlines()
         return "--- tritonserver log tail ({}) ---\n{}".format(self.log_path, "\n".join(text[-lines:]))
 
+    def _launch(self, what: str, start_once, attempts: int) -> None:
+        """``start_once()`` until a launch binds its ports (PortClash: someone took one since it was chosen), at most
+        ``attempts`` times; then stop and say so."""
+        last_error = None
+        for _ in range(attempts):
+            try:
+                start_once()
+                return
+            except PortClash as exc:
+                last_error = exc
+        self.stop()
+        raise ServerError(f"{what} could not bind its ports after {attempts} attempts: {last_error}")
+
     def _await_start(self, what: str, ended, poll_s: float = 0.1) -> None:
         """Poll a launch until ``self._ready()``, within ``self.startup_timeout``. ``ended()`` is None while the
         launch runs, else its exit code and log tail (the launch cleaned up): a bind failure raises PortClash, any

@@ -52,7 +52,7 @@ import urllib.request
 from pathlib import Path
 
 from tritonsuite.server import janitor
-from tritonsuite.server.base import LOOPBACK, PortClash, ServerArguments, ServerError, TritonServer, free_ports
+from tritonsuite.server.base import LOOPBACK, ServerArguments, ServerError, TritonServer, free_ports
 
 #: NGC's Triton image matching the wheel's Triton (2.51 is release 24.10). Pull it yourself first (the launcher
 #: never pulls: it is ~15 GB, and a test run should not wait on it).
@@ -249,16 +249,9 @@ class ContainerServer(TritonServer):
 
             self._backend_dir = backend_directory(pytriton_paths())
             self._backend_dir.chmod(0o755)  # the container runs as this user; others may read it too
-        last_error = None
-        for _ in range(self.port_attempts if self.network == "host" else 1):
-            try:
-                self._start_once(client)
-                return
-            except PortClash as exc:
-                last_error = exc
-        self.stop()
-        raise ServerError(f"tritonserver in a container could not bind its ports after {self.port_attempts} "
-                          f"attempts: {last_error}")
+        # on a bridge the engine publishes the ports it chooses: nothing to retry
+        self._launch("tritonserver in a container", lambda: self._start_once(client),
+                     self.port_attempts if self.network == "host" else 1)
 
     def _image(self, client):
         import docker.errors

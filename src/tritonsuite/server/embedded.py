@@ -30,7 +30,7 @@ from pathlib import Path
 
 from tritonsuite.backends import STANDIN_FILE, standin_backends
 from tritonsuite.server import janitor
-from tritonsuite.server.base import PortClash, ServerArguments, ServerError, TritonServer, free_ports
+from tritonsuite.server.base import ServerArguments, ServerError, TritonServer, free_ports
 
 SHM_DIR = Path("/dev/shm")
 SHM_PREFIX = "triton_python_backend_shm_region_ts"  # + "<pid>x<n>_": owner pid and launch number
@@ -158,15 +158,7 @@ class EmbeddedServer(TritonServer):
         self.model_repository.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._backend_dir = backend_directory(paths)
-        last_error = None
-        for _ in range(self.port_attempts):
-            try:
-                self._start_once(paths)
-                return
-            except PortClash as exc:
-                last_error = exc
-        self._cleanup()
-        raise ServerError(f"tritonserver could not bind its ports after {self.port_attempts} attempts: {last_error}")
+        self._launch("tritonserver", lambda: self._start_once(paths), self.port_attempts)
 
     def _start_once(self, paths: dict[str, Path]) -> None:
         launch = next(_launch_counter)
