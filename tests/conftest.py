@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from tritonsuite.export import export
+from tritonsuite.deploy.export import export
 from tritonsuite.models import default_registry
-from tritonsuite.repository import DeploymentConfig, build_deployment
+from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
 
 
 @pytest.fixture(scope="module")

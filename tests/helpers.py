@@ -58,7 +58,7 @@ def leftover_shm(prefix: str) -> list[str]:
 def run_leftovers(reports_dir: Path) -> list[str]:
     """Shared-memory regions left by the run that wrote ``reports_dir`` (its own only: other runs on this host
     may hold theirs). The run's pytest processes are named by its server logs (tritonserver-<stamp>-<pid>-<n>)."""
-    from tritonsuite.client import CLIENT_SHM_PREFIX
+    from tritonsuite.load.client import CLIENT_SHM_PREFIX
     from tritonsuite.server import SHM_PREFIX
 
     pids = {log.stem.split("-")[2] for log in Path(reports_dir, "logs").glob("tritonserver-*.log")}

@@ -20,7 +20,8 @@ import pytest
 from tests.helpers import ROOT, TINY_PROFILE, leftover_shm, raw_rows, run_leftovers, run_pytest
 from tritonsuite.models import default_registry
 from tritonsuite.server import ContainerServer, ServerDied, ServerError
-from tritonsuite.server.container import IMAGE_ENV, LOCAL_IMAGE, EngineUnavailable, build_local_image, docker_client
+from tritonsuite.server.container import IMAGE_ENV
+from tritonsuite.server.docker import LOCAL_IMAGE, EngineUnavailable, build_local_image, docker_client
 
 
 def _engine():
@@ -70,7 +71,7 @@ def _wait(condition, bound_s: float, what: str) -> None:
 
 
 def test_container_serves_through_shared_memory_and_leaves_nothing(engine, image, identity_repo, tmp_path):
-    from tritonsuite.client import SharedMemoryRegions, infer_tensors
+    from tritonsuite.load.client import SharedMemoryRegions, infer_tensors
 
     server = ContainerServer(identity_repo, tmp_path / "logs", image=image, run_id="test-serves")
     with server:
@@ -267,7 +268,7 @@ def test_bad_container_options_are_one_usage_line(tmp_path, args, expected):
 
 def test_without_the_docker_sdk_the_error_says_how_to_install_it():
     code = ("import sys; sys.modules['docker'] = None\n"
-            "from tritonsuite.server.container import docker_client, EngineUnavailable\n"
+            "from tritonsuite.server.docker import docker_client, EngineUnavailable\n"
             "try:\n    docker_client()\nexcept EngineUnavailable as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
     assert "needs the docker SDK: pip install -e '.[container]'" in out, out

@@ -110,7 +110,7 @@ def pytest_runtest_call(item):
 def test_sigkill_of_the_server_ends_the_run_within_seconds_and_leaves_nothing(tmp_path, kill_at, markers):
     """The OOM killer takes the server during a model load, an online point or an accuracy run: the run must end on
     its own soon after, fail, show the log tail once, keep what was measured, and leave no process or region."""
-    from tritonsuite.client import CLIENT_SHM_PREFIX
+    from tritonsuite.load.client import CLIENT_SHM_PREFIX
     from tritonsuite.server.embedded import _group_alive
 
     (tmp_path / "faultplugin.py").write_text(FAULT_PLUGIN)
@@ -161,7 +161,7 @@ def _pytest_process(tmp_path, kill_at, args, profile):
 
 def _wait_gone(pid: int, prefix: str, pytest_pid: int, bound_s: float) -> float:
     """Seconds until the server's process group and the run's regions are gone (fails past ``bound_s``)."""
-    from tritonsuite.client import CLIENT_SHM_PREFIX
+    from tritonsuite.load.client import CLIENT_SHM_PREFIX
     from tritonsuite.server.embedded import _group_alive
 
     start = time.monotonic()

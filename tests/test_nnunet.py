@@ -60,7 +60,7 @@ def test_seed_sized_tensors_go_through_system_shared_memory(tmp_path):
     data path on a CPU host, not the full-size model's speed."""
     import dataclasses
 
-    from tritonsuite.measure import MeasurementSettings
+    from tritonsuite.load.engine import MeasurementSettings
     from tritonsuite.models import Registry, default_registry
     from tritonsuite.profiles import load_profile
     from tritonsuite.server import EmbeddedServer

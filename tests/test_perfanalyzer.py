@@ -5,11 +5,11 @@ import psutil
 import pytest
 
 from tests.helpers import raw_rows, run_leftovers, run_pytest
-from tritonsuite import perfanalyzer
-from tritonsuite.export import export
-from tritonsuite.measure import LoadPoint, measure
+from tritonsuite.load import perfanalyzer
+from tritonsuite.deploy.export import export
+from tritonsuite.load.engine import LoadPoint, measure
 from tritonsuite.models import default_registry
-from tritonsuite.repository import DeploymentConfig, build_deployment, deployment_name
+from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name
 from tritonsuite.rows import RESULT_COLUMNS
 from tritonsuite.server import EmbeddedServer
 from tritonsuite.settings import MeasurementSettings

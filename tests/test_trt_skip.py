@@ -7,7 +7,7 @@ from tests.helpers import TINY_PROFILE, run_pytest
 def test_trt_cases_skip_with_their_reason_on_a_host_without_tensorrt_or_cuda(tmp_path):
     import torch
 
-    from tritonsuite.formats.tensorrt import TENSORRT_INSTALL, tensorrt_import_error
+    from tritonsuite.deploy.formats.tensorrt import TENSORRT_INSTALL, tensorrt_import_error
 
     missing = tensorrt_import_error()
     if missing is None and torch.cuda.is_available():

@@ -46,7 +46,7 @@ def gpu_description(profile_device: str, profile_gpu: str, server_local: bool) -
     if profile_device == "cpu":
         return f"none (CPU: {cpu_name()})"
     if server_local:
-        from tritonsuite.telemetry import describe_gpus
+        from tritonsuite.load.telemetry import describe_gpus
 
         described = describe_gpus()
         if described:
@@ -59,11 +59,11 @@ def gpu_description(profile_device: str, profile_gpu: str, server_local: bool) -
 
 
 def host_description(server_local: bool = True) -> str:
-    """The hardware a local server's figures come from, as runs are joined by it (tritonsuite.compare): the CPU,
+    """The hardware a local server's figures come from, as runs are joined by it (tritonsuite.judge.compare): the CPU,
     its core count, and the GPUs NVML sees ("AMD EPYC 7B13, 2 cores")."""
     import os
 
-    from tritonsuite.telemetry import describe_gpus
+    from tritonsuite.load.telemetry import describe_gpus
 
     text = f"{cpu_name()}, {os.cpu_count()} cores"
     gpus = describe_gpus() if server_local else None

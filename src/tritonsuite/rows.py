@@ -23,8 +23,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-#: Load generators a performance row may come from: the suite's own engine (tritonsuite.measure) or NVIDIA's
-#: perf_analyzer (tritonsuite.perfanalyzer); part of a row's identity, so both can measure one point in one run.
+#: Load generators a performance row may come from: the suite's own engine (tritonsuite.load.engine) or NVIDIA's
+#: perf_analyzer (tritonsuite.load.perfanalyzer); part of a row's identity, so both can measure one point in one run.
 LOADGENS = ("suite", "perf_analyzer")
 RESULT_COLUMNS = ("Batch", "Concurrency", "Inferences/Second", "Client Send", "Network+Server Send/Recv",
                   "Server Queue", "Server Compute Input", "Server Compute Infer", "Server Compute Output",

@@ -122,7 +122,7 @@ class ModelSpec:
     weights_files: Callable[[], Sequence[Path]] = lambda: ()  # files whose content determines the weights
     # (user dataset or None, checkpoint file to write) -> training statistics. Models with no published weights
     # that can be fetched here train briefly on real or generated data; the suite caches the checkpoint on disk
-    # (tritonsuite.training) and passes it to ``build`` and ``accuracy_data`` when the user gave none.
+    # (tritonsuite.models.training) and passes it to ``build`` and ``accuracy_data`` when the user gave none.
     train: Callable[[Path | None, Path], Mapping[str, Any]] | None = None
     training: Mapping[str, Any] = field(default_factory=dict)  # training hyper-parameters, part of its cache key
     parameters: Mapping[str, Any] = field(default_factory=dict)  # extra rows for the report's parameter table

@@ -16,62 +16,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from tritonsuite import export as export_mod
-from tritonsuite.accuracy import AccuracyResult, evaluate
-from tritonsuite.backends import backend_for
-from tritonsuite.baselines import BaselineStore, provenance
-from tritonsuite.client import served_infer
-from tritonsuite.compare import comparable, compare_points, point_key
+from tritonsuite.deploy import export as export_mod
+from tritonsuite.judge.accuracy import AccuracyResult, evaluate
+from tritonsuite.deploy.backends import backend_for
+from tritonsuite.cases import Case, profile_cases
+from tritonsuite.judge.baselines import BaselineStore, provenance
+from tritonsuite.load.client import served_infer
+from tritonsuite.judge.compare import comparable, compare_points, point_key
 from tritonsuite.device import gpu_description, host_description
-from tritonsuite.formats import get_format
-from tritonsuite.measure import LoadPoint, Measurement, measure
-from tritonsuite.search import SearchResult, judge, search, stop_when_clearly_over
+from tritonsuite.deploy.formats import get_format
+from tritonsuite.load.engine import LoadPoint, Measurement, measure
+from tritonsuite.load.search import SearchResult, judge, search, stop_when_clearly_over
 from tritonsuite.models import Registry
 from tritonsuite.profiles import ModelProfile, Profile
-from tritonsuite.published import PUBLISHED_PARAMETER
-from tritonsuite.rows import LOADGENS, RawWriter, Row, raw_path
-from tritonsuite.repository import DeploymentConfig, build_deployment, deployment_name
+from tritonsuite.report.published import PUBLISHED_PARAMETER
+from tritonsuite.rows import RawWriter, Row, raw_path
+from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name
 from tritonsuite.server import TritonServer
 from tritonsuite.settings import LatencyBound
 from tritonsuite.spec import ModelSpec
-from tritonsuite.training import trained_checkpoint, training_stats
-from tritonsuite.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
-
-SCENARIOS = ("offline", "online", "accuracy")
-
-
-@dataclass(frozen=True)
-class Case:
-    """One test point: a deployment (model, format, precision, scenario) and, for performance, a load point (a
-    concurrency, or a request rate), or online a search for the most load within the profile's latency bound."""
-
-    model: str
-    format: str
-    precision: str
-    scenario: str
-    batch_size: int = 0
-    concurrency: int = 0
-    request_rate: float = 0.0
-    search: str = ""  # "request_rate" or "concurrency": the latency-bound search of this deployment
-    bound: str = ""  # its bound, e.g. "p99 <= 50 ms"
-    loadgen: str = "suite"  # who measures a closed-loop point (LOADGENS); open-loop points and searches: the suite
-
-    @property
-    def id(self) -> str:
-        parts = [self.model, self.format, self.precision]
-        if self.scenario == "offline":
-            parts.append(f"batch{self.batch_size}")
-        elif self.search:
-            parts.append(f"max{'rate' if self.search == 'request_rate' else 'concurrency'}-"
-                         f"{LatencyBound.parse(self.bound).slug}")
-        elif self.request_rate:
-            parts.append(f"rate{self.request_rate:g}")
-        elif self.scenario == "online":
-            parts.append(f"concurrency{self.concurrency}")
-        if self.loadgen != "suite":
-            parts.append(self.loadgen)
-        return "-".join(parts)
-
+from tritonsuite.models.training import trained_checkpoint, training_stats
+from tritonsuite.load.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
 
 @dataclass
 class Deployment:
@@ -81,35 +46,6 @@ class Deployment:
     config: DeploymentConfig
     directory: Path
     served_by: str  # the backend that serves it, as the server reports it
-
-
-def profile_cases(profile: Profile, scenario: str, loadgens: Sequence[str] = ("suite",)) -> list[Case]:
-    """The cases a profile asks for in a scenario, in a stable order (model, format, precision, sweep value, load
-    generator: with several, they measure each point back to back, so a busy spell hits both alike)."""
-    if scenario not in SCENARIOS:
-        raise ValueError(f"unknown scenario {scenario!r}; valid choices: {', '.join(SCENARIOS)}")
-    bad = [g for g in loadgens if g not in LOADGENS]
-    if bad or not loadgens:
-        raise ValueError(f"load generator {','.join(bad) or '(none)'}: valid choices: {', '.join(LOADGENS)}")
-    cases = []
-    for model, mp in profile.models.items():
-        for fmt in mp.formats:
-            for precision in mp.precisions:
-                if scenario == "offline":
-                    cases += [Case(model, fmt, precision, scenario, batch_size=b, loadgen=g)
-                              for b in mp.offline.batch_sizes for g in loadgens]
-                elif scenario == "online":
-                    on = mp.online
-                    cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, concurrency=c,
-                                   loadgen=g) for c in on.concurrency for g in loadgens]
-                    cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, request_rate=r)
-                              for r in on.request_rates]
-                    if on.latency_bound is not None:
-                        cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, search=kind,
-                                       bound=str(on.latency_bound)) for kind in on.search]
-                else:
-                    cases.append(Case(model, fmt, precision, scenario, batch_size=mp.max_batch_size))
-    return cases
 
 
 @dataclass
@@ -221,7 +157,7 @@ class Suite:
             "Artifact key": art.key[:16],
         }
         params["Profile"] = self.profile.name
-        if self.profile.published:  # the join key of tritonsuite.published: whose published tables these rows meet
+        if self.profile.published:  # the join key of tritonsuite.report.published: whose published tables these rows meet
             params[PUBLISHED_PARAMETER] = self.profile.published
         if cfg.dynamic_batching:
             params["Preferred batch sizes"] = " ".join(map(str, cfg.preferred_batch_sizes)) or "-"
@@ -281,7 +217,7 @@ class Suite:
                                                          self.load_probe_seed)
                 result.accuracy_under_load = under_load
             elif case.loadgen == "perf_analyzer":  # the same point, tensors and settings, NVIDIA's load generator
-                from tritonsuite.perfanalyzer import measure_with_perf_analyzer
+                from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
 
                 inputs = spec.example_inputs(case.batch_size, 0)
                 result = measure_with_perf_analyzer(self.server, deployment.name, inputs, spec.outputs, point,

@@ -5,10 +5,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tritonsuite.backends import BACKENDS, backend_for, torchscript_signature
-from tritonsuite.backends.standin import libtorch_input_binding, libtorch_output_binding
-from tritonsuite.export import artifact_session, export
-from tritonsuite.formats import FORMATS
+from tritonsuite.deploy.backends import BACKENDS, backend_for, torchscript_signature
+from tritonsuite.deploy.backends.standin import libtorch_input_binding, libtorch_output_binding
+from tritonsuite.deploy.export import artifact_session, export
+from tritonsuite.deploy.formats import FORMATS
 from tritonsuite.models import Registry
 from tritonsuite.spec import TensorSpec
 from tests.helpers import ROOT
@@ -67,7 +67,7 @@ def _Reordered(inner):  # forward in the hyphenated spec's signature order: (met
 
 @pytest.mark.parametrize("fmt", ["ts-trace", "ts-script", "onnx"])
 def test_any_tensor_names_export_and_run_as_the_stock_backend_binds_them(specs, tmp_path, fmt):
-    from tritonsuite.export import eager_runner
+    from tritonsuite.deploy.export import eager_runner
 
     for spec in specs:
         artifact = export(spec, fmt, "fp32", tmp_path)  # verified through the stand-in's session
@@ -83,7 +83,7 @@ def test_any_tensor_names_export_and_run_as_the_stock_backend_binds_them(specs, 
 def test_stand_in_sessions_honour_the_stock_parameters(tmp_path):
     import torch
 
-    from tritonsuite.repository import DeploymentConfig, config_json, model_config
+    from tritonsuite.deploy.repository import DeploymentConfig, config_json, model_config
 
     identity = Registry()
     identity.load_module("tritonsuite.models.identity")
@@ -120,9 +120,9 @@ def test_a_chained_format_is_built_from_its_source_formats_artifact(tmp_path, mo
     artifact, as a TensorRT plan will be built from ONNX. Here a stand-in chained format re-saves the ONNX file."""
     import shutil
 
-    from tritonsuite import formats
-    from tritonsuite.backends import OnnxRuntimeBackend
-    from tritonsuite.formats.base import Format
+    from tritonsuite.deploy import formats
+    from tritonsuite.deploy.backends import OnnxRuntimeBackend
+    from tritonsuite.deploy.formats.base import Format
 
     received = []
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tritonsuite.baselines import BaselineError, BaselineStore, default_allowance
+from tritonsuite.judge.baselines import BaselineError, BaselineStore, default_allowance
 from tritonsuite.rows import Row
 
 

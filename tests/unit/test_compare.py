@@ -7,9 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from tritonsuite.compare import (CompareError, compare_points, compare_runs, load_run, main, mann_whitney_greater,
+from tritonsuite.judge.compare import (CompareError, compare_points, compare_runs, load_run, mann_whitney_greater,
                                  render_comparison)
 from tritonsuite.rows import RawWriter, Row, raw_path
+from tritonsuite.cli import main
 
 HOST = "AMD EPYC 7B13, 2 cores"
 
@@ -120,14 +121,14 @@ def test_the_command_gates_on_stored_runs_without_rerunning(tmp_path, capsys):
     reports = tmp_path / "reports"
     _store(reports, [perf_row(1000, latencies(1.0), run_id="a")])
     _store(reports, [perf_row(700, latencies(1.43, seed=5), run_id="b")])
-    assert main(["a", "b", "--reports-dir", str(reports)]) == 0  # informational without a gate
-    assert main(["a", "b", "--reports-dir", str(reports), "--perf-gate", "40"]) == 0  # lost 30%: within 40
-    assert main(["a", "b", "--reports-dir", str(reports), "--perf-gate", "20", "--out", str(tmp_path / "c.md")]) == 1
+    assert main(["compare", "a", "b", "--reports-dir", str(reports)]) == 0  # informational without a gate
+    assert main(["compare", "a", "b", "--reports-dir", str(reports), "--perf-gate", "40"]) == 0  # lost 30%: within 40
+    assert main(["compare", "a", "b", "--reports-dir", str(reports), "--perf-gate", "20", "--out", str(tmp_path / "c.md")]) == 1
     captured = capsys.readouterr()
     assert "perf gate: identity_tiny_onnx_fp32_offline batch 1, concurrency 1: regression" in captured.err
     assert "| regression |" in (tmp_path / "c.md").read_text()
     with pytest.raises(SystemExit):
-        main(["a", "b", "--reports-dir", str(reports), "--perf-gate", "-5"])
+        main(["compare", "a", "b", "--reports-dir", str(reports), "--perf-gate", "-5"])
     assert "--perf-gate -5: out of range" in capsys.readouterr().err
 
 

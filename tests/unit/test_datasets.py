@@ -2,8 +2,8 @@ import zipfile
 
 import pytest
 
-from tritonsuite import datasets
-from tritonsuite.datasets import DatasetError, sha256_of, wheel_member
+from tritonsuite.models import datasets
+from tritonsuite.models.datasets import DatasetError, sha256_of, wheel_member
 
 MEMBER = "fakepkg/data/table.bin"
 DATA = b"PAR1 not really a table" * 100

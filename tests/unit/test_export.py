@@ -4,7 +4,7 @@ import os
 import numpy as np
 import pytest
 
-from tritonsuite.export import ExportMismatch, ExportUnsupported, artifact_session, cache_key, check_supported, export
+from tritonsuite.deploy.export import ExportMismatch, ExportUnsupported, artifact_session, cache_key, check_supported, export
 from tritonsuite.models import default_registry
 
 
@@ -132,8 +132,8 @@ def test_half_torchscript_takes_and_gives_the_declared_dtypes(tmp_path, fmt):
     "mat1 and mat2 must have the same dtype" before the wrapper cast."""
     import torch
 
-    from tritonsuite.export import _to_torch, eager_runner
-    from tritonsuite.formats import get_format
+    from tritonsuite.deploy.export import _to_torch, eager_runner
+    from tritonsuite.deploy.formats import get_format
 
     spec = default_registry().get("tft", "tiny")
     module = spec.build(None).half()

@@ -5,8 +5,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tritonsuite.accuracy import compare_outputs, run_batched
-from tritonsuite.export import ExportMismatch, eager_runner, export
+from tritonsuite.judge.accuracy import compare_outputs, run_batched
+from tritonsuite.deploy.export import ExportMismatch, eager_runner, export
 from tritonsuite.models import default_registry
 from tritonsuite.models import fastpitch as fp
 from tritonsuite.spec import TensorSpec
@@ -91,7 +91,7 @@ def test_user_dataset_of_sentences(tmp_path):
 
 @pytest.mark.parametrize("fmt", ["ts-trace", "onnx", "ts-script"])
 def test_export_generalises_to_other_lengths_and_batch_sizes(spec, tmp_path, fmt):
-    from tritonsuite.export import artifact_session
+    from tritonsuite.deploy.export import artifact_session
 
     artifact = export(spec, fmt, "fp32", tmp_path)
     assert artifact.max_abs_error["OUTPUT__1"] == 0 and artifact.max_abs_error["OUTPUT__2"] == 0
@@ -153,7 +153,7 @@ def test_accuracy_score_names_the_sample_that_misses(spec, run):
 
 
 def test_shared_memory_output_regions_are_sized_by_max_shape(spec):
-    from tritonsuite.client import ClientError, SharedMemoryRegions
+    from tritonsuite.load.client import ClientError, SharedMemoryRegions
 
     inputs = spec.example_inputs(2, 0)
     regions = SharedMemoryRegions(None, inputs, spec.outputs, 2)

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from tritonsuite.hostload import CpuReading, HostCpu, other_cpu_percent
+from tritonsuite.load.hostload import CpuReading, HostCpu, other_cpu_percent
 
 
 def test_other_cpu_is_busy_time_less_the_server_and_this_process():

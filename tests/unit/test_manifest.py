@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tritonsuite.manifest import build_manifest, differences, header_line, read_manifest, write_manifest
+from tritonsuite.report.manifest import build_manifest, differences, header_line, read_manifest, write_manifest
 from tritonsuite.profiles import load_profile
 from tritonsuite.rows import Row
 

@@ -6,9 +6,9 @@ import sys
 import numpy as np
 import pytest
 
-from tritonsuite.export import artifact_session, export
+from tritonsuite.deploy.export import artifact_session, export
 from tritonsuite.models import default_registry, nnunet
-from tritonsuite.training import trained_checkpoint, training_stats
+from tritonsuite.models.training import trained_checkpoint, training_stats
 
 
 # ----------------------------------------------------------------------------------------------------------- dice

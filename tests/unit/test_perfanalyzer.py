@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tritonsuite import perfanalyzer as pa_mod
-from tritonsuite.crosscheck import cross_points
-from tritonsuite.measure import LoadPoint, MeasurementError
-from tritonsuite.perfanalyzer import (
+from tritonsuite.load import perfanalyzer as pa_mod
+from tritonsuite.judge.crosscheck import cross_points
+from tritonsuite.load.engine import LoadPoint, MeasurementError
+from tritonsuite.load.perfanalyzer import (
     PerfAnalyzer,
     PerfAnalyzerUnavailable,
     build_command,
@@ -27,7 +27,7 @@ from tritonsuite.perfanalyzer import (
     unstable_message,
     write_input_data,
 )
-from tritonsuite.report.markdown import render_crosscheck
+from tritonsuite.report.pages import render_crosscheck
 from tritonsuite.rows import RESULT_COLUMNS, Row
 from tritonsuite.settings import MeasurementSettings
 from tritonsuite.spec import TensorSpec

@@ -1,9 +1,9 @@
 import pytest
 
-from tritonsuite.formats import spec_formats
+from tritonsuite.deploy.formats import spec_formats
 from tritonsuite.models import default_registry
 from tritonsuite.profiles import ProfileError, available_profiles, check_host, load_profile, narrow
-from tritonsuite.suite import profile_cases
+from tritonsuite.cases import profile_cases
 
 PROFILES = None  # the profiles shipped in the package
 
@@ -176,8 +176,8 @@ def test_seed_gpu_profiles_hold_the_seeds_settings_for_every_published_row_they_
     """Every published row whose format this suite builds (trt included) is a case of the GPU's profile with
     the published deployment settings, so a run of the profile joins it; models the seeds publish for another GPU
     only are not in the profile."""
-    from tritonsuite.formats import FORMATS
-    from tritonsuite.published import available_models, load_table
+    from tritonsuite.deploy.formats import FORMATS
+    from tritonsuite.report.published import available_models, load_table
 
     profile = load_profile(name, PROFILES)
     published_models = available_models(name)

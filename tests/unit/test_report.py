@@ -14,7 +14,7 @@ import pytest
 
 from tritonsuite import report
 from tritonsuite.report import plot_offline, plot_online, render_markdown, write_reports
-from tritonsuite.telemetry import GPU_COLUMNS
+from tritonsuite.load.telemetry import GPU_COLUMNS
 from tritonsuite.rows import LATENCY_PARTS, RESULT_COLUMNS, RawWriter, Row, load_rows, raw_path
 
 RUN = "20261122T021500-1234"

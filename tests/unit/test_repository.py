@@ -1,8 +1,8 @@
 import pytest
 
-from tritonsuite.export import export
+from tritonsuite.deploy.export import export
 from tritonsuite.models import default_registry
-from tritonsuite.repository import DeploymentConfig, build_deployment, deployment_name, read_config
+from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name, read_config
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from tritonsuite.measure import LoadPoint, Measurement, _stability, _Window, arrival_gaps, schedule_tolerance_ms
-from tritonsuite.search import CLEARLY_OVER, judge, search, stop_when_clearly_over
+from tritonsuite.load.engine import LoadPoint, Measurement, arrival_gaps, schedule_tolerance_ms
+from tritonsuite.load.windows import Window, stability
+from tritonsuite.load.search import CLEARLY_OVER, judge, search, stop_when_clearly_over
 from tritonsuite.settings import LatencyBound, MeasurementSettings
 
 SETTINGS = MeasurementSettings(search_resolution_percent=5, search_max_steps=14)
@@ -93,7 +94,7 @@ def test_a_point_is_stopped_after_two_windows_in_a_row_clearly_over_the_bound():
     stop = stop_when_clearly_over(bound)
 
     def window(ms):
-        return _Window(0.0, 1.0, np.column_stack([np.full(100, ms / 1e3), np.zeros((100, 3))]), {}, 0.0)
+        return Window(0.0, 1.0, np.column_stack([np.full(100, ms / 1e3), np.zeros((100, 3))]), {}, 0.0)
 
     over, fine = window(CLEARLY_OVER * 10 + 1), window(5)
     assert stop([over]) is None  # one noisy window does not end a point
@@ -194,9 +195,9 @@ def test_lateness_is_judged_against_the_gap_between_arrivals():
 
 def test_open_loop_windows_are_judged_on_latency_alone():
     def window(n, latency_ms):  # n requests in one second
-        return _Window(0.0, 1.0, np.column_stack([np.full(n, latency_ms / 1e3), np.zeros((n, 3))]), {}, 0.0)
+        return Window(0.0, 1.0, np.column_stack([np.full(n, latency_ms / 1e3), np.zeros((n, 3))]), {}, 0.0)
 
     poisson_counts = [window(16, 20.0), window(24, 20.5), window(19, 19.8)]  # 20 req/s offered: counts vary
-    assert _stability(poisson_counts, 10.0, open_loop=True)[0]
-    assert not _stability(poisson_counts, 10.0)[0]  # closed loop, the throughput must agree too
-    assert not _stability([window(20, 20.0), window(20, 30.0), window(20, 20.0)], 10.0, open_loop=True)[0]
+    assert stability(poisson_counts, 10.0, open_loop=True)[0]
+    assert not stability(poisson_counts, 10.0)[0]  # closed loop, the throughput must agree too
+    assert not stability([window(20, 20.0), window(20, 30.0), window(20, 20.0)], 10.0, open_loop=True)[0]

@@ -6,8 +6,8 @@ import types
 
 import pytest
 
-from tritonsuite import telemetry
-from tritonsuite.telemetry import GPU_COLUMNS, GpuSampler
+from tritonsuite.load import telemetry
+from tritonsuite.load.telemetry import GPU_COLUMNS, GpuSampler
 
 
 def test_summary_covers_only_the_span_with_mean_and_max(monkeypatch):

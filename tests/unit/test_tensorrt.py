@@ -6,17 +6,17 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tritonsuite.backends import BACKENDS, OnnxRuntimeBackend, TensorRTBackend, backend_for
-from tritonsuite.backends.standin import OnnxRuntimeSession, gpu_execution_accelerators, tensorrt_provider
-from tritonsuite.backends.tensorrt import (SERVER_TENSORRT_ENV, TRITON_TENSORRT, PlanVersionMismatch,
+from tritonsuite.deploy.backends import BACKENDS, OnnxRuntimeBackend, TensorRTBackend, backend_for
+from tritonsuite.deploy.backends.standin import OnnxRuntimeSession, gpu_execution_accelerators, tensorrt_provider
+from tritonsuite.deploy.backends.tensorrt import (SERVER_TENSORRT_ENV, TRITON_TENSORRT, PlanVersionMismatch,
                                           check_plan_version, server_tensorrt_version)
-from tritonsuite.export import ExportUnsupported, cache_key, check_supported, export
-from tritonsuite.formats import get_format, spec_formats
-from tritonsuite.formats.tensorrt import (TENSORRT_INSTALL, optimization_profile, plan_cache_fields,
+from tritonsuite.deploy.export import ExportUnsupported, cache_key, check_supported, export
+from tritonsuite.deploy.formats import get_format, spec_formats
+from tritonsuite.deploy.formats.tensorrt import (TENSORRT_INSTALL, optimization_profile, plan_cache_fields,
                                           tensorrt_import_error)
 from tritonsuite.models import default_registry
 from tritonsuite.profiles import ProfileError, load_profile
-from tritonsuite.repository import DeploymentConfig, build_deployment, config_json, model_config, read_config
+from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, config_json, model_config, read_config
 
 
 @pytest.fixture(scope="module")

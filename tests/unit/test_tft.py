@@ -5,11 +5,11 @@ import zipfile
 import numpy as np
 import pytest
 
-from tritonsuite import datasets
-from tritonsuite.datasets import DatasetError
-from tritonsuite.export import export
+from tritonsuite.models import datasets
+from tritonsuite.models.datasets import DatasetError
+from tritonsuite.deploy.export import export
 from tritonsuite.models import default_registry, tft
-from tritonsuite.training import trained_checkpoint, training_stats
+from tritonsuite.models.training import trained_checkpoint, training_stats
 
 SEED_INPUTS = ["s_cat__0", "s_cont__1", "k_cat__2", "k_cont__3", "o_cat__4", "o_cont__5", "target__6", "id__7"]
 

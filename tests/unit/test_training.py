@@ -5,7 +5,7 @@ import multiprocessing
 import pytest
 
 from tritonsuite.models import default_registry
-from tritonsuite.training import checkpoint_dir, trained_checkpoint, training_stats
+from tritonsuite.models.training import checkpoint_dir, trained_checkpoint, training_stats
 
 
 def _train(dataset, out):
@@ -73,7 +73,7 @@ def test_concurrent_processes_train_once(spec, tmp_path):
 def test_load_weights_takes_a_state_dict_a_trainer_file_or_its_directory(tmp_path):
     import torch
 
-    from tritonsuite.training import load_weights
+    from tritonsuite.models.training import load_weights
 
     source = torch.nn.Linear(3, 2)
     torch.save(source.state_dict(), tmp_path / "plain.pt")

@@ -5,12 +5,12 @@ import zipfile
 import numpy as np
 import pytest
 
-from tritonsuite import datasets
-from tritonsuite.datasets import DatasetError
-from tritonsuite.export import ExportUnsupported, artifact_session, export
+from tritonsuite.models import datasets
+from tritonsuite.models.datasets import DatasetError
+from tritonsuite.deploy.export import ExportUnsupported, artifact_session, export
 from tritonsuite.models import adult, default_registry
 from tritonsuite.models import wide_deep as wd
-from tritonsuite.training import trained_checkpoint, training_stats
+from tritonsuite.models.training import trained_checkpoint, training_stats
 
 
 # ------------------------------------------------------------------------------------------------- metrics
@@ -269,7 +269,7 @@ def test_adult_training_is_cached_and_its_checkpoint_scores(tmp_path):
     assert stats["held_out_auc"] > 0.8, stats  # the planted rule (education and age) is learnable
     data = spec.accuracy_data(data_file, checkpoint)
     assert len(data.inputs["age"]) == 400 and str(data_file) in data.description
-    from tritonsuite.export import eager_runner
+    from tritonsuite.deploy.export import eager_runner
 
     scores = eager_runner(spec.build(checkpoint), spec)(data.inputs)
     metrics = {m.name: m for m in data.score(scores, scores, "fp32")}

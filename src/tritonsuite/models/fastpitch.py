@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec
-from tritonsuite.training import load_weights
+from tritonsuite.models.training import load_weights
 
 PAD = "_"
 PUNCTUATION = "!'\"(),-.:;?"

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec
-from tritonsuite.training import load_weights
+from tritonsuite.models.training import load_weights
 
 CHANNELS = 4  # the four MRI modalities of BraTS
 CLASSES = 4  # background, edema (1), non-enhancing/necrotic core (2), enhancing tumour (3)

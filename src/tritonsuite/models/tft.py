@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tritonsuite.datasets import DatasetError, wheel_member
+from tritonsuite.models.datasets import DatasetError, wheel_member
 from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec
 
 HORIZON = 24

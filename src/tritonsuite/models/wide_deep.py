@@ -35,7 +35,7 @@ import numpy as np
 
 from tritonsuite.models import adult
 from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec
-from tritonsuite.training import load_weights
+from tritonsuite.models.training import load_weights
 
 OUTPUT = "wide_deep_model"
 WEIGHTS_SEED = 20261122

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from tritonsuite.export import ExportUnsupported
-from tritonsuite.baselines import BaselineError
+from tritonsuite.deploy.export import ExportUnsupported
+from tritonsuite.judge.baselines import BaselineError
 from tritonsuite.plugin.options import OPTIONS_KEY
 from tritonsuite.server import ServerError
 

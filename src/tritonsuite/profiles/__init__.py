@@ -4,7 +4,7 @@ Profiles ship with the package (``tritonsuite/profiles/<name>.yaml``: ``cpu``, t
 GPU the seeds publish, ``a100``, ``a30``, ``a40``, ``t4``, ``v100``, plus ``h100`` with the A100 settings, each with
 the seeds' full-size models and Triton settings); ``--profiles-dir DIR`` adds a team's own, which win on a name
 clash. A GPU profile's ``published: <gpu>`` names the seeds' published tables its rows are shown beside
-(:mod:`tritonsuite.published`). The command line narrows a profile (``--models``, ``--formats``, ``--batch-sizes``,
+(:mod:`tritonsuite.report.published`). The command line narrows a profile (``--models``, ``--formats``, ``--batch-sizes``,
 ``--concurrency``) but never widens it past the model's limits.
 
 A profile is checked completely when it is loaded: malformed YAML (file and line), unknown keys (with the valid
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from tritonsuite.device import INSTANCE_KINDS as DEVICES  # profile device -> default Triton instance kind
-from tritonsuite.repository import BACKEND_ACCELERATORS, PRECISION_MODES, DeploymentConfig
+from tritonsuite.deploy.repository import BACKEND_ACCELERATORS, PRECISION_MODES, DeploymentConfig
 from tritonsuite.settings import DISTRIBUTIONS, LatencyBound, MeasurementSettings
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -99,7 +99,7 @@ class Profile:
     gpu: str  # what the report's "GPU" row says
     models: Mapping[str, ModelProfile]
     measurement: MeasurementSettings = field(default_factory=MeasurementSettings)
-    published: str = ""  # the seeds' published tables this profile's runs are shown beside (tritonsuite.published)
+    published: str = ""  # the seeds' published tables this profile's runs are shown beside (tritonsuite.report.published)
 
 
 def profile_dirs(directory: str | Path | None = None) -> list[Path]:
@@ -163,7 +163,7 @@ def _choices(value: Any, where: str, valid: Sequence[str]) -> tuple[str, ...]:
 
 
 def _model_profile(name: str, data: Any, where: str, instance_kind: str) -> ModelProfile:
-    from tritonsuite.formats import FORMATS
+    from tritonsuite.deploy.formats import FORMATS
     from tritonsuite.spec import PRECISIONS
 
     data = _mapping(data, where)
@@ -272,7 +272,7 @@ def _published(value: Any, device: str, where: str) -> str:
     """``published:`` names the seeds' GPU tables a GPU profile's runs are shown beside; GPU figures only."""
     if value is None:
         return ""
-    from tritonsuite.published import available_gpus
+    from tritonsuite.report.published import available_gpus
 
     gpus = available_gpus()
     if value not in gpus:

@@ -2,7 +2,7 @@
 
 At the end of a session :func:`write_reports` reads ``<reports_dir>/raw/*.jsonl`` and writes
 ``<reports_dir>/<scenario>/<model>.md`` plus plots in ``<reports_dir>/<scenario>/<model>/``, each page headed by the
-run's provenance line when its manifest (:mod:`tritonsuite.manifest`) was written first. Presenters only:
+run's provenance line when its manifest (:mod:`tritonsuite.report.manifest`) was written first. Presenters only:
 storage is :mod:`tritonsuite.rows`.
 """
 from __future__ import annotations
@@ -11,9 +11,11 @@ import os
 from pathlib import Path
 
 from tritonsuite.report.common import OFFLINE_PLOTS, ONLINE_PLOTS, SCENARIO_DESCRIPTIONS, _group
-from tritonsuite.report.markdown import render_crosscheck, render_markdown, render_metrics_markdown, render_summary
+from tritonsuite.report.markdown import render_markdown
+from tritonsuite.report.pages import render_crosscheck, render_metrics_markdown, render_summary
 from tritonsuite.report.plots import plot_offline, plot_online
-from tritonsuite.manifest import header_line, read_manifest
+from tritonsuite.report.manifest import header_line, read_manifest
+from tritonsuite.judge.crosscheck import cross_points
 from tritonsuite.rows import safe_component, load_rows
 
 __all__ = ["OFFLINE_PLOTS", "ONLINE_PLOTS", "SCENARIO_DESCRIPTIONS", "plot_offline", "plot_online",
@@ -49,8 +51,6 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
                            encoding="utf-8")
         written.append(md_path)
         written.extend(pngs)
-    from tritonsuite.crosscheck import cross_points
-
     if cross_points(rows):  # points both load generators measured: perf_analyzer side by side with the engine
         page = reports_dir / "crosscheck.md"
         page.write_text(_with_header(render_crosscheck(rows), header), encoding="utf-8")

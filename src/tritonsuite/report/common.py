@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tritonsuite.rows import Row
-from tritonsuite.telemetry import GPU_COLUMNS
+from tritonsuite.load.telemetry import GPU_COLUMNS
 
 _UNITLESS_COLUMNS = ("Batch", "Concurrency", "Inferences/Second")
 _INT_COLUMNS = ("Batch", "Concurrency")

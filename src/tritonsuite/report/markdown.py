@@ -1,6 +1,6 @@
 """Markdown pages in the seeds' format: per deployment, how it was measured, the "Parameter Name | Parameter
 Value" table, the results table (the seeds' columns, Status, Client CPU) and, for GPU profiles, the seeds' published
-figures beside the measured ones (:mod:`tritonsuite.published`); metric tables for accuracy."""
+figures beside the measured ones (:mod:`tritonsuite.report.published`); metric tables for accuracy."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -12,7 +12,8 @@ from tritonsuite.report.common import (_EXTRA_COLUMNS, _INT_COLUMNS, _PLOT_ALT, 
                                        _is_number, _load_kind, _pipe_table, _records, _result, _row_label, _search,
                                        _series, _sort_key, _status, _title)
 from tritonsuite.rows import RESULT_COLUMNS, STATUSES
-from tritonsuite.telemetry import GPU_COLUMNS
+from tritonsuite.load.telemetry import GPU_COLUMNS
+from tritonsuite.report.pages import _under_load, render_metrics_markdown
 
 
 def _measured_line(scenario: str, rows: Sequence[Mapping[str, Any]]) -> str:
@@ -99,7 +100,7 @@ def _published_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """The seeds' published figures beside the measured ones, for the rows whose profile names published tables
     (GPU profiles only) and whose deployment and point match a published row; its heading says when the GPU the
     rows were measured on is not the published one."""
-    from tritonsuite.published import PUBLISHED_PARAMETER, join, published_configurations
+    from tritonsuite.report.published import PUBLISHED_PARAMETER, join, published_configurations
     from tritonsuite.rows import Row
 
     named = [r for r in rows if (r.get("parameters") or {}).get(PUBLISHED_PARAMETER)]
@@ -122,7 +123,7 @@ def _published_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         heading += " — measured GPU not known here (remote server)"
     profile = _distinct((r.parameters.get("Profile") for r in measured))
     out = [heading, ""]
-    note = (f"From {first.published.labels['Source']} (transcribed in tritonsuite/published/{gpu}/"
+    note = (f"From {first.published.labels['Source']} (transcribed in tritonsuite/report/published/{gpu}/"
             f"{first.published.model}.csv), the rows of this deployment's configuration and points; "
             f"ratios are measured / published (throughput above 1: faster than published; p99 above 1: slower).")
     if False in same:
@@ -269,203 +270,4 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
             verdict = _under_load(row)
             if verdict:
                 out += [f"Accuracy under load ({_row_label(row)}): {verdict.get('verdict', '-')}", ""]
-    return "\n".join(out).rstrip("\n") + "\n"
-
-
-def _under_load(row: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A row's accuracy-under-load verdict (``tritonsuite.underload``), or {} when the point carried no probes."""
-    found = row.get("accuracy_under_load")
-    return found if isinstance(found, Mapping) else {}
-
-
-def _flatten(prefix: str, value: Any) -> list[tuple[str, Any]]:
-    if isinstance(value, Mapping):
-        items: list[tuple[str, Any]] = []
-        for k, v in value.items():
-            items += _flatten(f"{prefix}.{k}" if prefix else str(k), v)
-        return items
-    return [(prefix, value)]
-
-
-def _threshold_for(thresholds: Any, metric: str) -> Any:
-    if not isinstance(thresholds, Mapping):
-        return thresholds
-    if metric in thresholds:
-        return thresholds[metric]
-    node: Any = thresholds
-    for part in metric.split("."):  # nested thresholds mirroring nested metrics
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        else:
-            node = None
-            break
-    if node is not None:
-        return node
-    top = metric.split(".")[0]
-    return thresholds.get(top)
-
-
-def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]) -> str:
-    """A page for metric records (e.g. accuracy): one ``deployment | metric | value | threshold | status`` table.
-
-    Nested ``metrics`` dicts are flattened to dotted names; thresholds are looked up by the same (or the
-    top-level) name.  Non-OK records' reasons are listed under the table.
-    """
-    rows = _records(rows)
-    out = [f"# {_title(rows, model)} {scenario} results", ""]
-    for description in _distinct(row.get("description") for row in rows):
-        if description:
-            out += [f"Data: {description}.", ""]
-    table = []
-    for row in rows:
-        metrics = row.get("metrics")
-        if not isinstance(metrics, Mapping):
-            metrics = _result(row)
-        flat = _flatten("", metrics) or [("-", None)]
-        per_metric = row.get("metric_status") or {}
-        for name, value in flat:
-            threshold = _threshold_for(row.get("thresholds"), name)
-            table.append([str(row.get("deployment") or "-"), name, _format_value(value),
-                          _format_value(threshold) if threshold is not None else "-",
-                          str(per_metric.get(name, "-" if per_metric else _status(row)))])
-    if table:
-        out += [_pipe_table(["deployment", "metric", "value", "threshold", "status"], table, align="left"), ""]
-    else:
-        out += ["No records.", ""]
-    baselines = []
-    for row in rows:
-        note = row.get("baseline") or {}
-        lines = [f"regression: {line}" for line in note.get("regressions", [])] + \
-                [f"improvement: {line}" for line in note.get("improvements", [])]
-        if note.get("missing"):
-            lines.append(f"{note['missing']}")
-        elif note.get("compared") is not None and not lines:
-            lines.append(f"{note['compared']} metrics within their allowances")
-        if note.get("updated"):
-            lines.append(f"baseline rewritten: {note['updated']}")
-        baselines += [f"- {row.get('deployment') or '-'}: {line}" for line in lines]
-    if baselines:
-        out += ["Against the baselines:", ""] + baselines + [""]
-    problems = []
-    for row in rows:
-        status = _status(row)
-        if status != "OK":
-            reasons = "; ".join(str(r) for r in (row.get("reasons") or []))
-            problems.append(f"- {row.get('deployment') or '-'}: {status}" + (f": {reasons}" if reasons else ""))
-    if problems:
-        out += ["Records that did not pass:", ""] + problems + [""]
-    return "\n".join(out).rstrip("\n") + "\n"
-
-
-
-
-def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
-    """A short page for a CI job summary: per accuracy deployment its verdict and its standing against the
-    baseline; per measured deployment its best valid throughput with that point's p99."""
-    rows = _records(rows)
-    out = [f"# tritonsuite run {run_id or ', '.join(_distinct(r.get('run_id') for r in rows))}", ""]
-    accuracy = [r for r in rows if r.get("scenario") == "accuracy"]
-    if accuracy:
-        table = []
-        for r in accuracy:
-            note = r.get("baseline") or {}
-            if note.get("regressions"):
-                standing = "regressed: " + "; ".join(note["regressions"])
-            elif note.get("missing"):
-                standing = "no baseline"
-            elif note:
-                standing = f"{note.get('compared', 0)} metrics within allowances" + (
-                    "; improved: " + "; ".join(note["improvements"]) if note.get("improvements") else "")
-            else:
-                standing = "-"
-            table.append([str(r.get("title") or r.get("model")), str(r.get("deployment")), _status(r), standing])
-        out += ["## Accuracy", "", _pipe_table(["model", "deployment", "status", "against the baseline"], table,
-                                               align="left"), ""]
-    answers = [r for r in rows if _load_kind(r) == "result"]
-    if answers:
-        out += ["## Most load within the latency bound", ""] + [
-            f"- {r.get('deployment')}: {_search(r).get('answer')}" for r in answers] + [""]
-    for scenario in ("offline", "online"):
-        measured = [r for r in rows if r.get("scenario") == scenario and _load_kind(r) in ("sweep", "rate")]
-        if not measured:
-            continue
-        table = []
-        probed = any(_under_load(r) for r in measured)
-        for deployment, drows in _group(measured, _series).items():
-            ok = [r for r in drows if _status(r) == "OK" and _is_number(_result(r).get("Inferences/Second"))]
-            best = max(ok, key=lambda r: _result(r)["Inferences/Second"], default=None)
-            where = _row_label(best) if best else "-"
-            table.append([deployment, _format_number("Inferences/Second", _result(best).get("Inferences/Second"))
-                          if best else "-", where, _format_number("p99 latency", _result(best).get("p99 latency"))
-                          if best else "-", f"{len(ok)}/{len(drows)}"])
-            if probed:
-                verdicts = [f"{'passed' if v.get('passed') else 'FAILED'} at concurrency {v.get('concurrency')}"
-                            for v in map(_under_load, drows) if v]
-                table[-1].append("; ".join(verdicts) or "-")
-        headers = ["deployment", "Inferences/Second", "at", "p99 latency (ms)", "rows OK"]
-        out += [f"## {scenario.capitalize()}: best throughput per deployment", "",
-                _pipe_table(headers + (["accuracy under load"] if probed else []), table, align="left"), ""]
-    return "\n".join(out).rstrip("\n") + "\n"
-
-
-def render_crosscheck(rows: Sequence[Any]) -> str:
-    """perf_analyzer side by side with the suite's engine (:func:`tritonsuite.crosscheck.cross_points`): per point
-    both generators' throughput, p50 and p99, the ratios perf_analyzer / suite, the server-side parts that explain
-    a gap (Server Queue, Server Compute Infer per request), and both rows' statuses."""
-    from tritonsuite.crosscheck import cross_points
-    from tritonsuite.rows import Row
-
-    points = cross_points([r if isinstance(r, Row) else Row.from_dict(r) for r in rows])
-    out = ["# perf_analyzer side by side with the suite's engine", ""]
-    if not points:
-        return "\n".join(out + [("No point was measured by both load generators (run with "
-                                 "`--loadgen suite,perf_analyzer`)."), ""])
-    out += [(f"{len(points)} points measured by both load generators on the same server; ratio = perf_analyzer / "
-             "suite. Server Queue and Server Compute Infer (ms per request, from Triton's statistics) say whether the "
-             "server did the same work for both: on the same deployment, another arrival pattern makes the dynamic "
-             "batcher form other batches."), ""]
-
-    def num(column: str, value: float | None) -> str:
-        return _format_number(column, value) if value is not None else "-"
-
-    def ratio(value: float | None) -> str:
-        return f"{value:.2f}" if value is not None else "-"
-
-    table = []
-    for p in points:
-        s, a = p.suite, p.perf_analyzer
-        table.append([p.scenario, p.deployment, num("Batch", p.batch), num("Concurrency", p.concurrency),
-                      num("Inferences/Second", p.figure(s, "Inferences/Second")),
-                      num("Inferences/Second", p.figure(a, "Inferences/Second")), ratio(p.ratio("Inferences/Second")),
-                      num("p50 latency", p.figure(s, "p50 latency")), num("p50 latency", p.figure(a, "p50 latency")),
-                      ratio(p.ratio("p50 latency")),
-                      num("p99 latency", p.figure(s, "p99 latency")), num("p99 latency", p.figure(a, "p99 latency")),
-                      ratio(p.ratio("p99 latency")),
-                      (f"{num('Server Queue', p.figure(s, 'Server Queue'))} / "
-                       f"{num('Server Queue', p.figure(a, 'Server Queue'))}"),
-                      (f"{num('Server Compute Infer', p.figure(s, 'Server Compute Infer'))} / "
-                       f"{num('Server Compute Infer', p.figure(a, 'Server Compute Infer'))}"),
-                      f"{_status(s.to_dict())} / {_status(a.to_dict())}"])
-    out += [_pipe_table(["Scenario", "Deployment", "Batch", "Concurrency", "inf/s suite", "inf/s perf_analyzer",
-                         "ratio", "p50 suite (ms)", "p50 perf_analyzer (ms)", "ratio", "p99 suite (ms)",
-                         "p99 perf_analyzer (ms)", "ratio", "Server Queue (ms) suite / pa",
-                         "Server Compute Infer (ms) suite / pa", "Status suite / pa"], table, align="right"), ""]
-    problems = []
-    for p in points:
-        for who, row in (("suite", p.suite), ("perf_analyzer", p.perf_analyzer)):
-            if row.status != "OK":
-                problems.append(f"- {p.deployment} {_row_label(row.to_dict())}, {who}: {row.status}: "
-                                + "; ".join(row.reasons))
-    if problems:
-        out += ["Rows that are not valid measurements (their ratios are not a comparison):", ""] + problems + [""]
-    probed = [p for p in points if p.suite.extra.get("accuracy_under_load")]
-    if probed:
-        out += [("Not like for like: the suite's row carried accuracy probes (a share of its requests were the "
-                 "model's accuracy samples instead of the load request; perf_analyzer sends the load request only) at "
-                 + ", ".join(f"{p.deployment} {_row_label(p.suite.to_dict())}" for p in probed)
-                 + ". `--load-probe-share 0` measures those points without probes."), ""]
-    commands = _distinct(p.perf_analyzer.measurement.get("loadgen_command") for p in points)
-    if commands:
-        out += [("perf_analyzer's command for the first point (the others differ in -m, -b, --concurrency-range, "
-                 "--shared-memory and the temporary files):"), "", f"    {commands[0]}", ""]
     return "\n".join(out).rstrip("\n") + "\n"

@@ -12,7 +12,8 @@ from pathlib import Path
 from tritonsuite.server.base import (LOOPBACK, ModelControlUnavailable, ServerArguments, ServerDied, ServerError,
                                      TritonServer)
 from tritonsuite.server.container import ContainerServer
-from tritonsuite.server.embedded import SHM_PREFIX, EmbeddedServer, pytriton_paths, sweep_stale_shm
+from tritonsuite.server.embedded import EmbeddedServer, pytriton_paths
+from tritonsuite.server.shm import SHM_PREFIX, sweep_stale_shm
 from tritonsuite.server.remote import RemoteServer
 
 LAUNCHERS: dict[str, type[TritonServer]] = {"embedded": EmbeddedServer, "container": ContainerServer,

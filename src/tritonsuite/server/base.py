@@ -168,14 +168,14 @@ class TritonServer(ABC):
         return f"{self.name} server at {self.http_url}"
 
     def refuses(self, backend, config) -> str | None:
-        """Why this server cannot serve a deployment of ``backend`` (:class:`~tritonsuite.backends.Backend`) with
+        """Why this server cannot serve a deployment of ``backend`` (:class:`~tritonsuite.deploy.backends.Backend`) with
         ``config``, known before loading it, or None. A stock server decides at load time."""
         return None
 
     def tensorrt_version(self) -> str | None:
         """The TensorRT version the server's tensorrt backend runs, where it can be known (the NGC release of its
         Triton version, or TRITONSUITE_SERVER_TENSORRT); None when it cannot."""
-        from tritonsuite.backends.tensorrt import server_tensorrt_version
+        from tritonsuite.deploy.backends.tensorrt import server_tensorrt_version
 
         return server_tensorrt_version(self.version())
 

@@ -36,7 +36,6 @@ Two kinds of image:
 from __future__ import annotations
 
 import atexit
-import io
 import itertools
 import json
 import os
@@ -44,148 +43,27 @@ import shutil
 import socket
 import sys
 import sysconfig
-import tarfile
 import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-from tritonsuite.server import janitor
+import tritonsuite.server.janitor as janitor
 from tritonsuite.server.base import LOOPBACK, ServerArguments, ServerError, TritonServer, free_ports
+from tritonsuite.server.docker import (RUNTIME_LABEL, remove_container, process_started, device_requests,
+                                       docker_client, host_mounts, parse_gpus, reap_stale_containers)
+from tritonsuite.server.shm import SHM_DIR, SHM_PREFIX, owned_patterns
 
 #: NGC's Triton image matching the wheel's Triton (2.51 is release 24.10). Pull it yourself first (the launcher
 #: never pulls: it is ~15 GB, and a test run should not wait on it).
 DEFAULT_IMAGE = "nvcr.io/nvidia/tritonserver:24.10-py3"
-#: The image :func:`build_local_image` makes: an empty root that runs the host's tritonserver.
-LOCAL_IMAGE = "tritonsuite-local:latest"
-RUNTIME_LABEL = "tritonsuite.runtime"  # "host": run the host's wheel tritonserver with read-only host mounts
 IMAGE_ENV = "TRITONSUITE_IMAGE"  # the default of --image, when set
-GPU_CHOICES = "all, none, or comma-separated device ids (0,1)"
 STACK_BYTES = 64 * 1024 * 1024
 SHM_SIZE = "1g"  # only where the container's IPC is private
-ENGINE_TIMEOUT_S = 30
 CONTAINER_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
 POLL_S = 0.2
 _launch_counter = itertools.count(1)
-
-
-class EngineUnavailable(ServerError):
-    """No docker SDK, or no Docker engine answering."""
-
-
-def docker_client(timeout: float = ENGINE_TIMEOUT_S):
-    """A client of the Docker engine ``docker.from_env()`` finds (DOCKER_HOST, else the default socket), checked
-    with a ping; a one-line :class:`EngineUnavailable` otherwise."""
-    try:
-        import docker
-    except ImportError:
-        raise EngineUnavailable("--server container needs the docker SDK: pip install -e '.[container]' (or "
-                                "pip install docker)") from None
-    where = os.environ.get("DOCKER_HOST") or "the default socket (unix:///var/run/docker.sock)"
-    try:
-        client = docker.from_env(timeout=timeout)
-        client.ping()
-    except Exception as exc:
-        reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        raise EngineUnavailable(f"--server container: no Docker engine answers at {where} ({reason}); start one, "
-                                f"or set DOCKER_HOST") from None
-    return client
-
-
-def parse_gpus(value: str) -> str | list[str]:
-    """``all`` / ``none`` / ``0,1`` -> "all", "none" or a list of device ids; ValueError naming the choices."""
-    value = (value or "").strip()
-    if value in ("all", "none"):
-        return value
-    ids = [v.strip() for v in value.split(",")]
-    if value and all(v.isdigit() for v in ids):
-        return ids
-    raise ValueError(f"--gpus {value!r}: valid choices: {GPU_CHOICES}")
-
-
-def device_requests(gpus: str | list[str]) -> list:
-    if gpus == "none":
-        return []
-    from docker.types import DeviceRequest
-
-    if gpus == "all":
-        return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
-    return [DeviceRequest(device_ids=list(gpus), capabilities=[["gpu"]])]
-
-
-def build_local_image(client=None, tag: str = LOCAL_IMAGE) -> str:
-    """Import an empty root (``proc sys dev tmp etc usr lib lib64 bin``) as ``tag``, labelled to run the host's
-    tritonserver with read-only host mounts; returns the image id. No registry needed."""
-    client = client or docker_client()
-    data = io.BytesIO()
-    with tarfile.open(fileobj=data, mode="w") as tar:
-        for name in ("proc", "sys", "dev", "dev/shm", "tmp", "etc", "usr", "lib", "lib64", "bin", "sbin"):
-            info = tarfile.TarInfo(name)
-            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o1777 if name == "tmp" else 0o755, 0
-            tar.addfile(info)
-    repository, _, version = tag.rpartition(":") if ":" in tag.split("/")[-1] else (tag, "", "latest")
-    client.api.import_image_from_data(data.getvalue(), repository=repository, tag=version,
-                                      changes=[f"LABEL {RUNTIME_LABEL}=host"])
-    return client.images.get(tag).id
-
-
-def _pid_alive(pid: int, started: str = "") -> bool:
-    """Whether process ``pid`` lives and (when ``started`` is given) is the one that started at that time."""
-    import psutil
-
-    try:
-        process = psutil.Process(pid)
-        return not started or f"{process.create_time():.2f}" == started
-    except (psutil.NoSuchProcess, psutil.ZombieProcess):
-        return False
-    except psutil.AccessDenied:
-        return True
-
-
-def _this_process_started() -> str:
-    import psutil
-
-    return f"{psutil.Process().create_time():.2f}"
-
-
-def reap_stale_containers(client) -> list[str]:
-    """Remove containers this host's earlier runs left behind (their pytest is dead: killed, crashed)."""
-    removed = []
-    host = socket.gethostname()
-    for container in client.containers.list(all=True, filters={"label": "tritonsuite.pid"},
-                                               ignore_removed=True):
-        labels = container.labels
-        if labels.get("tritonsuite.host") != host:
-            continue
-        try:
-            pid = int(labels.get("tritonsuite.pid", ""))
-        except ValueError:
-            continue
-        if not _pid_alive(pid, labels.get("tritonsuite.started", "")):
-            try:
-                container.remove(force=True)
-                removed.append(container.name)
-            except Exception:
-                pass  # removed meanwhile (its janitor)
-    return removed
-
-
-def host_mounts(*paths: str | Path) -> list[str]:
-    """The host folders the wheel's tritonserver needs in an empty root, nested ones left out: the system's
-    libraries and binaries, this interpreter's prefix (the python-backend stub links its libpython) and the
-    environment holding nvidia-pytriton, torch and onnxruntime, plus ``paths``."""
-    candidates = ["/usr", "/lib", "/lib64", "/bin", "/sbin", sys.base_prefix, sys.prefix,
-                  str(Path(sys.executable).resolve().parent.parent), *map(str, paths)]
-    # Each at its own path (on a merged-/usr system /lib64 is a link to /usr/lib64: the ELF interpreter's path
-    # /lib64/ld-linux-x86-64.so.2 must exist in the container) and where it resolves to.
-    found = sorted({q for p in candidates if p and os.path.isdir(p)
-                    for q in (os.path.abspath(p), os.path.realpath(p))})
-    kept: list[str] = []
-    for path in found:
-        if not any(path == k or path.startswith(k.rstrip("/") + "/") for k in kept):
-            kept.append(path)
-    return kept
 
 
 class ContainerServer(TritonServer):
@@ -233,7 +111,7 @@ class ContainerServer(TritonServer):
     def start(self) -> None:
         if self.container is not None:
             return
-        from tritonsuite.server.embedded import sweep_stale_shm
+        from tritonsuite.server.shm import sweep_stale_shm
 
         client = self._client = self._client or docker_client()
         reap_stale_containers(client)
@@ -260,7 +138,7 @@ class ContainerServer(TritonServer):
             return client.images.get(self.image)
         except docker.errors.ImageNotFound:
             raise ServerError(f"--image {self.image}: not on the Docker engine; pull it first (docker pull "
-                              f"{self.image}), or build the local image (python -m tritonsuite.server "
+                              f"{self.image}), or build the local image (tritonsuite "
                               f"build-local-image)") from None
 
     def arguments(self) -> ServerArguments:
@@ -299,7 +177,7 @@ class ContainerServer(TritonServer):
             image=self.image, command=self.arguments().command(binary), detach=True,
             name=f"tritonsuite-{os.getpid()}-{launch}", environment=environment, volumes=volumes,
             labels={"tritonsuite.run": self.run_id, "tritonsuite.pid": str(os.getpid()),
-                    "tritonsuite.host": socket.gethostname(), "tritonsuite.started": _this_process_started()},
+                    "tritonsuite.host": socket.gethostname(), "tritonsuite.started": process_started()},
             ipc_mode="host",
             ulimits=[Ulimit(name="stack", soft=STACK_BYTES, hard=STACK_BYTES),
                      Ulimit(name="memlock", soft=-1, hard=-1)],
@@ -322,7 +200,7 @@ class ContainerServer(TritonServer):
                 container.start()
                 return container
             except docker.errors.APIError as exc:
-                _remove(container)
+                remove_container(container)
                 message = str(exc)
                 refused = "memlock" in message.lower() or ("rlimit" in message.lower()
                                                            and "operation not permitted" in message.lower())
@@ -336,8 +214,6 @@ class ContainerServer(TritonServer):
 
     def _start_once(self, client) -> None:
         launch = next(_launch_counter)
-        from tritonsuite.server.embedded import SHM_PREFIX
-
         self.shm_prefix = f"{SHM_PREFIX}{os.getpid()}x{launch}c_"
         if self.network == "host":
             self.ports = free_ports(tuple(CONTAINER_PORTS))
@@ -368,12 +244,7 @@ class ContainerServer(TritonServer):
     def _guard(self) -> None:
         """From here on the container must not outlive this process: a janitor for SIGKILL, atexit otherwise."""
         if self.use_janitor:
-            from tritonsuite.client import CLIENT_SHM_PREFIX
-            from tritonsuite.server.embedded import SHM_DIR
-
-            self._janitor = janitor.start(0, [str(SHM_DIR / f"{self.shm_prefix}*"),
-                                              str(SHM_DIR / f"{CLIENT_SHM_PREFIX}{os.getpid()}x*")],
-                                          container=self.container.id)
+            self._janitor = janitor.start(0, owned_patterns(self.shm_prefix), container=self.container.id)
         if self._atexit is None:
             self._atexit = self.stop
             atexit.register(self._atexit)
@@ -460,12 +331,10 @@ class ContainerServer(TritonServer):
 
     def _remove_container(self) -> None:
         if self.container is not None:
-            _remove(self.container, stop_timeout=15)
+            remove_container(self.container, stop_timeout=15)
             if self._log_thread is not None:
                 self._log_thread.join(timeout=5)
             self.container = None
-        from tritonsuite.server.embedded import SHM_DIR
-
         if self.shm_prefix:
             for path in SHM_DIR.glob(f"{self.shm_prefix}*"):
                 path.unlink(missing_ok=True)
@@ -481,16 +350,3 @@ class ContainerServer(TritonServer):
         if self._backend_dir is not None:
             shutil.rmtree(self._backend_dir, ignore_errors=True)
             self._backend_dir = None
-
-
-def _remove(container, stop_timeout: int = 0) -> None:
-    """Stop (SIGTERM, then SIGKILL after ``stop_timeout`` s) and remove; bounded by the client's timeout."""
-    try:
-        if stop_timeout:
-            container.stop(timeout=stop_timeout)
-    except Exception:
-        pass
-    try:
-        container.remove(force=True)
-    except Exception:
-        pass

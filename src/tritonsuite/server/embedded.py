@@ -7,7 +7,7 @@ region behind (each launch gets its own region prefix, removed after the server 
 owner died are swept at the next start).
 
 The wheel ships only the python backend. Its backend directory gets the python backend and, for every stock
-backend in :mod:`tritonsuite.backends`, ``<name>/model.py``: a python-based stand-in, so stock repositories load
+backend in :mod:`tritonsuite.deploy.backends`, ``<name>/model.py``: a python-based stand-in, so stock repositories load
 unchanged.
 """
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import ctypes
 import itertools
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -28,35 +27,13 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from tritonsuite.backends import STANDIN_FILE, standin_backends
-from tritonsuite.server import janitor
+from tritonsuite.deploy.backends import STANDIN_FILE, standin_backends
+import tritonsuite.server.janitor as janitor
 from tritonsuite.server.base import ServerArguments, ServerError, TritonServer, free_ports
+from tritonsuite.server.shm import SHM_DIR, SHM_PREFIX, owned_patterns, sweep_stale_shm
 
-SHM_DIR = Path("/dev/shm")
-SHM_PREFIX = "triton_python_backend_shm_region_ts"  # + "<pid>x<n>_": owner pid and launch number
 _launch_counter = itertools.count(1)
 WATCHDOG_INTERVAL_S = 0.2
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def sweep_stale_shm() -> list[str]:
-    """Remove python-backend regions of earlier launches whose owning process is gone (e.g. killed with -9)."""
-    removed = []
-    for path in SHM_DIR.glob(f"{SHM_PREFIX}*"):
-        match = re.match(rf"{SHM_PREFIX}(\d+)x", path.name)
-        if match and not _pid_alive(int(match.group(1))):
-            path.unlink(missing_ok=True)
-            removed.append(path.name)
-    return removed
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -175,10 +152,7 @@ class EmbeddedServer(TritonServer):
         self._await_start("tritonserver", self._ended)
         self._stopping.clear()
         # if this process dies without stopping the server (SIGKILL, OOM), the janitor cleans up
-        from tritonsuite.client import CLIENT_SHM_PREFIX
-
-        self._janitor = janitor.start(self.process.pid, [str(SHM_DIR / f"{self.shm_prefix}*"),
-                                                         str(SHM_DIR / f"{CLIENT_SHM_PREFIX}{os.getpid()}x*")])
+        self._janitor = janitor.start(self.process.pid, owned_patterns(self.shm_prefix))
         threading.Thread(target=self._watch, args=(self.process, self.shm_prefix), daemon=True,
                          name="tritonserver-watchdog").start()
 

@@ -60,7 +60,7 @@ class RemoteServer(TritonServer):
             client.close()
 
     def _load_arguments(self, deployment_dir: Path) -> dict:
-        from tritonsuite.repository import config_json, read_config
+        from tritonsuite.deploy.repository import config_json, read_config
 
         config = json.dumps(config_json(read_config(deployment_dir)))
         files = {f"file:{p.relative_to(deployment_dir)}": p.read_bytes()

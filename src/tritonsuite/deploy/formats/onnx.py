@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tritonsuite.formats.base import Format
+from tritonsuite.deploy.formats.base import Format
 
 ONNX_OPSET = 17
 

@@ -1,6 +1,6 @@
 """The most load a deployment takes within a latency bound ("max req/s at p99 <= 50 ms").
 
-A search measures points with the engine (:func:`tritonsuite.measure.measure`), one after another:
+A search measures points with the engine (:func:`tritonsuite.load.engine.measure`), one after another:
 1. bracket: from a start, the load doubles while the bound holds (or halves while it does not, three times at most
    for a rate: sparse arrivals need long windows) until one point is within the bound and the next is over it;
 2. bisect between them until the bracket is narrower than ``search_resolution_percent`` of its lower end (for
@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tritonsuite.measure import Measurement, StopEarly
+from tritonsuite.load.engine import Measurement, StopEarly
 from tritonsuite.settings import LatencyBound, MeasurementSettings
 
 CLEARLY_OVER = 2.0  # two windows in a row whose statistic exceeds this many times the bound end their point

@@ -1,15 +1,15 @@
 """Accuracy under load: a deployment must answer a sample the same whatever it was batched with.
 
 While an online point runs, a seeded share of its requests carries the model's accuracy inputs ("probes", each a
-request of the point's batch size) instead of the load request (:func:`tritonsuite.measure.measure` with
+request of the point's batch size) instead of the load request (:func:`tritonsuite.load.engine.measure` with
 ``probes=``). The reference is the same probe requests sent one at a time (concurrency 1) through the same
 deployment just before the load. Then:
 
 - every probe response must equal its one-at-a-time response within the model's tolerances over valid frames
-  (:func:`tritonsuite.accuracy.compare_outputs`, the comparison the accuracy scenario uses);
+  (:func:`tritonsuite.judge.accuracy.compare_outputs`, the comparison the accuracy scenario uses);
 - the task metric (``AccuracyData.score``) computed with the probed samples' under-load responses in place of
   their one-at-a-time ones must match the metric of the one-at-a-time responses, within the metric's allowance
-  (:func:`tritonsuite.baselines.default_allowance`). The score functions take the whole accuracy set (MAP over
+  (:func:`tritonsuite.judge.baselines.default_allowance`). The score functions take the whole accuracy set (MAP over
   display groups, AUC), so the under-load responses are scored inside it.
 
 A deployment whose answer for a sample depends on its batch-mates, or that hands one request another request's
@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from tritonsuite.accuracy import OutputComparison, compare_outputs, pad_to_common_shape
-from tritonsuite.baselines import default_allowance
+from tritonsuite.judge.accuracy import OutputComparison, compare_outputs, pad_to_common_shape
+from tritonsuite.judge.baselines import default_allowance
 from tritonsuite.spec import AccuracyData, ModelSpec
 
 DEFAULT_PROBE_SHARE = 0.1  # of an online point's requests, at its highest concurrency
@@ -197,8 +197,8 @@ def accuracy_under_load(server, deployment: str, spec: ModelSpec, precision: str
                         settings, share: float = DEFAULT_PROBE_SHARE, seed: int = DEFAULT_PROBE_SEED):
     """Measure ``point`` of ``deployment`` with a ``share`` of its requests carrying ``data``'s samples, and judge
     them against the same requests sent one at a time just before. Returns (Measurement, UnderLoadResult)."""
-    from tritonsuite.client import served_infer
-    from tritonsuite.measure import measure
+    from tritonsuite.load.client import served_infer
+    from tritonsuite.load.engine import measure
 
     probes = probe_set({t.name: data.inputs[t.name] for t in spec.inputs}, point.batch_size)
     client = server.client()

@@ -3,7 +3,7 @@
 pytorch_backend binds configured inputs to ``forward`` arguments by name, else by the ``<name>__<index>``
 convention, else in config order, and outputs by the convention, else in config order. The export wraps the
 model in a generated module whose ``forward`` takes arguments and returns results exactly as the backend will
-bind them (:func:`tritonsuite.backends.torchscript_signature`), so any spec's tensor names serve correctly.
+bind them (:func:`tritonsuite.deploy.backends.torchscript_signature`), so any spec's tensor names serve correctly.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tritonsuite.formats.base import ExportUnsupported, Format
+from tritonsuite.deploy.formats.base import ExportUnsupported, Format
 
 
 def _signature_wrapper(module, spec, example: tuple, directory: Path):
@@ -24,7 +24,7 @@ def _signature_wrapper(module, spec, example: tuple, directory: Path):
     """
     import torch
 
-    from tritonsuite.backends import torchscript_signature
+    from tritonsuite.deploy.backends import torchscript_signature
 
     arguments, argument_inputs, result_outputs = torchscript_signature([t.name for t in spec.inputs],
                                                                        [t.name for t in spec.outputs])

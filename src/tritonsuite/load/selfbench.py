@@ -7,13 +7,12 @@ One run prints, side by side:
 (c) the load generator's highest sustained request rate against a trivial model (identity), with its own CPU use
     (target >= 5,000 requests/s).
 
-Usage: ``tritonsuite-selfbench [--gpu cpu] [--seconds 5]`` (or ``python -m tritonsuite.selfbench``).
+Usage: ``tritonsuite selfbench [--gpu cpu] [--seconds 5]``.
 ``--loadgen suite,perf_analyzer`` measures (c) with perf_analyzer 2.51 too, point by point, and prints both side by
 side; ``--ceiling-only`` runs (c) alone.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 import time
@@ -21,16 +20,16 @@ from pathlib import Path
 
 import numpy as np
 
-from tritonsuite.export import artifact_session, export
-from tritonsuite.measure import LoadPoint, Measurement, MeasurementError, MeasurementSettings, measure
+from tritonsuite.deploy.export import artifact_session, export
+from tritonsuite.load.engine import LoadPoint, Measurement, MeasurementError, MeasurementSettings, measure
 from tritonsuite.models import default_registry
 from tritonsuite.profiles import load_profile
 from tritonsuite.device import cpu_name
-from tritonsuite.repository import DeploymentConfig, build_deployment, deployment_name
+from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name
 from tritonsuite.rows import LOADGENS
 from tritonsuite.server import EmbeddedServer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path.cwd()  # the checkout the command runs in: its model_repos/ and reports/
 CEILING_CONCURRENCY = (1, 4, 8, 16, 32)
 
 
@@ -48,8 +47,7 @@ def in_process(runner, inputs: dict, seconds: float) -> tuple[float, float]:
     return batch * len(latencies) / sum(latencies), float(np.percentile(latencies, 50) * 1e3)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(parser) -> None:
     parser.add_argument("--gpu", default="cpu", help="profile (shipped: cpu, a100, a30, a40, t4, v100, h100; or "
                         "<name>.yaml in --profiles-dir)")
     parser.add_argument("--profiles-dir", default=None, help="a directory of your own profiles")
@@ -59,12 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loadgen", default="suite", help="load generators for (c): suite, perf_analyzer, or both "
                         "(comma-separated)")
     parser.add_argument("--ceiling-only", action="store_true", help="measure (c) only")
-    args = parser.parse_args(argv)
+
+
+def run(args, parser) -> int:
     loadgens = tuple(dict.fromkeys(g.strip() for g in args.loadgen.split(",") if g.strip()))
     if not loadgens or any(g not in LOADGENS for g in loadgens):
         parser.error(f"--loadgen {args.loadgen!r}: valid choices: {', '.join(LOADGENS)} (comma-separated for both)")
     if "perf_analyzer" in loadgens:
-        from tritonsuite.perfanalyzer import unavailable_reason
+        from tritonsuite.load.perfanalyzer import unavailable_reason
 
         reason = unavailable_reason()
         if reason:
@@ -146,7 +146,7 @@ CEILING_SETTINGS = MeasurementSettings(window_ms=1000, stability_percentage=10, 
 def ceiling_points(server, repo: Path, cache_dir, loadgens=("suite",)) -> list[tuple[str, object]]:
     """(c): the identity model behind dynamic batching, batch 1, each of CEILING_CONCURRENCY measured by each load
     generator back to back; [(loadgen, Measurement)]."""
-    from tritonsuite.perfanalyzer import measure_with_perf_analyzer
+    from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
 
     trivial = default_registry().get("identity", "tiny")
     trivial_artifact = export(trivial, "onnx", "fp32", cache_dir)
@@ -218,7 +218,3 @@ def _print_side_by_side(measured) -> None:
     for g, m in measured:
         if not m.valid:
             print(f"note: {g} at concurrency {m.point.concurrency} is {m.status}: {'; '.join(m.reasons)}")
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

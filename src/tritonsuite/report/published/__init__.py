@@ -1,6 +1,6 @@
 """The seeds' published result tables, and the join of a measured row to its published row.
 
-The tables ship with the package as ``tritonsuite/published/<gpu>/<model>.csv`` (``gpu``: a100, a30, a40, t4,
+The tables ship with the package as ``tritonsuite/report/published/<gpu>/<model>.csv`` (``gpu``: a100, a30, a40, t4,
 v100; ``model``: the suite's model names), transcribed from the seeds' result tables by
 ``fixtures/published/transcribe.py``. One CSV row is one published row: the labels that identify the published
 configuration, then the seeds' result columns (:data:`tritonsuite.rows.RESULT_COLUMNS`, times in ms) with a column

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
+from tritonsuite.server.shm import CLIENT_SHM_PREFIX
 from tritonsuite.spec import ModelSpec, TensorSpec
 
 if TYPE_CHECKING:
     from tritonsuite.server import TritonServer
 
-CLIENT_SHM_PREFIX = "tritonsuite_shm_"  # + "<pid>x<n>_in|out" under /dev/shm
 _region_counter = itertools.count(1)
 
 

@@ -1,5 +1,5 @@
-"""Export a model spec to a serving artifact in any registered format (:mod:`tritonsuite.formats`), verified
-against eager through the stock backend's own behaviour (:mod:`tritonsuite.backends`), and cached.
+"""Export a model spec to a serving artifact in any registered format (:mod:`tritonsuite.deploy.formats`), verified
+against eager through the stock backend's own behaviour (:mod:`tritonsuite.deploy.backends`), and cached.
 
 Artifacts are cached on disk under a key hashed from (spec, weights, checkpoint, format, precision, exporter
 versions): a second run with the same inputs reuses the file and its recorded verification.
@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from tritonsuite.accuracy import compare_outputs
-from tritonsuite.backends import backend_for
+from tritonsuite.judge.accuracy import compare_outputs
+from tritonsuite.deploy.backends import backend_for
 from tritonsuite.device import export_device, unavailable_reason
-from tritonsuite.formats import get_format, spec_formats
-from tritonsuite.formats.base import ExportMismatch, ExportUnsupported
+from tritonsuite.deploy.formats import get_format, spec_formats
+from tritonsuite.deploy.formats.base import ExportMismatch, ExportUnsupported
 from tritonsuite.spec import PRECISIONS, ModelSpec, file_digest, path_digest, stable_hash
 
 EXPORT_VERSION = 2  # bump when the export procedure changes, to invalidate cached artifacts
@@ -66,7 +66,7 @@ def exporter_versions() -> dict[str, str]:
 def cache_key(spec: ModelSpec, fmt: str, precision: str, checkpoint: Path | None = None,
               build: dict[str, Any] | None = None) -> str:
     """The artifact's cache key. ``build`` is what else decides the format's artifact (its
-    :meth:`~tritonsuite.formats.base.Format.cache_fields`: a plan's TensorRT version, GPU and shapes)."""
+    :meth:`~tritonsuite.deploy.formats.base.Format.cache_fields`: a plan's TensorRT version, GPU and shapes)."""
     fields = {
         "spec": spec.fingerprint(),
         "weights": [file_digest(p) for p in spec.weights_files()],
@@ -120,9 +120,9 @@ def eager_runner(module, spec: ModelSpec, device: str = "cpu"):
 
 def artifact_session(spec: ModelSpec, path: str | Path, fmt: str, device: str = "cpu", config=None):
     """Run an artifact in-process exactly as its stock backend serves it: the backend's stand-in session over the
-    deployment's configuration (a :class:`~tritonsuite.repository.DeploymentConfig`; by default the spec's tensors
+    deployment's configuration (a :class:`~tritonsuite.deploy.repository.DeploymentConfig`; by default the spec's tensors
     and the backend's default parameters)."""
-    from tritonsuite.repository import DeploymentConfig, config_json, model_config
+    from tritonsuite.deploy.repository import DeploymentConfig, config_json, model_config
 
     backend = backend_for(fmt)
     if config is None:

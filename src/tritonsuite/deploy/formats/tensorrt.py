@@ -7,7 +7,7 @@ dim from 1 up to the spec's ``max_shape`` (opt at the example inputs' size). fp1
 the fp32 ONNX; fp32 clears TF32, so fp32 means fp32. A plan runs only on the TensorRT version that built it and on
 GPUs of the compute capability it was built for: both are part of its cache key and recorded beside it
 (``artifact.json``), and a deployment on a server whose TensorRT differs is refused
-(:func:`tritonsuite.backends.tensorrt.check_plan_version`).
+(:func:`tritonsuite.deploy.backends.tensorrt.check_plan_version`).
 
 ``tensorrt`` is imported lazily: it is not on PyPI's default index (its libraries come from NVIDIA's), and a host
 without it or without CUDA skips ``trt`` cases with that reason.
@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from tritonsuite.formats.base import ExportUnsupported, Format
+from tritonsuite.deploy.formats.base import ExportUnsupported, Format
 
 TENSORRT_INSTALL = "pip install tensorrt --extra-index-url https://pypi.nvidia.com"
 #: The builder's workspace (scratch GPU memory) limit; 1 GiB, the onnxruntime backend's TensorRT default.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import keyword
 from pathlib import Path
 
-from tritonsuite.backends.standin import (DEFAULT_MODEL_FILENAMES, libtorch_input_binding, libtorch_output_binding,
+from tritonsuite.deploy.backends.standin import (DEFAULT_MODEL_FILENAMES, libtorch_input_binding, libtorch_output_binding,
                                           open_session)
 
 STANDIN_FILE = Path(__file__).with_name("standin.py")
@@ -29,7 +29,7 @@ class Backend:
         return DEFAULT_MODEL_FILENAMES[self.name]
 
     def parameters(self, config) -> dict[str, str]:
-        """The stock backend's own ``parameters`` for a :class:`~tritonsuite.repository.DeploymentConfig`."""
+        """The stock backend's own ``parameters`` for a :class:`~tritonsuite.deploy.repository.DeploymentConfig`."""
         return {}
 
     def gpu_execution_accelerators(self, config) -> list[tuple[str, dict[str, str]]]:
@@ -92,7 +92,7 @@ class OnnxRuntimeBackend(Backend):
         import onnxruntime as ort
 
         from tritonsuite.device import cuda_available
-        from tritonsuite.formats.tensorrt import tensorrt_import_error
+        from tritonsuite.deploy.formats.tensorrt import tensorrt_import_error
 
         if "TensorrtExecutionProvider" not in ort.get_available_providers():
             return (f"the embedded server's onnxruntime stand-in runs the TensorRT accelerator through onnxruntime's "
@@ -157,12 +157,12 @@ class TensorRTBackend(Backend):
 
     def check_artifact(self, artifact, server) -> None:
         """A plan loads only in the TensorRT version that built it (recorded beside it when it was built)."""
-        from tritonsuite.backends.tensorrt import check_plan_version
+        from tritonsuite.deploy.backends.tensorrt import check_plan_version
 
         check_plan_version(artifact.versions["tensorrt"], server.tensorrt_version(), server.describe())
 
     def session(self, path: str | Path, model_config: dict, device: str = "cuda"):
-        from tritonsuite.backends.tensorrt import TensorRTSession
+        from tritonsuite.deploy.backends.tensorrt import TensorRTSession
 
         return TensorRTSession(str(path), model_config, device)
 

@@ -1,7 +1,7 @@
 """The provenance manifest of a run: what it takes to reproduce it and to tell two runs apart.
 
 Written at the end of a session as ``<reports>/manifest.json`` (the latest run) and
-``<reports>/raw/manifest-<run_id>.json`` (kept beside the run's rows, where :mod:`tritonsuite.compare` finds it).
+``<reports>/raw/manifest-<run_id>.json`` (kept beside the run's rows, where :mod:`tritonsuite.judge.compare` finds it).
 It holds the suite's version and git revision (with a dirty flag), the exact command line, the effective profile
 and its hash, each deployment's config.pbtxt hash and artifact key, the Triton server version and the backends
 that ran, the versions of the libraries that shape a result, the host (CPU, cores, memory, GPUs, driver, CUDA) and
@@ -75,7 +75,7 @@ def _memory_gib() -> float | None:
 
 def _host() -> dict[str, Any]:
     from tritonsuite.device import cpu_name
-    from tritonsuite.telemetry import describe_gpus
+    from tritonsuite.load.telemetry import describe_gpus
 
     host = {"cpu": cpu_name(), "cores": os.cpu_count(), "memory_gib": _memory_gib(), "platform": platform.platform(),
             "python": platform.python_version(), "gpus": describe_gpus() or "none"}

@@ -1,7 +1,7 @@
 """A reproducible busy host: run a command (a pytest run of the suite) beside a bursty CPU burner, then say how
 the run's points fared and how busy the host was.
 
-    tritonsuite-busyhost [--on 2] [--off 2] -- pytest -m offline --models bert
+    tritonsuite busyhost [--on 2] [--off 2] -- pytest -m offline --models bert
 
 The burner is one process that spins one core for ``--on`` seconds and sleeps ``--off`` seconds, over and over,
 started before the command and killed when it ends (also on Ctrl-C). The summary reads the run's rows through its
@@ -52,12 +52,13 @@ def summary(reports_dir: Path) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tritonsuite-busyhost", description=__doc__.split("\n\n")[0])
+def add_arguments(parser) -> None:
     parser.add_argument("--on", type=float, default=2.0, help="seconds the burner spins (default 2)")
     parser.add_argument("--off", type=float, default=2.0, help="seconds it rests (default 2)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run beside it")
-    args = parser.parse_args(argv)
+
+
+def run(args, parser) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command: give it after --, e.g. -- pytest -m offline --models bert")
@@ -74,7 +75,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError, KeyError) as exc:
         print(f"no summary: the run left no readable manifest ({type(exc).__name__}: {exc})")
     return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,7 +3,7 @@
 ``config.pbtxt`` is written from Triton's model-configuration protobuf (``tritonclient.grpc.model_config_pb2``)
 with ``google.protobuf.text_format`` and holds only what a stock backend understands: the platform, max batch
 size, inputs and outputs, the instance group, dynamic batching, the backend's own parameters (threads, tensor
-fuser, inference mode; :mod:`tritonsuite.backends`) and its execution accelerators (onnxruntime's TensorRT). The version directory holds the artifact alone, under the
+fuser, inference mode; :mod:`tritonsuite.deploy.backends`) and its execution accelerators (onnxruntime's TensorRT). The version directory holds the artifact alone, under the
 platform's default file name, so the directory loads unchanged on any Triton that has the backend.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonsuite.backends import Backend, backend_for
+from tritonsuite.deploy.backends import Backend, backend_for
 from tritonsuite.device import INSTANCE_KINDS
 from tritonsuite.spec import ModelSpec
 
@@ -98,7 +98,7 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 
 def build_deployment(repository: str | Path, name: str, spec: ModelSpec, artifact, config: DeploymentConfig) -> Path:
     """Write ``<repository>/<name>/`` (config.pbtxt, 1/<model file>) for an exported
-    :class:`~tritonsuite.export.Artifact` and return the directory.
+    :class:`~tritonsuite.deploy.export.Artifact` and return the directory.
 
     The directory is rebuilt in a temporary place and swapped in, so a concurrent reader never sees half of it.
     """

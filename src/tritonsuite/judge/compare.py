@@ -13,12 +13,11 @@ Points are joined by scenario, deployment (model, size, format, precision), batc
 
 Points measured on another host, or by another Triton version, are never compared silently: another host does not
 join, and a different server is named at the top of the comparison. ``--perf-gate PCT`` (pytest) or
-``tritonsuite-compare THEN NOW --perf-gate PCT`` turns significant regressions beyond PCT into failures; without it
+``tritonsuite compare THEN NOW --perf-gate PCT`` turns significant regressions beyond PCT into failures; without it
 a comparison is informational. Stored runs are compared later with the command, without rerunning.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tritonsuite.manifest import differences as manifest_differences, read_manifest
+from tritonsuite.report.manifest import differences as manifest_differences, read_manifest
 from tritonsuite.rows import Row, load_rows
 
 PERFORMANCE_SCENARIOS = ("offline", "online")
@@ -287,8 +286,7 @@ def _read_jsonl(path: Path) -> list[Row]:
     return rows
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tritonsuite-compare", description=__doc__.split("\n\n")[0])
+def add_arguments(parser) -> None:
     parser.add_argument("then", help="the earlier run: a raw rows file, a reports directory, or a run id")
     parser.add_argument("now", help="the later run, likewise")
     parser.add_argument("--reports-dir", default="reports", help="where run ids are looked up (default: reports)")
@@ -297,7 +295,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="PCT",
                         help=f"smallest change that counts (default {DEFAULT_MIN_EFFECT:g})")
     parser.add_argument("--out", default=None, help="also write the markdown page here")
-    args = parser.parse_args(argv)
+
+
+def run(args, parser) -> int:
     for name in ("perf_gate", "min_effect"):
         value = getattr(args, name)
         if value is not None and not (0 <= value < 1000):
@@ -317,7 +317,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     for p in failed:
         sys.stderr.write(f"perf gate: {p.describe()}\n")
     return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,17 +1,17 @@
 """Export formats, one class per format: how an eager module (or another format's artifact) becomes a serving
 artifact, its file name and display name. Export caching and verification against eager live in
-:mod:`tritonsuite.export`, shared by every format.
+:mod:`tritonsuite.deploy.export`, shared by every format.
 
 A new format is one more class registered in :data:`FORMATS`. A format built from another format's artifact (a
-TensorRT plan from ONNX) names it in ``source``: :func:`tritonsuite.export.export` exports the source first and hands
+TensorRT plan from ONNX) names it in ``source``: :func:`tritonsuite.deploy.export.export` exports the source first and hands
 its path to :meth:`Format.write`.
 """
 from __future__ import annotations
 
-from tritonsuite.formats.base import Format
-from tritonsuite.formats.onnx import OnnxFormat
-from tritonsuite.formats.tensorrt import TensorRTFormat
-from tritonsuite.formats.torchscript import TorchScriptScript, TorchScriptTrace
+from tritonsuite.deploy.formats.base import Format
+from tritonsuite.deploy.formats.onnx import OnnxFormat
+from tritonsuite.deploy.formats.tensorrt import TensorRTFormat
+from tritonsuite.deploy.formats.torchscript import TorchScriptScript, TorchScriptTrace
 
 FORMATS: dict[str, Format] = {f.name: f for f in (TorchScriptTrace(), TorchScriptScript(), OnnxFormat(),
                                                   TensorRTFormat())}

@@ -4,9 +4,9 @@ Rows of one point measured by both load generators (``Row.loadgen`` ``suite`` an
 ``--loadgen suite,perf_analyzer``, or rows of several runs) are joined by scenario, deployment, batch, concurrency
 and host; where a point was measured more than once by one generator, its latest row counts. The report writer puts
 the table in ``reports/crosscheck.md``; a script gets the same table with :func:`cross_points` and
-:func:`tritonsuite.report.markdown.render_crosscheck`, or from the command line::
+:func:`tritonsuite.report.pages.render_crosscheck`, or from the command line::
 
-    tritonsuite-crosscheck [REPORTS_DIR] [--run RUN_ID ...] [--out page.md]
+    tritonsuite crosscheck [REPORTS_DIR] [--run RUN_ID ...] [--out page.md]
 
 A ratio is perf_analyzer's figure over the suite's. The server-side columns of both rows travel with the table:
 where the ratio departs from 1, they say whether the server did the same work per request (on the same server, a
@@ -15,13 +15,10 @@ show it).
 """
 from __future__ import annotations
 
-import argparse
-import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
-from tritonsuite.rows import Row, load_rows
+from tritonsuite.rows import Row
 
 PERFORMANCE_SCENARIOS = ("offline", "online")
 
@@ -63,27 +60,3 @@ def cross_points(rows: Iterable[Row]) -> list[CrossPoint]:
     points = [CrossPoint(k[0], k[1], k[2], k[3], by["suite"], by["perf_analyzer"])
               for k, by in latest.items() if "suite" in by and "perf_analyzer" in by]
     return sorted(points, key=lambda p: (p.scenario, p.deployment, p.batch or 0, p.concurrency or 0))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="perf_analyzer side by side with the suite's engine, per point")
-    parser.add_argument("reports_dir", nargs="?", default="reports", help="a reports directory (default: reports)")
-    parser.add_argument("--run", action="append", default=[], metavar="RUN_ID",
-                        help="only rows of this run (repeatable; default: every run in the directory)")
-    parser.add_argument("--out", default=None, help="write the page here instead of printing it")
-    args = parser.parse_args(argv)
-    from tritonsuite.report.markdown import render_crosscheck
-
-    if not (Path(args.reports_dir) / "raw").is_dir():
-        parser.error(f"{args.reports_dir}: no raw rows (expected {Path(args.reports_dir) / 'raw'}/*.jsonl)")
-    rows = [r for r in load_rows(args.reports_dir) if not args.run or r.run_id in args.run]
-    page = render_crosscheck(rows)
-    if args.out:
-        Path(args.out).write_text(page, encoding="utf-8")
-    else:
-        sys.stdout.write(page)
-    return 0 if cross_points(rows) else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""The export-format interface (see :mod:`tritonsuite.formats`)."""
+"""The export-format interface (see :mod:`tritonsuite.deploy.formats`)."""
 from __future__ import annotations
 
 from pathlib import Path

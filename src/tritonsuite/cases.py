@@ -1,0 +1,74 @@
+"""The cases a profile asks for: one per test point (a deployment and a load point, a latency-bound search, or an
+accuracy check), in a stable order. Plain data: the pytest glue parametrises over them, a script iterates them."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from tritonsuite.profiles import Profile
+from tritonsuite.rows import LOADGENS
+from tritonsuite.settings import LatencyBound
+
+SCENARIOS = ("offline", "online", "accuracy")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test point: a deployment (model, format, precision, scenario) and, for performance, a load point (a
+    concurrency, or a request rate), or online a search for the most load within the profile's latency bound."""
+
+    model: str
+    format: str
+    precision: str
+    scenario: str
+    batch_size: int = 0
+    concurrency: int = 0
+    request_rate: float = 0.0
+    search: str = ""  # "request_rate" or "concurrency": the latency-bound search of this deployment
+    bound: str = ""  # its bound, e.g. "p99 <= 50 ms"
+    loadgen: str = "suite"  # who measures a closed-loop point (LOADGENS); open-loop points and searches: the suite
+
+    @property
+    def id(self) -> str:
+        parts = [self.model, self.format, self.precision]
+        if self.scenario == "offline":
+            parts.append(f"batch{self.batch_size}")
+        elif self.search:
+            parts.append(f"max{'rate' if self.search == 'request_rate' else 'concurrency'}-"
+                         f"{LatencyBound.parse(self.bound).slug}")
+        elif self.request_rate:
+            parts.append(f"rate{self.request_rate:g}")
+        elif self.scenario == "online":
+            parts.append(f"concurrency{self.concurrency}")
+        if self.loadgen != "suite":
+            parts.append(self.loadgen)
+        return "-".join(parts)
+
+
+def profile_cases(profile: Profile, scenario: str, loadgens: Sequence[str] = ("suite",)) -> list[Case]:
+    """The cases a profile asks for in a scenario, in a stable order (model, format, precision, sweep value, load
+    generator: with several, they measure each point back to back, so a busy spell hits both alike)."""
+    if scenario not in SCENARIOS:
+        raise ValueError(f"unknown scenario {scenario!r}; valid choices: {', '.join(SCENARIOS)}")
+    bad = [g for g in loadgens if g not in LOADGENS]
+    if bad or not loadgens:
+        raise ValueError(f"load generator {','.join(bad) or '(none)'}: valid choices: {', '.join(LOADGENS)}")
+    cases = []
+    for model, mp in profile.models.items():
+        for fmt in mp.formats:
+            for precision in mp.precisions:
+                if scenario == "offline":
+                    cases += [Case(model, fmt, precision, scenario, batch_size=b, loadgen=g)
+                              for b in mp.offline.batch_sizes for g in loadgens]
+                elif scenario == "online":
+                    on = mp.online
+                    cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, concurrency=c,
+                                   loadgen=g) for c in on.concurrency for g in loadgens]
+                    cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, request_rate=r)
+                              for r in on.request_rates]
+                    if on.latency_bound is not None:
+                        cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, search=kind,
+                                       bound=str(on.latency_bound)) for kind in on.search]
+                else:
+                    cases.append(Case(model, fmt, precision, scenario, batch_size=mp.max_batch_size))
+    return cases

@@ -1,0 +1,110 @@
+"""The measurement engine: closed-loop or open-loop load over HTTP against a Triton model, one point at a time.
+
+Requests are built once per point with tritonclient's own protocol code (binary tensor extension, or system
+shared memory references) and sent by an asyncio load generator, in one of two ways:
+- closed loop (a concurrency): ``concurrency`` connections, each keeping one request in flight;
+- open loop (a request rate): requests are sent on a seeded schedule (Poisson or constant arrivals) whatever the
+  responses do, over as many connections as are needed (up to ``max_outstanding`` in flight). Latency is measured
+  from the scheduled send time, so a slow server cannot hide its queue (coordinated omission), and a request sent
+  more than ``schedule_tolerance_ms`` (or a tenth of the mean gap between arrivals, if longer) after its time is
+  late: a point with more than ``max_late_percent`` late requests measured the load generator, not the server,
+  and is INVALID. Open-loop windows are judged stable on latency alone: their throughput is the schedule's (a
+  Poisson count), not the server's.
+After a warm-up, measurement windows (time-based, or count-based) run until the
+last three agree within the stability percentage on throughput and average latency, or ``max_trials`` windows
+have run (then the point is UNSTABLE). On a busy host the windows lengthen first: after each three that disagree,
+they double, up to ``max_window_factor`` times the set length. Each window also records how much CPU other
+processes than the server's and the load generator used (``tritonsuite.load.hostload``).
+
+Each point yields the seeds' columns (ms):
+- Client Send: handing the prepared request to the socket (open loop: from the scheduled send time); Client Recv: from the response headers to the outputs
+  decoded (inputs are serialised once before measuring, as perf_analyzer does);
+- Server Queue / Compute Input / Compute Infer / Compute Output: deltas of Triton's statistics extension over the
+  stable windows, per request;
+- Network+Server Send/Recv: the residual of the average client latency minus all the parts above;
+- p50/p90/p95/p99/avg latency: from the raw per-request latencies of the stable windows.
+Where the server runs on this host and NVML answers, GPU utilisation, memory, power and SM clock are sampled during
+the point and summarised over the stable windows (``tritonsuite.load.telemetry``).
+It also records how it was measured and whether the row is valid: the server's success-count delta over the whole
+point must equal the requests the client completed (else someone else used the model), no request may fail, and
+the load generator's own CPU use must stay below the client-bound limit.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from tritonsuite.load.client import SharedMemoryRegions
+from tritonsuite.load.generator import LoadGenerator, StopEarly, arrival_gaps
+from tritonsuite.load.http import prepare_request
+from tritonsuite.load.point import LoadPoint, Measurement, MeasurementError
+from tritonsuite.load.telemetry import GpuSampler
+from tritonsuite.load.windows import LATENCY_SAMPLES, schedule_tolerance_ms, summarise
+from tritonsuite.server import TritonServer
+from tritonsuite.settings import MeasurementSettings
+from tritonsuite.spec import TensorSpec
+
+__all__ = ["LATENCY_SAMPLES", "LoadPoint", "Measurement", "MeasurementError", "MeasurementSettings", "StopEarly",
+           "arrival_gaps", "measure", "schedule_tolerance_ms"]
+
+
+def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[TensorSpec],
+            point: LoadPoint, settings: MeasurementSettings = MeasurementSettings(),
+            stop_early: StopEarly | None = None, probes: Sequence[Mapping[str, np.ndarray]] = (),
+            probe_share: float = 0.0, probe_seed: int = 0) -> Measurement:
+    """Measure one load point of ``model`` with ``inputs`` (one request's tensors, batch first). ``stop_early``
+    is asked after each window whether to give the point up (its row is then STOPPED, with the reason).
+
+    ``probes`` (each one request's tensors, of the point's batch size) are sent in place of a seeded
+    ``probe_share`` of the load requests; their decoded outputs come back in ``Measurement.probe_responses``
+    (accuracy under load, :mod:`tritonsuite.load.underload`). They are requests like the others: they count in the
+    row's throughput, latencies and success counts.
+    """
+    batch = {name: np.ascontiguousarray(array[:point.batch_size]) for name, array in inputs.items()}
+    if any(len(a) != point.batch_size for a in batch.values()):
+        raise ValueError(f"inputs hold fewer than {point.batch_size} samples")
+    if not 0.0 <= probe_share <= 1.0:
+        raise ValueError(f"probe share {probe_share!r}: expected a share from 0 to 1")
+    if probes and point.shared_memory:
+        raise ValueError("accuracy probes need outputs in the response body; the point uses shared memory")
+    bad = [i for i, p in enumerate(probes) if any(len(a) != point.batch_size for a in p.values())]
+    if bad:
+        raise ValueError(f"probe {bad[0]} is not a batch of {point.batch_size} (the point's batch size)")
+    server.check_alive()
+    host = server.http_url.rsplit(":", 1)[0]
+
+    async def run(shm, gpu):
+        names = [t.name for t in outputs]
+        request = prepare_request(host, model, batch, names, shm)
+        prepared = [prepare_request(host, model, {k: np.ascontiguousarray(v) for k, v in p.items()}, names)
+                    for p in probes]
+        gen = LoadGenerator(server, model, request, point, settings, stop_early, prepared, probe_share, probe_seed)
+        windows, total, completed = await gen.run()
+        measurement = summarise(point, windows, total, completed, settings, "http", gpu, gen.max_outstanding,
+                                gen.stopped_early)
+        if prepared:
+            measurement.probe_responses = gen.probe_responses
+            measurement.meta["accuracy_probes"] = {
+                "share": probe_share, "seed": probe_seed, "probes": len(prepared),
+                "answered": len(gen.probe_responses),
+                "latencies": "counted: probe requests are in the row's throughput and latency columns"}
+        return measurement
+
+    try:
+        with GpuSampler() if server.local else contextlib.nullcontext() as gpu:
+            if point.shared_memory:
+                if not server.local:
+                    raise MeasurementError(f"system shared memory needs a server on this host; "
+                                           f"{server.describe()} is not")
+                with SharedMemoryRegions(server, batch, outputs, point.batch_size) as shm:
+                    return asyncio.run(run(shm, gpu))
+            return asyncio.run(run(None, gpu))
+    except Exception as exc:
+        if server.gone():
+            raise server.died(f"while measuring {model} at {point.describe()} ({type(exc).__name__}: {exc})") from None
+        if isinstance(exc, (OSError, asyncio.IncompleteReadError)):
+            raise MeasurementError(f"measuring {model} at {point}: {type(exc).__name__}: {exc}") from None
+        raise

@@ -1,0 +1,81 @@
+"""HTTP/1.1 transport of the engine: a persistent connection, one response read, and a request serialised once with
+tritonclient's protocol code (binary tensor extension, or system shared-memory references) for repeated sending."""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from tritonsuite.load.client import SharedMemoryRegions, infer_tensors
+from tritonsuite.load.point import MeasurementError
+
+
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, int | None, bytes, float]:
+    """Read one HTTP/1.1 response: (status, inference header length, body, time the headers arrived)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    t_head = time.perf_counter()
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split(b" ", 2)[1])
+    length, header_length = 0, None
+    for line in lines[1:]:
+        key, _, value = line.partition(b":")
+        key = key.strip().lower()
+        if key == b"content-length":
+            length = int(value)
+        elif key == b"inference-header-content-length":
+            header_length = int(value)
+    body = await reader.readexactly(length) if length else b""
+    return status, header_length, body, t_head
+
+
+def error_text(body: bytes) -> str:
+    try:
+        return json.loads(body).get("error", body.decode(errors="replace"))
+    except ValueError:
+        return body.decode(errors="replace")
+
+
+class Connection:
+    def __init__(self, host: str, port: int):
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def open(self):
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        return self
+
+    async def get_json(self, path: str) -> dict:
+        self.writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n\r\n".encode())
+        status, _, body, _ = await read_response(self.reader)
+        if status != 200:
+            raise MeasurementError(f"GET {path} answered {status}: {error_text(body)}")
+        return json.loads(body)
+
+    def close(self):
+        if self.writer is not None:
+            self.writer.close()
+
+
+@dataclass
+class PreparedRequest:
+    data: bytes
+    decode_outputs: Sequence[str]  # outputs returned in the body (not through shared memory)
+
+
+def prepare_request(host: str, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[str],
+                    shm: "SharedMemoryRegions | None" = None) -> PreparedRequest:
+    """Serialise one inference request with tritonclient's protocol code, once, for repeated sending."""
+    import tritonclient.http as httpclient
+
+    infer_inputs, infer_outputs = infer_tensors(inputs, outputs, shm)
+    body, json_size = httpclient.InferenceServerClient.generate_request_body(infer_inputs, infer_outputs)
+    head = f"POST /v2/models/{model}/infer HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/octet-stream\r\n"
+    if json_size is not None:
+        head += f"Inference-Header-Content-Length: {json_size}\r\n"
+    head += f"Content-Length: {len(body)}\r\n\r\n"
+    return PreparedRequest(head.encode() + body, [] if shm is not None else list(outputs))

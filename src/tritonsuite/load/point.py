@@ -1,0 +1,70 @@
+"""One load point and what measuring it gives: :class:`LoadPoint` (batch and concurrency, or a request rate),
+:class:`Measurement` (the seeds' columns, how it was measured, the status and its reasons)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tritonsuite.rows import Row
+from tritonsuite.settings import DISTRIBUTIONS
+
+
+class MeasurementError(RuntimeError):
+    """A point could not be measured (request failed, server unreachable); the suite records it as a FAILED row."""
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    """A batch size and either a concurrency (closed loop) or a request rate in requests/s (open loop, arrivals
+    ``distribution``-distributed from ``seed``; ``concurrency`` is then unused)."""
+
+    batch_size: int
+    concurrency: int = 1
+    shared_memory: bool = False
+    request_rate: float | None = None
+    distribution: str = "poisson"
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.batch_size < 1 or self.concurrency < 1:
+            raise ValueError(f"batch size and concurrency must be >= 1, got {self.batch_size}, {self.concurrency}")
+        if self.request_rate is not None and not self.request_rate > 0:
+            raise ValueError(f"request rate {self.request_rate!r}: expected a number of requests/s > 0")
+        if self.distribution not in DISTRIBUTIONS:
+            raise ValueError(f"distribution {self.distribution!r}; valid choices: {', '.join(DISTRIBUTIONS)}")
+
+    @property
+    def open_loop(self) -> bool:
+        return self.request_rate is not None
+
+    def describe(self) -> str:
+        load = (f"{self.request_rate:g} requests/s ({self.distribution})" if self.open_loop
+                else f"concurrency {self.concurrency}")
+        return f"batch {self.batch_size}, {load}"
+
+
+@dataclass
+class Measurement:
+    point: LoadPoint
+    result: dict[str, float]
+    meta: dict
+    status: str = "OK"
+    reasons: list[str] = field(default_factory=list)
+    latencies_s: np.ndarray | None = None  # every request latency of the stable windows (pytest-benchmark's rounds)
+    comparison: Any = None  # a tritonsuite.judge.compare.PointComparison when the run compares with a stored one
+    accuracy_under_load: Any = None  # a tritonsuite.load.underload.UnderLoadResult when the point carried probes
+    # (probe index, decoded outputs) of every accuracy probe answered during the point (see ``measure(probes=)``)
+    probe_responses: list[tuple[int, dict[str, np.ndarray]]] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return self.status == "OK"
+
+    def to_row(self, **identity) -> Row:
+        """The measured row; ``identity`` names the point (scenario, model, deployment, format, ...)."""
+        point = self.point
+        return Row(**identity, batch=point.batch_size, concurrency=None if point.open_loop else point.concurrency,
+                   request_rate=point.request_rate, result=self.result, measurement=self.meta, status=self.status,
+                   reasons=list(self.reasons))

@@ -1,0 +1,189 @@
+"""Measurement windows and what a point's row is made of: Triton's statistics deltas per window, the stability of the
+last windows, and the summary into the seeds' columns with the row's status and reasons."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from tritonsuite.load.point import LoadPoint, Measurement
+from tritonsuite.load.telemetry import GpuSampler, unavailable_reason
+from tritonsuite.rows import LATENCY_PARTS, RESULT_COLUMNS
+from tritonsuite.settings import STABLE_WINDOWS, MeasurementSettings
+
+SERVER_STATS = ("queue", "compute_input", "compute_infer", "compute_output")
+
+
+@dataclass
+class Window:
+    start: float
+    end: float
+    samples: np.ndarray  # rows: (latency, send, recv, schedule delay) seconds
+    server: dict[str, int]  # statistics deltas over the window
+    client_cpu: float  # seconds of this process's CPU during the window
+    other_cpu: float = 0.0  # % of one core used by other processes than the server's and this one
+    factor: int = 1  # how many times the set window length this window lasted
+
+
+def stats_snapshot(stats: dict) -> dict[str, int]:
+    s = stats["model_stats"][0]["inference_stats"]
+    snap = {"success_count": s["success"]["count"], "fail_count": s["fail"]["count"]}
+    for part in SERVER_STATS:
+        snap[f"{part}_ns"] = s[part]["ns"]
+    return snap
+
+
+def delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: after[k] - before[k] for k in after}
+
+
+def spread(values: Sequence[float]) -> float:
+    """Largest deviation from the mean, in percent of the mean."""
+    mean = float(np.mean(values))
+    if mean <= 0:
+        return float("inf")
+    return float(np.max(np.abs(np.asarray(values) - mean)) / mean * 100.0)
+
+
+def stability(windows: Sequence[Window], limit: float, open_loop: bool = False) -> tuple[bool, float, float]:
+    """(stable, throughput spread %, latency spread %) over the given windows. Closed loop, both must be within the
+    limit; open loop, the latency (the throughput follows the arrival schedule, whatever the server does)."""
+    throughput = [len(w.samples) / (w.end - w.start) for w in windows]
+    latency = [float(w.samples[:, 0].mean()) if len(w.samples) else 0.0 for w in windows]
+    t_spread, l_spread = spread(throughput), spread(latency)
+    return (open_loop or t_spread <= limit) and l_spread <= limit, t_spread, l_spread
+
+
+def summarise(point: LoadPoint, windows: list[Window], total: dict[str, int], completed: int,
+               settings: MeasurementSettings, protocol: str, gpu: GpuSampler | None = None,
+               max_outstanding: int | None = None, stopped_early: str | None = None) -> Measurement:
+    """The row of a point from its windows: the seeds' columns over the last STABLE_WINDOWS, how it was measured,
+    and its status with reasons. ``max_outstanding``/``stopped_early``: what the open-loop generator reached, and
+    why the point was given up early, if it was."""
+    stable_windows = windows[-STABLE_WINDOWS:]
+    stable, t_spread, l_spread = stability(stable_windows, settings.stability_percentage, point.open_loop)
+    samples = np.concatenate([w.samples for w in stable_windows])
+    duration = sum(w.end - w.start for w in stable_windows)
+    server = {k: sum(w.server[k] for w in stable_windows) for k in stable_windows[0].server}
+    per_request_ms = {part: server[f"{part}_ns"] / max(server["success_count"], 1) / 1e6 for part in SERVER_STATS}
+    latency_ms = samples[:, 0] * 1e3
+    requests_per_s = len(samples) / duration
+    result = {
+        "Batch": point.batch_size,
+        # open loop: the requests in flight on average (Little's law: achieved rate x average time from send to
+        # response; a request still waiting for its send is not in flight)
+        "Concurrency": round(requests_per_s * float((samples[:, 0] - samples[:, 3]).mean()), 2) if point.open_loop
+        else point.concurrency,
+        "Inferences/Second": len(samples) * point.batch_size / duration,
+        "Client Send": float(samples[:, 1].mean() * 1e3),
+        "Server Queue": per_request_ms["queue"],
+        "Server Compute Input": per_request_ms["compute_input"],
+        "Server Compute Infer": per_request_ms["compute_infer"],
+        "Server Compute Output": per_request_ms["compute_output"],
+        "Client Recv": float(samples[:, 2].mean() * 1e3),
+        "avg latency": float(latency_ms.mean()),
+    }
+    for q in (50, 90, 95, 99):
+        result[f"p{q} latency"] = float(np.percentile(latency_ms, q))
+    known = sum(result[p] for p in LATENCY_PARTS if p != "Network+Server Send/Recv")
+    result["Network+Server Send/Recv"] = max(0.0, result["avg latency"] - known)
+    result = {c: result[c] for c in RESULT_COLUMNS}
+
+    client_cpu = sum(w.client_cpu for w in stable_windows) / duration * 100.0
+    meta = {
+        "loadgen": "tritonsuite engine",
+        "protocol": protocol,
+        "shared_memory": "system" if point.shared_memory else "none",
+        "window": settings.describe_window(stable_windows[-1].factor),
+        "windows": len(windows),
+        "window_factors": [w.factor for w in windows],
+        # how busy the host was: CPU of other processes than the server's and the load generator, % of one core
+        "host_other_cpu_percent": round(float(np.mean([w.other_cpu for w in stable_windows])), 1),
+        "window_host_other_cpu_percent": [round(w.other_cpu, 1) for w in windows],
+        "stable_windows": len(stable_windows),
+        "stability_percentage": settings.stability_percentage,
+        "throughput_spread_percent": round(t_spread, 2),
+        "latency_spread_percent": round(l_spread, 2),
+        "measured_requests": int(len(samples)),
+        "client_cpu_percent": round(client_cpu, 1),
+        "client_bound": client_cpu >= settings.client_bound_percent,
+        "requests_sent": completed,
+        "server_success_delta": total["success_count"],
+        "server_fail_delta": total["fail_count"],
+        "gpu": gpu.summary(stable_windows[0].start, stable_windows[-1].end) if gpu is not None else None,
+        # the evidence a later run is compared with (tritonsuite.judge.compare): every window's throughput, and the
+        # stable windows' request latencies (at most LATENCY_SAMPLES of them, evenly spaced)
+        "window_throughputs": [round(len(w.samples) * point.batch_size / (w.end - w.start), 3) for w in windows],
+        "latency_samples_ms": [round(float(v), 4) for v in latency_ms[even_subsample(len(latency_ms))]],
+    }
+    late_percent = 0.0
+    if point.open_loop:
+        delay_ms = samples[:, 3] * 1e3
+        tolerance_ms = schedule_tolerance_ms(point, settings)
+        late_percent = float((delay_ms > tolerance_ms).mean() * 100.0)
+        meta.update({
+            "load": "open loop",
+            "offered_rate": point.request_rate,
+            "achieved_rate": round(requests_per_s, 3),  # completed requests/s over the stable windows
+            "distribution": point.distribution,
+            "seed": point.seed,
+            "late_percent": round(late_percent, 2),  # sent more than schedule_tolerance_ms after their time
+            "schedule_tolerance_ms": round(tolerance_ms, 3),
+            "schedule_delay_p99_ms": round(float(np.percentile(delay_ms, 99)), 3),
+            "max_outstanding": max_outstanding,
+        })
+    else:
+        meta["load"] = "closed loop"
+    if stopped_early:
+        meta["stopped_early"] = stopped_early
+    if meta["gpu"] is None:
+        meta["gpu_telemetry"] = ((gpu.reason or "no sample fell inside the stable windows") if gpu is not None
+                                 else unavailable_reason(server_local=False))
+    reasons, status = [], "OK"
+    if not stable:
+        status = "UNSTABLE"
+        reasons.append(f"throughput varied {t_spread:.1f}% and latency {l_spread:.1f}% over the last "
+                       f"{STABLE_WINDOWS} windows (limit {settings.stability_percentage:g}%) after {len(windows)} windows"
+                       f", the last {settings.describe_window(stable_windows[-1].factor)}; other processes used "
+                       f"{meta['host_other_cpu_percent']:.0f}% of a core meanwhile")
+    if total["success_count"] != completed:
+        status = "INVALID" if status == "OK" else status
+        reasons.append(f"server counted {total['success_count']} successful requests, client completed {completed}: "
+                       f"another client used the model during measurement")
+    if total["fail_count"]:
+        status = "INVALID" if status == "OK" else status
+        reasons.append(f"server counted {total['fail_count']} failed requests")
+    if meta["client_bound"]:
+        status = "INVALID" if status == "OK" else status
+        reasons.append(f"client bound: the load generator used {client_cpu:.0f}% of a core "
+                       f"(limit {settings.client_bound_percent:g}%)")
+    if late_percent > settings.max_late_percent:
+        status = "INVALID" if status in ("OK", "UNSTABLE") else status
+        at_cap = max_outstanding is not None and max_outstanding >= settings.max_outstanding
+        reasons.append(f"the load generator could not keep the schedule: {late_percent:.1f}% of requests were sent "
+                       f"more than {schedule_tolerance_ms(point, settings):.3g} ms late (limit {settings.max_late_percent:g}%)"
+                       + (f"; the cap of {settings.max_outstanding} requests in flight (max_outstanding) was reached"
+                          if at_cap else ""))
+    if meta.get("stopped_early"):
+        status = "STOPPED"
+        reasons.insert(0, f"stopped early: {meta['stopped_early']}")
+    return Measurement(point=point, result=result, meta=meta, status=status, reasons=reasons,
+                       latencies_s=samples[:, 0].copy())
+
+
+LATENCY_SAMPLES = 2000
+
+
+def schedule_tolerance_ms(point: LoadPoint, settings: MeasurementSettings) -> float:
+    """How late an open-loop send may be and still keep the schedule: ``schedule_tolerance_ms``, or a tenth of the
+    mean gap between arrivals when that is longer (5 ms late on a 400 ms gap leaves the arrival process as it was)."""
+    return max(settings.schedule_tolerance_ms, 100.0 / point.request_rate) if point.open_loop \
+        else settings.schedule_tolerance_ms
+
+
+def even_subsample(n: int, limit: int = LATENCY_SAMPLES) -> np.ndarray:
+    """Indices of at most ``limit`` of ``n`` samples, evenly spaced (all of them when ``n <= limit``)."""
+    if n <= limit:
+        return np.arange(n)
+    return np.linspace(0, n - 1, limit).round().astype(np.int64)
