@@ -81,7 +81,7 @@ def test_benchmark_records_manifest_and_comparisons(tmp_path):
     third = _offline(tmp_path / "c", f"--compare={baseline}", "--perf-gate=25")
     assert third.returncode == 1
     assert third.stdout.count("perf gate (25%)") >= 2 and "regression: throughput" in third.stdout
-    without_gate = subprocess.run([sys.executable, "-m", "tritonsuite.judge.compare", str(baseline),
+    without_gate = subprocess.run([sys.executable, "-m", "tritonsuite.cli", "compare", str(baseline),
                                    str(tmp_path / "b" / "reports"), "--perf-gate=25"],
                                   cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert without_gate.returncode == 1 and "perf gate:" in without_gate.stderr  # stored runs, no rerun

@@ -8,29 +8,15 @@ columns read "-" and :func:`unavailable_reason` says why. The sampler reads the 
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
+
+from tritonsuite.device import _device_indices, _nvml, describe_gpus  # noqa: F401 - describe_gpus re-exported
 
 #: The telemetry columns of a results table, in order; each cell reads "mean / max" over the stable windows.
 GPU_COLUMNS = ("GPU Utilization (%)", "GPU Memory Used (MiB)", "GPU Power (W)", "GPU SM Clock (MHz)")
 SAMPLE_INTERVAL_S = 0.1
-
-
-@lru_cache(maxsize=None)
-def _nvml():
-    """The initialised ``pynvml`` module, or the reason there is none (a string)."""
-    try:
-        import pynvml
-    except ImportError:
-        return "nvidia-ml-py is not installed (pip install -e '.[gpu]')"
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:  # NVMLError_LibraryNotFound, _DriverNotLoaded, ...
-        return f"NVML does not start on this host ({type(exc).__name__})"
-    return pynvml
 
 
 def unavailable_reason(server_local: bool = True) -> str | None:
@@ -38,32 +24,6 @@ def unavailable_reason(server_local: bool = True) -> str | None:
         return "the server is not on this host (NVML reads local GPUs only)"
     nvml = _nvml()
     return nvml if isinstance(nvml, str) else None
-
-
-def _device_indices(nvml) -> list[int]:
-    count = nvml.nvmlDeviceGetCount()
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and all(p.strip().isdigit() for p in visible.split(",") if p.strip()):
-        return [int(p) for p in visible.split(",") if p.strip() and int(p) < count]
-    return list(range(count))
-
-
-def describe_gpus() -> str | None:
-    """The GPUs NVML sees, with driver and CUDA driver versions ("NVIDIA H100 80GB HBM3 (driver 580.159.04, CUDA
-    13.0)"), or None without NVML."""
-    nvml = _nvml()
-    if isinstance(nvml, str):
-        return None
-    names = [_text(nvml.nvmlDeviceGetName(nvml.nvmlDeviceGetHandleByIndex(i))) for i in _device_indices(nvml)]
-    if not names:
-        return None
-    cuda = nvml.nvmlSystemGetCudaDriverVersion()
-    return (f"{', '.join(names)} (driver {_text(nvml.nvmlSystemGetDriverVersion())}, "
-            f"CUDA {cuda // 1000}.{cuda % 1000 // 10})")
-
-
-def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 @dataclass

@@ -75,7 +75,7 @@ def _memory_gib() -> float | None:
 
 def _host() -> dict[str, Any]:
     from tritonsuite.device import cpu_name
-    from tritonsuite.load.telemetry import describe_gpus
+    from tritonsuite.device import describe_gpus
 
     host = {"cpu": cpu_name(), "cores": os.cpu_count(), "memory_gib": _memory_gib(), "platform": platform.platform(),
             "python": platform.python_version(), "gpus": describe_gpus() or "none"}
