@@ -131,3 +131,13 @@ def test_no_module_outside_models_is_over_400_lines():
                 if "models" not in path.relative_to(PACKAGE_DIR).parts[:1]
                 and (lines := len(path.read_text().splitlines())) > MAX_LINES}
     assert too_long == {}
+
+
+def test_the_readme_stays_short_and_its_docs_links_resolve():
+    import re
+
+    root = PACKAGE_DIR.parents[1]
+    readme = (root / "README.md").read_text()
+    assert len(readme.splitlines()) <= 300
+    linked = set(re.findall(r"\]\((docs/[^)#]+)", readme))
+    assert linked and [path for path in sorted(linked) if not (root / path).is_file()] == []
