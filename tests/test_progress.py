@@ -45,3 +45,32 @@ def test_the_latency_bound_searches_run_only_when_asked(tmp_path):
     assert collected("-m", "online", "--searches") == by_default + searches
     assert collected("-m", "search") == searches
     assert collected("-m", "online and not search", "--searches") == by_default
+
+
+class _Config:
+    """The three things terminal_progress reads from pytest's config."""
+
+    def __init__(self, verbose: int, worker: bool):
+        import types
+
+        self.lines: list[str] = []
+        reporter = types.SimpleNamespace(write_line=self.lines.append)
+        self.pluginmanager = types.SimpleNamespace(get_plugin=lambda name: reporter if name == "terminalreporter"
+                                                   else None)
+        self._verbose = verbose
+        if worker:
+            self.workerinput = {"workerid": "gw0"}
+
+    def getoption(self, name):
+        assert name == "verbose"
+        return self._verbose
+
+
+def test_progress_is_written_at_verbose_on_the_controller_only():
+    from tritonsuite.plugin.progress import terminal_progress
+
+    shown = _Config(verbose=1, worker=False)
+    terminal_progress(shown, "bert-onnx-fp32-concurrency8")("window 1 of <=10, 52 requests")
+    assert shown.lines == ["  bert-onnx-fp32-concurrency8 [0 s] window 1 of <=10, 52 requests"]
+    assert terminal_progress(_Config(verbose=0, worker=False), "x") is None
+    assert terminal_progress(_Config(verbose=2, worker=True), "x") is None  # an xdist worker
