@@ -12,10 +12,12 @@ def test_a_point_reports_its_windows_at_verbose(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     lines = [line for line in result.stdout.splitlines() if line.startswith(f"  {POINT} [")]
     assert lines, result.stdout
-    # concurrency 1 is the highest here, so the point carries accuracy probes: their reference pass comes first
+    assert re.fullmatch(rf"  {POINT} \[0 s\] deploying bert as onnx fp32: export \(cached across runs\), verification "
+                        rf"against eager, model repository, load on the server", lines[0])
+    # concurrency 1 is the highest here, so the point carries accuracy probes: their reference pass comes next
     assert re.fullmatch(rf"  {POINT} \[\d+ s\] accuracy under load: sending \d+ probe requests one at a time first "
-                        rf"\(the reference\), then the point with a share of 0.1 of its requests carrying them", lines[0])
-    assert re.fullmatch(rf"  {POINT} \[\d+ s\] warming up: 200 ms and a response on each of 1 connection", lines[1])
+                        rf"\(the reference\), then the point with a share of 0.1 of its requests carrying them", lines[1])
+    assert re.fullmatch(rf"  {POINT} \[\d+ s\] warming up: 200 ms and a response on each of 1 connection", lines[2])
     windows = [line for line in lines if " window " in line]
     assert windows[0].endswith("; waiting for 3 windows to compare (latency and throughput within 100%)")
     assert re.search(r"\] window 1 of <=8, \d+ requests;", windows[0]), windows[0]

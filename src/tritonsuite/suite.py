@@ -98,18 +98,25 @@ class Suite:
             self._modules[model] = self.spec(model).build(self.checkpoint(model))
         return self._modules[model]
 
+    @staticmethod
+    def _deployment_key(model: str, fmt: str, precision: str, scenario: str) -> tuple[str, str, str, str]:
+        return model, fmt, precision, "online" if scenario == "online" else "offline"  # accuracy: the static one
+
+    def deployed(self, model: str, fmt: str, precision: str, scenario: str) -> bool:
+        """Whether this session already deployed (or failed to deploy) a case's deployment."""
+        return self._deployment_key(model, fmt, precision, scenario) in self._deployments
+
     def deployment(self, model: str, fmt: str, precision: str, scenario: str) -> Deployment:
         """Export (cached), write the model repository entry and load it on the server, once per session.
 
         A failure (export unsupported, mismatch, load error) is remembered and raised again for later cases of
         the same deployment, so they fail or skip at once.
         """
-        repo_scenario = "online" if scenario == "online" else "offline"  # accuracy runs on the static deployment
         self.server.check_alive()  # a dead server fails every later case at once, in one line
-        key = (model, fmt, precision, repo_scenario)
+        key = self._deployment_key(model, fmt, precision, scenario)
         if key not in self._deployments:
             try:
-                self._deployments[key] = self._deploy(model, fmt, precision, repo_scenario)
+                self._deployments[key] = self._deploy(*key)
             except Exception as exc:
                 self._deployments[key] = exc
         found = self._deployments[key]
@@ -208,6 +215,9 @@ class Suite:
         FAILED row with its reason."""
         deployment = None
         try:
+            if progress is not None and not self.deployed(case.model, case.format, case.precision, case.scenario):
+                progress(f"deploying {case.model} as {case.format} {case.precision}: export (cached across runs), "
+                         f"verification against eager, model repository, load on the server")
             deployment = self.deployment(case.model, case.format, case.precision, case.scenario)
             spec = deployment.spec
             if self.probes_accuracy(case):
