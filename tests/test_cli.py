@@ -170,3 +170,40 @@ def test_the_example_ci_workflow_uses_only_real_options():
     help_text = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=ROOT, capture_output=True, text=True,
                                timeout=120).stdout
     assert [o for o in sorted(used) if o not in help_text] == []
+
+
+def _console_script() -> str:
+    """The installed `tritonsuite` entry point beside this interpreter (what pip wrote from pyproject's scripts)."""
+    from pathlib import Path
+
+    script = Path(sys.executable).parent / "tritonsuite"
+    assert script.is_file(), f"{script}: the console script is not installed (pip install -e .)"
+    return str(script)
+
+
+def test_the_one_command_lists_its_subcommands():
+    from tritonsuite.cli import SUBCOMMANDS
+
+    result = subprocess.run([_console_script(), "--help"], capture_output=True, text=True, timeout=120,
+                            stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("usage: tritonsuite"), result.stdout
+    listed = {line.split()[0] for line in result.stdout.splitlines() if line[:4] == "    " and line[4:5].isalpha()}
+    assert listed == {"compare", "crosscheck", "report", "selfbench", "busyhost", "build-local-image"} \
+        <= set(SUBCOMMANDS), result.stdout
+
+
+@pytest.mark.parametrize("subcommand", ["compare", "crosscheck", "report", "selfbench", "busyhost",
+                                        "build-local-image"])
+def test_each_subcommand_has_help(subcommand):
+    result = subprocess.run([_console_script(), subcommand, "--help"], capture_output=True, text=True, timeout=120,
+                            stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith(f"usage: tritonsuite {subcommand}"), result.stdout
+
+
+def test_no_subcommand_is_a_usage_error_naming_the_choices():
+    result = subprocess.run([_console_script()], capture_output=True, text=True, timeout=120,
+                            stdin=subprocess.DEVNULL)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "the following arguments are required: SUBCOMMAND" in result.stderr, result.stderr

@@ -25,7 +25,7 @@ from tritonsuite.load.client import served_infer
 from tritonsuite.judge.compare import comparable, compare_points, point_key
 from tritonsuite.device import gpu_description, host_description
 from tritonsuite.deploy.formats import get_format
-from tritonsuite.load.engine import LoadPoint, Measurement, measure
+from tritonsuite.load.engine import LoadPoint, Measurement, Progress, measure
 from tritonsuite.load.search import SearchResult, judge, search, stop_when_clearly_over
 from tritonsuite.models import Registry
 from tritonsuite.profiles import ModelProfile, Profile
@@ -98,18 +98,25 @@ class Suite:
             self._modules[model] = self.spec(model).build(self.checkpoint(model))
         return self._modules[model]
 
+    @staticmethod
+    def _deployment_key(model: str, fmt: str, precision: str, scenario: str) -> tuple[str, str, str, str]:
+        return model, fmt, precision, "online" if scenario == "online" else "offline"  # accuracy: the static one
+
+    def deployed(self, model: str, fmt: str, precision: str, scenario: str) -> bool:
+        """Whether this session already deployed (or failed to deploy) a case's deployment."""
+        return self._deployment_key(model, fmt, precision, scenario) in self._deployments
+
     def deployment(self, model: str, fmt: str, precision: str, scenario: str) -> Deployment:
         """Export (cached), write the model repository entry and load it on the server, once per session.
 
         A failure (export unsupported, mismatch, load error) is remembered and raised again for later cases of
         the same deployment, so they fail or skip at once.
         """
-        repo_scenario = "online" if scenario == "online" else "offline"  # accuracy runs on the static deployment
         self.server.check_alive()  # a dead server fails every later case at once, in one line
-        key = (model, fmt, precision, repo_scenario)
+        key = self._deployment_key(model, fmt, precision, scenario)
         if key not in self._deployments:
             try:
-                self._deployments[key] = self._deploy(model, fmt, precision, repo_scenario)
+                self._deployments[key] = self._deploy(*key)
             except Exception as exc:
                 self._deployments[key] = exc
         found = self._deployments[key]
@@ -202,19 +209,22 @@ class Suite:
                          shared_memory=case.scenario == "offline" and self.server.local,
                          request_rate=request_rate or None, distribution=online.distribution, seed=online.seed)
 
-    def _measure(self, case: Case, point: LoadPoint, stop_early=None, search: dict | None = None
-                 ) -> tuple[Measurement, Row]:
+    def _measure(self, case: Case, point: LoadPoint, stop_early=None, search: dict | None = None,
+                 progress: Progress | None = None) -> tuple[Measurement, Row]:
         """Measure one point of a case's deployment and make its row; a point that raises is recorded at once as a
         FAILED row with its reason."""
         deployment = None
         try:
+            if progress is not None and not self.deployed(case.model, case.format, case.precision, case.scenario):
+                progress(f"deploying {case.model} as {case.format} {case.precision}: export (cached across runs), "
+                         f"verification against eager, model repository, load on the server")
             deployment = self.deployment(case.model, case.format, case.precision, case.scenario)
             spec = deployment.spec
             if self.probes_accuracy(case):
                 data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
                 result, under_load = accuracy_under_load(self.server, deployment.name, spec, case.precision, data,
                                                          point, self.profile.measurement, self.load_probe_share,
-                                                         self.load_probe_seed)
+                                                         self.load_probe_seed, progress)
                 result.accuracy_under_load = under_load
             elif case.loadgen == "perf_analyzer":  # the same point, tensors and settings, NVIDIA's load generator
                 from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
@@ -225,7 +235,7 @@ class Suite:
             else:
                 inputs = spec.example_inputs(case.batch_size, 0)
                 result = measure(self.server, deployment.name, inputs, spec.outputs, point,
-                                 self.profile.measurement, stop_early)
+                                 self.profile.measurement, stop_early, progress=progress)
         except export_mod.ExportUnsupported:
             raise  # not attempted: a skip with its reason
         except Exception as exc:
@@ -242,10 +252,11 @@ class Suite:
             row.extra["accuracy_under_load"] = result.accuracy_under_load.to_dict()
         return result, row
 
-    def run_performance(self, case: Case) -> Measurement:
+    def run_performance(self, case: Case, progress: Progress | None = None) -> Measurement:
         """Measure one offline or online point and append its row to reports/raw before returning it; a point that
-        raises is recorded as a FAILED row with its reason, then the error goes on to the caller."""
-        result, row = self._measure(case, self._point(case, case.concurrency, case.request_rate))
+        raises is recorded as a FAILED row with its reason, then the error goes on to the caller. ``progress`` is
+        told after each window how the point is going."""
+        result, row = self._measure(case, self._point(case, case.concurrency, case.request_rate), progress=progress)
         then = ({point_key(r): r for r in self.compare_with if comparable(r)}.get(point_key(row))
                 if self.compare_with else None)
         if then is not None:
@@ -255,12 +266,12 @@ class Suite:
         self.record(row)
         return result
 
-    def run_search(self, case: Case) -> SearchResult:
+    def run_search(self, case: Case, progress: Progress | None = None) -> SearchResult:
         """The most load (request rate or concurrency) the case's deployment takes within its latency bound. Every
         point measured is recorded the moment it exists, as evidence (``measurement.search``: step, within, why);
         then the answer, a copy of the re-measured point's row with role "result" (or of the last point when none
         was within the bound), carrying the answer line. A request-rate search starts at the rate one request in
-        flight achieves (measured first, also evidence)."""
+        flight achieves (measured first, also evidence). ``progress`` is told each point's windows and verdict."""
         import copy
 
         bound = LatencyBound.parse(case.bound)
@@ -270,8 +281,10 @@ class Suite:
         def at(load: float, closed_loop: bool = False) -> Measurement:
             point = (self._point(case, concurrency=int(load)) if closed_loop or case.search == "concurrency"
                      else self._point(case, request_rate=load))
+            told = None if progress is None else (
+                lambda line, at_=f"point {len(rows) + 1} at {point.describe()}": progress(f"{at_}: {line}"))
             measured, row = self._measure(case, point, stop, {"kind": case.search, "bound": str(bound),
-                                                              "step": len(rows) + 1, "role": "evidence"})
+                                                              "step": len(rows) + 1, "role": "evidence"}, told)
             within, why = judge(measured, bound)
             row.measurement["search"].update(within=within, why=why)
             self.record(row)
@@ -282,7 +295,8 @@ class Suite:
         if case.search == "request_rate":
             one = at(1, closed_loop=True)
             start = max(one.result["Inferences/Second"] / case.batch_size, 0.1)
-        found = search(at, case.search, bound, start, self.profile.measurement, measured_before=len(rows))
+        found = search(at, case.search, bound, start, self.profile.measurement, measured_before=len(rows),
+                       progress=progress)
         best = rows[found.measured_before + found.steps.index(found.best)] if found.best else rows[-1]
         answer = copy.deepcopy(best)
         answer.measurement["search"].update(role="result", max=found.best.load if found.best else None,

@@ -201,3 +201,38 @@ def test_open_loop_windows_are_judged_on_latency_alone():
     assert stability(poisson_counts, 10.0, open_loop=True)[0]
     assert not stability(poisson_counts, 10.0)[0]  # closed loop, the throughput must agree too
     assert not stability([window(20, 20.0), window(20, 30.0), window(20, 20.0)], 10.0, open_loop=True)[0]
+
+
+def test_a_search_tells_its_progress_point_by_point():
+    lines = []
+    result = search(lambda c: measured(1.5 * c), "concurrency", LatencyBound("p99", 10), 1, SETTINGS,
+                    progress=lines.append)
+    assert len(lines) == len(result.steps)
+    assert lines[0].startswith("point 1: concurrency 1 (bracket): within: p99 1.50 ms; bracket 1..? (within..over)")
+    over = next(line for line, step in zip(lines, result.steps) if not step.within)
+    assert " (bracket): over: p99 " in over and "(within..over), at most " in over
+    assert lines[-1].startswith(f"point {len(result.steps)}: concurrency 6 (re-measure): within: ")
+    assert lines[-1].endswith("; the answer")
+
+
+def test_the_progress_line_says_what_a_point_waits_for():
+    import numpy as np
+
+    from tritonsuite.load.windows import Window, progress_line
+
+    def window(requests: int, latency_s: float, factor: int = 1) -> Window:
+        samples = np.zeros((requests, 4))
+        samples[:, 0] = latency_s
+        return Window(0.0, 1.0, samples, {}, 0.0, factor=factor)
+
+    settings = MeasurementSettings(stability_percentage=10, max_trials=10)
+    assert progress_line([window(100, 0.01)], settings) == (
+        "window 1 of <=10, 100 requests; waiting for 3 windows to compare (latency and throughput within 10%)")
+    noisy = [window(100, 0.01), window(100, 0.02), window(50, 0.01, factor=2)]
+    assert progress_line(noisy, settings) == (
+        "window 3 of <=10 (x2), 250 requests; last 3: throughput spread 40.0%, latency 50.0%: waiting for the last 3 "
+        "windows to agree within 10%")
+    steady = [window(100, 0.01)] * 3
+    assert progress_line(steady, settings).endswith("throughput spread 0.0%, latency 0.0%: stable")
+    assert progress_line(noisy, settings, stopped_early="p99 over").endswith("; given up: p99 over")
+    assert progress_line(noisy * 4, settings).endswith("no 3 windows agreed within 10% in 10: UNSTABLE")

@@ -38,7 +38,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from tritonsuite.load.client import SharedMemoryRegions
-from tritonsuite.load.generator import LoadGenerator, StopEarly, arrival_gaps
+from tritonsuite.load.generator import LoadGenerator, Progress, StopEarly, arrival_gaps
 from tritonsuite.load.http import prepare_request
 from tritonsuite.load.point import LoadPoint, Measurement, MeasurementError
 from tritonsuite.load.telemetry import GpuSampler
@@ -48,15 +48,17 @@ from tritonsuite.settings import MeasurementSettings
 from tritonsuite.spec import TensorSpec
 
 __all__ = ["LATENCY_SAMPLES", "LoadPoint", "Measurement", "MeasurementError", "MeasurementSettings", "StopEarly",
-           "arrival_gaps", "measure", "schedule_tolerance_ms"]
+           "Progress", "arrival_gaps", "measure", "schedule_tolerance_ms"]
 
 
 def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[TensorSpec],
             point: LoadPoint, settings: MeasurementSettings = MeasurementSettings(),
             stop_early: StopEarly | None = None, probes: Sequence[Mapping[str, np.ndarray]] = (),
-            probe_share: float = 0.0, probe_seed: int = 0) -> Measurement:
+            probe_share: float = 0.0, probe_seed: int = 0, progress: Progress | None = None) -> Measurement:
     """Measure one load point of ``model`` with ``inputs`` (one request's tensors, batch first). ``stop_early``
-    is asked after each window whether to give the point up (its row is then STOPPED, with the reason).
+    is asked after each window whether to give the point up (its row is then STOPPED, with the reason);
+    ``progress`` is told after the warm-up starts and after each window how the point is going and what it waits
+    for (:func:`tritonsuite.load.windows.progress_line`).
 
     ``probes`` (each one request's tensors, of the point's batch size) are sent in place of a seeded
     ``probe_share`` of the load requests; their decoded outputs come back in ``Measurement.probe_responses``
@@ -81,7 +83,8 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
         request = prepare_request(host, model, batch, names, shm)
         prepared = [prepare_request(host, model, {k: np.ascontiguousarray(v) for k, v in p.items()}, names)
                     for p in probes]
-        gen = LoadGenerator(server, model, request, point, settings, stop_early, prepared, probe_share, probe_seed)
+        gen = LoadGenerator(server, model, request, point, settings, stop_early, prepared, probe_share, probe_seed,
+                            on_progress=progress)
         windows, total, completed = await gen.run()
         measurement = summarise(point, windows, total, completed, settings, "http", gpu, gen.max_outstanding,
                                 gen.stopped_early)

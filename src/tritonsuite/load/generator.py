@@ -12,7 +12,7 @@ import numpy as np
 from tritonsuite.load.hostload import HostCpu, other_cpu_percent
 from tritonsuite.load.http import Connection, PreparedRequest, error_text, read_response
 from tritonsuite.load.point import LoadPoint, MeasurementError
-from tritonsuite.load.windows import Window, delta, stability, stats_snapshot
+from tritonsuite.load.windows import Window, delta, progress_line, stability, stats_snapshot
 from tritonsuite.server import TritonServer
 from tritonsuite.settings import DISTRIBUTIONS, STABLE_WINDOWS, MeasurementSettings
 
@@ -32,15 +32,20 @@ def arrival_gaps(rate: float, distribution: str = "poisson", seed: int = 0, chun
 #: bound).
 StopEarly = Callable[[Sequence["Window"]], "str | None"]
 
+#: Told one line at a time how a point (or a search) is going and what it waits for (a terminal shows them).
+Progress = Callable[[str], None]
+
 
 class LoadGenerator:
     def __init__(self, server: TritonServer, model: str, request: PreparedRequest, point: LoadPoint,
                  settings: MeasurementSettings, stop_early: StopEarly | None = None,
-                 probes: Sequence[PreparedRequest] = (), probe_share: float = 0.0, probe_seed: int = 0):
+                 probes: Sequence[PreparedRequest] = (), probe_share: float = 0.0, probe_seed: int = 0,
+                 on_progress: Progress | None = None):
         host, port = server.http_url.rsplit(":", 1)
         self.host, self.port = host, int(port)
         self.server, self.model, self.request = server, model, request
         self.point, self.settings, self.stop_early = point, settings, stop_early
+        self.on_progress = on_progress
         self.concurrency = 1 if point.open_loop else point.concurrency  # requests the warm-up waits for
         # accuracy probes: each request is, with probability probe_share (one seeded draw per request sent), the
         # next probe of a seeded permutation instead of the load request; its decoded outputs are kept
@@ -203,6 +208,9 @@ class LoadGenerator:
                 return next(iter(done)).result()
 
             # warm-up: a time span and at least one completed request per connection
+            if self.on_progress is not None:
+                self.on_progress(f"warming up: {self.settings.warmup_ms:g} ms and a response on each of "
+                                 f"{self.concurrency} connection{'s' if self.concurrency > 1 else ''}")
             warmup_end = time.perf_counter() + self.settings.warmup_ms / 1000.0
             while time.perf_counter() < warmup_end or self.completed < self.concurrency:
                 await guarded(self._wait_window_until(min(warmup_end, time.perf_counter() + 0.5)))
@@ -226,10 +234,12 @@ class LoadGenerator:
                 windows.append(Window(start, end, samples, delta(current, previous), cpu1 - cpu0,
                                        other_cpu_percent(host, host_now, end - start), factor))
                 previous, index, start, host = current, stop, end, host_now
-                if len(windows) >= STABLE_WINDOWS and self._stable(windows[-STABLE_WINDOWS:]):
-                    break
-                self.stopped_early = self.stop_early(windows) if self.stop_early is not None else None
-                if self.stopped_early:
+                stable = len(windows) >= STABLE_WINDOWS and self._stable(windows[-STABLE_WINDOWS:])
+                if not stable:
+                    self.stopped_early = self.stop_early(windows) if self.stop_early is not None else None
+                if self.on_progress is not None:
+                    self.on_progress(progress_line(windows, self.settings, self.point.open_loop, self.stopped_early))
+                if stable or self.stopped_early:
                     break
                 # a busy host: lengthen the windows before giving up, after each STABLE_WINDOWS that disagreed
                 if len(windows) % STABLE_WINDOWS == 0 and factor * 2 <= self.settings.max_window_factor:

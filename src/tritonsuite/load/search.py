@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tritonsuite.load.engine import Measurement, StopEarly
+from tritonsuite.load.engine import Measurement, Progress, StopEarly
 from tritonsuite.settings import LatencyBound, MeasurementSettings
 
 CLEARLY_OVER = 2.0  # two windows in a row whose statistic exceeds this many times the bound end their point
@@ -105,19 +105,35 @@ def stop_when_clearly_over(bound: LatencyBound) -> StopEarly:
 
 
 def search(measure_at: Callable[[float], Measurement], kind: str, bound: LatencyBound, start: float,
-           settings: MeasurementSettings, measured_before: int = 0) -> SearchResult:
+           settings: MeasurementSettings, measured_before: int = 0, progress: Progress | None = None
+           ) -> SearchResult:
     """Search for the highest load within ``bound``; ``measure_at(load)`` measures one point (a request rate in
     requests/s for ``kind`` "request_rate", an integer concurrency for "concurrency"). ``measured_before`` counts
-    the points the caller measured to choose ``start``, so the answer's count of points measured includes them."""
+    the points the caller measured to choose ``start``, so the answer's count of points measured includes them.
+    ``progress`` is told each point's verdict and what the search does next, e.g. "point 5: 12.5 req/s (bisect):
+    within: p99 310.2 ms; bracket 12.5..25 req/s, bisecting to 5%"."""
     if kind not in ("request_rate", "concurrency"):
         raise ValueError(f"search kind {kind!r}; valid choices: request_rate, concurrency")
     integer = kind == "concurrency"
     result = SearchResult(kind, bound, measured_before=measured_before)
 
+    def shown(load: float | None) -> str:
+        return "?" if load is None else f"{load:g}" if integer else f"{load:.3g}"
+
     def probe(load: float, role: str) -> bool:
         m = measure_at(int(load) if integer else load)
         within, why = judge(m, bound)
         result.steps.append(SearchStep(load, m, within, why, role))
+        if progress is not None:
+            unit = "" if integer else " req/s"
+            if role == "re-measure":
+                next_ = "the answer" if within else "next: a lower point that was within it"
+            else:  # the bracket as the caller is about to update it with this point
+                low, high = (load, hi) if within else (lo, load)
+                next_ = (f"bracket {shown(low)}..{shown(high)}{unit} (within..over), at most "
+                         f"{max(settings.search_max_steps - len(result.steps), 0)} points more before re-measuring")
+            progress(f"point {result.points}: {'concurrency ' if integer else ''}{shown(load)}{unit} ({role}): "
+                     f"{'within' if within else 'over'}: {why}; {next_}")
         return within
 
     def budget() -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,13 +194,17 @@ def run_alone(infer, probes: ProbeSet) -> list[dict[str, np.ndarray]]:
 
 
 def accuracy_under_load(server, deployment: str, spec: ModelSpec, precision: str, data: AccuracyData, point,
-                        settings, share: float = DEFAULT_PROBE_SHARE, seed: int = DEFAULT_PROBE_SEED):
+                        settings, share: float = DEFAULT_PROBE_SHARE, seed: int = DEFAULT_PROBE_SEED,
+                        progress: Callable[[str], None] | None = None):
     """Measure ``point`` of ``deployment`` with a ``share`` of its requests carrying ``data``'s samples, and judge
     them against the same requests sent one at a time just before. Returns (Measurement, UnderLoadResult)."""
     from tritonsuite.load.client import served_infer
     from tritonsuite.load.engine import measure
 
     probes = probe_set({t.name: data.inputs[t.name] for t in spec.inputs}, point.batch_size)
+    if progress is not None:
+        progress(f"accuracy under load: sending {len(probes.requests)} probe requests one at a time first (the "
+                 f"reference), then the point with a share of {share:g} of its requests carrying them")
     client = server.client()
     try:
         alone = run_alone(served_infer(client, deployment, spec), probes)
@@ -211,7 +215,7 @@ def accuracy_under_load(server, deployment: str, spec: ModelSpec, precision: str
     finally:
         client.close()
     measurement = measure(server, deployment, spec.example_inputs(point.batch_size, 0), spec.outputs, point, settings,
-                          probes=probes.requests, probe_share=share, probe_seed=seed)
+                          probes=probes.requests, probe_share=share, probe_seed=seed, progress=progress)
     result = judge(spec, precision, data, probes, alone, measurement.probe_responses, deployment=deployment,
                    batch_size=point.batch_size, concurrency=point.concurrency, share=share, seed=seed)
     return measurement, result

@@ -55,6 +55,32 @@ def stability(windows: Sequence[Window], limit: float, open_loop: bool = False) 
     return (open_loop or t_spread <= limit) and l_spread <= limit, t_spread, l_spread
 
 
+
+def progress_line(windows: Sequence[Window], settings: MeasurementSettings, open_loop: bool = False,
+                  stopped_early: str | None = None) -> str:
+    """One line on a point in progress, after its latest window: how far it is and what it is waiting for, e.g.
+    "window 4 of <=10 (x2), 812 requests; last 3: throughput spread 12.3%, latency 4.1%: waiting for the last 3
+    windows to agree within 10%". The engine passes it to ``measure(progress=...)``; a terminal shows it."""
+    n, limit = len(windows), settings.stability_percentage
+    length = f" (x{windows[-1].factor})" if windows and windows[-1].factor > 1 else ""
+    line = f"window {n} of <={settings.max_trials}{length}, {sum(len(w.samples) for w in windows)} requests"
+    if stopped_early:
+        return f"{line}; given up: {stopped_early}"
+    if n < STABLE_WINDOWS:
+        return f"{line}; waiting for {STABLE_WINDOWS} windows to compare (latency{'' if open_loop else ' and throughput'}" \
+               f" within {limit:g}%)"
+    stable, t_spread, l_spread = stability(windows[-STABLE_WINDOWS:], limit, open_loop)
+    spreads = (f"latency spread {l_spread:.1f}%" if open_loop else
+               f"throughput spread {t_spread:.1f}%, latency {l_spread:.1f}%")
+    if stable:
+        return f"{line}; last {STABLE_WINDOWS}: {spreads}: stable"
+    if n >= settings.max_trials:
+        return f"{line}; last {STABLE_WINDOWS}: {spreads}: no {STABLE_WINDOWS} windows agreed within {limit:g}% " \
+               f"in {settings.max_trials}: UNSTABLE"
+    return f"{line}; last {STABLE_WINDOWS}: {spreads}: waiting for the last {STABLE_WINDOWS} windows to agree " \
+           f"within {limit:g}%"
+
+
 def summarise(point: LoadPoint, windows: list[Window], total: dict[str, int], completed: int,
                settings: MeasurementSettings, protocol: str, gpu: GpuSampler | None = None,
                max_outstanding: int | None = None, stopped_early: str | None = None) -> Measurement:

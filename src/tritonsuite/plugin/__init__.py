@@ -7,6 +7,8 @@ It wires; the library does.
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tritonsuite.plugin.fixtures import XdistRunId, suite, suite_options, triton, write_session_reports
@@ -44,16 +46,22 @@ def pytest_generate_tests(metafunc):
         argname = f"{scenario}_case"
         if argname in metafunc.fixturenames:
             cases = cases_for(metafunc.config, scenario)
-            metafunc.parametrize(argname, cases, ids=[c.id for c in cases])
+            metafunc.parametrize(argname, [pytest.param(c, marks=pytest.mark.search) if c.search else c
+                                           for c in cases], ids=[c.id for c in cases])
 
 
 def pytest_collection_modifyitems(config, items):
-    """Plain `pytest` runs the suite's own tests; scenario tests run when a -m expression asks for them."""
+    """Plain `pytest` runs the suite's own tests; scenario tests run when a -m expression asks for them, and the
+    latency-bound searches (minutes each) when it names `search` or --searches / --latency-bound is given."""
     if config.option.markexpr:
-        return
+        if searches_wanted(config):
+            return
+        markers = ("search",)
+    else:
+        markers = SCENARIO_MARKERS
     selected, deselected = [], []
     for item in items:
-        (deselected if any(item.get_closest_marker(m) for m in SCENARIO_MARKERS) else selected).append(item)
+        (deselected if any(item.get_closest_marker(m) for m in markers) else selected).append(item)
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected
@@ -70,6 +78,18 @@ def pytest_runtest_makereport(item, call):
             if tail:
                 report.sections.append(("tritonserver log tail", tail))
     return report
+
+
+def searches_wanted(config) -> bool:
+    return (config.getoption("searches") or config.getoption("latency_bound") is not None
+            or "search" in re.findall(r"[\w-]+", config.option.markexpr))
+
+
+def pytest_report_header(config):
+    if config.option.markexpr and not searches_wanted(config) and "online" in config.option.markexpr:
+        return ["tritonsuite: online latency-bound searches deselected (minutes each); run them with --searches "
+                "or -m search"]
+    return None
 
 
 def pytest_sessionfinish(session):

@@ -13,6 +13,7 @@ import pytest
 from tritonsuite.deploy.export import ExportUnsupported
 from tritonsuite.judge.baselines import BaselineError
 from tritonsuite.plugin.options import OPTIONS_KEY
+from tritonsuite.plugin.progress import terminal_progress
 from tritonsuite.server import ServerError
 
 
@@ -57,7 +58,8 @@ def _performance(suite, case, request, record_property) -> None:
             found["accuracy_under_load"] = m.accuracy_under_load.describe()
         return found
 
-    _judge(case.id, lambda: suite.run_performance(case), verdict, record_property, figures)
+    progress = terminal_progress(request.config, case.id)
+    _judge(case.id, lambda: suite.run_performance(case, progress), verdict, record_property, figures)
 
 
 def _benchmark_record(request, measurement) -> None:
@@ -86,14 +88,15 @@ def test_offline(suite, offline_case, triton, request, record_property):
     _performance(suite, offline_case, request, record_property)
 
 
-def _search(suite, case, record_property) -> None:
+def _search(suite, case, request, record_property) -> None:
     """The most load within the latency bound: fails when no point was (or stayed) within it."""
     def figures(found) -> dict:
         best = found.best
         return {"answer": found.describe(), "points": found.points,
                 **({"max": round(best.load, 3)} if best else {})}
 
-    _judge(case.id, lambda: suite.run_search(case), lambda found: None if found.found else
+    progress = terminal_progress(request.config, case.id)
+    _judge(case.id, lambda: suite.run_search(case, progress), lambda found: None if found.found else
            f"{case.id}: {found.describe()}", record_property, figures)
 
 
@@ -103,7 +106,7 @@ def test_online(suite, online_case, triton, request, record_property):
     with a latency bound, the most load within it. At the highest concurrency a share of the requests carries
     accuracy samples, which must be answered as when sent alone."""
     if online_case.search:
-        _search(suite, online_case, record_property)
+        _search(suite, online_case, request, record_property)
     else:
         _performance(suite, online_case, request, record_property)
 
