@@ -84,7 +84,7 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
         gen = LoadGenerator(server, model, request, point, settings, stop_early, prepared, probe_share, probe_seed)
         windows, total, completed = await gen.run()
         measurement = summarise(point, windows, total, completed, settings, "http", gpu, gen.max_outstanding,
-                                gen.stopped_early)
+                                gen.stopped_early, gen.pool)
         if prepared:
             measurement.probe_responses = gen.probe_responses
             measurement.meta["accuracy_probes"] = {

@@ -12,7 +12,7 @@ import numpy as np
 from tritonsuite.load.hostload import HostCpu, other_cpu_percent
 from tritonsuite.load.http import Connection, PreparedRequest, error_text, read_response
 from tritonsuite.load.point import LoadPoint, MeasurementError
-from tritonsuite.load.windows import Window, delta, stability, stats_snapshot
+from tritonsuite.load.windows import Window, delta, stability, stats_snapshot, wants_more_samples
 from tritonsuite.server import TritonServer
 from tritonsuite.settings import DISTRIBUTIONS, STABLE_WINDOWS, MeasurementSettings
 
@@ -53,6 +53,9 @@ class LoadGenerator:
         self.samples: list[tuple[float, float, float, float]] = []
         self.max_outstanding = 0  # open loop: the most requests in flight at once
         self.stopped_early: str | None = None
+        # (start, stop) of the stable windows the row is made of, once stable; longer than STABLE_WINDOWS when the
+        # point measured on for its percentiles' samples or an undecided late-send verdict (settings.sample_windows)
+        self.pool: tuple[int, int] | None = None
         self.finished_at: list[float] = []  # perf_counter at each sample's completion
         self.completed = 0
         self.stop = False
@@ -226,8 +229,18 @@ class LoadGenerator:
                 windows.append(Window(start, end, samples, delta(current, previous), cpu1 - cpu0,
                                        other_cpu_percent(host, host_now, end - start), factor))
                 previous, index, start, host = current, stop, end, host_now
+                if self.pool is not None:  # stable already: a window measured for the samples the point needs
+                    if not self._stable(windows[self.pool[0]:]):
+                        break  # it broke the pool's stability: the row keeps the pool as it was
+                    self.pool = (self.pool[0], len(windows))
+                    if not self._wants_more(windows):
+                        break
+                    continue
                 if len(windows) >= STABLE_WINDOWS and self._stable(windows[-STABLE_WINDOWS:]):
-                    break
+                    self.pool = (len(windows) - STABLE_WINDOWS, len(windows))
+                    if not self._wants_more(windows):
+                        break
+                    continue
                 self.stopped_early = self.stop_early(windows) if self.stop_early is not None else None
                 if self.stopped_early:
                     break
@@ -257,6 +270,12 @@ class LoadGenerator:
             await asyncio.wait_for(self.progress.wait(), max(0.001, until - time.perf_counter()))
         except asyncio.TimeoutError:
             pass
+
+    def _wants_more(self, windows: Sequence[Window]) -> bool:
+        start, stop = self.pool
+        left = min(self.settings.sample_windows - (stop - start - STABLE_WINDOWS),
+                   self.settings.max_trials - len(windows))
+        return wants_more_samples(windows[start:stop], self.point, self.settings, left)
 
     def _stable(self, windows: Sequence[Window]) -> bool:
         return stability(windows, self.settings.stability_percentage, self.point.open_loop)[0]

@@ -1,0 +1,63 @@
+"""Distribution-free percentile intervals and count-based share verdicts (tritonsuite.judge.stats)."""
+import numpy as np
+import pytest
+
+from tritonsuite.judge.stats import (binom_cdf, judge_share, min_samples, percentile_estimate, quantile_ranks,
+                                     share_pvalue)
+
+
+def test_binomial_cdf_matches_its_definition():
+    from math import comb
+    n, p = 30, 0.2
+    for k in (0, 3, 6, 15, 30):
+        assert binom_cdf(k, n, p) == pytest.approx(sum(comb(n, j) * p ** j * (1 - p) ** (n - j) for j in range(k + 1)))
+    assert binom_cdf(-1, n, p) == 0.0 and binom_cdf(n, n, p) == 1.0
+
+
+def test_the_interval_covers_the_true_percentile_as_often_as_it_says():
+    """Exponential latencies (known quantiles: -ln(1-q)); 2000 samples of 400 each: the 95% interval of p90 and p99
+    holds the true value in at least ~95% of them, and the interval is bounded by order statistics of the sample."""
+    rng = np.random.default_rng(7)
+    for q in (0.5, 0.9, 0.99):
+        truth = -np.log(1 - q)
+        hits = trials = 0
+        for _ in range(2000):
+            x = rng.exponential(size=400)
+            e = percentile_estimate(x, q * 100, 0.95, precision=1.0)
+            if e.low is None or e.high is None:
+                continue
+            trials += 1
+            hits += e.low <= truth <= e.high
+            assert e.low in x and e.high in x
+        assert trials > 1900
+        # exact binomial coverage is >= 95% by construction; 2000 trials put 3 standard errors at about 1.5%
+        assert hits / trials >= 0.935, (q, hits / trials)
+
+
+def test_the_maximum_of_71_latencies_is_no_p99():
+    x = np.random.default_rng(0).exponential(size=71)
+    e = percentile_estimate(x, 99)
+    assert e.indicative and e.high is None and "needs 368" in e.why and e.n == 71
+    assert quantile_ranks(71, 0.99)[1] is None and quantile_ranks(368, 0.99)[1] == 368
+    assert min_samples(99) == 368 and min_samples(95) == 72 and min_samples(90) == 36 and min_samples(50) == 6
+    assert not percentile_estimate(x, 50, precision=1.0).indicative
+
+
+def test_a_wide_interval_is_indicative():
+    x = np.random.default_rng(1).exponential(size=400)  # p99 of 400 exponentials: interval far wider than 10%
+    e = percentile_estimate(x, 99, precision=0.1)
+    assert e.high is not None and e.indicative and "wider than" in e.why
+    narrow = percentile_estimate(np.random.default_rng(1).normal(100, 1, 5000), 99, precision=0.1)
+    assert not narrow.indicative and narrow.low < narrow.value < narrow.high
+
+
+def test_one_late_request_of_71_decides_nothing():
+    one = judge_share(1, 71, 0.01)
+    assert one.verdict == "undecided" and one.p_value == pytest.approx(1 - 0.99 ** 71)
+    assert judge_share(0, 71, 0.01).verdict == "within"
+    assert judge_share(10, 1000, 0.01).verdict == "within"  # at the limit
+    assert judge_share(40, 71, 0.01).verdict == "over"
+    assert judge_share(20, 1000, 0.01).verdict == "over" and share_pvalue(20, 1000, 0.01) < 0.05
+    assert "1 of 71 requests late (1.4%, limit 1%" in one.describe("requests late")
+    with pytest.raises(ValueError, match="share limit 2"):
+        judge_share(1, 10, 2)
