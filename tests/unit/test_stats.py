@@ -61,3 +61,29 @@ def test_one_late_request_of_71_decides_nothing():
     assert "1 of 71 requests late (1.4%, limit 1%" in one.describe("requests late")
     with pytest.raises(ValueError, match="share limit 2"):
         judge_share(1, 10, 2)
+
+
+def test_tables_show_each_percentile_with_its_samples_and_interval_or_mark_it_indicative():
+    """A row as the engine writes it (judge.stats estimates of 71 latencies): p50/p90 with their intervals, p99
+    marked '~' with no upper end, the Samples column, and the rule above the table."""
+    from tests.unit.test_report import make_row, results_tables, split_cells
+    from tritonsuite.load.windows import percentile_estimates, percentile_rule
+    from tritonsuite.report import render_markdown
+    from tritonsuite.settings import MeasurementSettings
+
+    settings = MeasurementSettings()
+    latencies = np.random.default_rng(3).normal(20.0, 0.5, 71)
+    row = make_row("online", "bert_cpu_onnx_fp32_online", 1, 2)
+    estimates = percentile_estimates(latencies, settings)
+    for q, e in estimates.items():
+        row.result[f"p{q} latency"] = e.value
+    row.measurement.update(percentiles={f"p{q}": e.to_json() for q, e in estimates.items()},
+                           percentile_rule=percentile_rule(settings), measured_requests=71)
+    md = render_markdown("bert", "online", [row], plots=[])
+    table = results_tables(md)[0]
+    cells = dict(zip(split_cells(table[0]), split_cells(table[2])))
+    p50, p99 = estimates[50], estimates[99]
+    assert cells["Samples"] == "71"
+    assert cells["p50 latency (ms)"] == f"{p50.value:.1f} [{p50.low:.1f}, {p50.high:.1f}]"
+    assert cells["p99 latency (ms)"] == f"~{p99.value:.1f} [{p99.low:.1f}, -]"
+    assert "'~' marks an indicative percentile" in md and "p90/p95/p99 need 36/72/368 latencies" in md

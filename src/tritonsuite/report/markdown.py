@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tritonsuite.report.common import (_EXTRA_COLUMNS, _INT_COLUMNS, _PLOT_ALT, _PLOTS, SCENARIO_DESCRIPTIONS,
+from tritonsuite.report.common import (_PERCENTILE_COLUMNS, _percentile_cell, _percentile_note, _samples_cell,
+                                       _EXTRA_COLUMNS, _INT_COLUMNS, _PLOT_ALT, _PLOTS, SCENARIO_DESCRIPTIONS,
                                        _column_header, _coord, _distinct, _format_number, _format_value, _group,
                                        _is_number, _load_kind, _pipe_table, _records, _result, _row_label, _search,
                                        _series, _sort_key, _status, _title)
@@ -71,14 +72,15 @@ def _parameters_table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _results_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    headers = [_column_header(c) for c in RESULT_COLUMNS] + list(_EXTRA_COLUMNS)
+    headers = [_column_header(c) for c in RESULT_COLUMNS] + list(_EXTRA_COLUMNS) + ["Samples"]
     body = []
     for row in sorted(rows, key=_sort_key):
         result = _result(row)
         cells = []
         for column in RESULT_COLUMNS:
             value = _coord(row, column) if column in _INT_COLUMNS else result.get(column)
-            cells.append(_format_number(column, value))
+            cells.append(_percentile_cell(row, column) if column in _PERCENTILE_COLUMNS
+                         else _format_number(column, value))
         cells.append(_status(row))
         measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
         for key in ("client_cpu_percent", "host_other_cpu_percent"):  # the load generator; everyone else
@@ -88,7 +90,7 @@ def _results_table(rows: Sequence[Mapping[str, Any]]) -> str:
         for column in GPU_COLUMNS:
             stat = gpu.get(column) or {}
             cells.append(f"{stat['mean']:.0f} / {stat['max']:.0f}" if _is_number(stat.get("mean")) else "-")
-        body.append(cells)
+        body.append(cells + [_samples_cell(row)])
     return _pipe_table(headers, body, align="right")
 
 
@@ -161,7 +163,7 @@ def _rate_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """Open-loop rows: offered and achieved rate, the share sent late, requests in flight, latencies."""
     headers = ["Offered (req/s)", "Achieved (req/s)", "Late (%)", "In flight", "Inferences/Second", "p50 latency",
                "p90 latency", "p95 latency", "p99 latency", "avg latency", "Status", "Client CPU (%)",
-               "Other CPU (%)"]
+               "Other CPU (%)", "Samples"]
     body = []
     for row in sorted(rows, key=lambda r: (r.get("request_rate") or 0)):
         m = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
@@ -170,7 +172,8 @@ def _rate_table(rows: Sequence[Mapping[str, Any]]) -> str:
                      _format_number("Inferences/Second", m.get("achieved_rate")),
                      f"{m['late_percent']:.2f}" if _is_number(m.get("late_percent")) else "-",
                      f"{result['Concurrency']:.1f}" if _is_number(result.get("Concurrency")) else "-"]
-                    + [_format_number(c, result.get(c)) for c in headers[4:10]] + [_status(row)] + _cpu_cells(row))
+                    + [_percentile_cell(row, c) if c in _PERCENTILE_COLUMNS else _format_number(c, result.get(c))
+                       for c in headers[4:10]] + [_status(row)] + _cpu_cells(row) + [_samples_cell(row)])
     return _pipe_table([_column_header(h) if h in RESULT_COLUMNS else h for h in headers], body, align="right")
 
 
@@ -190,7 +193,7 @@ def _search_sections(rows: Sequence[Mapping[str, Any]]) -> list[str]:
                 row.get("request_rate")) else f"concurrency {_format_number('Concurrency', _coord(row, 'Concurrency'))}")
             body.append([str(search.get("step", "-")), load,
                          _format_number("Inferences/Second", result.get("Inferences/Second")),
-                         _format_number("p99 latency", result.get("p99 latency")), _status(row),
+                         _percentile_cell(row, "p99 latency"), _status(row),
                          "yes" if search.get("within") else "no", str(search.get("why", "-"))])
         if body:
             out += [_pipe_table(["Step", "Load", "Inferences/Second", "p99 latency (ms)", "Status", "Within",
@@ -257,10 +260,11 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
         sweep = [r for r in drows if _load_kind(r) == "sweep"]
         rates = [r for r in drows if _load_kind(r) == "rate"]
         if sweep or not (rates or any(_search(r) for r in drows)):
-            out += [_results_table(sweep), ""]
+            out += [_percentile_note(sweep), "", _results_table(sweep), ""]
         if rates:
             out += ["Request rates (open loop: arrivals on a seeded schedule, latency from each request's scheduled "
-                    "send time; a point with more late sends than the limit is INVALID):", "", _rate_table(rates), ""]
+                    "send time; a point whose late sends are significantly above the limit, by a one-sided binomial test "
+                    "on their count, is INVALID). " + _percentile_note(rates), "", _rate_table(rates), ""]
         out += _published_section(sweep)
         out += _search_sections(drows)
         problems = _problem_lines([r for r in drows if _load_kind(r) in ("sweep", "rate")])
