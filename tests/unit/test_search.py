@@ -81,7 +81,13 @@ def test_a_bad_open_loop_point_is_refused(kwargs, message):
 def test_judge_needs_a_valid_point_within_the_bound():
     bound = LatencyBound("p99", 10)
     assert judge(measured(8.0), bound) == (True, "p99 8.00 ms")
-    assert judge(measured(12.0), bound) == (False, "p99 12.00 ms > 10 ms")
+    # judged on counts: 11 of 1000 over the bound (1.1% against the 1% p99 allows) cannot tell over from within
+    within, why = judge(measured(12.0), bound)
+    assert not within and why.startswith("p99 12.00 ms, undecided: 11 of 1000 requests over 10 ms (1.1%, limit 1%")
+    assert judge(measured(12.0), LatencyBound("p90", 10))[0]  # 1.1% over: well within what p90 allows
+    over = measured(8.0)
+    over.latencies_s[-30:] = 0.012  # 3% over the bound: significantly more than 1%
+    assert judge(over, bound) == (False, "p99 12.00 ms > 10 ms (30 of 1000 requests over it, p=2.1e-07)")
     within, why = judge(measured(8.0, status="INVALID", reasons=("client bound",)), bound)
     assert not within and why == "p99 8.00 ms but the point is INVALID: client bound"
     # open loop, the achieved rate (a Poisson count over the windows) is reported, not judged
@@ -137,7 +143,8 @@ def test_concurrency_search_steps_in_whole_requests():
 
 def test_no_load_within_the_bound_is_an_answer_of_none_with_the_reason():
     result = search(lambda c: measured(50.0), "concurrency", LatencyBound("p99", 10), 1, SETTINGS)
-    assert not result.found and result.reason == "even concurrency 1 is not within it: p99 50.00 ms > 10 ms"
+    assert not result.found and result.reason == ("even concurrency 1 is not within it: p99 50.00 ms > 10 ms "
+                                                   "(1000 of 1000 requests over it, p=0)")
     assert result.describe().startswith("max concurrency at p99 <= 10 ms: none (even concurrency 1")
 
 
@@ -201,3 +208,19 @@ def test_open_loop_windows_are_judged_on_latency_alone():
     assert stability(poisson_counts, 10.0, open_loop=True)[0]
     assert not stability(poisson_counts, 10.0)[0]  # closed loop, the throughput must agree too
     assert not stability([window(20, 20.0), window(20, 30.0), window(20, 20.0)], 10.0, open_loop=True)[0]
+
+
+def test_a_point_the_count_test_cannot_decide_asks_to_be_lengthened():
+    """The search's stop-early check also tells the load generator when its pooled windows cannot be judged yet (the
+    generator then measures on, within settings.sample_windows)."""
+    undecided = stop_when_clearly_over(LatencyBound("p99", 10)).undecided
+
+    def window(over: int, n: int = 100):
+        ms = np.full(n, 5.0)
+        ms[:over] = 11.0
+        return Window(0.0, 1.0, np.column_stack([ms / 1e3, np.zeros((n, 3))]), {}, 0.0)
+
+    assert undecided([window(1), window(1)])  # 2 of 200 over a 1% share: cannot tell
+    assert not undecided([window(0), window(1)])  # 0.5%: within
+    assert not undecided([window(10), window(10)])  # 10%: clearly over
+    assert not stop_when_clearly_over(LatencyBound("avg", 10)).undecided([window(50)])  # no count test for avg

@@ -28,6 +28,12 @@ REPORTED_PERCENTILES = (50, 90, 95, 99)
 def binom_cdf(k, n: int, p: float):
     """P(X <= k) for X ~ Binomial(n, p); ``k`` a number or an array of them (exact, summed in log space)."""
     ks = np.atleast_1d(np.asarray(k, dtype=np.int64))
+    cdf = np.minimum(np.cumsum(_binom_pmf(n, p)), 1.0)
+    out = np.where(ks < 0, 0.0, np.where(ks >= n, 1.0, cdf[np.clip(ks, 0, n)]))
+    return float(out[0]) if np.ndim(k) == 0 else out
+
+
+def _binom_pmf(n: int, p: float) -> np.ndarray:
     if n < 0 or not 0.0 <= p <= 1.0:
         raise ValueError(f"binomial with n={n!r}, p={p!r}: expected n >= 0 and 0 <= p <= 1")
     j = np.arange(n + 1)
@@ -37,9 +43,7 @@ def binom_cdf(k, n: int, p: float):
         log_pmf = (np.array([math.lgamma(n + 1)]) - np.vectorize(math.lgamma)(j + 1)
                    - np.vectorize(math.lgamma)(n - j + 1) + j * math.log(p) + (n - j) * math.log1p(-p))
         pmf = np.exp(log_pmf)
-    cdf = np.minimum(np.cumsum(pmf), 1.0)
-    out = np.where(ks < 0, 0.0, np.where(ks >= n, 1.0, cdf[np.clip(ks, 0, n)]))
-    return float(out[0]) if np.ndim(k) == 0 else out
+    return pmf
 
 
 def quantile_ranks(n: int, q: float, confidence: float = 0.95) -> tuple[int | None, int | None]:
@@ -115,7 +119,7 @@ def share_pvalue(k: int, n: int, limit: float) -> float:
     """One-sided p-value that the true share is above ``limit`` given ``k`` of ``n``: P(X >= k | Binomial(n, limit))."""
     if k <= 0 or n <= 0:
         return 1.0
-    return float(1.0 - binom_cdf(k - 1, n, limit))
+    return float(min(1.0, _binom_pmf(n, limit)[k:].sum()))  # the upper tail summed: no 1 - cdf cancellation
 
 
 @dataclass(frozen=True)

@@ -275,6 +275,9 @@ class LoadGenerator:
         start, stop = self.pool
         left = min(self.settings.sample_windows - (stop - start - STABLE_WINDOWS),
                    self.settings.max_trials - len(windows))
+        undecided = getattr(self.stop_early, "undecided", None)  # a search's bound that its count test cannot
+        if undecided is not None and left > 0 and undecided(windows[start:stop]):  # decide yet: lengthen the point
+            return True
         return wants_more_samples(windows[start:stop], self.point, self.settings, left)
 
     def _stable(self, windows: Sequence[Window]) -> bool:
