@@ -220,7 +220,7 @@ def test_a_point_the_count_test_cannot_decide_asks_to_be_lengthened():
         ms[:over] = 11.0
         return Window(0.0, 1.0, np.column_stack([ms / 1e3, np.zeros((n, 3))]), {}, 0.0)
 
-    assert undecided([window(1), window(1)])  # 2 of 200 over a 1% share: cannot tell
+    assert undecided([window(2), window(1)])  # 3 of 200 over a 1% share: cannot tell
     assert not undecided([window(0), window(1)])  # 0.5%: within
     assert not undecided([window(10), window(10)])  # 10%: clearly over
     assert not stop_when_clearly_over(LatencyBound("avg", 10)).undecided([window(50)])  # no count test for avg
