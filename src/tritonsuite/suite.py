@@ -237,6 +237,8 @@ class Suite:
             result.reasons.append("server is not on this host: inputs and outputs sent over HTTP, not shared memory")
         if search is not None:
             result.meta["search"] = search
+        if case.round:  # --repeat: which interleaved round this row is (the report gives the median of the rounds)
+            result.meta["repeat"] = {"round": case.round, "of": case.rounds, "order": case.order}
         row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
         if result.accuracy_under_load is not None:
             row.extra["accuracy_under_load"] = result.accuracy_under_load.to_dict()
