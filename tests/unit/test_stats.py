@@ -87,3 +87,37 @@ def test_tables_show_each_percentile_with_its_samples_and_interval_or_mark_it_in
     assert cells["p50 latency (ms)"] == f"{p50.value:.1f} [{p50.low:.1f}, {p50.high:.1f}]"
     assert cells["p99 latency (ms)"] == f"~{p99.value:.1f} [{p99.low:.1f}, -]"
     assert "'~' marks an indicative percentile" in md and "p90/p95/p99 need 36/72/368 latencies" in md
+
+
+def test_repeats_are_interleaved_rounds_and_the_report_gives_their_median_and_drift():
+    from tests.unit.test_report import make_row
+    from tritonsuite.cases import Case, ordered_cases
+    from tritonsuite.report import render_markdown
+
+    sweep = [Case("bert", "onnx", "fp32", "online", 1, c) for c in (1, 2, 4)]
+    search = Case("bert", "onnx", "fp32", "online", 1, search="concurrency", bound="p99 <= 500 ms")
+    rounds = ordered_cases(sweep + [search], repeat=3)
+    assert [(c.concurrency, c.round) for c in rounds[:-1]] == [(1, 1), (2, 1), (4, 1), (1, 2), (2, 2), (4, 2),
+                                                               (1, 3), (2, 3), (4, 3)]  # ABC ABC ABC, not AAA
+    assert rounds[-1] == search and rounds[0].id == "bert-onnx-fp32-concurrency1-round1"
+    assert [c.concurrency for c in ordered_cases(sweep, 1, "descending")] == [4, 2, 1]
+    shuffled = [c.concurrency for c in ordered_cases(sweep * 1, 2, "shuffled", seed=5)]
+    assert shuffled == [c.concurrency for c in ordered_cases(sweep, 2, "shuffled", seed=5)]  # seeded
+    assert ordered_cases(sweep, 1, "ascending") == sweep
+    with pytest.raises(ValueError, match="valid orders ascending, descending, shuffled"):
+        ordered_cases(sweep, 1, "random")
+
+    rows = []
+    for r, tput in enumerate((54.0, 47.0, 41.0), 1):  # throughput falling round after round
+        row = make_row("online", "bert_cpu_onnx_fp32_online", 1, 4, second=r)
+        row.result["Inferences/Second"] = tput
+        row.measurement["repeat"] = {"round": r, "of": 3, "order": "ascending"}
+        row.measurement["drift"] = {"throughput_change_percent": -12.0, "latency_change_percent": 14.0,
+                                    "limit_percent": 10.0, "drifting": r == 3}
+        rows.append(row)
+    md = render_markdown("bert", "online", rows, plots=[])
+    line = next(l for l in md.splitlines() if l.startswith("| batch 1, concurrency 4"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[1:6] == ["3 of 3", "54.0 / 47.0 / 41.0", "47.0", f"{13 / 47 * 100:.1f}", f"{(41 / 54 - 1) * 100:+.1f}"]
+    assert "the median of the valid rounds (the figure this point reports)" in md
+    assert "Points that drifted while measured" in md and "throughput -12.0%, mean latency +14.0%" in md

@@ -201,6 +201,41 @@ def _search_sections(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+def _repeats_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """--repeat N: per point, each round's throughput and p99 in the order measured, the median of the valid rounds
+    (the figure reported for the point) with its spread, and the change from the first round to the last (drift
+    that one pass hides)."""
+    import statistics
+
+    repeated = [r for r in rows if isinstance((r.get("measurement") or {}).get("repeat"), Mapping)]
+    if not repeated:
+        return []
+    body = []
+    for _, prows in sorted(_group(repeated, lambda r: (_coord(r, "Batch"), r.get("request_rate"),
+                                                      _coord(r, "Concurrency") if r.get("request_rate") is None
+                                                      else None)).items(), key=lambda kv: _sort_key(kv[1][0])):
+        prows = sorted(prows, key=lambda r: r["measurement"]["repeat"]["round"])
+        valid = [r for r in prows if _status(r) == "OK"]
+        cells = []
+        for column in ("Inferences/Second", "p99 latency"):
+            values = [_result(r).get(column) for r in prows]
+            good = [_result(r).get(column) for r in valid if _is_number(_result(r).get(column))]
+            median = statistics.median(good) if good else None
+            spread = (max(good) - min(good)) / median * 100.0 if good and median else None
+            first, last = values[0], values[-1]
+            change = (last / first - 1.0) * 100.0 if _is_number(first) and _is_number(last) and first else None
+            cells += [" / ".join(_format_number(column, v) for v in values), _format_number(column, median),
+                      f"{spread:.1f}" if spread is not None else "-", f"{change:+.1f}" if change is not None else "-"]
+        body.append([_row_label(prows[0]), f"{len(valid)} of {len(prows)}"] + cells)
+    order = _distinct(r["measurement"]["repeat"].get("order") for r in repeated)
+    return [f"Repeated points ({', '.join(map(str, order))} order within each round, rounds interleaved): each "
+            "round's figure in the order measured, the median of the valid rounds (the figure this point reports), "
+            "its spread (max - min, % of the median) and the change from the first round to the last.", "",
+            _pipe_table(["Point", "Valid rounds", "Inferences/Second by round", "Median Inferences/Second",
+                         "Spread (%)", "First to last (%)", "p99 latency (ms) by round", "Median p99 latency (ms)",
+                         "p99 spread (%)", "p99 first to last (%)"], body, align="left"), ""]
+
+
 def _problem_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = []
     for row in sorted(rows, key=_sort_key):
@@ -265,8 +300,16 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
             out += ["Request rates (open loop: arrivals on a seeded schedule, latency from each request's scheduled "
                     "send time; a point whose late sends are significantly above the limit, by a one-sided binomial test "
                     "on their count, is INVALID). " + _percentile_note(rates), "", _rate_table(rates), ""]
+        out += _repeats_section(sweep + rates)
         out += _published_section(sweep)
         out += _search_sections(drows)
+        drifting = [f"- {_row_label(r)}: throughput {d['throughput_change_percent']:+.1f}%, mean latency "
+                    f"{d['latency_change_percent']:+.1f}% from the first stable window to the last (limit "
+                    f"{d['limit_percent']:g}%)" for r in sorted(drows, key=_sort_key)
+                    for d in [(r.get("measurement") or {}).get("drift")] if isinstance(d, Mapping) and d.get("drifting")]
+        if drifting:
+            out += ["Points that drifted while measured (their figures are an average over a trend):", ""] + \
+                drifting + [""]
         problems = _problem_lines([r for r in drows if _load_kind(r) in ("sweep", "rate")])
         if problems:
             out += ["Rows that are not valid measurements:", ""] + problems + [""]
