@@ -173,6 +173,10 @@ def _row_label(row: Mapping[str, Any]) -> str:
     search = _search(row)
     if search:
         load += f" (search {search.get('kind')} at {search.get('bound')}, step {search.get('step')})"
+    measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
+    repeat = measurement.get("repeat") if isinstance(measurement.get("repeat"), Mapping) else None
+    if repeat:  # --repeat: which interleaved round the row is
+        load += f" (round {repeat.get('round')} of {repeat.get('of')})"
     return f"batch {_format_number('Batch', _coord(row, 'Batch'))}, {load}"
 
 

@@ -226,7 +226,7 @@ def _repeats_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             change = (last / first - 1.0) * 100.0 if _is_number(first) and _is_number(last) and first else None
             cells += [" / ".join(_format_number(column, v) for v in values), _format_number(column, median),
                       f"{spread:.1f}" if spread is not None else "-", f"{change:+.1f}" if change is not None else "-"]
-        body.append([_row_label(prows[0]), f"{len(valid)} of {len(prows)}"] + cells)
+        body.append([_row_label(prows[0]).split(" (round ")[0], f"{len(valid)} of {len(prows)}"] + cells)
     order = _distinct(r["measurement"]["repeat"].get("order") for r in repeated)
     return [f"Repeated points ({', '.join(map(str, order))} order within each round, rounds interleaved): each "
             "round's figure in the order measured, the median of the valid rounds (the figure this point reports), "
