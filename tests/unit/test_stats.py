@@ -122,3 +122,31 @@ def test_repeats_are_interleaved_rounds_and_the_report_gives_their_median_and_dr
     assert "the median of the valid rounds (the figure this point reports)" in md
     assert "Points that drifted while measured" in md
     assert "- batch 1, concurrency 4 (round 3 of 3): throughput -12.0%, mean latency +14.0%" in md
+
+
+def test_a_stable_point_is_lengthened_only_when_that_can_make_its_p99_a_measurement():
+    from tritonsuite.load.point import LoadPoint
+    from tritonsuite.load.windows import Window, wants_more_samples
+    from tritonsuite.settings import MeasurementSettings
+
+    settings = MeasurementSettings()
+    rng = np.random.default_rng(2)
+
+    def windows(n_each, spread=0.01, late=0):
+        out = []
+        for _ in range(3):
+            samples = np.zeros((n_each, 4))
+            samples[:, 0] = rng.normal(0.02, 0.02 * spread, n_each)
+            samples[:late, 3] = 0.1  # sent 100 ms late
+            out.append(Window(0.0, 1.0, samples, {}, 0.0))
+        return out
+
+    closed = LoadPoint(1, 1)
+    assert not wants_more_samples(windows(20), closed, settings, 2)  # 60 -> 100 latencies: p99 out of reach
+    assert wants_more_samples(windows(100), closed, settings, 2)  # 300 -> 500: p99 gets its upper end
+    assert not wants_more_samples(windows(100), closed, settings, 0)  # no budget left
+    assert not wants_more_samples(windows(1000), closed, settings, 2)  # narrow already: a measurement
+    assert not wants_more_samples(windows(1000, spread=3.0), closed, settings, 2)  # far too wide to be helped
+    rate = LoadPoint(1, request_rate=25.0)
+    assert wants_more_samples(windows(24, late=1)[:1] + windows(24)[1:], rate, settings, 2)  # 1 of 72 late
+    assert not wants_more_samples(windows(24, late=10), rate, settings, 2)  # clearly over: decided

@@ -216,8 +216,9 @@ def late_verdict(samples: np.ndarray, point: LoadPoint, settings: MeasurementSet
 def wants_more_samples(windows: Sequence[Window], point: LoadPoint, settings: MeasurementSettings,
                        windows_left: int) -> bool:
     """Whether a stable pool of ``windows`` should be measured longer (by at most ``windows_left`` windows like its
-    own): an open-loop late-send verdict still undecided, or a widest percentile (p99) that is indicative and whose
-    minimum sample count the extra windows would reach."""
+    own): an open-loop late-send verdict still undecided, or a widest percentile (p99) that is indicative and that
+    the extra windows would make a measurement (its minimum sample count reached; an interval too wide narrowed,
+    as 1/sqrt(n), to the precision). Otherwise the percentile stays indicative and the point costs no more time."""
     from tritonsuite.judge.stats import REPORTED_PERCENTILES, min_samples, percentile_estimate
 
     if windows_left <= 0:
@@ -229,7 +230,13 @@ def wants_more_samples(windows: Sequence[Window], point: LoadPoint, settings: Me
     estimate = percentile_estimate(samples[:, 0], widest, settings.percentile_confidence / 100.0,
                                    settings.percentile_precision_percent / 100.0)
     reachable = len(samples) * (1 + windows_left / len(windows))
-    return estimate.indicative and reachable >= min_samples(widest, settings.percentile_confidence / 100.0)
+    if not estimate.indicative or reachable < min_samples(widest, settings.percentile_confidence / 100.0):
+        return False
+    if estimate.low is None or estimate.high is None or estimate.value <= 0:
+        return True  # the interval's end comes into the sample
+    # too wide: worth it only if the interval, narrowing as 1/sqrt(n), would meet the precision within the budget
+    half = max(estimate.high - estimate.value, estimate.value - estimate.low) / estimate.value
+    return half * math.sqrt(len(samples) / reachable) <= settings.percentile_precision_percent / 100.0
 
 
 def drift(windows: Sequence[Window], batch_size: int, limit: float, open_loop: bool = False) -> dict:
