@@ -106,6 +106,9 @@ def summarise(point: LoadPoint, windows: list[Window], total: dict[str, int], co
         "host_other_cpu_percent": round(float(np.mean([w.other_cpu for w in stable_windows])), 1),
         "window_host_other_cpu_percent": [round(w.other_cpu, 1) for w in windows],
         "stable_windows": len(stable_windows),
+        # which windows (start, stop) the row is made of: the last STABLE_WINDOWS, or more when the point measured on
+        # for its percentiles' samples or an undecided share verdict (settings.sample_windows)
+        "pooled_windows": list(pool) if pool is not None else [len(windows) - len(stable_windows), len(windows)],
         "stability_percentage": settings.stability_percentage,
         "throughput_spread_percent": round(t_spread, 2),
         "latency_spread_percent": round(l_spread, 2),
