@@ -224,3 +224,26 @@ def test_a_point_the_count_test_cannot_decide_asks_to_be_lengthened():
     assert not undecided([window(0), window(1)])  # 0.5%: within
     assert not undecided([window(10), window(10)])  # 10%: clearly over
     assert not stop_when_clearly_over(LatencyBound("avg", 10)).undecided([window(50)])  # no count test for avg
+
+
+def test_a_point_measured_again_says_how_far_it_moved():
+    from tritonsuite.load.search import remeasure_drift
+
+    moved = remeasure_drift({"Inferences/Second": 54.0, "p99 latency": 70.0},
+                            {"Inferences/Second": 41.0, "p99 latency": 84.0}, 10.0)
+    assert moved == {"throughput_change_percent": -24.07, "p99_change_percent": 20.0, "limit_percent": 10.0,
+                     "drifting": True}
+    held = remeasure_drift({"Inferences/Second": 54.0, "p99 latency": None}, {"Inferences/Second": 53.0}, 10.0)
+    assert held["p99_change_percent"] is None and not held["drifting"]
+
+
+def test_the_search_table_says_how_far_a_remeasured_point_moved():
+    from tests.unit.test_report import load_rows_with_rates_and_a_search
+    from tritonsuite.report import render_markdown
+
+    rows = load_rows_with_rates_and_a_search()
+    evidence = [r for r in rows if r.measurement.get("search", {}).get("role") == "evidence"]
+    evidence[-1].measurement["remeasure"] = {"throughput_change_percent": -24.07, "p99_change_percent": 20.0,
+                                             "limit_percent": 10.0, "drifting": True}
+    md = render_markdown("bert", "online", rows, plots=[])
+    assert "since first measured: inf/s -24.1%, p99 +20.0% (drift beyond the stability limit)" in md

@@ -203,3 +203,16 @@ def search(measure_at: Callable[[float], Measurement], kind: str, bound: Latency
     result.reason = (f"the highest point within the bound, {lo:g}, and the {RE_MEASURES - 1} below it broke the "
                      f"bound when measured again ({result.steps[-1].why}): no answer is stable on this host")
     return result
+
+
+def remeasure_drift(then: dict, now: dict, limit_percent: float) -> dict:
+    """How a point measured again moved (``result`` columns of the earlier and the later measurement): throughput and
+    p99 change in %, flagged beyond the stability limit. Recorded on the later row as ``measurement.remeasure``."""
+    def change(column: str) -> float | None:
+        a, b = then.get(column), now.get(column)
+        return round((b / a - 1.0) * 100.0, 2) if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a \
+            else None
+
+    tput, p99 = change("Inferences/Second"), change("p99 latency")
+    return {"throughput_change_percent": tput, "p99_change_percent": p99, "limit_percent": limit_percent,
+            "drifting": any(v is not None and abs(v) > limit_percent for v in (tput, p99))}

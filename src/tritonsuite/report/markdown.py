@@ -194,7 +194,7 @@ def _search_sections(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             body.append([str(search.get("step", "-")), load,
                          _format_number("Inferences/Second", result.get("Inferences/Second")),
                          _percentile_cell(row, "p99 latency"), _status(row),
-                         "yes" if search.get("within") else "no", str(search.get("why", "-"))])
+                         "yes" if search.get("within") else "no", str(search.get("why", "-")) + _moved(row)])
         if body:
             out += [_pipe_table(["Step", "Load", "Inferences/Second", "p99 latency (ms)", "Status", "Within",
                                  "Why"], body, align="left"), ""]
@@ -234,6 +234,17 @@ def _repeats_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             _pipe_table(["Point", "Valid rounds", "Inferences/Second by round", "Median Inferences/Second",
                          "Spread (%)", "First to last (%)", "p99 latency (ms) by round", "Median p99 latency (ms)",
                          "p99 spread (%)", "p99 first to last (%)"], body, align="left"), ""]
+
+
+def _moved(row: Mapping[str, Any]) -> str:
+    """A re-measured point: how far it moved since it was first measured (drift over the search)."""
+    moved = (row.get("measurement") or {}).get("remeasure")
+    if not isinstance(moved, Mapping):
+        return ""
+    parts = [f"{label} {moved[key]:+.1f}%" for key, label in (("throughput_change_percent", "inf/s"),
+                                                                ("p99_change_percent", "p99")) if _is_number(moved.get(key))]
+    return (f"; since first measured: {', '.join(parts)}" + (" (drift beyond the stability limit)"
+                                                               if moved.get("drifting") else "")) if parts else ""
 
 
 def _problem_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
