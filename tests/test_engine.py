@@ -76,7 +76,14 @@ def test_open_loop_point_follows_its_schedule(served, identity):
     assert 0 < m.result["Concurrency"] < 5 and m.result["Inferences/Second"] == pytest.approx(100.0, rel=0.2)
     row = m.to_row(scenario="online", model="identity", deployment="dynamic")
     assert row.concurrency is None and row.request_rate == 100.0
-    assert m.status in ("OK", "INVALID") and (m.status == "OK") == (meta["late_percent"] <= FAST.max_late_percent)
+    late = meta["late_verdict"]  # judged on counts: INVALID only when significantly above the limit
+    assert late["of"] == meta["measured_requests"] and late["verdict"] in ("within", "undecided", "over")
+    assert m.status in ("OK", "INVALID") and (m.status == "OK") == (late["verdict"] != "over")
+    # every percentile column carries its sample count and interval (or says it is indicative)
+    for q in ("p50", "p90", "p95", "p99"):
+        est = meta["percentiles"][q]
+        assert est["n"] == meta["measured_requests"] and est["value"] == pytest.approx(m.result[f"{q} latency"], rel=1e-3)
+        assert est["indicative"] or est["low"] <= est["value"] <= est["high"]
 
 
 def test_a_slow_server_cannot_hide_its_queue(served, identity):
@@ -92,6 +99,7 @@ def test_a_slow_server_cannot_hide_its_queue(served, identity):
     assert m.status == "INVALID" and m.meta["max_outstanding"] == 1
     late = next(r for r in m.reasons if r.startswith("the load generator could not keep the schedule"))
     assert "the cap of 1 requests in flight (max_outstanding) was reached" in late and m.meta["late_percent"] > 50
+    assert m.meta["late_verdict"]["verdict"] == "over" and m.meta["late_verdict"]["p_value"] < 0.05
     assert m.result["avg latency"] > 3 * closed.result["avg latency"]
     assert m.meta["achieved_rate"] < 0.6 * rate  # what the server did, not what was offered
 
@@ -114,7 +122,9 @@ def test_a_point_can_be_given_up_early(served, identity):
 def test_count_based_windows(served, identity):
     settings = MeasurementSettings(window_requests=40, stability_percentage=30, max_trials=10, warmup_ms=100)
     m = measure(served, "static", identity.example_inputs(1, 0), identity.outputs, LoadPoint(1, 1), settings)
-    factors = m.meta["window_factors"][-3:]  # a busy host may have lengthened them
+    start, stop = m.meta["pooled_windows"]  # the stable windows, and any measured on for the samples p99 needs
+    factors = m.meta["window_factors"][start:stop]  # a busy host may have lengthened them
+    assert stop - start == m.meta["stable_windows"] >= 3
     assert m.meta["window"] == "40 requests" if factors[-1] == 1 else m.meta["window"].startswith(f"{40 * factors[-1]}")
     assert m.meta["measured_requests"] == 40 * sum(factors)
 

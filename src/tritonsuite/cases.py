@@ -2,7 +2,7 @@
 accuracy check), in a stable order. Plain data: the pytest glue parametrises over them, a script iterates them."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from tritonsuite.profiles import Profile
@@ -27,6 +27,9 @@ class Case:
     search: str = ""  # "request_rate" or "concurrency": the latency-bound search of this deployment
     bound: str = ""  # its bound, e.g. "p99 <= 50 ms"
     loadgen: str = "suite"  # who measures a closed-loop point (LOADGENS); open-loop points and searches: the suite
+    round: int = 0  # --repeat N: which of the N interleaved rounds this measurement is (0: measured once)
+    rounds: int = 0
+    order: str = ""  # --order of the sweep's points within a round
 
     @property
     def id(self) -> str:
@@ -42,6 +45,8 @@ class Case:
             parts.append(f"concurrency{self.concurrency}")
         if self.loadgen != "suite":
             parts.append(self.loadgen)
+        if self.round:
+            parts.append(f"round{self.round}")
         return "-".join(parts)
 
 
@@ -72,3 +77,39 @@ def profile_cases(profile: Profile, scenario: str, loadgens: Sequence[str] = ("s
                 else:
                     cases.append(Case(model, fmt, precision, scenario, batch_size=mp.max_batch_size))
     return cases
+
+
+#: Orders of a sweep's points within a round (``--order``).
+ORDERS = ("ascending", "descending", "shuffled")
+
+
+def ordered_cases(cases: Sequence[Case], repeat: int = 1, order: str = "ascending", seed: int = 0) -> list[Case]:
+    """The performance cases of each deployment (first-seen order) as ``repeat`` interleaved rounds of its sweep
+    (A B C, A B C, ... not A A A, B B B: drift then shows as a trend across rounds, not as a difference between
+    points), the points of a round in ``order`` (ascending load, descending, or shuffled from ``seed``, one
+    shuffle per round); a deployment's latency-bound searches follow its rounds, once. ``repeat`` 1 with ascending
+    order leaves the cases as they were."""
+    import random
+
+    if order not in ORDERS or repeat < 1:
+        raise ValueError(f"order {order!r}, repeat {repeat!r}: valid orders {', '.join(ORDERS)}; repeat >= 1")
+    if repeat == 1 and order == "ascending":
+        return list(cases)
+    groups: dict[tuple, list[Case]] = {}
+    for case in cases:
+        groups.setdefault((case.model, case.format, case.precision, case.scenario, case.loadgen), []).append(case)
+    rng = random.Random(seed)
+    out: list[Case] = []
+    for group in groups.values():
+        points = sorted((c for c in group if not c.search), key=lambda c: (c.batch_size, c.request_rate > 0,
+                                                                           c.concurrency, c.request_rate))
+        for r in range(1, repeat + 1):
+            round_points = list(points)
+            if order == "descending":
+                round_points.reverse()
+            elif order == "shuffled":
+                rng.shuffle(round_points)
+            out += [replace(c, round=r if repeat > 1 else 0, rounds=repeat if repeat > 1 else 0, order=order)
+                    for c in round_points]
+        out += [c for c in group if c.search]
+    return out

@@ -25,6 +25,10 @@ _RANGES = {
     "max_outstanding": (int, 1, 100_000, True),
     "search_resolution_percent": (float, 0.0, 100.0, False),
     "search_max_steps": (int, 2, 1000, True),
+    "percentile_confidence": (float, 50.0, 99.9, True),
+    "percentile_precision_percent": (float, 0.0, 100.0, False),
+    "sample_windows": (int, 0, 1000, True),
+    "verdict_alpha": (float, 0.0, 0.5, False),
 }
 
 
@@ -51,6 +55,15 @@ class MeasurementSettings:
     # its lower end), and after this many measured points
     search_resolution_percent: float = 5.0
     search_max_steps: int = 14
+    # sample-aware percentiles (tritonsuite.judge.stats): each percentile carries an order-statistic interval at
+    # this confidence (%) and is indicative when the interval has no end in the sample or is wider than +-precision
+    # (% of the estimate); a stable point measures up to sample_windows more windows (pooled with its stable ones,
+    # while they stay stable) when that gets its widest percentile (p99) enough samples, or a share rule (late
+    # sends) is undecided. Share rules are one-sided binomial tests at verdict_alpha.
+    percentile_confidence: float = 95.0
+    percentile_precision_percent: float = 10.0
+    sample_windows: int = 2
+    verdict_alpha: float = 0.05
 
     def __post_init__(self):
         for f in fields(self):

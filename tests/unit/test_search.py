@@ -81,7 +81,13 @@ def test_a_bad_open_loop_point_is_refused(kwargs, message):
 def test_judge_needs_a_valid_point_within_the_bound():
     bound = LatencyBound("p99", 10)
     assert judge(measured(8.0), bound) == (True, "p99 8.00 ms")
-    assert judge(measured(12.0), bound) == (False, "p99 12.00 ms > 10 ms")
+    # judged on counts: 11 of 1000 over the bound (1.1% against the 1% p99 allows) cannot tell over from within
+    within, why = judge(measured(12.0), bound)
+    assert not within and why.startswith("p99 12.00 ms, undecided: 11 of 1000 requests over 10 ms (1.1%, limit 1%")
+    assert judge(measured(12.0), LatencyBound("p90", 10))[0]  # 1.1% over: well within what p90 allows
+    over = measured(8.0)
+    over.latencies_s[-30:] = 0.012  # 3% over the bound: significantly more than 1%
+    assert judge(over, bound) == (False, "p99 12.00 ms > 10 ms (30 of 1000 requests over it, p=2.1e-07)")
     within, why = judge(measured(8.0, status="INVALID", reasons=("client bound",)), bound)
     assert not within and why == "p99 8.00 ms but the point is INVALID: client bound"
     # open loop, the achieved rate (a Poisson count over the windows) is reported, not judged
@@ -137,7 +143,8 @@ def test_concurrency_search_steps_in_whole_requests():
 
 def test_no_load_within_the_bound_is_an_answer_of_none_with_the_reason():
     result = search(lambda c: measured(50.0), "concurrency", LatencyBound("p99", 10), 1, SETTINGS)
-    assert not result.found and result.reason == "even concurrency 1 is not within it: p99 50.00 ms > 10 ms"
+    assert not result.found and result.reason == ("even concurrency 1 is not within it: p99 50.00 ms > 10 ms "
+                                                   "(1000 of 1000 requests over it, p=0)")
     assert result.describe().startswith("max concurrency at p99 <= 10 ms: none (even concurrency 1")
 
 
@@ -236,3 +243,42 @@ def test_the_progress_line_says_what_a_point_waits_for():
     assert progress_line(steady, settings).endswith("throughput spread 0.0%, latency 0.0%: stable")
     assert progress_line(noisy, settings, stopped_early="p99 over").endswith("; given up: p99 over")
     assert progress_line(noisy * 4, settings).endswith("no 3 windows agreed within 10% in 10: UNSTABLE")
+
+
+def test_a_point_the_count_test_cannot_decide_asks_to_be_lengthened():
+    """The search's stop-early check also tells the load generator when its pooled windows cannot be judged yet (the
+    generator then measures on, within settings.sample_windows)."""
+    undecided = stop_when_clearly_over(LatencyBound("p99", 10)).undecided
+
+    def window(over: int, n: int = 100):
+        ms = np.full(n, 5.0)
+        ms[:over] = 11.0
+        return Window(0.0, 1.0, np.column_stack([ms / 1e3, np.zeros((n, 3))]), {}, 0.0)
+
+    assert undecided([window(2), window(1)])  # 3 of 200 over a 1% share: cannot tell
+    assert not undecided([window(0), window(1)])  # 0.5%: within
+    assert not undecided([window(10), window(10)])  # 10%: clearly over
+    assert not stop_when_clearly_over(LatencyBound("avg", 10)).undecided([window(50)])  # no count test for avg
+
+
+def test_a_point_measured_again_says_how_far_it_moved():
+    from tritonsuite.load.search import remeasure_drift
+
+    moved = remeasure_drift({"Inferences/Second": 54.0, "p99 latency": 70.0},
+                            {"Inferences/Second": 41.0, "p99 latency": 84.0}, 10.0)
+    assert moved == {"throughput_change_percent": -24.07, "p99_change_percent": 20.0, "limit_percent": 10.0,
+                     "drifting": True}
+    held = remeasure_drift({"Inferences/Second": 54.0, "p99 latency": None}, {"Inferences/Second": 53.0}, 10.0)
+    assert held["p99_change_percent"] is None and not held["drifting"]
+
+
+def test_the_search_table_says_how_far_a_remeasured_point_moved():
+    from tests.unit.test_report import load_rows_with_rates_and_a_search
+    from tritonsuite.report import render_markdown
+
+    rows = load_rows_with_rates_and_a_search()
+    evidence = [r for r in rows if r.measurement.get("search", {}).get("role") == "evidence"]
+    evidence[-1].measurement["remeasure"] = {"throughput_change_percent": -24.07, "p99_change_percent": 20.0,
+                                             "limit_percent": 10.0, "drifting": True}
+    md = render_markdown("bert", "online", rows, plots=[])
+    assert "since first measured: inf/s -24.1%, p99 +20.0% (drift beyond the stability limit)" in md

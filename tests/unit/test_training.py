@@ -86,3 +86,14 @@ def test_load_weights_takes_a_state_dict_a_trainer_file_or_its_directory(tmp_pat
     assert load_weights(torch.nn.Linear(3, 2), tmp_path / "run", "linear:tiny")["config"] == {"width": 3}
     with pytest.raises(ValueError, match=r"--checkpoint linear=.*plain.pt does not fit linear:small: .*size mismatch"):
         load_weights(torch.nn.Linear(4, 2), tmp_path / "plain.pt", "linear:small")
+
+
+def test_a_corrupted_trained_checkpoint_is_noticed_and_retrained(spec, tmp_path):
+    from tritonsuite.deploy.integrity import CacheHealed
+
+    first = trained_checkpoint(spec, tmp_path)
+    first.write_text("weights from")  # truncated on disk
+    with pytest.warns(CacheHealed, match=r"trained checkpoint .* holds 12 bytes, 26 recorded; rebuilding it"):
+        again = trained_checkpoint(spec, tmp_path)
+    assert again == first and again.read_text() == "weights from built-in data"
+    assert (tmp_path / "calls.txt").read_text() == "xx"

@@ -22,6 +22,7 @@ from tritonsuite.deploy.backends import backend_for
 from tritonsuite.device import export_device, unavailable_reason
 from tritonsuite.deploy.formats import get_format, spec_formats
 from tritonsuite.deploy.formats.base import ExportMismatch, ExportUnsupported
+from tritonsuite.deploy.integrity import file_record, mismatch, notice
 from tritonsuite.spec import PRECISIONS, ModelSpec, file_digest, path_digest, stable_hash
 
 EXPORT_VERSION = 2  # bump when the export procedure changes, to invalidate cached artifacts
@@ -44,6 +45,8 @@ class Artifact:
     verified_batch_sizes: tuple[int, ...]
     versions: dict[str, str]
     export_seconds: float
+    size_bytes: int = 0  # of the artifact file: checked, with its sha256, before a cached artifact is trusted
+    sha256: str = ""
     cached: bool = field(default=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -135,6 +138,24 @@ def _shapes(inputs: dict[str, np.ndarray]) -> str:
     return ", ".join(f"{k} {list(v.shape)}" for k, v in inputs.items())
 
 
+def _cached(final: Path) -> Artifact | None:
+    """The artifact cached in ``final`` when its file still has the size and sha256 ``artifact.json`` recorded; else
+    one line of notice, the entry is removed and None (the caller rebuilds it)."""
+    try:
+        meta = json.loads((final / "artifact.json").read_text())
+        meta["path"] = final / meta["path"]
+        meta["verified_batch_sizes"] = tuple(meta["verified_batch_sizes"])
+        artifact = Artifact(**meta, cached=True)
+        reason = mismatch(artifact.path, artifact.size_bytes, artifact.sha256)
+    except (ValueError, TypeError, KeyError, OSError) as exc:
+        reason = f"{final / 'artifact.json'} does not read ({type(exc).__name__}: {exc})"
+    if reason is None:
+        return artifact
+    notice(f"cached artifact {final.name}", reason)
+    shutil.rmtree(final, ignore_errors=True)
+    return None
+
+
 def export(spec: ModelSpec, fmt: str, precision: str, cache_dir: str | Path, checkpoint: Path | None = None,
            module=None, verify_batch_sizes: tuple[int, ...] = VERIFY_BATCH_SIZES,
            batch_sizes: tuple[int, ...] = ()) -> Artifact:
@@ -154,10 +175,9 @@ def export(spec: ModelSpec, fmt: str, precision: str, cache_dir: str | Path, che
     final = Path(cache_dir) / f"{spec.name}-{spec.size}-{fmt}-{precision}-{key[:16]}"
     meta_file = final / "artifact.json"
     if meta_file.is_file():
-        meta = json.loads(meta_file.read_text())
-        meta["path"] = final / meta["path"]
-        meta["verified_batch_sizes"] = tuple(meta["verified_batch_sizes"])
-        return Artifact(**meta, cached=True)
+        cached = _cached(final)
+        if cached is not None:
+            return cached
 
     device = export_device(precision)
     start = time.perf_counter()
@@ -190,7 +210,9 @@ def export(spec: ModelSpec, fmt: str, precision: str, cache_dir: str | Path, che
                                          f"{c.describe()}")
                 max_abs[c.name] = max(max_abs.get(c.name, 0.0), c.max_abs_error)
                 max_rel[c.name] = max(max_rel.get(c.name, 0.0), c.max_rel_error)
+        record = file_record(path)
         artifact = Artifact(model=spec.name, size=spec.size, format=fmt, precision=precision, path=final / path.name,
+                            size_bytes=int(record["size_bytes"]), sha256=str(record["sha256"]),
                             key=key, max_abs_error=max_abs, max_rel_error=max_rel,
                             verified_batch_sizes=tuple(verify_batch_sizes),
                             # what the artifact is tied to (a plan: its TensorRT version and compute capability)

@@ -90,10 +90,11 @@ def config_json(cfg) -> dict:
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
+    """The deployment's own copy of the cached artifact (a reflink where the filesystem has them, never a hard
+    link): nothing written through ``<repository>/<deployment>/`` reaches the cache."""
+    from tritonsuite.deploy.integrity import private_copy
+
+    private_copy(src, dst)
 
 
 def build_deployment(repository: str | Path, name: str, spec: ModelSpec, artifact, config: DeploymentConfig) -> Path:

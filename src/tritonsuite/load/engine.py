@@ -7,8 +7,9 @@ shared memory references) and sent by an asyncio load generator, in one of two w
   responses do, over as many connections as are needed (up to ``max_outstanding`` in flight). Latency is measured
   from the scheduled send time, so a slow server cannot hide its queue (coordinated omission), and a request sent
   more than ``schedule_tolerance_ms`` (or a tenth of the mean gap between arrivals, if longer) after its time is
-  late: a point with more than ``max_late_percent`` late requests measured the load generator, not the server,
-  and is INVALID. Open-loop windows are judged stable on latency alone: their throughput is the schedule's (a
+  late: a point whose late share is significantly above ``max_late_percent`` (a one-sided binomial test on the
+  counts over the stable windows, :mod:`tritonsuite.judge.stats`) measured the load generator, not the server,
+  and is INVALID; a point too short to tell is lengthened (``sample_windows``), not failed. Open-loop windows are judged stable on latency alone: their throughput is the schedule's (a
   Poisson count), not the server's.
 After a warm-up, measurement windows (time-based, or count-based) run until the
 last three agree within the stability percentage on throughput and average latency, or ``max_trials`` windows
@@ -22,7 +23,9 @@ Each point yields the seeds' columns (ms):
 - Server Queue / Compute Input / Compute Infer / Compute Output: deltas of Triton's statistics extension over the
   stable windows, per request;
 - Network+Server Send/Recv: the residual of the average client latency minus all the parts above;
-- p50/p90/p95/p99/avg latency: from the raw per-request latencies of the stable windows.
+- p50/p90/p95/p99/avg latency: from the raw per-request latencies of the stable windows; each percentile also
+  carries its sample count and a distribution-free interval (``measurement.percentiles``), indicative where the
+  samples cannot support it.
 Where the server runs on this host and NVML answers, GPU utilisation, memory, power and SM clock are sampled during
 the point and summarised over the stable windows (``tritonsuite.load.telemetry``).
 It also records how it was measured and whether the row is valid: the server's success-count delta over the whole
@@ -87,7 +90,7 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
                             on_progress=progress)
         windows, total, completed = await gen.run()
         measurement = summarise(point, windows, total, completed, settings, "http", gpu, gen.max_outstanding,
-                                gen.stopped_early)
+                                gen.stopped_early, gen.pool)
         if prepared:
             measurement.probe_responses = gen.probe_responses
             measurement.meta["accuracy_probes"] = {

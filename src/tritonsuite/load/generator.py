@@ -12,7 +12,7 @@ import numpy as np
 from tritonsuite.load.hostload import HostCpu, other_cpu_percent
 from tritonsuite.load.http import Connection, PreparedRequest, error_text, read_response
 from tritonsuite.load.point import LoadPoint, MeasurementError
-from tritonsuite.load.windows import Window, delta, progress_line, stability, stats_snapshot
+from tritonsuite.load.windows import Window, delta, progress_line, stability, stats_snapshot, wants_more_samples
 from tritonsuite.server import TritonServer
 from tritonsuite.settings import DISTRIBUTIONS, STABLE_WINDOWS, MeasurementSettings
 
@@ -58,6 +58,9 @@ class LoadGenerator:
         self.samples: list[tuple[float, float, float, float]] = []
         self.max_outstanding = 0  # open loop: the most requests in flight at once
         self.stopped_early: str | None = None
+        # (start, stop) of the stable windows the row is made of, once stable; longer than STABLE_WINDOWS when the
+        # point measured on for its percentiles' samples or an undecided late-send verdict (settings.sample_windows)
+        self.pool: tuple[int, int] | None = None
         self.finished_at: list[float] = []  # perf_counter at each sample's completion
         self.completed = 0
         self.stop = False
@@ -234,12 +237,27 @@ class LoadGenerator:
                 windows.append(Window(start, end, samples, delta(current, previous), cpu1 - cpu0,
                                        other_cpu_percent(host, host_now, end - start), factor))
                 previous, index, start, host = current, stop, end, host_now
-                stable = len(windows) >= STABLE_WINDOWS and self._stable(windows[-STABLE_WINDOWS:])
-                if not stable:
-                    self.stopped_early = self.stop_early(windows) if self.stop_early is not None else None
-                if self.on_progress is not None:
-                    self.on_progress(progress_line(windows, self.settings, self.point.open_loop, self.stopped_early))
-                if stable or self.stopped_early:
+                if self.pool is not None:  # stable already: a window measured for the samples the point needs
+                    if not self._stable(windows[self.pool[0]:]):
+                        self._tell(windows, "that window broke the stable pool: the row keeps the pool as it was")
+                        break  # it broke the pool's stability: the row keeps the pool as it was
+                    self.pool = (self.pool[0], len(windows))
+                    more = self._wants_more(windows)
+                    self._tell(windows, f"{len(windows) - self.pool[0]} stable windows pooled"
+                               + ("; measuring on for the samples its percentiles need" if more else ""))
+                    if not more:
+                        break
+                    continue
+                if len(windows) >= STABLE_WINDOWS and self._stable(windows[-STABLE_WINDOWS:]):
+                    self.pool = (len(windows) - STABLE_WINDOWS, len(windows))
+                    more = self._wants_more(windows)
+                    self._tell(windows, "measuring on for the samples its percentiles need" if more else None)
+                    if not more:
+                        break
+                    continue
+                self.stopped_early = self.stop_early(windows) if self.stop_early is not None else None
+                self._tell(windows)
+                if self.stopped_early:
                     break
                 # a busy host: lengthen the windows before giving up, after each STABLE_WINDOWS that disagreed
                 if len(windows) % STABLE_WINDOWS == 0 and factor * 2 <= self.settings.max_window_factor:
@@ -267,6 +285,20 @@ class LoadGenerator:
             await asyncio.wait_for(self.progress.wait(), max(0.001, until - time.perf_counter()))
         except asyncio.TimeoutError:
             pass
+
+    def _wants_more(self, windows: Sequence[Window]) -> bool:
+        start, stop = self.pool
+        left = min(self.settings.sample_windows - (stop - start - STABLE_WINDOWS),
+                   self.settings.max_trials - len(windows))
+        undecided = getattr(self.stop_early, "undecided", None)  # a search's bound that its count test cannot
+        if undecided is not None and left > 0 and undecided(windows[start:stop]):  # decide yet: lengthen the point
+            return True
+        return wants_more_samples(windows[start:stop], self.point, self.settings, left)
+
+    def _tell(self, windows: Sequence[Window], note: str | None = None) -> None:
+        if self.on_progress is not None:
+            line = progress_line(windows, self.settings, self.point.open_loop, self.stopped_early)
+            self.on_progress(f"{line}; {note}" if note else line)
 
     def _stable(self, windows: Sequence[Window]) -> bool:
         return stability(windows, self.settings.stability_percentage, self.point.open_loop)[0]

@@ -79,13 +79,35 @@ def statistic_ms(measurement: Measurement, bound: LatencyBound) -> float:
     return bound.value(latencies * 1e3) if latencies is not None else math.inf
 
 
-def judge(measurement: Measurement, bound: LatencyBound) -> tuple[bool, str]:
-    """(within the bound, why) for one measured point."""
+def count_verdict(latencies_ms, bound: LatencyBound, alpha: float = 0.05):
+    """A percentile bound judged on counts ("p99 <= 50 ms": at most 1% of requests over 50 ms): the requests over the
+    bound against that share, one-sided binomial (:func:`tritonsuite.judge.stats.judge_share`); None for "avg"."""
+    import numpy as np
+
+    from tritonsuite.judge.stats import judge_share
+
+    if bound.statistic == "avg":
+        return None
+    values = np.asarray(latencies_ms, dtype=np.float64)
+    return judge_share(int((values > bound.ms).sum()), int(values.size), 1.0 - float(bound.statistic[1:]) / 100.0,
+                       alpha)
+
+
+def judge(measurement: Measurement, bound: LatencyBound, alpha: float = 0.05) -> tuple[bool, str]:
+    """(within the bound, why) for one measured point. A percentile bound is judged on counts: over when the share
+    of requests above the bound is significantly above what the percentile allows, within when it is at most that
+    share, and not within while undecided (too few requests to tell; the engine lengthens such a point first)."""
     value = statistic_ms(measurement, bound)
     stat = f"{bound.statistic} {value:.2f} ms"
     if measurement.status == "STOPPED":
         return False, measurement.reasons[0]
-    if value > bound.ms:
+    verdict = (count_verdict(measurement.latencies_s * 1e3, bound, alpha)
+               if measurement.latencies_s is not None else None)
+    if verdict is not None and verdict.verdict == "undecided":
+        return False, f"{stat}, undecided: {verdict.describe(f'requests over {bound.ms:g} ms')}"
+    if verdict is not None and verdict.verdict == "over":
+        return False, f"{stat} > {bound.ms:g} ms ({verdict.k} of {verdict.n} requests over it, p={verdict.p_value:.2g})"
+    if verdict is None and value > bound.ms:
         return False, f"{stat} > {bound.ms:g} ms"
     if not measurement.valid:
         return False, f"{stat} but the point is {measurement.status}: {'; '.join(measurement.reasons)}"
@@ -101,6 +123,16 @@ def stop_when_clearly_over(bound: LatencyBound) -> StopEarly:
             return (f"{bound.statistic} {values[0]:.1f} and {values[1]:.1f} ms in two windows in a row, more than "
                     f"{CLEARLY_OVER:g}x the bound {bound.ms:g} ms")
         return None
+
+    def undecided(windows) -> bool:
+        """Whether the count test cannot yet tell the pooled windows within or over the bound (lengthen them)."""
+        import numpy as np
+
+        latencies = np.concatenate([w.samples[:, 0] for w in windows]) * 1e3 if windows else np.zeros(0)
+        verdict = count_verdict(latencies, bound)
+        return verdict is not None and verdict.verdict == "undecided"
+
+    check.undecided = undecided  # read by the load generator: an undecided point is lengthened, not judged
     return check
 
 
@@ -187,3 +219,16 @@ def search(measure_at: Callable[[float], Measurement], kind: str, bound: Latency
     result.reason = (f"the highest point within the bound, {lo:g}, and the {RE_MEASURES - 1} below it broke the "
                      f"bound when measured again ({result.steps[-1].why}): no answer is stable on this host")
     return result
+
+
+def remeasure_drift(then: dict, now: dict, limit_percent: float) -> dict:
+    """How a point measured again moved (``result`` columns of the earlier and the later measurement): throughput and
+    p99 change in %, flagged beyond the stability limit. Recorded on the later row as ``measurement.remeasure``."""
+    def change(column: str) -> float | None:
+        a, b = then.get(column), now.get(column)
+        return round((b / a - 1.0) * 100.0, 2) if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a \
+            else None
+
+    tput, p99 = change("Inferences/Second"), change("p99 latency")
+    return {"throughput_change_percent": tput, "p99_change_percent": p99, "limit_percent": limit_percent,
+            "drifting": any(v is not None and abs(v) > limit_percent for v in (tput, p99))}

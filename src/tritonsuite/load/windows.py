@@ -2,6 +2,7 @@
 last windows, and the summary into the seeds' columns with the row's status and reasons."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -83,11 +84,13 @@ def progress_line(windows: Sequence[Window], settings: MeasurementSettings, open
 
 def summarise(point: LoadPoint, windows: list[Window], total: dict[str, int], completed: int,
                settings: MeasurementSettings, protocol: str, gpu: GpuSampler | None = None,
-               max_outstanding: int | None = None, stopped_early: str | None = None) -> Measurement:
-    """The row of a point from its windows: the seeds' columns over the last STABLE_WINDOWS, how it was measured,
-    and its status with reasons. ``max_outstanding``/``stopped_early``: what the open-loop generator reached, and
-    why the point was given up early, if it was."""
-    stable_windows = windows[-STABLE_WINDOWS:]
+               max_outstanding: int | None = None, stopped_early: str | None = None,
+               pool: tuple[int, int] | None = None) -> Measurement:
+    """The row of a point from its windows: the seeds' columns over the last STABLE_WINDOWS (or the windows
+    ``pool`` = (start, stop) indexes, when the generator pooled more for the samples its percentiles need), how it
+    was measured, and its status with reasons. ``max_outstanding``/``stopped_early``: what the open-loop generator
+    reached, and why the point was given up early, if it was."""
+    stable_windows = windows[-STABLE_WINDOWS:] if pool is None else windows[pool[0]:pool[1]]
     stable, t_spread, l_spread = stability(stable_windows, settings.stability_percentage, point.open_loop)
     samples = np.concatenate([w.samples for w in stable_windows])
     duration = sum(w.end - w.start for w in stable_windows)
@@ -110,8 +113,9 @@ def summarise(point: LoadPoint, windows: list[Window], total: dict[str, int], co
         "Client Recv": float(samples[:, 2].mean() * 1e3),
         "avg latency": float(latency_ms.mean()),
     }
-    for q in (50, 90, 95, 99):
-        result[f"p{q} latency"] = float(np.percentile(latency_ms, q))
+    estimates = percentile_estimates(latency_ms, settings)
+    for q, estimate in estimates.items():
+        result[f"p{q} latency"] = estimate.value
     known = sum(result[p] for p in LATENCY_PARTS if p != "Network+Server Send/Recv")
     result["Network+Server Send/Recv"] = max(0.0, result["avg latency"] - known)
     result = {c: result[c] for c in RESULT_COLUMNS}
@@ -128,6 +132,9 @@ def summarise(point: LoadPoint, windows: list[Window], total: dict[str, int], co
         "host_other_cpu_percent": round(float(np.mean([w.other_cpu for w in stable_windows])), 1),
         "window_host_other_cpu_percent": [round(w.other_cpu, 1) for w in windows],
         "stable_windows": len(stable_windows),
+        # which windows (start, stop) the row is made of: the last STABLE_WINDOWS, or more when the point measured on
+        # for its percentiles' samples or an undecided share verdict (settings.sample_windows)
+        "pooled_windows": list(pool) if pool is not None else [len(windows) - len(stable_windows), len(windows)],
         "stability_percentage": settings.stability_percentage,
         "throughput_spread_percent": round(t_spread, 2),
         "latency_spread_percent": round(l_spread, 2),
@@ -142,12 +149,17 @@ def summarise(point: LoadPoint, windows: list[Window], total: dict[str, int], co
         # stable windows' request latencies (at most LATENCY_SAMPLES of them, evenly spaced)
         "window_throughputs": [round(len(w.samples) * point.batch_size / (w.end - w.start), 3) for w in windows],
         "latency_samples_ms": [round(float(v), 4) for v in latency_ms[even_subsample(len(latency_ms))]],
+        # every percentile column: the latencies it came from and its distribution-free interval (judge.stats)
+        "percentiles": {f"p{q}": e.to_json() for q, e in estimates.items()},
+        "percentile_rule": percentile_rule(settings),
+        "drift": drift(stable_windows, point.batch_size, settings.stability_percentage, point.open_loop),
     }
-    late_percent = 0.0
+    late_percent, late = 0.0, None
     if point.open_loop:
         delay_ms = samples[:, 3] * 1e3
         tolerance_ms = schedule_tolerance_ms(point, settings)
         late_percent = float((delay_ms > tolerance_ms).mean() * 100.0)
+        late = late_verdict(samples, point, settings)
         meta.update({
             "load": "open loop",
             "offered_rate": point.request_rate,
@@ -156,6 +168,7 @@ def summarise(point: LoadPoint, windows: list[Window], total: dict[str, int], co
             "seed": point.seed,
             "late_percent": round(late_percent, 2),  # sent more than schedule_tolerance_ms after their time
             "schedule_tolerance_ms": round(tolerance_ms, 3),
+            "late_verdict": late.to_json(),  # over the limit only when significantly so (one-sided binomial)
             "schedule_delay_p99_ms": round(float(np.percentile(delay_ms, 99)), 3),
             "max_outstanding": max_outstanding,
         })
@@ -184,11 +197,11 @@ def summarise(point: LoadPoint, windows: list[Window], total: dict[str, int], co
         status = "INVALID" if status == "OK" else status
         reasons.append(f"client bound: the load generator used {client_cpu:.0f}% of a core "
                        f"(limit {settings.client_bound_percent:g}%)")
-    if late_percent > settings.max_late_percent:
+    if late is not None and late.verdict == "over":
         status = "INVALID" if status in ("OK", "UNSTABLE") else status
         at_cap = max_outstanding is not None and max_outstanding >= settings.max_outstanding
-        reasons.append(f"the load generator could not keep the schedule: {late_percent:.1f}% of requests were sent "
-                       f"more than {schedule_tolerance_ms(point, settings):.3g} ms late (limit {settings.max_late_percent:g}%)"
+        reasons.append(f"the load generator could not keep the schedule: "
+                       f"{late.describe(f'requests sent more than {schedule_tolerance_ms(point, settings):.3g} ms late')}"
                        + (f"; the cap of {settings.max_outstanding} requests in flight (max_outstanding) was reached"
                           if at_cap else ""))
     if meta.get("stopped_early"):
@@ -199,6 +212,78 @@ def summarise(point: LoadPoint, windows: list[Window], total: dict[str, int], co
 
 
 LATENCY_SAMPLES = 2000
+
+
+def percentile_estimates(latency_ms: np.ndarray, settings: MeasurementSettings) -> dict:
+    """{50: PercentileEstimate, 90: ..., 95: ..., 99: ...} of the reported percentiles (judge.stats)."""
+    from tritonsuite.judge.stats import REPORTED_PERCENTILES, percentile_estimate
+
+    return {q: percentile_estimate(latency_ms, q, settings.percentile_confidence / 100.0,
+                                   settings.percentile_precision_percent / 100.0) for q in REPORTED_PERCENTILES}
+
+
+def percentile_rule(settings: MeasurementSettings) -> str:
+    """The rule behind the percentile columns, in one line (for rows and table headers)."""
+    from tritonsuite.judge.stats import min_samples
+
+    c = settings.percentile_confidence
+    return (f"each percentile has a distribution-free {c:g}% interval from order statistics; it is indicative when "
+            f"the interval has no end in the sample (p90/p95/p99 need "
+            f"{'/'.join(str(min_samples(q, c / 100.0)) for q in (90, 95, 99))} latencies) or is wider than "
+            f"±{settings.percentile_precision_percent:g}% of the estimate")
+
+
+def late_verdict(samples: np.ndarray, point: LoadPoint, settings: MeasurementSettings):
+    """Open loop: late sends (more than the schedule tolerance after their time) of ``samples`` judged against
+    ``max_late_percent`` on counts (a :class:`~tritonsuite.judge.stats.ShareVerdict`)."""
+    from tritonsuite.judge.stats import judge_share
+
+    late = int((samples[:, 3] * 1e3 > schedule_tolerance_ms(point, settings)).sum())
+    return judge_share(late, len(samples), settings.max_late_percent / 100.0, settings.verdict_alpha)
+
+
+def wants_more_samples(windows: Sequence[Window], point: LoadPoint, settings: MeasurementSettings,
+                       windows_left: int) -> bool:
+    """Whether a stable pool of ``windows`` should be measured longer (by at most ``windows_left`` windows like its
+    own): an open-loop late-send verdict still undecided, or a widest percentile (p99) that is indicative and that
+    the extra windows would make a measurement (its minimum sample count reached; an interval too wide narrowed,
+    as 1/sqrt(n), to the precision). Otherwise the percentile stays indicative and the point costs no more time."""
+    from tritonsuite.judge.stats import REPORTED_PERCENTILES, min_samples, percentile_estimate
+
+    if windows_left <= 0:
+        return False
+    samples = np.concatenate([w.samples for w in windows])
+    if point.open_loop and late_verdict(samples, point, settings).verdict == "undecided":
+        return True
+    widest = max(REPORTED_PERCENTILES)
+    estimate = percentile_estimate(samples[:, 0], widest, settings.percentile_confidence / 100.0,
+                                   settings.percentile_precision_percent / 100.0)
+    reachable = len(samples) * (1 + windows_left / len(windows))
+    if not estimate.indicative or reachable < min_samples(widest, settings.percentile_confidence / 100.0):
+        return False
+    if estimate.low is None or estimate.high is None or estimate.value <= 0:
+        return True  # the interval's end comes into the sample
+    # too wide: worth it only if the interval, narrowing as 1/sqrt(n), would meet the precision within the budget
+    half = max(estimate.high - estimate.value, estimate.value - estimate.low) / estimate.value
+    return half * math.sqrt(len(samples) / reachable) <= settings.percentile_precision_percent / 100.0
+
+
+def drift(windows: Sequence[Window], batch_size: int, limit: float, open_loop: bool = False) -> dict:
+    """The trend over the stable windows: last against first window's throughput and mean latency (% change),
+    flagged when either moved more than the stability ``limit`` (open loop: the latency; its throughput is the
+    schedule's)."""
+    def rate(w: Window) -> float:
+        return len(w.samples) * batch_size / (w.end - w.start)
+
+    def latency(w: Window) -> float:
+        return float(w.samples[:, 0].mean() * 1e3) if len(w.samples) else math.nan
+
+    first, last = windows[0], windows[-1]
+    t = (rate(last) / rate(first) - 1.0) * 100.0 if rate(first) > 0 else math.nan
+    lat = (latency(last) / latency(first) - 1.0) * 100.0 if latency(first) > 0 else math.nan
+    return {"throughput_change_percent": round(t, 2), "latency_change_percent": round(lat, 2),
+            "between": "first and last stable window", "limit_percent": limit,
+            "drifting": bool((not open_loop and abs(t) > limit) or abs(lat) > limit)}
 
 
 def schedule_tolerance_ms(point: LoadPoint, settings: MeasurementSettings) -> float:

@@ -67,6 +67,9 @@ class Registry:
             raise RegistryError(f"--model-spec {path}: no such file")
         module_name = f"tritonsuite_user_spec_{path.stem}"
         loader_spec = importlib.util.spec_from_file_location(module_name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            raise RegistryError(f"--model-spec {path}: not a Python file; expected a .py file defining SPECS "
+                                f"(a list of ModelSpec)")
         module = importlib.util.module_from_spec(loader_spec)
         sys.modules[module_name] = module
         try:

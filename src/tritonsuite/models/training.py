@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tritonsuite.deploy.integrity import file_record, mismatch, notice
 from tritonsuite.spec import ModelSpec, path_digest, stable_hash
 
 TRAINING_VERSION = 1  # bump when the caching procedure changes
@@ -39,7 +40,9 @@ def checkpoint_dir(spec: ModelSpec, cache_dir: str | Path, dataset: Path | None 
 def training_stats(checkpoint: Path) -> dict[str, Any]:
     """What the spec's ``train`` reported for a checkpoint this module produced ({} for user checkpoints)."""
     meta = Path(checkpoint).parent / "training.json"
-    return json.loads(meta.read_text()) if meta.is_file() else {}
+    stats = json.loads(meta.read_text()) if meta.is_file() else {}
+    stats.pop("checkpoint_file", None)  # the cache's own check (size, sha256), not a training statistic
+    return stats
 
 
 def load_weights(module, checkpoint: str | Path, key: str) -> dict[str, Any]:
@@ -63,18 +66,35 @@ def load_weights(module, checkpoint: str | Path, key: str) -> dict[str, Any]:
     return saved
 
 
+def _sound(final: Path, heal: bool = False) -> bool:
+    """Whether the cached checkpoint in ``final`` still has the size and sha256 its training.json recorded. With
+    ``heal`` (under the lock), a mismatch is one line of notice and the entry is removed for retraining."""
+    checkpoint = final / CHECKPOINT_FILE
+    if not checkpoint.is_file():
+        return False
+    try:
+        record = json.loads((final / "training.json").read_text()).get("checkpoint_file") or {}
+    except (OSError, ValueError):
+        record = {}
+    reason = mismatch(checkpoint, record.get("size_bytes"), record.get("sha256"))
+    if reason is not None and heal:
+        notice(f"trained checkpoint {final.name}", reason)
+        shutil.rmtree(final, ignore_errors=True)
+    return reason is None
+
+
 def trained_checkpoint(spec: ModelSpec, cache_dir: str | Path, dataset: Path | None = None) -> Path:
     """The cached checkpoint of ``spec`` trained on ``dataset`` (or its own data), training it if needed."""
     if spec.train is None:
         raise ValueError(f"{spec.key} has no train function; pass a checkpoint instead")
     final = checkpoint_dir(spec, cache_dir, dataset)
     checkpoint = final / CHECKPOINT_FILE
-    if checkpoint.is_file():
+    if _sound(final):
         return checkpoint
     final.parent.mkdir(parents=True, exist_ok=True)
     with open(final.with_name(final.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be training the same checkpoint: wait for it
-        if checkpoint.is_file():
+        if checkpoint.is_file() and _sound(final, heal=True):
             return checkpoint
         tmp = final.with_name(f"{final.name}.tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -83,8 +103,9 @@ def trained_checkpoint(spec: ModelSpec, cache_dir: str | Path, dataset: Path | N
             start = time.perf_counter()
             stats = dict(spec.train(dataset, tmp / CHECKPOINT_FILE) or {})
             stats.setdefault("seconds", round(time.perf_counter() - start, 2))
-            (tmp / "training.json").write_text(json.dumps({"training": dict(spec.training), **stats}, indent=2,
-                                                          default=str))
+            (tmp / "training.json").write_text(json.dumps({"training": dict(spec.training), **stats,
+                                                           "checkpoint_file": file_record(tmp / CHECKPOINT_FILE)},
+                                                          indent=2, default=str))
             os.rename(tmp, final)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

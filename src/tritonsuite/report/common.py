@@ -173,6 +173,10 @@ def _row_label(row: Mapping[str, Any]) -> str:
     search = _search(row)
     if search:
         load += f" (search {search.get('kind')} at {search.get('bound')}, step {search.get('step')})"
+    measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
+    repeat = measurement.get("repeat") if isinstance(measurement.get("repeat"), Mapping) else None
+    if repeat:  # --repeat: which interleaved round the row is
+        load += f" (round {repeat.get('round')} of {repeat.get('of')})"
     return f"batch {_format_number('Batch', _coord(row, 'Batch'))}, {load}"
 
 
@@ -191,3 +195,40 @@ def _load_kind(row: Mapping[str, Any]) -> str:
     return "rate" if _is_number(row.get("request_rate")) else "sweep"
 
 
+
+
+_PERCENTILE_COLUMNS = ("p50 latency", "p90 latency", "p95 latency", "p99 latency")
+
+
+def _percentile_cell(row: Mapping[str, Any], column: str) -> str:
+    """A percentile with its interval, "12.3 [11.9, 12.8]", or marked indicative, "~45.1 [40.2, -]" (the interval
+    has no upper end in the sample, or is wider than the stated precision). A row without intervals (perf_analyzer's
+    own percentiles, a row written before they existed) is indicative too: "~12.3"."""
+    value = _result(row).get(column)
+    text = _format_number(column, value)
+    if not _is_number(value):
+        return text
+    measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
+    estimates = measurement.get("percentiles") if isinstance(measurement.get("percentiles"), Mapping) else {}
+    estimate = estimates.get(column.split()[0])
+    if not isinstance(estimate, Mapping):
+        return "~" + text
+    low, high = (_format_number(column, estimate.get(k)) if _is_number(estimate.get(k)) else "-"
+                 for k in ("low", "high"))
+    return ("~" if estimate.get("indicative") else "") + f"{text} [{low}, {high}]"
+
+
+def _samples_cell(row: Mapping[str, Any]) -> str:
+    """How many latencies the row's percentiles came from."""
+    measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
+    n = measurement.get("measured_requests")
+    return str(int(n)) if _is_number(n) else "-"
+
+
+def _percentile_note(rows: Iterable[Mapping[str, Any]]) -> str:
+    """The line above a table with percentile columns: what the brackets, the Samples column and "~" mean."""
+    rules = _distinct((r.get("measurement") or {}).get("percentile_rule") for r in rows
+                      if isinstance(r.get("measurement"), Mapping))
+    rule = rules[0] if rules else "rows without intervals were measured by a load generator that records none"
+    return (f"Percentiles read 'value [low, high]', the interval from the row's Samples latencies; '~' marks an "
+            f"indicative percentile (a number, not a measurement): {rule}.")

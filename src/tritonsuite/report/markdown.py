@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tritonsuite.report.common import (_EXTRA_COLUMNS, _INT_COLUMNS, _PLOT_ALT, _PLOTS, SCENARIO_DESCRIPTIONS,
+from tritonsuite.report.common import (_PERCENTILE_COLUMNS, _percentile_cell, _percentile_note, _samples_cell,
+                                       _EXTRA_COLUMNS, _INT_COLUMNS, _PLOT_ALT, _PLOTS, SCENARIO_DESCRIPTIONS,
                                        _column_header, _coord, _distinct, _format_number, _format_value, _group,
                                        _is_number, _load_kind, _pipe_table, _records, _result, _row_label, _search,
                                        _series, _sort_key, _status, _title)
@@ -71,14 +72,15 @@ def _parameters_table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _results_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    headers = [_column_header(c) for c in RESULT_COLUMNS] + list(_EXTRA_COLUMNS)
+    headers = [_column_header(c) for c in RESULT_COLUMNS] + list(_EXTRA_COLUMNS) + ["Samples"]
     body = []
     for row in sorted(rows, key=_sort_key):
         result = _result(row)
         cells = []
         for column in RESULT_COLUMNS:
             value = _coord(row, column) if column in _INT_COLUMNS else result.get(column)
-            cells.append(_format_number(column, value))
+            cells.append(_percentile_cell(row, column) if column in _PERCENTILE_COLUMNS
+                         else _format_number(column, value))
         cells.append(_status(row))
         measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
         for key in ("client_cpu_percent", "host_other_cpu_percent"):  # the load generator; everyone else
@@ -88,7 +90,7 @@ def _results_table(rows: Sequence[Mapping[str, Any]]) -> str:
         for column in GPU_COLUMNS:
             stat = gpu.get(column) or {}
             cells.append(f"{stat['mean']:.0f} / {stat['max']:.0f}" if _is_number(stat.get("mean")) else "-")
-        body.append(cells)
+        body.append(cells + [_samples_cell(row)])
     return _pipe_table(headers, body, align="right")
 
 
@@ -161,7 +163,7 @@ def _rate_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """Open-loop rows: offered and achieved rate, the share sent late, requests in flight, latencies."""
     headers = ["Offered (req/s)", "Achieved (req/s)", "Late (%)", "In flight", "Inferences/Second", "p50 latency",
                "p90 latency", "p95 latency", "p99 latency", "avg latency", "Status", "Client CPU (%)",
-               "Other CPU (%)"]
+               "Other CPU (%)", "Samples"]
     body = []
     for row in sorted(rows, key=lambda r: (r.get("request_rate") or 0)):
         m = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
@@ -170,7 +172,8 @@ def _rate_table(rows: Sequence[Mapping[str, Any]]) -> str:
                      _format_number("Inferences/Second", m.get("achieved_rate")),
                      f"{m['late_percent']:.2f}" if _is_number(m.get("late_percent")) else "-",
                      f"{result['Concurrency']:.1f}" if _is_number(result.get("Concurrency")) else "-"]
-                    + [_format_number(c, result.get(c)) for c in headers[4:10]] + [_status(row)] + _cpu_cells(row))
+                    + [_percentile_cell(row, c) if c in _PERCENTILE_COLUMNS else _format_number(c, result.get(c))
+                       for c in headers[4:10]] + [_status(row)] + _cpu_cells(row) + [_samples_cell(row)])
     return _pipe_table([_column_header(h) if h in RESULT_COLUMNS else h for h in headers], body, align="right")
 
 
@@ -190,12 +193,58 @@ def _search_sections(rows: Sequence[Mapping[str, Any]]) -> list[str]:
                 row.get("request_rate")) else f"concurrency {_format_number('Concurrency', _coord(row, 'Concurrency'))}")
             body.append([str(search.get("step", "-")), load,
                          _format_number("Inferences/Second", result.get("Inferences/Second")),
-                         _format_number("p99 latency", result.get("p99 latency")), _status(row),
-                         "yes" if search.get("within") else "no", str(search.get("why", "-"))])
+                         _percentile_cell(row, "p99 latency"), _status(row),
+                         "yes" if search.get("within") else "no", str(search.get("why", "-")) + _moved(row)])
         if body:
             out += [_pipe_table(["Step", "Load", "Inferences/Second", "p99 latency (ms)", "Status", "Within",
                                  "Why"], body, align="left"), ""]
     return out
+
+
+def _repeats_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """--repeat N: per point, each round's throughput and p99 in the order measured, the median of the valid rounds
+    (the figure reported for the point) with its spread, and the change from the first round to the last (drift
+    that one pass hides)."""
+    import statistics
+
+    repeated = [r for r in rows if isinstance((r.get("measurement") or {}).get("repeat"), Mapping)]
+    if not repeated:
+        return []
+    body = []
+    for _, prows in sorted(_group(repeated, lambda r: (_coord(r, "Batch"), r.get("request_rate"),
+                                                      _coord(r, "Concurrency") if r.get("request_rate") is None
+                                                      else None)).items(), key=lambda kv: _sort_key(kv[1][0])):
+        prows = sorted(prows, key=lambda r: r["measurement"]["repeat"]["round"])
+        valid = [r for r in prows if _status(r) == "OK"]
+        cells = []
+        for column in ("Inferences/Second", "p99 latency"):
+            values = [_result(r).get(column) for r in prows]
+            good = [_result(r).get(column) for r in valid if _is_number(_result(r).get(column))]
+            median = statistics.median(good) if good else None
+            spread = (max(good) - min(good)) / median * 100.0 if good and median else None
+            first, last = values[0], values[-1]
+            change = (last / first - 1.0) * 100.0 if _is_number(first) and _is_number(last) and first else None
+            cells += [" / ".join(_format_number(column, v) for v in values), _format_number(column, median),
+                      f"{spread:.1f}" if spread is not None else "-", f"{change:+.1f}" if change is not None else "-"]
+        body.append([_row_label(prows[0]).split(" (round ")[0], f"{len(valid)} of {len(prows)}"] + cells)
+    order = _distinct(r["measurement"]["repeat"].get("order") for r in repeated)
+    return [f"Repeated points ({', '.join(map(str, order))} order within each round, rounds interleaved): each "
+            "round's figure in the order measured, the median of the valid rounds (the figure this point reports), "
+            "its spread (max - min, % of the median) and the change from the first round to the last.", "",
+            _pipe_table(["Point", "Valid rounds", "Inferences/Second by round", "Median Inferences/Second",
+                         "Spread (%)", "First to last (%)", "p99 latency (ms) by round", "Median p99 latency (ms)",
+                         "p99 spread (%)", "p99 first to last (%)"], body, align="left"), ""]
+
+
+def _moved(row: Mapping[str, Any]) -> str:
+    """A re-measured point: how far it moved since it was first measured (drift over the search)."""
+    moved = (row.get("measurement") or {}).get("remeasure")
+    if not isinstance(moved, Mapping):
+        return ""
+    parts = [f"{label} {moved[key]:+.1f}%" for key, label in (("throughput_change_percent", "inf/s"),
+                                                                ("p99_change_percent", "p99")) if _is_number(moved.get(key))]
+    return (f"; since first measured: {', '.join(parts)}" + (" (drift beyond the stability limit)"
+                                                               if moved.get("drifting") else "")) if parts else ""
 
 
 def _problem_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -257,12 +306,21 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
         sweep = [r for r in drows if _load_kind(r) == "sweep"]
         rates = [r for r in drows if _load_kind(r) == "rate"]
         if sweep or not (rates or any(_search(r) for r in drows)):
-            out += [_results_table(sweep), ""]
+            out += [_percentile_note(sweep), "", _results_table(sweep), ""]
         if rates:
             out += ["Request rates (open loop: arrivals on a seeded schedule, latency from each request's scheduled "
-                    "send time; a point with more late sends than the limit is INVALID):", "", _rate_table(rates), ""]
+                    "send time; a point whose late sends are significantly above the limit, by a one-sided binomial test "
+                    "on their count, is INVALID). " + _percentile_note(rates), "", _rate_table(rates), ""]
+        out += _repeats_section(sweep + rates)
         out += _published_section(sweep)
         out += _search_sections(drows)
+        drifting = [f"- {_row_label(r)}: throughput {d['throughput_change_percent']:+.1f}%, mean latency "
+                    f"{d['latency_change_percent']:+.1f}% from the first stable window to the last (limit "
+                    f"{d['limit_percent']:g}%)" for r in sorted(drows, key=_sort_key)
+                    for d in [(r.get("measurement") or {}).get("drift")] if isinstance(d, Mapping) and d.get("drifting")]
+        if drifting:
+            out += ["Points that drifted while measured (their figures are an average over a trend):", ""] + \
+                drifting + [""]
         problems = _problem_lines([r for r in drows if _load_kind(r) in ("sweep", "rate")])
         if problems:
             out += ["Rows that are not valid measurements:", ""] + problems + [""]
