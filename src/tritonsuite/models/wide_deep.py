@@ -166,7 +166,8 @@ def _module_class():  # defined lazily so importing this module does not import 
         def logits(self, *inputs):
             onehot = inputs[:self.n_onehot]
             multihot = inputs[self.n_onehot:self.n_onehot + self.n_multihot]
-            numeric = torch.cat([x.float() for x in inputs[self.n_onehot + self.n_multihot:]], dim=1)
+            dtype = self.numeric_mean.dtype  # float32, or float16 after .half() (the fp16 deployment)
+            numeric = torch.cat([x.to(dtype) for x in inputs[self.n_onehot + self.n_multihot:]], dim=1)
             numeric = (numeric - self.numeric_mean) / self.numeric_std
             deep, wide = [], self.wide_numeric(numeric)
             ids = []
@@ -180,7 +181,7 @@ def _module_class():  # defined lazily so importing this module does not import 
                 x = x.long()
                 valid = (x >= 0) & (x < self.multihot_rows[j])  # -1 pads; sum over the valid entries
                 x = torch.where(valid, x, torch.zeros_like(x))
-                weight = valid.unsqueeze(-1).float()
+                weight = valid.unsqueeze(-1).to(dtype)
                 deep.append((self.deep_embeddings[self.n_onehot + j](x) * weight).sum(1))
                 wide = wide + (self.wide_embeddings[self.n_onehot + j](x) * weight).sum(1)
             for c, (a, b, rows) in enumerate(self.crosses):
