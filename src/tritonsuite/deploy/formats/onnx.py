@@ -47,6 +47,10 @@ def to_float16(path: Path, block_list: tuple[str, ...] = ()) -> None:
     from onnxconverter_common import float16
 
     model = onnx.load(str(path))
+    # the model's own casts to float (an fp32 island's entry, exported from .float()) stay casts: converted, their
+    # output would be typed float16 while the node still casts to float, and onnxruntime refuses the graph
+    casts = [n.name for n in model.graph.node if n.op_type == "Cast"
+             and any(a.name == "to" and a.i == onnx.TensorProto.FLOAT for a in n.attribute)]
     converted = float16.convert_float_to_float16(model, keep_io_types=True,
-                                                 op_block_list=list(block_list) or None)
+                                                 op_block_list=list(block_list) or None, node_block_list=casts)
     onnx.save(converted, str(path))
