@@ -167,8 +167,9 @@ def _module_class():  # defined lazily so importing this module does not import 
             onehot = inputs[:self.n_onehot]
             multihot = inputs[self.n_onehot:self.n_onehot + self.n_multihot]
             dtype = self.numeric_mean.dtype  # float32, or float16 after .half() (the fp16 deployment)
-            numeric = torch.cat([x.to(dtype) for x in inputs[self.n_onehot + self.n_multihot:]], dim=1)
-            numeric = (numeric - self.numeric_mean) / self.numeric_std
+            # standardised in an fp32 island: raw numeric inputs (Adult's capital gain, up to 99999) overflow half
+            numeric = torch.cat([x.float() for x in inputs[self.n_onehot + self.n_multihot:]], dim=1)
+            numeric = ((numeric - self.numeric_mean.float()) / self.numeric_std.float()).to(dtype)
             deep, wide = [], self.wide_numeric(numeric)
             ids = []
             for i, x in enumerate(onehot):

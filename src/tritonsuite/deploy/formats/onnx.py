@@ -47,6 +47,7 @@ def to_float16(path: Path, block_list: tuple[str, ...] = ()) -> None:
     from onnxconverter_common import float16
 
     model = onnx.load(str(path))
+    _separate_consumed_outputs(model)
     # the model's own casts to float (an fp32 island's entry, exported from .float()) stay casts: converted, their
     # output would be typed float16 while the node still casts to float, and onnxruntime refuses the graph
     casts = [n.name for n in model.graph.node if n.op_type == "Cast"
@@ -54,3 +55,20 @@ def to_float16(path: Path, block_list: tuple[str, ...] = ()) -> None:
     converted = float16.convert_float_to_float16(model, keep_io_types=True,
                                                  op_block_list=list(block_list) or None, node_block_list=casts)
     onnx.save(converted, str(path))
+
+
+def _separate_consumed_outputs(model) -> None:
+    """A graph output that other nodes also read (FastPitch's pitch, fed to its decoder) gets its own Identity:
+    with ``keep_io_types`` the converter types the output float32 but its internal readers float16, and onnxruntime
+    refuses the graph."""
+    import onnx
+
+    graph = model.graph
+    outputs = {o.name for o in graph.output}
+    read = {i for n in graph.node for i in n.input}
+    for name in sorted(outputs & read):
+        internal = f"{name}__internal"
+        for node in graph.node:
+            node.output[:] = [internal if o == name else o for o in node.output]
+            node.input[:] = [internal if i == name else i for i in node.input]
+        graph.node.append(onnx.helper.make_node("Identity", [internal], [name], name=f"{name}__output"))
