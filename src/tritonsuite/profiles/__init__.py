@@ -216,8 +216,8 @@ def _model_profile(name: str, data: Any, where: str, instance_kind: str) -> Mode
         model=name, size=str(data["size"]),
         formats=formats,
         precisions=_choices(data["precisions"], f"{where}.precisions", list(PRECISIONS)),
-        accuracy_precisions=_choices(data.get("accuracy_precisions") or [], f"{where}.accuracy_precisions",
-                                     list(PRECISIONS)),
+        accuracy_precisions=_choices(data["accuracy_precisions"], f"{where}.accuracy_precisions", list(PRECISIONS))
+        if data.get("accuracy_precisions") else (),
         max_batch_size=max_batch,
         offline=OfflineProfile(batch_sizes=batch_sizes, instance_count=_int(
             offline.get("instance_count", 1), f"{where}.offline.instance_count")),
