@@ -46,8 +46,7 @@ def test_narrowing_leaves_accuracy_only_models_without_performance_points():
                      request_rates=[5.0])
     assert profile_cases(profile, "offline") == [] and profile_cases(profile, "online") == []
     assert [c.id for c in profile_cases(profile, "accuracy")] == [
-        "wide_deep_adult-onnx-fp32", "wide_deep_adult-onnx-fp16", "wide_deep_adult-ts-trace-fp32",
-        "wide_deep_adult-ts-trace-fp16", "wide_deep_adult-trt-fp32", "wide_deep_adult-trt-fp16"]
+        "wide_deep_adult-onnx-fp32", "wide_deep_adult-ts-trace-fp32", "wide_deep_adult-trt-fp32"]
 
 
 def test_request_rates_and_latency_bound_searches_become_online_cases(tmp_path):
@@ -228,7 +227,7 @@ def test_unknown_device(tmp_path):
 
 def test_cpu_profile_judges_fp16_in_the_accuracy_scenario_only_and_precisions_narrow_it():
     profile = load_profile("cpu")
-    models = ("bert", "wide_deep", "wide_deep_adult", "fastpitch", "nnunet", "tft")
+    models = ("bert", "wide_deep", "fastpitch", "nnunet", "tft")
     assert all(profile.models[m].accuracy_precisions == ("fp16",) for m in models)
     accuracy = profile_cases(profile, "accuracy")
     assert {c.model for c in accuracy if c.precision == "fp16"} == set(models)

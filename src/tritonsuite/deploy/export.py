@@ -107,6 +107,8 @@ def eager_runner(module, spec: ModelSpec, device: str = "cpu"):
     import torch
 
     compute = next((p.dtype for p in module.parameters() if p.is_floating_point()), torch.float32)
+    if getattr(module, "takes_declared_dtypes", False):  # it casts its own inputs (after an fp32 island)
+        compute = torch.float32
 
     def run(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         with torch.inference_mode():  # a reduced-precision module takes its floating inputs in its own dtype

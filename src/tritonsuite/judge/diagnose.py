@@ -63,15 +63,13 @@ class Diagnosis:
 
 def emulate_half(module):
     """A copy of ``module`` with fp16 storage emulated in fp32 compute: parameters and buffers rounded to half, and
-    each leaf module's floating output rounded to half by a forward hook. Fast on a CPU at any size (no fp16
+    each leaf module's floating output rounded to half by a forward hook (the model's own ``.half()`` decides
+    what is stored in half). Fast on a CPU at any size (no fp16
     kernels), it shows what half's range and rounding do, not what fp16 kernels (cuDNN's) do."""
     import torch
 
-    emulated = copy.deepcopy(module).float()
-    with torch.no_grad():
-        for tensor in list(emulated.parameters()) + list(emulated.buffers()):
-            if tensor.is_floating_point():
-                tensor.copy_(tensor.half().float())
+    # the model's own .half() rounds what it stores in half (a model may keep statistics in fp32), then back
+    emulated = copy.deepcopy(module).half().float()
 
     def round_output(_module, _inputs, output):
         return _map_floats(output, lambda t: t.half().float())

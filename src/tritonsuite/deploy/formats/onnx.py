@@ -48,12 +48,13 @@ def to_float16(path: Path, block_list: tuple[str, ...] = ()) -> None:
 
     model = onnx.load(str(path))
     _separate_consumed_outputs(model)
-    # the model's own casts to float (an fp32 island's entry, exported from .float()) stay casts: converted, their
-    # output would be typed float16 while the node still casts to float, and onnxruntime refuses the graph
+    # the model's own casts to float stay casts: converted, their output would be typed float16 while the node
+    # still casts to float, and onnxruntime refuses the graph. The ops after them are converted: an fp32 export
+    # has no cast back to half to mark where a model's fp32 island ends (a known limit, docs/precision.md)
     casts = [n.name for n in model.graph.node if n.op_type == "Cast"
              and any(a.name == "to" and a.i == onnx.TensorProto.FLOAT for a in n.attribute)]
-    converted = float16.convert_float_to_float16(model, keep_io_types=True,
-                                                 op_block_list=list(block_list) or None, node_block_list=casts)
+    converted = float16.convert_float_to_float16(model, keep_io_types=True, op_block_list=list(block_list) or None,
+                                                 node_block_list=casts)
     onnx.save(converted, str(path))
 
 
@@ -72,3 +73,4 @@ def _separate_consumed_outputs(model) -> None:
             node.output[:] = [internal if o == name else o for o in node.output]
             node.input[:] = [internal if i == name else i for i in node.input]
         graph.node.append(onnx.helper.make_node("Identity", [internal], [name], name=f"{name}__output"))
+
