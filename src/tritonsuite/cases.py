@@ -61,7 +61,7 @@ def profile_cases(profile: Profile, scenario: str, loadgens: Sequence[str] = ("s
     cases = []
     for model, mp in profile.models.items():
         for fmt in mp.formats:
-            for precision in mp.precisions:
+            for precision in mp.scenario_precisions(scenario):
                 if scenario == "offline":
                     cases += [Case(model, fmt, precision, scenario, batch_size=b, loadgen=g)
                               for b in mp.offline.batch_sizes for g in loadgens]

@@ -8,6 +8,7 @@ int`` (or ``add_<name>_arguments``/``run_<name>`` where one module holds several
     tritonsuite report [REPORTS_DIR] [--run RUN_ID]    (re)write the tables and plots of stored rows
     tritonsuite selfbench [--gpu cpu]                  what serving through Triton and measuring cost
     tritonsuite busyhost -- pytest ...                 a command beside a bursty CPU burner
+    tritonsuite fp16-diagnose [--models M:S,..]        fp16 against CPU fp32, module by module
     tritonsuite build-local-image [TAG]                the empty-root image that runs the wheel's tritonserver
 """
 from __future__ import annotations
@@ -26,6 +27,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "selfbench": ("tritonsuite.load.selfbench", "the cost of serving through Triton and of measuring with the "
                                                 "suite"),
     "busyhost": ("tritonsuite.load.busyhost", "run a command beside a bursty CPU burner, then summarise its points"),
+    "fp16-diagnose": ("tritonsuite.judge.diagnose", "where fp16 departs from CPU fp32, module by module (forward hooks; "
+                                                   "on a GPU also cuDNN off and GPU fp32)"),
     "build-local-image": ("tritonsuite.server.docker", "import the empty-root image that runs the wheel's "
                                                        "tritonserver in a container"),
 }

@@ -93,6 +93,18 @@ class Suite:
             return None
         return trained_checkpoint(spec, self.cache_dir, self.datasets.get(model))
 
+    def weights(self, model: str) -> str:
+        """Which weights a model's rows come from: the user's checkpoint, the suite-trained one, weights shipped in a
+        package, or seeded random weights (a verdict on those says how a deployment treats these numbers, not a
+        trained model's quality)."""
+        if model in self.checkpoints:
+            return f"user checkpoint ({Path(self.checkpoints[model]).name})"
+        spec = self.spec(model)
+        if spec.train is not None:
+            return "suite-trained"
+        files = list(spec.weights_files())
+        return f"shipped weights ({', '.join(p.name for p in files)})" if files else "seeded random"
+
     def eager_module(self, model: str):
         if model not in self._modules:
             self._modules[model] = self.spec(model).build(self.checkpoint(model))
@@ -162,6 +174,7 @@ class Suite:
             "Server": f"tritonserver {self.server.version()} ({self.server.provenance()})",
             "Host": host_description(self.server.local) if self.server.local else f"the host of {self.server.describe()}",
             "Artifact key": art.key[:16],
+            "Weights": self.weights(deployment.spec.name),
         }
         params["Profile"] = self.profile.name
         if self.profile.published:  # the join key of tritonsuite.report.published: whose published tables these rows meet
@@ -348,6 +361,10 @@ class Suite:
         row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
         if self.baselines is not None:
             row = self._against_baseline(case, result, row)
+        row.extra["weights"] = weights = self.weights(case.model)
+        if weights == "seeded random":  # the report's accuracy line says so
+            row.description += "; seeded random weights: the verdict is agreement with eager, not a trained model's"
+        row.extra["reference"] = "fp32 eager model on the CPU"  # every precision is judged against fp32
         self.record(row)
         return result
 

@@ -165,3 +165,23 @@ def test_shared_memory_output_regions_are_sized_by_max_shape(spec):
         SharedMemoryRegions(None, inputs, [unbounded], 2)
     with pytest.raises(ValueError, match="max_shape"):
         TensorSpec("x", "float32", (80, -1), max_shape=(81, 10))
+
+
+def test_reduced_precision_rule_allows_a_duration_one_frame_off_and_fails_many_changed():
+    """fp16 against fp32 (docs/precision.md): a duration one frame off in a few symbols passes, the share of changed
+    symbols is bounded at 5%, mel is judged on the sentences whose durations all agree."""
+    from tritonsuite.models.fastpitch import CHANGED_DURATION_SHARE, _reduced_precision_metrics
+
+    sentences = ["abcdefghij"] * 4
+    reference = {"OUTPUT__2": np.full((4, 12), 3, np.int64)}
+    served = {"OUTPUT__2": reference["OUTPUT__2"].copy()}
+    served["OUTPUT__2"][1, 4] = 4  # one symbol of 40: 2.5%
+    exact, mel_ok, errors = [True, False, True, True], [True, False, True, True], [0.01, 9.0, 0.02, 0.01]
+    metrics = {m.name: m for m in _reduced_precision_metrics(served, reference, sentences, exact, mel_ok, errors,
+                                                             lambda i: f"sentence {i}")}
+    assert metrics["durations_changed_share"].value == 1 / 40 and metrics["durations_changed_share"].passed
+    assert metrics["mel_where_durations_agree_within_tolerance_share"].value == 1.0  # sentence 1 is judged by durations
+    served["OUTPUT__2"][2, :3] = 2  # 4 of 40 changed: 10% > 5%
+    changed = _reduced_precision_metrics(served, reference, sentences, exact, mel_ok, errors, str)[0]
+    assert changed.value == 0.1 > CHANGED_DURATION_SHARE and not changed.passed
+    assert "durations_changed_share = 0.1000 (threshold <= 0.0500)" in changed.describe()

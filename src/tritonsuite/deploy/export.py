@@ -7,6 +7,7 @@ versions): a second run with the same inputs reuses the file and its recorded ve
 from __future__ import annotations
 
 import importlib.metadata
+import copy
 import json
 import os
 import shutil
@@ -25,7 +26,7 @@ from tritonsuite.deploy.formats.base import ExportMismatch, ExportUnsupported
 from tritonsuite.deploy.integrity import file_record, mismatch, notice
 from tritonsuite.spec import PRECISIONS, ModelSpec, file_digest, path_digest, stable_hash
 
-EXPORT_VERSION = 2  # bump when the export procedure changes, to invalidate cached artifacts
+EXPORT_VERSION = 3  # bump when the export procedure changes, to invalidate cached artifacts
 VERIFY_BATCH_SIZES = (1, 3)
 
 __all__ = ["Artifact", "ExportMismatch", "ExportUnsupported", "artifact_session", "cache_key", "check_supported",
@@ -109,6 +110,8 @@ def eager_runner(module, spec: ModelSpec, device: str = "cpu"):
     import torch
 
     compute = next((p.dtype for p in module.parameters() if p.is_floating_point()), torch.float32)
+    if getattr(module, "takes_declared_dtypes", False):  # it casts its own inputs (after an fp32 island)
+        compute = torch.float32
 
     def run(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         with torch.inference_mode():  # a reduced-precision module takes its floating inputs in its own dtype
@@ -187,7 +190,9 @@ def export(spec: ModelSpec, fmt: str, precision: str, cache_dir: str | Path, che
     if form.source is not None:  # a chained format is built from another format's (cached, verified) artifact
         source = export(spec, form.source, form.source_precision(precision), cache_dir, checkpoint, module,
                         verify_batch_sizes).path
-    module = module.to(device)
+    # export works on its own copy: the caller's module (the suite's shared fp32 eager reference) is never moved
+    # to another device nor converted to half in place
+    module = copy.deepcopy(module).to(device)
     if precision == "fp16":
         module = module.half()
     tmp = final.with_name(f"{final.name}.tmp-{os.getpid()}")

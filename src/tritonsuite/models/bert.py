@@ -137,10 +137,14 @@ def _accuracy_data(size: str, checkpoint_tokenizer: Path | None, dataset: Path |
         served_gold = squad.squad_scores(served_answers, gold)
         reference_gold = squad.squad_scores(reference_answers, gold)
         worst_gold = int(np.argmin(served_gold["per_example_f1"]))
-        return [
+        start_end = [float(np.mean(served[k].argmax(-1) == reference[k].argmax(-1))) for k in ("output__0", "output__1")]
+        reduced = [Metric("start_end_argmax_agreement", min(start_end), 0.99)] if precision != "fp32" else []
+        return reduced + [
             Metric("exact_match_vs_reference", vs_reference["exact_match"], 100.0 * share, worst=worst_text),
             Metric("f1_vs_reference", vs_reference["f1"], 100.0 * share, worst=worst_text),
-            Metric("f1_vs_ground_truth", served_gold["f1"], reference_gold["f1"] * share,
+            # reduced precision: F1 within 0.1 of fp32's (the seed publishes 91.38-91.43 across its fp16 formats)
+            Metric("f1_vs_ground_truth", served_gold["f1"],
+                   reference_gold["f1"] * share if precision == "fp32" else reference_gold["f1"] - 0.1,
                    worst=f"{examples[worst_gold].id}: answered {served_answers[worst_gold]!r}, "
                          f"gold {examples[worst_gold].answers[0]!r}"),
         ]

@@ -62,13 +62,16 @@ SIZES = {
 TOLERANCES = {  # (atol, rtol); mel is compared over each sample's valid frames only
     "fp32": {"OUTPUT__0": (1e-3, 1e-3), "OUTPUT__1": (0.0, 0.0), "OUTPUT__2": (0.0, 0.0),
              "OUTPUT__3": (1e-4, 1e-4), "OUTPUT__4": (1e-4, 1e-4)},
-    # fp16: a duration may round the other way (seen on an H100: fp16 ts-trace against fp16 eager), which shifts the
-    # rest of that sample's frames; up to 10% of a sample's mel values may then be out (the seed's 0.9 share)
-    "fp16": {"OUTPUT__0": (0.1, 0.05, 0.1), "OUTPUT__1": (4.0, 0.02), "OUTPUT__2": (1.0, 0.0),
+    # fp16, judged against fp32 as a listener would (docs/precision.md): each symbol's duration within one frame, the
+    # total length within 2%; the mel tensor element by element is informational (share 1: a duration one frame
+    # longer shifts every later frame), the score compares mel where durations agree
+    "fp16": {"OUTPUT__0": (0.1, 0.05, 1.0), "OUTPUT__1": (0.0, 0.02), "OUTPUT__2": (1.0, 0.0),
              "OUTPUT__3": (2e-2, 2e-2), "OUTPUT__4": (2e-2, 2e-2)},
 }
 # share of samples whose lengths and durations must equal the reference's, per precision
 EXACT_SHARE = {"fp32": 1.0, "fp16": 0.9}
+# reduced precision: at most this share of all symbols may take a duration other than fp32's (each within a frame)
+CHANGED_DURATION_SHARE = 0.05
 MEL_IN_RANGE_SHARE = 0.99  # the seed's sanity metric threshold: share of valid mel values within MEL_RANGE
 
 
@@ -309,6 +312,31 @@ def _valid_mel(outputs: Mapping[str, np.ndarray], i: int) -> np.ndarray:
     return outputs["OUTPUT__0"][i, :, :int(outputs["OUTPUT__1"][i, 0])]
 
 
+def _reduced_precision_metrics(served, reference, sentences, exact, mel_ok, worst_error, name) -> list[Metric]:
+    """fp16 against fp32: the share of symbols whose duration changed (each is within a frame by the OUTPUT__2
+    tolerance), and mel where durations agree: within tolerance on the sentences whose durations all equal fp32's
+    (with a duration changed, every later frame shifts; those sentences are judged by their durations)."""
+    changed = total = 0
+    worst_changed, worst_share = 0, -1.0
+    for i, sentence in enumerate(sentences):
+        n = len(sentence)
+        diff = int(np.sum(served["OUTPUT__2"][i, :n] != reference["OUTPUT__2"][i, :n]))
+        changed, total = changed + diff, total + n
+        if diff / max(n, 1) > worst_share:
+            worst_changed, worst_share = i, diff / max(n, 1)
+    aligned = [i for i, same in enumerate(exact) if same]
+    aligned_ok = [mel_ok[i] for i in aligned]
+    worst_aligned = max(aligned, key=lambda i: worst_error[i], default=None)
+    return [
+        Metric("durations_changed_share", changed / max(total, 1), CHANGED_DURATION_SHARE, higher_is_better=False,
+               worst=f"{name(worst_changed)}: {worst_share:.3f} of its symbols ({changed}/{total} over all)"),
+        Metric("mel_where_durations_agree_within_tolerance_share", float(np.mean(aligned_ok)) if aligned else 0.0,
+               1.0, worst="no sentence kept every duration" if worst_aligned is None else
+               f"{name(worst_aligned)}: max abs error {worst_error[worst_aligned]:.3g} "
+               f"({len(aligned)}/{len(exact)} sentences kept every duration)"),
+    ]
+
+
 def _accuracy_data(size: str, dataset: Path | None, checkpoint: Path | None) -> AccuracyData:
     sentences = load_sentences(dataset)
     inputs = {"INPUT__0": encode_texts(sentences)}
@@ -336,6 +364,12 @@ def _accuracy_data(size: str, dataset: Path | None, checkpoint: Path | None) -> 
         worst_mel = int(np.argmax(worst_error))
         worst_range = int(np.argmin(in_range))
         share = EXACT_SHARE.get(precision, 1.0)
+        range_metric = Metric("mel_in_range_share", float(np.mean(in_range)), MEL_IN_RANGE_SHARE,
+                              worst=f"{name(worst_range)}: {in_range[worst_range]:.4f} of its mel values in "
+                                    f"[{MEL_RANGE[0]:g}, {MEL_RANGE[1]:g}]")
+        if precision != "fp32":
+            return _reduced_precision_metrics(served, reference, sentences, exact, mel_ok, worst_error, name) + \
+                [range_metric]
         return [
             Metric("lengths_and_durations_equal_share", float(np.mean(exact)), share,
                    worst="" if first_miss is None else
@@ -343,9 +377,7 @@ def _accuracy_data(size: str, dataset: Path | None, checkpoint: Path | None) -> 
                    f"{reference['OUTPUT__1'][first_miss, 0]}"),
             Metric("mel_valid_frames_within_tolerance_share", float(np.mean(mel_ok)), share,
                    worst=f"{name(worst_mel)}: max abs error {worst_error[worst_mel]:.3g} (atol {atol:g}, rtol {rtol:g})"),
-            Metric("mel_in_range_share", float(np.mean(in_range)), MEL_IN_RANGE_SHARE,
-                   worst=f"{name(worst_range)}: {in_range[worst_range]:.4f} of its mel values in "
-                         f"[{MEL_RANGE[0]:g}, {MEL_RANGE[1]:g}]"),
+            range_metric,
         ]
 
     lengths = [len(s) for s in sentences]

@@ -82,7 +82,9 @@ EVAL_SEED = 12345  # held-out phantoms: training draws its volumes from seeds be
 # MLPerf style: the deployment's dice against ground truth must reach this share of the eager reference's
 REFERENCE_SHARE = {"fp32": 0.999, "fp16": 0.99}
 # Triton's labels against the eager model's labels: dice per class at least this (fp32 0.999, as the issue asks)
-AGREEMENT = {"fp32": 0.999, "fp16": 0.99}
+AGREEMENT = {"fp32": 0.999, "fp16": 0.98}  # fp16 against fp32 (docs/precision.md)
+# reduced precision against fp32: dice against ground truth at most this far below fp32's
+GROUND_TRUTH_DROP = 0.01
 # (atol, rtol, share): labels must be equal, except for at most this fraction of a sample's voxels (argmax
 # near-ties flip between runtimes; the per-class agreement dice above bounds them too and names the sample)
 TOLERANCES = {"fp32": {"OUTPUT__0": (0.0, 0.0, 1e-3)}, "fp16": {"OUTPUT__0": (0.0, 0.0, 1e-2)}}
@@ -301,7 +303,10 @@ def _accuracy_data(size: str, dataset: Path | None, checkpoint: Path | None) -> 
             mean, ref_mean = float(values.mean()), float(reference_gt[c].mean())
             metrics.append(Metric(f"dice_vs_ground_truth_{CLASS_NAMES[c].replace(' ', '_')}", mean,
                                   DICE_THRESHOLDS[c] if absolute else ref_mean * share, worst=where))
-            if absolute:
+            if absolute and precision != "fp32":
+                metrics.append(Metric(f"dice_vs_ground_truth_{CLASS_NAMES[c].replace(' ', '_')}_drop_from_fp32",
+                                      ref_mean - mean, GROUND_TRUTH_DROP, higher_is_better=False, worst=where))
+            elif absolute:
                 metrics.append(Metric(f"dice_vs_ground_truth_{CLASS_NAMES[c].replace(' ', '_')}_share_of_reference",
                                       mean / ref_mean if ref_mean else float(mean == ref_mean), share, worst=where))
         return metrics

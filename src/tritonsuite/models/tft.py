@@ -72,6 +72,7 @@ TOLERANCES = {"fp32": {"target__0": (1e-4, 1e-4)}, "fp16": {"target__0": (2e-2, 
 # the model's P10/P50/P90 q-risk must be at most this share of the better seasonal-naive forecast's (day or week)
 NAIVE_SHARE = 0.7
 EAGER_SHARE = 0.01  # Triton's q-risk within 1% of the eager model's
+EAGER_SHARE_REDUCED = 0.02  # reduced precision: each quantile's q-risk within 2% of the fp32 eager model's
 
 # --- data ---------------------------------------------------------------------------------------------------------
 
@@ -486,7 +487,8 @@ def _accuracy_data(size: str, dataset: Path | None) -> AccuracyData:
                 metrics.append(Metric(f"q_risk_{label}", risk, NAIVE_SHARE * naive_risk[best_name][i],
                                       higher_is_better=False,
                                       worst=f"{worst}; seasonal naive ({best_name}) q-risk {naive_risk[best_name][i]:.4f}"))
-            metrics.append(Metric(f"q_risk_{label}_relative_to_eager", abs(risk - eager) / eager, EAGER_SHARE,
+            metrics.append(Metric(f"q_risk_{label}_relative_to_eager", abs(risk - eager) / eager,
+                                  EAGER_SHARE if precision == "fp32" else EAGER_SHARE_REDUCED,
                                   higher_is_better=False, worst=f"Triton {risk:.5f}, eager {eager:.5f}"))
         return metrics
 

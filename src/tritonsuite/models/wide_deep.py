@@ -166,8 +166,10 @@ def _module_class():  # defined lazily so importing this module does not import 
         def logits(self, *inputs):
             onehot = inputs[:self.n_onehot]
             multihot = inputs[self.n_onehot:self.n_onehot + self.n_multihot]
+            dtype = self.wide_numeric.weight.dtype  # float32, or float16 after .half() (the fp16 deployment)
+            # standardised in an fp32 island: Adult's raw inputs (fnlwgt up to ~1.5e6, its std ~1e5) overflow half
             numeric = torch.cat([x.float() for x in inputs[self.n_onehot + self.n_multihot:]], dim=1)
-            numeric = (numeric - self.numeric_mean) / self.numeric_std
+            numeric = ((numeric - self.numeric_mean) / self.numeric_std).to(dtype)
             deep, wide = [], self.wide_numeric(numeric)
             ids = []
             for i, x in enumerate(onehot):
@@ -180,7 +182,7 @@ def _module_class():  # defined lazily so importing this module does not import 
                 x = x.long()
                 valid = (x >= 0) & (x < self.multihot_rows[j])  # -1 pads; sum over the valid entries
                 x = torch.where(valid, x, torch.zeros_like(x))
-                weight = valid.unsqueeze(-1).float()
+                weight = valid.unsqueeze(-1).to(dtype)
                 deep.append((self.deep_embeddings[self.n_onehot + j](x) * weight).sum(1))
                 wide = wide + (self.wide_embeddings[self.n_onehot + j](x) * weight).sum(1)
             for c, (a, b, rows) in enumerate(self.crosses):
@@ -189,6 +191,15 @@ def _module_class():  # defined lazily so importing this module does not import 
 
         def forward(self, *inputs):
             return (torch.sigmoid(self.logits(*inputs)),)
+
+        takes_declared_dtypes = True  # fp16 too takes float32 inputs: Adult's overflow half before standardisation
+
+        def half(self):
+            """fp16 everywhere but the standardisation statistics, which stay fp32 (they overflow half)."""
+            mean, std = self.numeric_mean, self.numeric_std
+            super().half()
+            self.numeric_mean, self.numeric_std = mean, std
+            return self
 
     return WideDeep
 

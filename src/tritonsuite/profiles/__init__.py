@@ -22,8 +22,8 @@ from tritonsuite.settings import DISTRIBUTIONS, LatencyBound, MeasurementSetting
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 TOP_KEYS = ("device", "gpu", "published", "measurement", "models")
-MODEL_KEYS = ("size", "formats", "precisions", "max_batch_size", "intra_op_threads", "instance_kind",
-              "backend_accelerator", "precision_mode", "max_workspace_size_bytes", "offline", "online")
+MODEL_KEYS = ("size", "formats", "precisions", "accuracy_precisions", "max_batch_size", "intra_op_threads",
+              "instance_kind", "backend_accelerator", "precision_mode", "max_workspace_size_bytes", "offline", "online")
 #: The backend accelerator's own settings, named as Triton's onnxruntime backend names them
 ACCELERATOR_KEYS = ("precision_mode", "max_workspace_size_bytes")
 OFFLINE_KEYS = ("batch_sizes", "instance_count")
@@ -71,6 +71,15 @@ class ModelProfile:
     backend_accelerator: str = "none"  # "trt": onnx deployments run under onnxruntime's TensorRT accelerator
     precision_mode: str = ""  # the accelerator's precision; "" = each case's precision (fp16 -> FP16)
     max_workspace_size_bytes: int = 0  # the accelerator's workspace; 0 = the backend's default (1 GiB)
+    # precisions the accuracy scenario checks besides ``precisions`` (the cpu profile judges fp16 in CI without
+    # doubling its performance points); () = ``precisions``
+    accuracy_precisions: tuple[str, ...] = ()
+
+    def scenario_precisions(self, scenario: str) -> tuple[str, ...]:
+        """The precisions a scenario runs: ``precisions``, and for accuracy also ``accuracy_precisions``."""
+        if scenario != "accuracy":
+            return self.precisions
+        return tuple(dict.fromkeys(self.precisions + self.accuracy_precisions))
 
     def deployment_config(self, scenario: str, precision: str = "fp32") -> DeploymentConfig:
         """Triton settings for a scenario: static batching offline (and for accuracy), dynamic batching online;
@@ -207,6 +216,8 @@ def _model_profile(name: str, data: Any, where: str, instance_kind: str) -> Mode
         model=name, size=str(data["size"]),
         formats=formats,
         precisions=_choices(data["precisions"], f"{where}.precisions", list(PRECISIONS)),
+        accuracy_precisions=_choices(data["accuracy_precisions"], f"{where}.accuracy_precisions", list(PRECISIONS))
+        if data.get("accuracy_precisions") else (),
         max_batch_size=max_batch,
         offline=OfflineProfile(batch_sizes=batch_sizes, instance_count=_int(
             offline.get("instance_count", 1), f"{where}.offline.instance_count")),
@@ -298,7 +309,7 @@ def check_host(profile: Profile, server: str) -> None:
 def narrow(profile: Profile, models: Sequence[str] | None = None, formats: Sequence[str] | None = None,
            batch_sizes: Sequence[int] | None = None, concurrency: Sequence[int] | None = None,
            request_rates: Sequence[float] | None = None, latency_bound: LatencyBound | None = None,
-           search: Sequence[str] | None = None) -> Profile:
+           search: Sequence[str] | None = None, precisions: Sequence[str] | None = None) -> Profile:
     """Restrict a profile to what the command line asked for (and set the online load it asked for: request
     rates, a latency bound and which searches run). Names not in the profile are an error."""
     if models:
@@ -327,5 +338,8 @@ def narrow(profile: Profile, models: Sequence[str] | None = None, formats: Seque
             if search:
                 online = replace(online, search=tuple(search))
         kept[name] = replace(mp, formats=tuple(f for f in mp.formats if not formats or f in formats),
+                             precisions=tuple(p for p in mp.precisions if not precisions or p in precisions),
+                             accuracy_precisions=tuple(p for p in mp.accuracy_precisions
+                                                       if not precisions or p in precisions),
                              offline=offline, online=online)
     return replace(profile, models=kept)

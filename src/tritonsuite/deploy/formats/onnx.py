@@ -1,6 +1,14 @@
-"""ONNX through ``torch.onnx.export`` (TorchScript-based exporter, fixed opset), every batch and -1 dim dynamic."""
+"""ONNX through ``torch.onnx.export`` (TorchScript-based exporter, fixed opset), every batch and -1 dim dynamic.
+
+fp16: torch's exporter writes graphs onnxruntime refuses from a half module (BERT's LayerNormalization bound to
+float and float16), so a half module is exported in fp32 (its half-rounded weights, widened) and the graph converted
+with onnxconverter-common's ``convert_float_to_float16`` keeping its I/O types: the graph takes and gives the dtypes
+the configuration declares (Cast nodes at its edges), computes in fp16 inside, and deploys with the same config.pbtxt
+as its fp32 artifact. That is fp16 storage; onnxruntime's CPU provider computes fp32 inside most ops.
+"""
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 from tritonsuite.deploy.formats.base import Format
@@ -21,7 +29,48 @@ class OnnxFormat(Format):
             for axis, dim in enumerate(t.shape, start=1):
                 if dim == -1:
                     dynamic_axes[t.name][axis] = f"{t.name}_dim{axis}"
+        half = any(p.dtype == torch.float16 for p in module.parameters())
+        if half:
+            module = copy.deepcopy(module).float()
         with torch.inference_mode(False), torch.no_grad():
             torch.onnx.export(module, example, str(path), input_names=[t.name for t in spec.inputs],
                               output_names=[t.name for t in spec.outputs], dynamic_axes=dynamic_axes,
                               opset_version=ONNX_OPSET, dynamo=False)
+        if half:
+            to_float16(path)
+
+
+def to_float16(path: Path, block_list: tuple[str, ...] = ()) -> None:
+    """Convert the fp32 ONNX at ``path`` to fp16 in place, keeping its inputs' and outputs' types; ops in
+    ``block_list`` (op types) stay fp32 with casts around them."""
+    import onnx
+    from onnxconverter_common import float16
+
+    model = onnx.load(str(path))
+    _separate_consumed_outputs(model)
+    # the model's own casts to float stay casts: converted, their output would be typed float16 while the node
+    # still casts to float, and onnxruntime refuses the graph. The ops after them are converted: an fp32 export
+    # has no cast back to half to mark where a model's fp32 island ends (a known limit, docs/precision.md)
+    casts = [n.name for n in model.graph.node if n.op_type == "Cast"
+             and any(a.name == "to" and a.i == onnx.TensorProto.FLOAT for a in n.attribute)]
+    converted = float16.convert_float_to_float16(model, keep_io_types=True, op_block_list=list(block_list) or None,
+                                                 node_block_list=casts)
+    onnx.save(converted, str(path))
+
+
+def _separate_consumed_outputs(model) -> None:
+    """A graph output that other nodes also read (FastPitch's pitch, fed to its decoder) gets its own Identity:
+    with ``keep_io_types`` the converter types the output float32 but its internal readers float16, and onnxruntime
+    refuses the graph."""
+    import onnx
+
+    graph = model.graph
+    outputs = {o.name for o in graph.output}
+    read = {i for n in graph.node for i in n.input}
+    for name in sorted(outputs & read):
+        internal = f"{name}__internal"
+        for node in graph.node:
+            node.output[:] = [internal if o == name else o for o in node.output]
+            node.input[:] = [internal if i == name else i for i in node.input]
+        graph.node.append(onnx.helper.make_node("Identity", [internal], [name], name=f"{name}__output"))
+

@@ -31,11 +31,12 @@ def _signature_wrapper(module, spec, example: tuple, directory: Path):
     # A reduced-precision module (fp16) takes and gives the dtypes the configuration declares, as a stock
     # pytorch_backend requires: floating inputs are cast to the module's dtype, floating outputs back.
     compute = next((p.dtype for p in module.parameters() if p.is_floating_point()), torch.float32)
+    inputs_compute = torch.float32 if getattr(module, "takes_declared_dtypes", False) else compute
     names = [arguments[argument_inputs.index(j)] for j in range(len(spec.inputs))]
-    call = ", ".join(f"{n}.to(torch.{str(compute).split('.')[1]})" if compute != torch.float32
+    call = ", ".join(f"{n}.to(torch.{str(compute).split('.')[1]})" if inputs_compute != torch.float32
                      and np.dtype(t.dtype).kind == "f" else n for n, t in zip(names, spec.inputs))
     with torch.no_grad():
-        produced = module(*_module_inputs(example, spec, compute))
+        produced = module(*_module_inputs(example, spec, inputs_compute))
     returns_tuple = isinstance(produced, (tuple, list))
 
     def result(k: int) -> str:

@@ -1,0 +1,80 @@
+"""tritonsuite fp16-diagnose on the CPU: the module-by-module comparison names the module that overflows in half."""
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from tritonsuite.cli import main
+from tritonsuite.judge.diagnose import diagnose, emulate_half
+from tritonsuite.models import default_registry
+from tritonsuite.spec import TensorSpec
+
+
+def _overflowing_spec():
+    import torch
+
+    class Square(torch.nn.Module):
+        def forward(self, x):
+            return x * x
+
+    def build(checkpoint=None):
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Tanh(), torch.nn.Linear(16, 16), Square(),
+                                  torch.nn.Linear(16, 4))
+        with torch.no_grad():
+            net[2].weight.mul_(2000.0)  # outputs of ~1e3: their squares (~1e6) overflow half's 65504
+
+        class Wrapped(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = net
+
+            def forward(self, x):
+                return (self.net(x),)
+
+        return Wrapped().eval()
+
+    identity = default_registry().get("identity", "tiny")
+    return dataclasses.replace(identity, name="overflowing", build=build,
+                               outputs=(TensorSpec("OUTPUT__0", "float32", (4,)),))
+
+
+def test_the_first_divergent_module_is_the_one_that_overflows_in_half():
+    found = diagnose(_overflowing_spec(), "cpu-fp16-emulated")
+    assert found.first_divergent is not None and found.first_divergent.name == "net.3"
+    assert found.first_divergent.kind == "Square" and found.first_divergent.relative_l2 == float("inf")
+    assert found.modules == 5 and "net.3 (Square" in found.line()
+
+
+def test_a_seed_model_in_emulated_half_stays_close_to_fp32():
+    found = diagnose(default_registry().get("tft", "tiny"), "cpu-fp16-emulated")
+    assert found.first_divergent is None and found.modules > 50
+    assert 0 < found.outputs_relative_l2["target__0"] < 0.01  # rounded, so not identical
+
+
+def test_emulation_rounds_parameters_and_leaf_outputs_and_leaves_the_original_alone():
+    import torch
+
+    module = torch.nn.Linear(4, 4)
+    original = module.weight.detach().clone()
+    emulated = emulate_half(module)
+    assert torch.equal(module.weight, original)
+    assert torch.equal(emulated.weight, original.half().float())
+    out = emulated(torch.randn(3, 4))
+    assert out.dtype == torch.float32 and torch.equal(out, out.half().float())
+
+
+def test_the_command_writes_one_line_per_diagnosis_and_refuses_cuda_without_a_gpu(tmp_path, capsys):
+    import torch
+
+    out = tmp_path / "diagnosis.jsonl"
+    assert main(["fp16-diagnose", "--models", "bert:tiny", "--comparisons", "cpu-fp16-emulated",
+                 "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["model"], r["comparison"]) for r in rows] == [("bert", "cpu-fp16-emulated")]
+    assert np.isfinite(rows[0]["outputs_relative_l2"]["output__0"])
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit):
+            main(["fp16-diagnose", "--models", "bert:tiny", "--comparisons", "cuda-fp16", "--out", str(out)])
+        assert "this host has no CUDA device; valid here: cpu-fp16-emulated" in capsys.readouterr().err
