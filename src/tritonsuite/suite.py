@@ -32,6 +32,7 @@ from tritonsuite.profiles import ModelProfile, Profile
 from tritonsuite.report.published import PUBLISHED_PARAMETER
 from tritonsuite.rows import RawWriter, Row, raw_path
 from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name
+from tritonsuite.deploy import userrepo
 from tritonsuite.server import TritonServer
 from tritonsuite.settings import LatencyBound
 from tritonsuite.spec import ModelSpec
@@ -105,6 +106,8 @@ class Suite:
         the same deployment, so they fail or skip at once.
         """
         repo_scenario = "online" if scenario == "online" else "offline"  # accuracy runs on the static deployment
+        if userrepo.is_user_spec(self.spec(model)):
+            repo_scenario = "served"  # a user's deployment is served once, with its own config.pbtxt, for every case
         self.server.check_alive()  # a dead server fails every later case at once, in one line
         key = (model, fmt, precision, repo_scenario)
         if key not in self._deployments:
@@ -119,6 +122,8 @@ class Suite:
 
     def _deploy(self, model: str, fmt: str, precision: str, scenario: str) -> Deployment:
         spec = self.spec(model)
+        if userrepo.is_user_spec(spec):
+            return self._deploy_user(spec, fmt, precision)
         export_mod.check_supported(spec, fmt, precision)
         profile = self.model_profile(model)
         config = profile.deployment_config(scenario, precision)
@@ -135,6 +140,24 @@ class Suite:
         directory = build_deployment(self.repository_dir, name, spec, artifact, config)
         self.server.load(directory)
         return Deployment(name, spec, artifact, config, directory, self.server.backend_description(name))
+
+    def _deploy_user(self, spec: ModelSpec, fmt: str, precision: str) -> Deployment:
+        """A user's deployment: its config.pbtxt and model file copied unchanged into the run's repository."""
+        dep = userrepo.read_deployment(spec.config["user_repository"])
+        config = userrepo.deployment_config(dep)
+        backend = backend_for(fmt)
+        reason = backend.refuses(config) or self.server.refuses(backend, config)
+        if reason:
+            raise export_mod.ExportUnsupported(f"{spec.name} ({dep.platform}) on the {self.server.name} server: "
+                                               f"{reason}")
+        self.server.check_alive()
+        directory = userrepo.serve(spec, self.repository_dir)
+        artifact = export_mod.Artifact(model=spec.name, size=spec.size, format=fmt, precision=precision,
+                                       path=directory / dep.version / dep.model_file.name,
+                                       key=spec.config["model_file_digest"] or "", max_abs_error={},
+                                       max_rel_error={}, verified_batch_sizes=(), versions={}, export_seconds=0.0)
+        self.server.load(directory)
+        return Deployment(spec.name, spec, artifact, config, directory, self.server.backend_description(spec.name))
 
     def parameters(self, deployment: Deployment) -> dict:
         """The report's "Parameter Name | Parameter Value" table for a deployment."""
@@ -186,7 +209,8 @@ class Suite:
         scenario = "online" if case.scenario == "online" else "offline"
         return {"scenario": case.scenario, "model": case.model, "title": spec.title or case.model,
                 "format": case.format, "precision": case.precision, "loadgen": case.loadgen,
-                "deployment": deployment_name(spec, case.format, case.precision, scenario)}
+                "deployment": spec.name if userrepo.is_user_spec(spec) else
+                deployment_name(spec, case.format, case.precision, scenario)}
 
     def _record_failure(self, case: Case, exc: Exception, deployment: Deployment | None, **coordinates) -> None:
         """A FAILED row for a case that raised; its parameter table only while the server can still answer."""
@@ -308,7 +332,8 @@ class Suite:
             if spec.accuracy_data is None:
                 raise export_mod.ExportUnsupported(f"{spec.key} defines no accuracy task")
             data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
-            reference = export_mod.eager_runner(self.eager_module(case.model), spec)
+            reference = (self.eager_module(case.model) if userrepo.is_user_spec(spec)  # the file, in-process
+                         else export_mod.eager_runner(self.eager_module(case.model), spec))
             client = self.server.client()
             try:
                 result = evaluate(spec, deployment.name, case.precision, data,

@@ -39,6 +39,13 @@ def pytest_configure(config):
         config.pluginmanager.register(XdistRunId(), "tritonsuite-xdist")
 
 
+def pytest_report_header(config):
+    """Deployments of --model-repository the suite cannot drive: listed with their reasons, not run."""
+    options = config.stash.get(OPTIONS_KEY, None)
+    return [f"tritonsuite: skipped {name} in {repo}: {reason}" for repo, name, reason in
+            (options.undrivable if options else ())]
+
+
 def pytest_generate_tests(metafunc):
     for scenario in SCENARIO_MARKERS:
         argname = f"{scenario}_case"
