@@ -146,11 +146,24 @@ def read_repository(repository: str | Path) -> tuple[list[UserDeployment], list[
     return [f for f in found if isinstance(f, UserDeployment)], [f for f in found if isinstance(f, Undrivable)]
 
 
-class Reference:
-    """The deployment's model file run in-process, as its stock backend runs it (the accuracy reference)."""
+REFERENCE_BACKENDS = {".onnx": "onnxruntime", ".pt": "pytorch", ".pth": "pytorch", ".ts": "pytorch"}
 
-    def __init__(self, dep: UserDeployment):
-        if dep.backend == "tensorrt":
+
+class Reference:
+    """The deployment's model file run in-process, as its stock backend runs it (the accuracy reference); or a
+    reference file given apart (``--reference DEPLOYMENT=FILE``: the ONNX a plan was built from, the file a
+    deployment should hold), run by the backend its suffix names, under the deployment's tensors."""
+
+    def __init__(self, dep: UserDeployment, file: str | Path | None = None):
+        if file is not None:
+            from tritonsuite.deploy.backends.standin import open_session
+
+            backend = REFERENCE_BACKENDS.get(Path(file).suffix)
+            if backend is None:
+                raise RepositoryError(f"--reference {dep.name}={file}: unknown model file suffix; valid choices: "
+                                      f"{', '.join(REFERENCE_BACKENDS)}")
+            self._session = open_session(backend, str(file), dict(dep.config), "cpu")
+        elif dep.backend == "tensorrt":
             from tritonsuite.deploy.backends import backend_for
 
             self._session = backend_for("trt").session(dep.model_file, dict(dep.config), "cuda")
@@ -217,7 +230,8 @@ def _bounded_outputs(dep: UserDeployment, data) -> tuple[TensorSpec, ...]:
                  if any(d < 0 for d in t.shape) else t for t in dep.outputs)
 
 
-def user_spec(dep: UserDeployment, data, tolerances: Mapping[str, tuple[float, float]] | None = None) -> ModelSpec:
+def user_spec(dep: UserDeployment, data, tolerances: Mapping[str, tuple[float, float]] | None = None,
+              reference: Path | None = None) -> ModelSpec:
     """A registry entry for a user deployment: its signature from config.pbtxt, example inputs from the input data
     (perf_analyzer's), the same model file in-process as the reference, and the validation data as its metric."""
     tolerances = {k: tuple(v) for k, v in (tolerances or {}).items()}
@@ -225,12 +239,12 @@ def user_spec(dep: UserDeployment, data, tolerances: Mapping[str, tuple[float, f
 
     def accuracy(dataset, checkpoint) -> AccuracyData:
         return AccuracyData(inputs=data.all_steps(), score=_validation_score(dep.outputs, expected, tolerances),
-                            description=f"input data {data.describe()}; reference: {dep.model_file.name} run "
-                                        f"in-process ({dep.backend})")
+                            description=f"input data {data.describe()}; reference: "
+                                        f"{reference or dep.model_file.name} run in-process")
 
     digest = file_digest(dep.model_file) if dep.model_file.is_file() else None
     return ModelSpec(
-        name=dep.name, size=SIZE, build=lambda checkpoint: Reference(dep), inputs=dep.inputs,
+        name=dep.name, size=SIZE, build=lambda checkpoint: Reference(dep, reference), inputs=dep.inputs,
         outputs=_bounded_outputs(dep, data) if dep.backend != "tensorrt" else dep.outputs,
         example_inputs=lambda batch_size, seed: data.batch(batch_size, seed % len(data.steps)),
         formats=(dep.format,), precisions=(dep.precision,),
@@ -307,7 +321,7 @@ def parse_input_data(values) -> dict[str, str]:
 
 def user_models(repository: str | Path, input_data: Mapping[str, str] | None = None, shapes: Mapping | None = None,
                 tolerances: Mapping[str, tuple[float, float]] | None = None, batch_sizes=(), concurrency=(),
-                named=None):
+                named=None, references: Mapping[str, Path] | None = None, only=()):
     """Everything a run needs for a user repository: (specs, model profiles, undrivable deployments).
 
     A deployment the profile names (``models: <deployment>: {size: repository, ...}``, passed as ``named``) keeps
@@ -327,8 +341,10 @@ def user_models(repository: str | Path, input_data: Mapping[str, str] | None = N
                               f"{', '.join(sorted(outputs))}")
     specs, profiles = [], {}
     for dep in deployments:
+        if only and dep.name not in only:  # --models names others: this one's input data is not asked for
+            continue
         data = inputdata.load(input_data.get(dep.name, input_data[""]), dep.inputs, dep.outputs, shapes)
-        specs.append(user_spec(dep, data, tolerances))
+        specs.append(user_spec(dep, data, tolerances, (references or {}).get(dep.name)))
         if named and dep.name in named:
             profiles[dep.name] = named[dep.name]
             continue
