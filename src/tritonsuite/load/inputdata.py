@@ -114,7 +114,9 @@ def generated(mode: str, inputs: Sequence[TensorSpec], shapes: Mapping[str, tupl
     return InputData(mode, (step,))
 
 
-def _tensor(value, t: TensorSpec, shapes: Mapping[str, tuple[int, ...]], where: str) -> np.ndarray:
+def _tensor(value, t: TensorSpec, shapes: Mapping[str, tuple[int, ...]], where: str,
+            infer: bool = False) -> np.ndarray:
+    """One tensor of a step; ``infer`` (expected outputs): a flat list fills the one dynamic dim of its shape."""
     shape = None
     if isinstance(value, dict):
         if "b64" in value:
@@ -126,6 +128,9 @@ def _tensor(value, t: TensorSpec, shapes: Mapping[str, tuple[int, ...]], where: 
         shape = value.get("shape")
     else:
         array = np.asarray(value, dtype=t.dtype)
+    if shape is None and infer and sum(d < 0 for d in t.shape) == 1 and t.name not in shapes:
+        fixed = int(np.prod([d for d in t.shape if d >= 0], dtype=np.int64))
+        shape = tuple(array.size // max(fixed, 1) if d < 0 else d for d in t.shape)
     if shape is None:
         try:
             shape = _shape_of(t, shapes)
@@ -167,7 +172,7 @@ def read_json(path: str | Path, inputs: Sequence[TensorSpec], outputs: Sequence[
         if unknown:
             raise InputDataError(f"--input-data {path}: validation_data[{i}] names {unknown[0]}, not an output; "
                                  f"outputs: {', '.join(by_name)}")
-        validation.append({k: _tensor(v, by_name[k], {}, f"{path.name} validation_data[{i}]")
+        validation.append({k: _tensor(v, by_name[k], {}, f"{path.name} validation_data[{i}]", infer=True)
                            for k, v in entry.items()})
     if validation and len(validation) != len(steps):
         raise InputDataError(f"--input-data {path}: {len(validation)} validation_data entries for {len(steps)} data "
@@ -188,7 +193,8 @@ def read_directory(path: str | Path, inputs: Sequence[TensorSpec], outputs: Sequ
                     raise InputDataError(f"--input-data {path}: no file {t.name} for input {t.name}")
                 continue
             array = np.fromfile(file, dtype=np.dtype(t.dtype).newbyteorder("<"))
-            target[t.name] = _tensor({"content": array.tolist()}, t, shapes or {}, f"{path.name}/{t.name}")
+            target[t.name] = _tensor({"content": array.tolist()}, t, shapes or {}, f"{path.name}/{t.name}",
+                                     infer=not needed)
     return InputData(str(path), (step,), (expected,) if expected else ())
 
 
