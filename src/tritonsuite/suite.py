@@ -70,6 +70,7 @@ class Suite:
     # the model's accuracy samples (seeded); 0 turns it off
     load_probe_share: float = DEFAULT_PROBE_SHARE
     load_probe_seed: int = DEFAULT_PROBE_SEED
+    protocol: str = "http"  # how every load generator and the accuracy run reach the server: http or grpc
     _modules: dict = field(default_factory=dict, repr=False)
     _deployments: dict = field(default_factory=dict, repr=False)
     _writers: dict = field(default_factory=dict, repr=False)
@@ -224,7 +225,8 @@ class Suite:
         online = self.model_profile(case.model).online
         return LoadPoint(case.batch_size, concurrency or 1,
                          shared_memory=case.scenario == "offline" and self.server.local,
-                         request_rate=request_rate or None, distribution=online.distribution, seed=online.seed)
+                         request_rate=request_rate or None, distribution=online.distribution, seed=online.seed,
+                         protocol=self.protocol)
 
     def _measure(self, case: Case, point: LoadPoint, stop_early=None, search: dict | None = None
                  ) -> tuple[Measurement, Row]:
@@ -258,7 +260,8 @@ class Suite:
                                  request_rate=point.request_rate)
             raise
         if case.scenario == "offline" and not point.shared_memory:
-            result.reasons.append("server is not on this host: inputs and outputs sent over HTTP, not shared memory")
+            result.reasons.append(f"server is not on this host: inputs and outputs sent over {self.protocol}, not shared "
+                                  f"memory")
         if search is not None:
             result.meta["search"] = search
         row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
@@ -334,7 +337,7 @@ class Suite:
             data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
             reference = (self.eager_module(case.model) if userrepo.is_user_spec(spec)  # the file, in-process
                          else export_mod.eager_runner(self.eager_module(case.model), spec))
-            client = self.server.client()
+            client = self.server.grpc_client() if self.protocol == "grpc" else self.server.client()
             try:
                 result = evaluate(spec, deployment.name, case.precision, data,
                                   served_infer(client, deployment.name, spec), reference,

@@ -201,7 +201,7 @@ def accuracy_under_load(server, deployment: str, spec: ModelSpec, precision: str
     from tritonsuite.load.engine import measure
 
     probes = probe_set({t.name: data.inputs[t.name] for t in spec.inputs}, point.batch_size)
-    client = server.client()
+    client = server.grpc_client() if getattr(point, "protocol", "http") == "grpc" else server.client()
     try:
         alone = run_alone(served_infer(client, deployment, spec), probes)
     except Exception:
