@@ -361,3 +361,33 @@ def user_models(repository: str | Path, input_data: Mapping[str, str] | None = N
                                  max_queue_delay_microseconds=dep.max_queue_delay_microseconds),
             instance_kind=dep.instance_kind)
     return specs, profiles, undrivable
+
+
+def add_repositories(registry, profile, repositories, input_data=(), shapes=(), tolerances=(), references=None,
+                     only=()):
+    """Every deployment of ``repositories`` (and the profile's ``model_repository``) into ``registry`` and the
+    profile: ``input_data``, ``shapes``, ``tolerances`` as their command-line values. Returns (profile, the
+    deployments that cannot be driven as (repository, name, reason))."""
+    from dataclasses import replace
+
+    from tritonsuite.load.inputdata import parse_shapes
+
+    repositories = list(dict.fromkeys(([profile.model_repository] if profile.model_repository else [])
+                                      + [str(r) for r in repositories]))
+    if not repositories:
+        return profile, ()
+    models, undrivable = dict(profile.models), []
+    tolerances = {**profile.tolerances, **parse_tolerances(tolerances)}
+    shapes, data = parse_shapes(shapes), parse_input_data(input_data)
+    for repository in repositories:
+        named = {m: mp for m, mp in profile.models.items() if mp.size == SIZE}
+        specs, found, skipped = user_models(repository, data, shapes, tolerances, named=named,
+                                            references=references, only=only)
+        for spec in specs:
+            if spec.name in registry.names():
+                raise RepositoryError(f"--model-repository {repository}: deployment {spec.name} has the name of a "
+                                      f"model already in the run; rename its directory")
+            registry.add(spec)
+        models.update(found)
+        undrivable += [(repository, u.name, u.reason) for u in skipped]
+    return replace(profile, models=models), tuple(undrivable)
