@@ -93,3 +93,33 @@ def test_a_validation_data_mismatch_fails_naming_the_output(tmp_path):
     line = next((x.strip() for x in result.stdout.splitlines()
                  if x.strip().startswith("validation_data y elements out of tolerance = 1.0000")), "")
     assert "1/18 elements out of tolerance, worst at sample 1 index (2,)" in line, result.stdout
+
+
+def test_stock_repository_in_a_container(tmp_path):
+    """The same repository and input files through Triton in a Docker container (skipped, with the reason, where no
+    engine answers: CI starts one with .ci/docker-up)."""
+    import os
+
+    from tritonsuite.server.container import IMAGE_ENV
+    from tritonsuite.server.docker import LOCAL_IMAGE, EngineUnavailable, build_local_image, docker_client
+
+    try:
+        engine = docker_client(timeout=10)
+    except EngineUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        image = os.environ.get(IMAGE_ENV) or LOCAL_IMAGE
+        try:
+            engine.images.get(image)
+        except Exception:
+            build_local_image(engine, LOCAL_IMAGE)
+    finally:
+        engine.close()
+    repo = _make(tmp_path)
+    result = run_pytest(_args(repo, "-m", "offline or online or accuracy", "--batch-sizes", "1", "--concurrency", "2",
+                              "--server", "container", "--image", image, "-q"), tmp_path, profile=PROFILE)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "6 passed" in result.stdout, result.stdout
+    rows = raw_rows(tmp_path / "reports")
+    assert {r["deployment"] for r in rows} == {"onnx_scale", "ts_pool"} and all(r["status"] == "OK" for r in rows)
+    assert all("container" in r["parameters"]["Server"] for r in rows), {r["parameters"]["Server"] for r in rows}
