@@ -379,6 +379,11 @@ def add_repositories(registry, profile, repositories, input_data=(), shapes=(), 
     models, undrivable = dict(profile.models), []
     tolerances = {**profile.tolerances, **parse_tolerances(tolerances)}
     shapes, data = parse_shapes(shapes), parse_input_data(input_data)
+    names = {d.name for r in repositories if Path(r).is_dir() for d in Path(r).iterdir() if d.is_dir()}
+    unknown = [n for n in data if n and n not in names]
+    if unknown:
+        raise RepositoryError(f"--input-data {unknown[0]}=...: no such deployment; valid choices: "
+                              f"{', '.join(sorted(names))}")
     for repository in repositories:
         named = {m: mp for m, mp in profile.models.items() if mp.size == SIZE}
         specs, found, skipped = user_models(repository, data, shapes, tolerances, named=named,

@@ -39,11 +39,21 @@ def pytest_configure(config):
         config.pluginmanager.register(XdistRunId(), "tritonsuite-xdist")
 
 
-def pytest_report_header(config):
-    """Deployments of --model-repository the suite cannot drive: listed with their reasons, not run."""
+def _undrivable_lines(config) -> list[str]:
     options = config.stash.get(OPTIONS_KEY, None)
     return [f"tritonsuite: skipped {name} in {repo}: {reason}" for repo, name, reason in
             (options.undrivable if options else ())]
+
+
+def pytest_report_header(config):
+    """Deployments of --model-repository the suite cannot drive: listed with their reasons, not run."""
+    return _undrivable_lines(config)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The same list at the end of the run (a -q run prints no header)."""
+    for line in _undrivable_lines(config):
+        terminalreporter.write_line(line)
 
 
 def pytest_generate_tests(metafunc):
