@@ -32,6 +32,7 @@ from tritonsuite.profiles import ModelProfile, Profile
 from tritonsuite.report.published import PUBLISHED_PARAMETER
 from tritonsuite.rows import RawWriter, Row, raw_path
 from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name
+from tritonsuite.deploy import userrepo
 from tritonsuite.server import TritonServer
 from tritonsuite.settings import LatencyBound
 from tritonsuite.spec import ModelSpec
@@ -69,6 +70,7 @@ class Suite:
     # the model's accuracy samples (seeded); 0 turns it off
     load_probe_share: float = DEFAULT_PROBE_SHARE
     load_probe_seed: int = DEFAULT_PROBE_SEED
+    protocol: str = "http"  # how every load generator and the accuracy run reach the server: http or grpc
     _modules: dict = field(default_factory=dict, repr=False)
     _deployments: dict = field(default_factory=dict, repr=False)
     _writers: dict = field(default_factory=dict, repr=False)
@@ -110,8 +112,9 @@ class Suite:
             self._modules[model] = self.spec(model).build(self.checkpoint(model))
         return self._modules[model]
 
-    @staticmethod
-    def _deployment_key(model: str, fmt: str, precision: str, scenario: str) -> tuple[str, str, str, str]:
+    def _deployment_key(self, model: str, fmt: str, precision: str, scenario: str) -> tuple[str, str, str, str]:
+        if userrepo.is_user_spec(self.spec(model)):
+            return model, fmt, precision, "served"  # a user's deployment: served once, its own config.pbtxt, every case
         return model, fmt, precision, "online" if scenario == "online" else "offline"  # accuracy: the static one
 
     def deployed(self, model: str, fmt: str, precision: str, scenario: str) -> bool:
@@ -138,6 +141,8 @@ class Suite:
 
     def _deploy(self, model: str, fmt: str, precision: str, scenario: str) -> Deployment:
         spec = self.spec(model)
+        if userrepo.is_user_spec(spec):
+            return self._deploy_user(spec, fmt, precision)
         export_mod.check_supported(spec, fmt, precision)
         profile = self.model_profile(model)
         config = profile.deployment_config(scenario, precision)
@@ -154,6 +159,24 @@ class Suite:
         directory = build_deployment(self.repository_dir, name, spec, artifact, config)
         self.server.load(directory)
         return Deployment(name, spec, artifact, config, directory, self.server.backend_description(name))
+
+    def _deploy_user(self, spec: ModelSpec, fmt: str, precision: str) -> Deployment:
+        """A user's deployment: its config.pbtxt and model file copied unchanged into the run's repository."""
+        dep = userrepo.read_deployment(spec.config["user_repository"])
+        config = userrepo.deployment_config(dep)
+        backend = backend_for(fmt)
+        reason = backend.refuses(config) or self.server.refuses(backend, config)
+        if reason:
+            raise export_mod.ExportUnsupported(f"{spec.name} ({dep.platform}) on the {self.server.name} server: "
+                                               f"{reason}")
+        self.server.check_alive()
+        directory = userrepo.serve(spec, self.repository_dir)
+        artifact = export_mod.Artifact(model=spec.name, size=spec.size, format=fmt, precision=precision,
+                                       path=directory / dep.version / dep.model_file.name,
+                                       key=spec.config["model_file_digest"] or "", max_abs_error={},
+                                       max_rel_error={}, verified_batch_sizes=(), versions={}, export_seconds=0.0)
+        self.server.load(directory)
+        return Deployment(spec.name, spec, artifact, config, directory, self.server.backend_description(spec.name))
 
     def parameters(self, deployment: Deployment) -> dict:
         """The report's "Parameter Name | Parameter Value" table for a deployment."""
@@ -206,7 +229,8 @@ class Suite:
         scenario = "online" if case.scenario == "online" else "offline"
         return {"scenario": case.scenario, "model": case.model, "title": spec.title or case.model,
                 "format": case.format, "precision": case.precision, "loadgen": case.loadgen,
-                "deployment": deployment_name(spec, case.format, case.precision, scenario)}
+                "deployment": spec.name if userrepo.is_user_spec(spec) else
+                deployment_name(spec, case.format, case.precision, scenario)}
 
     def _record_failure(self, case: Case, exc: Exception, deployment: Deployment | None, **coordinates) -> None:
         """A FAILED row for a case that raised; its parameter table only while the server can still answer."""
@@ -220,7 +244,8 @@ class Suite:
         online = self.model_profile(case.model).online
         return LoadPoint(case.batch_size, concurrency or 1,
                          shared_memory=case.scenario == "offline" and self.server.local,
-                         request_rate=request_rate or None, distribution=online.distribution, seed=online.seed)
+                         request_rate=request_rate or None, distribution=online.distribution, seed=online.seed,
+                         protocol=self.protocol)
 
     def _measure(self, case: Case, point: LoadPoint, stop_early=None, search: dict | None = None,
                  progress: Progress | None = None) -> tuple[Measurement, Row]:
@@ -257,7 +282,8 @@ class Suite:
                                  request_rate=point.request_rate)
             raise
         if case.scenario == "offline" and not point.shared_memory:
-            result.reasons.append("server is not on this host: inputs and outputs sent over HTTP, not shared memory")
+            result.reasons.append(f"server is not on this host: inputs and outputs sent over {self.protocol}, not shared "
+                                  f"memory")
         if search is not None:
             result.meta["search"] = search
         if case.round:  # --repeat: which interleaved round this row is (the report gives the median of the rounds)
@@ -341,8 +367,9 @@ class Suite:
             if spec.accuracy_data is None:
                 raise export_mod.ExportUnsupported(f"{spec.key} defines no accuracy task")
             data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
-            reference = export_mod.eager_runner(self.eager_module(case.model), spec)
-            client = self.server.client()
+            reference = (self.eager_module(case.model) if userrepo.is_user_spec(spec)  # the file, in-process
+                         else export_mod.eager_runner(self.eager_module(case.model), spec))
+            client = self.server.grpc_client() if self.protocol == "grpc" else self.server.client()
             try:
                 result = evaluate(spec, deployment.name, case.precision, data,
                                   served_infer(client, deployment.name, spec), reference,

@@ -65,7 +65,9 @@ def mann_whitney_greater(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def host_of(row: Row) -> str:
-    return str(row.parameters.get("Host") or row.measurement.get("host") or "unknown host")
+    named = row.extra.get("host")  # the host name of rows merged from several hosts (tritonsuite.report.merge)
+    host = str(row.parameters.get("Host") or row.measurement.get("host") or "unknown host")
+    return f"{named} ({host})" if named and named != host else host
 
 
 def server_of(row: Row) -> str:

@@ -21,11 +21,21 @@ class ClientError(ValueError):
     """A request the server refused or answered wrongly; the message says which."""
 
 
-def infer_tensors(inputs: Mapping[str, np.ndarray], outputs: Sequence[str], shm: "SharedMemoryRegions | None" = None):
-    """tritonclient HTTP input and requested-output objects for one request: tensors in the request body, or, with
-    ``shm``, references into its registered regions. The one place the suite builds them."""
-    import tritonclient.http as httpclient
+PROTOCOLS = ("http", "grpc")
+
+
+def infer_tensors(inputs: Mapping[str, np.ndarray], outputs: Sequence[str], shm: "SharedMemoryRegions | None" = None,
+                  protocol: str = "http"):
+    """tritonclient input and requested-output objects (HTTP's, or gRPC's) for one request: tensors in the request
+    body, or, with ``shm``, references into its registered regions. The one place the suite builds them."""
+    import importlib
+
     from tritonclient.utils import np_to_triton_dtype
+
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol {protocol!r}; valid choices: {', '.join(PROTOCOLS)}")
+    httpclient = importlib.import_module(f"tritonclient.{protocol}")
+    binary = {"binary_data": True} if protocol == "http" else {}
 
     infer_inputs, infer_outputs = [], []
     for name, array in inputs.items():
@@ -33,10 +43,10 @@ def infer_tensors(inputs: Mapping[str, np.ndarray], outputs: Sequence[str], shm:
         if shm is not None:
             tensor.set_shared_memory(shm.input_name, array.nbytes, offset=shm.input_offsets[name])
         else:
-            tensor.set_data_from_numpy(np.ascontiguousarray(array), binary_data=True)
+            tensor.set_data_from_numpy(np.ascontiguousarray(array), **binary)
         infer_inputs.append(tensor)
     for name in outputs:
-        requested = httpclient.InferRequestedOutput(name, binary_data=True)
+        requested = httpclient.InferRequestedOutput(name, **binary)
         if shm is not None:
             requested.set_shared_memory(shm.output_name, shm.output_sizes[name], offset=shm.output_offsets[name])
         infer_outputs.append(requested)
@@ -123,11 +133,12 @@ class SharedMemoryRegions:
 
 
 def served_infer(client, model_name: str, spec: ModelSpec) -> Callable[[dict], dict]:
-    """A dict-in/dict-out callable that runs one batch through Triton over HTTP."""
+    """A dict-in/dict-out callable that runs one batch through Triton over the client's protocol (HTTP or gRPC)."""
     names = [t.name for t in spec.outputs]
+    protocol = "grpc" if type(client).__module__.startswith("tritonclient.grpc") else "http"
 
     def infer(inputs):
-        tensors, requested = infer_tensors({t.name: inputs[t.name] for t in spec.inputs}, names)
+        tensors, requested = infer_tensors({t.name: inputs[t.name] for t in spec.inputs}, names, protocol=protocol)
         result = client.infer(model_name, tensors, outputs=requested)
         return {name: result.as_numpy(name) for name in names}
 

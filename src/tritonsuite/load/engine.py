@@ -81,16 +81,25 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
     server.check_alive()
     host = server.http_url.rsplit(":", 1)[0]
 
+    transport = None
+    if point.protocol == "grpc":
+        from tritonsuite.load.grpc import GrpcTransport, prepare_grpc_request
+
+        transport = GrpcTransport(server.grpc_url, settings.request_timeout_s, shared=point.open_loop)
+
+    def prepare(tensors, names, shm=None):
+        return (prepare_grpc_request(model, tensors, names, shm) if transport is not None
+                else prepare_request(host, model, tensors, names, shm))
+
     async def run(shm, gpu):
         names = [t.name for t in outputs]
-        request = prepare_request(host, model, batch, names, shm)
-        prepared = [prepare_request(host, model, {k: np.ascontiguousarray(v) for k, v in p.items()}, names)
-                    for p in probes]
+        request = prepare(batch, names, shm)
+        prepared = [prepare({k: np.ascontiguousarray(v) for k, v in p.items()}, names) for p in probes]
         gen = LoadGenerator(server, model, request, point, settings, stop_early, prepared, probe_share, probe_seed,
-                            on_progress=progress)
+                            transport, on_progress=progress)
         windows, total, completed = await gen.run()
-        measurement = summarise(point, windows, total, completed, settings, "http", gpu, gen.max_outstanding,
-                                gen.stopped_early, gen.pool)
+        measurement = summarise(point, windows, total, completed, settings, point.protocol, gpu,
+                                gen.max_outstanding, gen.stopped_early, gen.pool)
         if prepared:
             measurement.probe_responses = gen.probe_responses
             measurement.meta["accuracy_probes"] = {

@@ -10,7 +10,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from tritonsuite.load.hostload import HostCpu, other_cpu_percent
-from tritonsuite.load.http import Connection, PreparedRequest, error_text, read_response
+from tritonsuite.load.http import Connection, HttpTransport, PreparedRequest
 from tritonsuite.load.point import LoadPoint, MeasurementError
 from tritonsuite.load.windows import Window, delta, progress_line, stability, stats_snapshot, wants_more_samples
 from tritonsuite.server import TritonServer
@@ -40,9 +40,11 @@ class LoadGenerator:
     def __init__(self, server: TritonServer, model: str, request: PreparedRequest, point: LoadPoint,
                  settings: MeasurementSettings, stop_early: StopEarly | None = None,
                  probes: Sequence[PreparedRequest] = (), probe_share: float = 0.0, probe_seed: int = 0,
-                 on_progress: Progress | None = None):
+                 transport=None, on_progress: Progress | None = None):
         host, port = server.http_url.rsplit(":", 1)
         self.host, self.port = host, int(port)
+        # how requests travel (HTTP, or load.grpc's gRPC); statistics are read over HTTP either way
+        self.transport = transport if transport is not None else HttpTransport(self.host, self.port)
         self.server, self.model, self.request = server, model, request
         self.point, self.settings, self.stop_early = point, settings, stop_early
         self.on_progress = on_progress
@@ -67,7 +69,7 @@ class LoadGenerator:
         self.progress = asyncio.Event()
 
     async def _worker(self) -> None:
-        conn = await Connection(self.host, self.port).open()
+        conn = await self.transport.open()
         try:
             while not self.stop:
                 await self._send(conn)
@@ -92,34 +94,25 @@ class LoadGenerator:
     async def _send(self, conn: Connection, t_scheduled: float | None = None) -> None:
         """One request on an idle connection: the load request, or an accuracy probe in its place. Closed loop, its
         latency runs from the send; open loop, from ``t_scheduled``."""
-        import tritonclient.http as httpclient
-
         probe, request = self._next_request()
         t_sent = time.perf_counter()
-        conn.writer.write(request.data)
-        t_written = time.perf_counter()
-        status, header_length, body, t_head = await read_response(conn.reader)
-        if status != 200:
-            raise MeasurementError(f"inference request failed with HTTP {status}: {error_text(body)}")
-        if request.decode_outputs:
-            result = httpclient.InferenceServerClient.parse_response_body(body, header_length=header_length)
-            decoded = {name: result.as_numpy(name) for name in request.decode_outputs}
-            if probe is not None:
-                self.probe_responses.append((probe, decoded))
+        t_written, t_head, decoded = await self.transport.exchange(conn, request)
+        if decoded is not None and probe is not None:
+            self.probe_responses.append((probe, decoded))
         self._completed(t_sent if t_scheduled is None else t_scheduled, t_sent, t_written, t_head)
 
     async def _scheduler(self) -> None:
         """Open loop: send each request at its scheduled time on an idle connection (a new one when none is idle),
         whatever the responses do; at ``max_outstanding`` in flight, the next send waits (and is late)."""
         point, cap = self.point, self.settings.max_outstanding
-        idle: list[Connection] = []
-        opened: list[Connection] = []
+        idle: list = []
+        opened: list = []
         in_flight: set[asyncio.Task] = set()
         slots = asyncio.Semaphore(cap)
         failures: list[BaseException] = []
         outstanding = 0
 
-        async def one(conn: Connection, t_scheduled: float) -> None:
+        async def one(conn, t_scheduled: float) -> None:
             nonlocal outstanding
             try:
                 await self._send(conn, t_scheduled)
@@ -148,7 +141,7 @@ class LoadGenerator:
                 if idle:
                     conn = idle.pop()
                 else:
-                    conn = await Connection(self.host, self.port).open()
+                    conn = await self.transport.open()
                     opened.append(conn)
                 task = asyncio.create_task(one(conn, t_next))
                 in_flight.add(task)

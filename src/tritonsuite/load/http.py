@@ -61,6 +61,34 @@ class Connection:
             self.writer.close()
 
 
+class HttpTransport:
+    """The load generator's HTTP side (:mod:`tritonsuite.load.grpc` has the gRPC one): open a persistent
+    connection, exchange one prepared request."""
+
+    protocol = "http"
+
+    def __init__(self, host: str, port: int):
+        self.host, self.port = host, port
+
+    async def open(self) -> Connection:
+        return await Connection(self.host, self.port).open()
+
+    async def exchange(self, conn: Connection, request: "PreparedRequest"):
+        """Send ``request``; return (time written, time the response headers arrived, decoded outputs or None)."""
+        import tritonclient.http as httpclient
+
+        conn.writer.write(request.data)
+        t_written = time.perf_counter()
+        status, header_length, body, t_head = await read_response(conn.reader)
+        if status != 200:
+            raise MeasurementError(f"inference request failed with HTTP {status}: {error_text(body)}")
+        decoded = None
+        if request.decode_outputs:
+            result = httpclient.InferenceServerClient.parse_response_body(body, header_length=header_length)
+            decoded = {name: result.as_numpy(name) for name in request.decode_outputs}
+        return t_written, t_head, decoded
+
+
 @dataclass
 class PreparedRequest:
     data: bytes

@@ -120,7 +120,7 @@ def build_command(pa: PerfAnalyzer, model: str, url: str, point: LoadPoint, sett
                   output_bytes: int | None = None) -> list[str]:
     """perf_analyzer's argv for one point (no shell): the suite's window lengthened ``factor`` times."""
     c = point.concurrency
-    argv = [str(pa.binary), "-m", model, "-u", url, "-i", "http", "-b", str(point.batch_size),
+    argv = [str(pa.binary), "-m", model, "-u", url, "-i", point.protocol, "-b", str(point.batch_size),
             "--concurrency-range", f"{c}:{c}", "--sync"]
     if settings.window_requests > 0:
         argv += ["--measurement-mode", "count_windows",
@@ -281,7 +281,8 @@ def measure_with_perf_analyzer(server, model: str, inputs: Mapping[str, np.ndarr
         factors: list[int] = []
         factor, runs = 1, []
         while True:
-            argv = build_command(pa, model, server.http_url, point, settings, data, work / f"result-{factor}.csv",
+            url = server.grpc_url if point.protocol == "grpc" else server.http_url
+            argv = build_command(pa, model, url, point, settings, data, work / f"result-{factor}.csv",
                                  work / f"export-{factor}.json", factor, output_bytes)
             run = _run(argv, pa.environment(), server, run_timeout_s(settings, factor), work / f"log-{factor}.txt")
             runs.append(run)
@@ -333,7 +334,7 @@ def _measurement(point, settings, pa, argv, result, latencies, passes, factors, 
     meta = {
         "loadgen": LOADGEN_DESCRIPTION,
         "loadgen_command": shlex.join(command),
-        "protocol": "http",
+        "protocol": point.protocol,
         "shared_memory": "system" if point.shared_memory else "none",
         "window": window,
         "windows": len(passes),

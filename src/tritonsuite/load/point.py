@@ -26,12 +26,15 @@ class LoadPoint:
     request_rate: float | None = None
     distribution: str = "poisson"
     seed: int = 0
+    protocol: str = "http"  # how requests travel: http or grpc (load.grpc)
 
     def __post_init__(self):
         if self.batch_size < 1 or self.concurrency < 1:
             raise ValueError(f"batch size and concurrency must be >= 1, got {self.batch_size}, {self.concurrency}")
         if self.request_rate is not None and not self.request_rate > 0:
             raise ValueError(f"request rate {self.request_rate!r}: expected a number of requests/s > 0")
+        if self.protocol not in ("http", "grpc"):
+            raise ValueError(f"protocol {self.protocol!r}; valid choices: http, grpc")
         if self.distribution not in DISTRIBUTIONS:
             raise ValueError(f"distribution {self.distribution!r}; valid choices: {', '.join(DISTRIBUTIONS)}")
 

@@ -205,7 +205,7 @@ def accuracy_under_load(server, deployment: str, spec: ModelSpec, precision: str
     if progress is not None:
         progress(f"accuracy under load: sending {len(probes.requests)} probe requests one at a time first (the "
                  f"reference), then the point with a share of {share:g} of its requests carrying them")
-    client = server.client()
+    client = server.grpc_client() if getattr(point, "protocol", "http") == "grpc" else server.client()
     try:
         alone = run_alone(served_infer(client, deployment, spec), probes)
     except Exception:

@@ -41,6 +41,18 @@ def pytest_configure(config):
         config.pluginmanager.register(XdistRunId(), "tritonsuite-xdist")
 
 
+def _undrivable_lines(config) -> list[str]:
+    options = config.stash.get(OPTIONS_KEY, None)
+    return [f"tritonsuite: skipped {name} in {repo}: {reason}" for repo, name, reason in
+            (options.undrivable if options else ())]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The same list at the end of the run (a -q run prints no header)."""
+    for line in _undrivable_lines(config):
+        terminalreporter.write_line(line)
+
+
 def pytest_generate_tests(metafunc):
     for scenario in SCENARIO_MARKERS:
         argname = f"{scenario}_case"
@@ -86,10 +98,13 @@ def searches_wanted(config) -> bool:
 
 
 def pytest_report_header(config):
+    """Deployments of --model-repository the suite cannot drive (listed with their reasons, not run), and the
+    searches an online run leaves out."""
+    lines = _undrivable_lines(config)
     if config.option.markexpr and not searches_wanted(config) and "online" in config.option.markexpr:
-        return ["tritonsuite: online latency-bound searches deselected (minutes each); run them with --searches "
-                "or -m search"]
-    return None
+        lines.append("tritonsuite: online latency-bound searches deselected (minutes each); run them with --searches "
+                     "or -m search")
+    return lines or None
 
 
 def pytest_sessionfinish(session):

@@ -21,7 +21,7 @@ from tritonsuite.deploy.repository import BACKEND_ACCELERATORS, PRECISION_MODES,
 from tritonsuite.settings import DISTRIBUTIONS, LatencyBound, MeasurementSettings
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-TOP_KEYS = ("device", "gpu", "published", "measurement", "models")
+TOP_KEYS = ("device", "gpu", "published", "measurement", "models", "model_repository", "tolerances")
 MODEL_KEYS = ("size", "formats", "precisions", "accuracy_precisions", "max_batch_size", "intra_op_threads",
               "instance_kind", "backend_accelerator", "precision_mode", "max_workspace_size_bytes", "offline", "online")
 #: The backend accelerator's own settings, named as Triton's onnxruntime backend names them
@@ -109,6 +109,8 @@ class Profile:
     models: Mapping[str, ModelProfile]
     measurement: MeasurementSettings = field(default_factory=MeasurementSettings)
     published: str = ""  # the seeds' published tables this profile's runs are shown beside (tritonsuite.report.published)
+    model_repository: str = ""  # a stock model repository whose every deployment joins the run (deploy.userrepo)
+    tolerances: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # its outputs' (atol, rtol)
 
 
 def profile_dirs(directory: str | Path | None = None) -> list[Path]:
@@ -276,7 +278,30 @@ def load_profile(name: str, directory: str | Path | None = None) -> Profile:
     except ValueError as exc:
         raise ProfileError(f"{path.name}:measurement.{exc}") from None
     return Profile(name=name, device=device, gpu=str(data.get("gpu", "none")), models=models, measurement=settings,
-                   published=_published(data.get("published"), device, path.name))
+                   published=_published(data.get("published"), device, path.name),
+                   model_repository=_repository(data.get("model_repository"), path),
+                   tolerances=_tolerances(data.get("tolerances"), path.name))
+
+
+def _repository(value: Any, path: Path) -> str:
+    """The profile's ``model_repository``: a directory, relative to the profile file when not absolute."""
+    if not value:
+        return ""
+    found = (path.parent / str(value)).resolve()
+    if not found.is_dir():
+        raise ProfileError(f"{path.name}:model_repository {value!r}: no such directory ({found})")
+    return str(found)
+
+
+def _tolerances(value: Any, where: str) -> dict[str, tuple[float, float]]:
+    """``tolerances: {OUTPUT: [atol, rtol]}`` for the outputs of ``model_repository``'s deployments."""
+    found = {}
+    for name, pair in _mapping(value, f"{where}:tolerances").items():
+        if (not isinstance(pair, (list, tuple)) or len(pair) != 2
+                or not all(isinstance(x, (int, float)) and x >= 0 for x in pair)):
+            raise ProfileError(f"{where}:tolerances.{name} {pair!r}: expected [atol, rtol], non-negative numbers")
+        found[str(name)] = (float(pair[0]), float(pair[1]))
+    return found
 
 
 def _published(value: Any, device: str, where: str) -> str:

@@ -19,13 +19,32 @@ def _reports_dir(parser, value: str) -> Path:
 
 
 def add_report_arguments(parser) -> None:
-    parser.add_argument("reports_dir", nargs="?", default="reports", help="a reports directory (default: reports)")
+    parser.add_argument("reports_dir", nargs="*", default=["reports"], help="a reports directory (default: "
+                        "reports); several (runs on several hosts, CI shards) merge into --out with a Host column")
     parser.add_argument("--run", default=None, metavar="RUN_ID",
                         help="only rows of this run (default: every run in the directory)")
+    parser.add_argument("--out", default=None, metavar="DIR", help="with several reports directories: the "
+                        "directory their merged rows, tables and plots go to")
 
 
 def run_report(args, parser) -> int:
-    written = write_reports(_reports_dir(parser, args.reports_dir), args.run)
+    dirs = args.reports_dir or ["reports"]
+    if len(dirs) > 1 or args.out:
+        from tritonsuite.report.merge import MergeError, merge_reports
+
+        if not args.out:
+            parser.error(f"{len(dirs)} reports directories: give --out DIR for the merged report")
+        try:
+            per_host = merge_reports([_reports_dir(parser, d) for d in dirs], args.out)
+        except MergeError as exc:
+            parser.error(str(exc))
+        print(f"merged {sum(per_host.values())} rows from {len(dirs)} directories: " +
+              ", ".join(f"{host} ({n} rows)" for host, n in per_host.items()))
+        written = write_reports(Path(args.out), args.run)
+        for path in written:
+            print(path)
+        return 0 if written else 1
+    written = write_reports(_reports_dir(parser, dirs[0]), args.run)
     for path in written:
         print(path)
     return 0 if written else 1

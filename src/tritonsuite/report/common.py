@@ -153,6 +153,8 @@ def _series(row: Mapping[str, Any]) -> str:
     """A results table's (and a plot's) series: the deployment, and the load generator where it is not the suite's
     engine (``bert_cpu_onnx_fp32_offline · perf_analyzer 2.51``), so both measure one deployment side by side."""
     deployment = str(row.get("deployment") or "unknown deployment")
+    if row.get("host"):  # rows merged from several hosts (tritonsuite.report.merge): one series per host
+        deployment = f"{deployment} @ {row['host']}"
     loadgen = row.get("loadgen") or "suite"
     if loadgen == "suite":
         return deployment

@@ -77,7 +77,7 @@ def _host() -> dict[str, Any]:
     from tritonsuite.device import cpu_name
     from tritonsuite.device import describe_gpus
 
-    host = {"cpu": cpu_name(), "cores": os.cpu_count(), "memory_gib": _memory_gib(), "platform": platform.platform(),
+    host = {"name": platform.node(), "cpu": cpu_name(), "cores": os.cpu_count(), "memory_gib": _memory_gib(), "platform": platform.platform(),
             "python": platform.python_version(), "gpus": describe_gpus() or "none"}
     torch = sys.modules.get("torch")
     host["cuda"] = getattr(getattr(torch, "version", None), "cuda", None) if torch is not None else None

@@ -72,11 +72,12 @@ def _parameters_table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _results_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    headers = [_column_header(c) for c in RESULT_COLUMNS] + list(_EXTRA_COLUMNS) + ["Samples"]
+    hosts = any(r.get("host") for r in rows)  # merged from several hosts: the Host column comes first
+    headers = ["Host"] * hosts + [_column_header(c) for c in RESULT_COLUMNS] + list(_EXTRA_COLUMNS) + ["Samples"]
     body = []
     for row in sorted(rows, key=_sort_key):
         result = _result(row)
-        cells = []
+        cells = [str(row.get("host") or "-")] * hosts
         for column in RESULT_COLUMNS:
             value = _coord(row, column) if column in _INT_COLUMNS else result.get(column)
             cells.append(_percentile_cell(row, column) if column in _PERCENTILE_COLUMNS

@@ -92,6 +92,20 @@ class TritonServer(ABC):
         return cls(model_repository, log_dir, **options)
 
     @property
+    def grpc_url(self) -> str:
+        """host:port of the server's gRPC endpoint (the launchers that start a server know its port)."""
+        ports = getattr(self, "ports", None) or {}
+        if "grpc" not in ports or not self.http_url:
+            raise ValueError(f"{self.describe()}: its gRPC address is not known; valid choices here: --protocol http")
+        return f"{self.http_url.rsplit(':', 1)[0]}:{ports['grpc']}"
+
+    def grpc_client(self):
+        """A tritonclient gRPC client of this server."""
+        import tritonclient.grpc as grpcclient
+
+        return grpcclient.InferenceServerClient(self.grpc_url)
+
+    @property
     @abstractmethod
     def local(self) -> bool:
         """Whether the server shares this host's /dev/shm (system shared memory possible)."""
