@@ -349,3 +349,11 @@ class Suite:
         row = result.to_row(**self._identity(case), parameters=row.parameters)
         row.extra["baseline"] = note
         return row
+
+    def run_tune(self, case: Case, strategy: str = "search", budget: str = ""):
+        """The configuration search of a case's online deployment (:func:`tritonsuite.tune.run_tune_case`): rows of
+        scenario ``tune``, ``reports/tune/<deployment>/config.pbtxt`` and its pages; returns the TuneResult."""
+        from tritonsuite.tune import Budget, run_tune_case, space_for
+
+        limit = Budget.parse(budget, space_for(self.model_profile(case.model)).budget) if budget else None
+        return run_tune_case(self, case, strategy, limit)
