@@ -9,10 +9,11 @@ until a point is within the latency bound; then the winner is checked before it 
   bound, 0 when none was.
 - **A winner that holds**: accuracy under load at the winner's load (a share of its requests carry the model's
   accuracy samples, judged against the same requests sent alone), then the winner and the profile's own
-  configuration (the online deployment) measured interleaved, A B A B, at that load; each pair is judged with the
-  suite's comparison statistics (:func:`tritonsuite.judge.compare.compare_points`). The winner is recommended only
-  when accuracy held (or the model has no accuracy task, which is said) and both pairs are significant
-  improvements.
+  configuration (the online deployment) measured interleaved, A B three times, at that load; each pair is judged
+  with the suite's comparison statistics (:func:`tritonsuite.judge.compare.compare_points`: throughput beyond the
+  minimum effect and slower requests by Mann-Whitney U). The winner is recommended only when accuracy held (or the
+  model has no accuracy task, which is said), at least two pairs were both valid, and every such pair is a
+  significant improvement.
 """
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ from tritonsuite.tune.space import Budget, Candidate, TuneSpace
 from tritonsuite.tune.strategy import Evaluation, run_strategy, winner
 
 DOMINATED_SHARE = 0.5
+ABAB_ROUNDS = 3  # winner and default measured interleaved this many times each
+MIN_COMPARABLE = 2  # pairs both valid (OK), so that one unstable point on a busy host does not decide
 #: record(measurement, deployment name, config, tune metadata) -> the row it recorded
 Record = Callable[[Measurement, str, DeploymentConfig, dict], object]
 
@@ -78,7 +81,8 @@ class TuneResult:
         measured = (f"{len(self.evaluations)} of {self.space_size} configurations measured ({self.strategy}, "
                     f"{sum(1 for e in self.evaluations if e.early_stopped)} early-stopped), {self.bound}")
         if self.recommended:
-            gains = ", ".join(f"{c.throughput_delta_percent:+.1f}% (p={c.p_value:.2g})" for c in self.comparisons)
+            gains = ", ".join(f"{c.throughput_delta_percent:+.1f}% (p={c.p_value:.2g})" if c.p_value is not None
+                              else c.verdict for c in self.comparisons)
             return f"ship {self.best.candidate.label()}: {self.best.score:.1f} inf/s at concurrency " \
                    f"{self.best.load}; against the profile's configuration A B A B: {gains}; {self.accuracy_note}; " \
                    f"{measured}"
@@ -179,14 +183,15 @@ def _verify(target: TuneTarget, result: TuneResult, settings: MeasurementSetting
 
         m, under = accuracy_under_load(target.server, target.tune_name, target.spec, target.precision, accuracy_data,
                                        point, settings, probe_share, probe_seed)
-        record(m, target.tune_name, config, {**meta, "role": "accuracy", "accuracy_under_load": under.to_dict()})
+        record(m, target.tune_name, config, {**meta, "role": "accuracy", "accuracy_under_load": under.to_dict(),
+                                             "accuracy_line": under.describe()})
         result.accuracy = under
         result.accuracy_note = f"accuracy under load {under.describe()}"
         if not under.passed:
             result.reason = f"the best configuration ({best.candidate.label()}) broke {result.accuracy_note}"
             return
     rows = {"winner": [], "default": []}
-    for _ in range(2):  # A B A B: a busy spell hits both alike
+    for _ in range(ABAB_ROUNDS):  # A B A B ...: a busy spell hits both alike
         for side, name, side_config, candidate in (("winner", target.tune_name, config, best.candidate),
                                                    ("default", target.name, target.config, result.default)):
             m = measure(target.server, name, target.spec.example_inputs(target.batch_size, 0), target.spec.outputs,
@@ -195,10 +200,11 @@ def _verify(target: TuneTarget, result: TuneResult, settings: MeasurementSetting
                                                             "label": candidate.label(),
                                                             "bound": str(result.bound)}))
     result.comparisons = [compare_points(then, now) for then, now in zip(rows["default"], rows["winner"])]
-    verdicts = [c.verdict for c in result.comparisons]
-    if all(v == "improvement" for v in verdicts):
+    judged = [c for c in result.comparisons if c.verdict != "not comparable"]
+    if len(judged) >= MIN_COMPARABLE and all(c.verdict == "improvement" for c in judged):
         result.recommended = True
         return
     result.reason = ("the best configuration measured (" + best.candidate.label() + f", {best.score:.1f} inf/s) did "
-                     "not beat it significantly when measured again A B A B: " +
+                     f"not beat it significantly in every comparable pair (at least {MIN_COMPARABLE} needed) when "
+                     f"measured again interleaved, {ABAB_ROUNDS} x A B: " +
                      "; ".join(c.describe() for c in result.comparisons))
