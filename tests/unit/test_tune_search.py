@@ -113,3 +113,41 @@ def test_candidate_is_a_stock_configuration():
     assert (config.instance_count, config.preferred_batch_sizes, config.max_queue_delay_microseconds,
             config.dynamic_batching) == (3, (64,), 8000, True)
     assert Candidate.of(config) == Candidate(3, 64, (64,), 8000, 1)
+
+
+def _row(role, label, concurrency, throughput, p99, within=True, stopped="", status="OK", **tune):
+    from tritonsuite.rows import Row
+
+    return Row(scenario="tune", model="tft", deployment="tft_cpu_onnx_fp32_online", status=status, batch=1,
+               concurrency=concurrency, result={"Inferences/Second": throughput, "p99 latency": p99},
+               measurement={"tune": {"role": role, "label": label, "bound": "p99 <= 100 ms", "within": within,
+                                     "why": f"p99 {p99} ms", "early_stopped": stopped, **tune}})
+
+
+def test_pages_mark_early_stopped_configurations_and_the_answer(tmp_path):
+    from tritonsuite.report.tune import PLOT, write_tune_pages
+
+    rows = [_row("evidence", "1 inst", 16, 1400.0, 26.5),
+            _row("evidence", "3 inst", 16, 500.0, 80.0, within=False, status="STOPPED",
+                 stopped="dominated: 480.0 and 500.0 inf/s in its first two windows"),
+            _row("evidence", "2 inst", 16, 1700.0, 20.0),
+            _row("answer", "2 inst", 16, 1700.0, 20.0, answer="ship 2 inst: 1700.0 inf/s", recommended=True,
+                 configurations=3, space=27, seconds=60.0)]
+    written = write_tune_pages(tmp_path, rows)
+    page = (tmp_path / "tune" / "tft_cpu_onnx_fp32_online" / "summary.md").read_text()
+    assert {p.name for p in written} == {"summary.md", PLOT}
+    assert page.splitlines()[2] == "**Recommended**: ship 2 inst: 1700.0 inf/s"
+    assert "3 of 27 configurations measured" in page
+    evidence = [line for line in page.splitlines() if line.startswith("| 2 ")][0]
+    assert "early-stopped: dominated" in evidence and "STOPPED" in evidence
+
+
+def test_a_bad_tune_block_is_a_one_line_profile_error(tmp_path):
+    from tritonsuite.profiles import ProfileError, load_profile
+
+    (tmp_path / "mine.yaml").write_text(
+        "device: cpu\nmodels:\n  tft:\n    size: cpu\n    formats: [onnx]\n    precisions: [fp32]\n"
+        "    max_batch_size: 64\n    online: {concurrency: [4], latency_bound: p99 <= 100 ms}\n"
+        "    tune: {max_queue_delay_microseconds: [-1]}\n")
+    with pytest.raises(ProfileError, match=r"^tft.tune.max_queue_delay_microseconds -1: expected integers >= 0$"):
+        load_profile("mine", tmp_path)

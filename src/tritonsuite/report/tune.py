@@ -88,8 +88,9 @@ def plot_tune(rows: Sequence[Mapping[str, Any]], path: Path) -> Path | None:
     fig = _new_figure(8, 5)
     ax = fig.add_subplot(1, 1, 1)
     for x, y, r in points:
-        within = _tune(r).get("within")
-        ax.plot(x, y, "o", color="tab:blue" if within else "0.6", fillstyle="full" if within else "none")
+        within, stopped = _tune(r).get("within"), _tune(r).get("early_stopped")
+        ax.plot(x, y, "x" if stopped else "o", color="tab:blue" if within else "0.6",
+                fillstyle="full" if within else "none")
     inside = sorted((x, y) for x, y, r in points if _tune(r).get("within"))
     frontier, top = [], -1.0
     for x, y in inside:  # the most throughput for at most this latency
@@ -102,11 +103,12 @@ def plot_tune(rows: Sequence[Mapping[str, Any]], path: Path) -> Path | None:
     if answers:
         a = answers[-1]
         ax.plot(statistic_ms(a), float(_result(a)["Inferences/Second"]), "*", markersize=16, color="tab:red",
-                label="winner: " + _tune(a).get("label", ""))
+                label=("winner (recommended): " if _tune(a).get("recommended") else "best measured (not recommended): ")
+                + _tune(a).get("label", ""))
     ax.axvline(bound.ms, color="tab:red", linestyle="--", label=f"bound {bound}")
     ax.set_xlabel(f"{bound.statistic} latency (ms)")
     ax.set_ylabel("Inferences/Second")
-    ax.set_title(f"{rows[0].get('deployment')}: every configuration measured (hollow: not within the bound)",
+    ax.set_title(f"{rows[0].get('deployment')}: every configuration measured (hollow: not within the bound; x: early-stopped)",
                  fontsize=9)
     ax.legend(fontsize=7, loc="best")
     return _save(fig, path)
