@@ -130,7 +130,8 @@ def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
             scored = [r for r in mrows if _is_number(_result(r).get("Inferences/Second"))]
             if len(scored) > 1:
                 top = max(scored, key=lambda r: _result(r)["Inferences/Second"])
-                out += [f"- {model}, best configuration measured across its formats and precisions: {top.get('deployment')} "
+                out += [f"- {model}, best configuration measured across its formats and precisions: "
+                        f"{top.get('deployment')} "
                         f"({_result(top)['Inferences/Second']:.1f} inf/s within the bound; each deployment tuned in "
                         f"its own test, one after another)", ""]
     answers = [r for r in rows if _load_kind(r) == "result"]

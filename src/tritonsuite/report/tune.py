@@ -103,8 +103,8 @@ def plot_tune(rows: Sequence[Mapping[str, Any]], path: Path) -> Path | None:
     if answers:
         a = answers[-1]
         ax.plot(statistic_ms(a), float(_result(a)["Inferences/Second"]), "*", markersize=16, color="tab:red",
-                label=("winner (recommended): " if _tune(a).get("recommended") else "best measured (not recommended): ")
-                + _tune(a).get("label", ""))
+                label=("winner (recommended): " if _tune(a).get("recommended")
+                       else "best measured (not recommended): ") + _tune(a).get("label", ""))
     ax.axvline(bound.ms, color="tab:red", linestyle="--", label=f"bound {bound}")
     ax.set_xlabel(f"{bound.statistic} latency (ms)")
     ax.set_ylabel("Inferences/Second")
