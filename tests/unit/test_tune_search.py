@@ -151,3 +151,20 @@ def test_a_bad_tune_block_is_a_one_line_profile_error(tmp_path):
         "    tune: {max_queue_delay_microseconds: [-1]}\n")
     with pytest.raises(ProfileError, match=r"^tft.tune.max_queue_delay_microseconds -1: expected integers >= 0$"):
         load_profile("mine", tmp_path)
+
+
+def test_dominated_gives_a_point_up_after_two_windows_each_under_half_the_best():
+    import numpy as np
+
+    from tritonsuite.load.windows import Window
+    from tritonsuite.tune.runner import dominated
+
+    def window(requests):  # one second, `requests` completed requests of batch 1
+        return Window(0.0, 1.0, np.zeros((requests, 4)), {}, 0.0)
+
+    check = dominated(1000.0, 1)
+    assert check([window(400)]) is None  # one window decides nothing
+    assert check([window(400), window(600)]) is None  # one of the two is not under half
+    assert check([window(400), window(450)]).startswith("dominated: 400.0 and 450.0 inf/s in its first two windows")
+    assert check([window(400), window(450), window(450)]) is None  # only the first two windows are judged
+    assert dominated(0.0, 1)([window(1), window(1)]) is None  # nothing to be dominated by yet

@@ -122,7 +122,8 @@ def _evaluate(target: TuneTarget, space: TuneSpace, bound: LatencyBound, setting
                         LoadPoint(target.batch_size, concurrency), settings,
                         lambda windows: over(windows) or mine(windows))
             within, why = judge(m, bound)
-            stopped = why if m.status == "STOPPED" and why.startswith("dominated") else ""
+            reason = m.meta.get("stopped_early") or ""  # the engine keeps the stop check's reason as it was given
+            stopped = reason if m.status == "STOPPED" and reason.startswith("dominated") else ""
             found.points.append(record(m, target.tune_name, config, {
                 "role": "evidence", "candidate": candidate.to_dict(), "label": candidate.label(),
                 "bound": str(bound), "within": within, "why": why, "early_stopped": stopped}))
