@@ -84,7 +84,8 @@ class TuneResult:
             gains = ", ".join(f"{c.throughput_delta_percent:+.1f}% (p={c.p_value:.2g})" if c.p_value is not None
                               else c.verdict for c in self.comparisons)
             return f"ship {self.best.candidate.label()}: {self.best.score:.1f} inf/s at concurrency " \
-                   f"{self.best.load}; against the profile's configuration A B A B: {gains}; {self.accuracy_note}; " \
+                   f"{self.best.load}; against the profile's configuration, interleaved A B x{len(self.comparisons)}: " \
+                   f"{gains}; {self.accuracy_note}; " \
                    f"{measured}"
         return f"keep the profile's configuration ({self.default.label()}): {self.reason}; {measured}"
 
