@@ -9,7 +9,7 @@ from tritonsuite.profiles import Profile
 from tritonsuite.rows import LOADGENS
 from tritonsuite.settings import LatencyBound
 
-SCENARIOS = ("offline", "online", "accuracy")
+SCENARIOS = ("offline", "online", "accuracy", "tune")
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,8 @@ class Case:
             parts.append(f"rate{self.request_rate:g}")
         elif self.scenario == "online":
             parts.append(f"concurrency{self.concurrency}")
+        elif self.scenario == "tune":
+            parts.append(f"tune-{LatencyBound.parse(self.bound).slug}")
         if self.loadgen != "suite":
             parts.append(self.loadgen)
         if self.round:
@@ -74,6 +76,11 @@ def profile_cases(profile: Profile, scenario: str, loadgens: Sequence[str] = ("s
                     if on.latency_bound is not None:
                         cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, search=kind,
                                        bound=str(on.latency_bound)) for kind in on.search]
+                elif scenario == "tune":  # one per online deployment with a latency bound: its configuration search
+                    on = mp.online
+                    if on.latency_bound is not None and (on.concurrency or on.request_rates):
+                        cases.append(Case(model, fmt, precision, scenario, batch_size=on.batch_size,
+                                          bound=str(on.latency_bound)))
                 else:
                     cases.append(Case(model, fmt, precision, scenario, batch_size=mp.max_batch_size))
     return cases

@@ -23,20 +23,18 @@ from tritonsuite.cases import Case, profile_cases
 from tritonsuite.judge.baselines import BaselineStore, provenance
 from tritonsuite.load.client import served_infer
 from tritonsuite.judge.compare import comparable, compare_points, point_key
-from tritonsuite.device import gpu_description, host_description
-from tritonsuite.deploy.formats import get_format
 from tritonsuite.load.engine import LoadPoint, Measurement, Progress, measure
 from tritonsuite.load.search import SearchResult, judge, remeasure_drift, search, stop_when_clearly_over
 from tritonsuite.models import Registry
 from tritonsuite.profiles import ModelProfile, Profile
-from tritonsuite.report.published import PUBLISHED_PARAMETER
+from tritonsuite.report.parameters import deployment_parameters
 from tritonsuite.rows import RawWriter, Row, raw_path
 from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name
 from tritonsuite.deploy import userrepo
 from tritonsuite.server import TritonServer
 from tritonsuite.settings import LatencyBound
 from tritonsuite.spec import ModelSpec
-from tritonsuite.models.training import trained_checkpoint, training_stats
+from tritonsuite.models.training import trained_checkpoint
 from tritonsuite.load.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
 
 @dataclass
@@ -180,39 +178,8 @@ class Suite:
 
     def parameters(self, deployment: Deployment) -> dict:
         """The report's "Parameter Name | Parameter Value" table for a deployment."""
-        art, cfg = deployment.artifact, deployment.config
-        params = {
-            "GPU": gpu_description(self.profile.device, self.profile.gpu, self.server.local),
-            "Backend": deployment.served_by,
-            "Platform": backend_for(art.format).platform,
-            "Backend accelerator": backend_for(art.format).accelerator_description(cfg),
-            "Precision": art.precision.upper(),
-            "Model format": get_format(art.format).display,
-            "Max batch size": cfg.max_batch_size,
-            "Number of model instances": cfg.instance_count,
-            "Export format": art.format,
-            "Device kind": cfg.instance_kind.replace("KIND_", "").lower(),
-            "Model": f"{deployment.spec.key} ({deployment.spec.description})",
-            "Threads per instance": cfg.intra_op_threads or "runtime default",
-            "Server": f"tritonserver {self.server.version()} ({self.server.provenance()})",
-            "Host": host_description(self.server.local) if self.server.local else f"the host of {self.server.describe()}",
-            "Artifact key": art.key[:16],
-            "Weights": self.weights(deployment.spec.name),
-        }
-        params["Profile"] = self.profile.name
-        if self.profile.published:  # the join key of tritonsuite.report.published: whose published tables these rows meet
-            params[PUBLISHED_PARAMETER] = self.profile.published
-        if cfg.dynamic_batching:
-            params["Preferred batch sizes"] = " ".join(map(str, cfg.preferred_batch_sizes)) or "-"
-            params["Max queue delay (us)"] = cfg.max_queue_delay_microseconds
-        params.update(deployment.spec.parameters)
-        checkpoint = self.checkpoint(deployment.spec.name)
-        if checkpoint is not None:
-            trained = training_stats(checkpoint)
-            params["Checkpoint"] = (f"trained by the suite ({', '.join(f'{k} {v}' for k, v in trained.items() if k != 'training')})"
-                                    if trained else str(checkpoint))
-        params["Export max abs error"] = ", ".join(f"{k} {v:.2g}" for k, v in art.max_abs_error.items())
-        return params
+        return deployment_parameters(deployment, self.server, self.profile, self.weights(deployment.spec.name),
+                                     self.checkpoint(deployment.spec.name))
 
     # --------------------------------------------------------------------------------------------- recording
     def record(self, row: Row) -> None:
@@ -413,3 +380,11 @@ class Suite:
         row = result.to_row(**self._identity(case), parameters=row.parameters)
         row.extra["baseline"] = note
         return row
+
+    def run_tune(self, case: Case, strategy: str = "search", budget: str = ""):
+        """The configuration search of a case's online deployment (:func:`tritonsuite.tune.run_tune_case`): rows of
+        scenario ``tune``, ``reports/tune/<deployment>/config.pbtxt`` and its pages; returns the TuneResult."""
+        from tritonsuite.tune import Budget, run_tune_case, space_for
+
+        limit = Budget.parse(budget, space_for(self.model_profile(case.model)).budget) if budget else None
+        return run_tune_case(self, case, strategy, limit)

@@ -12,8 +12,8 @@ import re
 import pytest
 
 from tritonsuite.plugin.fixtures import XdistRunId, suite, suite_options, triton, write_session_reports
-from tritonsuite.plugin.options import (MARKERS, OPTIONS_KEY, SCENARIO_MARKERS, SERVER_KEY, add_options, cases_for,
-                                        resolve_options)
+from tritonsuite.plugin.flags import MARKERS, add_options
+from tritonsuite.plugin.options import OPTIONS_KEY, SCENARIO_MARKERS, SERVER_KEY, cases_for, resolve_options
 
 __all__ = ["suite", "suite_options", "triton"]  # fixtures, found by pytest in this module
 

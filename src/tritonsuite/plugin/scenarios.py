@@ -118,3 +118,22 @@ def test_accuracy(suite, accuracy_case, triton, record_property):
            lambda r: None if r.passed else (f"{r.deployment} ({r.samples} samples, {r.description}) missed its "
                                             f"thresholds:\n  " + "\n  ".join(r.failures)), record_property,
            lambda r: {**{m.name: round(m.value, 6) for m in r.metrics}, "passed": r.passed})
+
+
+@pytest.mark.tune
+def test_tune(suite, tune_case, triton, request, record_property):
+    """The configuration to ship for an online deployment: a search for the most throughput within the latency
+    bound, its winner re-measured A B A B against the profile's configuration and checked for accuracy under load.
+    Keeping the profile's configuration is an answer too; the test fails only when nothing could be measured."""
+    options = request.config.stash[OPTIONS_KEY]
+
+    def figures(result) -> dict:
+        best = result.best
+        return {"answer": result.describe(), "recommended": result.recommended,
+                "configurations": len(result.evaluations), "space": result.space_size,
+                "config_pbtxt": str(suite.reports_dir / "tune" / result.deployment / "config.pbtxt"),
+                **({"best_inferences_per_second": round(best.score, 3), "best_concurrency": best.load} if best else {})}
+
+    _judge(tune_case.id, lambda: suite.run_tune(tune_case, options.tune_strategy, options.tune_budget),
+           lambda result: None if result.best is not None else f"{tune_case.id}: {result.describe()}",
+           record_property, figures)

@@ -23,7 +23,8 @@ from tritonsuite.settings import DISTRIBUTIONS, LatencyBound, MeasurementSetting
 PACKAGE_DIR = Path(__file__).resolve().parent
 TOP_KEYS = ("device", "gpu", "published", "measurement", "models", "model_repository", "tolerances")
 MODEL_KEYS = ("size", "formats", "precisions", "accuracy_precisions", "max_batch_size", "intra_op_threads",
-              "instance_kind", "backend_accelerator", "precision_mode", "max_workspace_size_bytes", "offline", "online")
+              "instance_kind", "backend_accelerator", "precision_mode", "max_workspace_size_bytes", "offline", "online",
+              "tune")
 #: The backend accelerator's own settings, named as Triton's onnxruntime backend names them
 ACCELERATOR_KEYS = ("precision_mode", "max_workspace_size_bytes")
 OFFLINE_KEYS = ("batch_sizes", "instance_count")
@@ -71,6 +72,7 @@ class ModelProfile:
     backend_accelerator: str = "none"  # "trt": onnx deployments run under onnxruntime's TensorRT accelerator
     precision_mode: str = ""  # the accelerator's precision; "" = each case's precision (fp16 -> FP16)
     max_workspace_size_bytes: int = 0  # the accelerator's workspace; 0 = the backend's default (1 GiB)
+    tune: Any = None  # the ``tune:`` block as written (checked at load; tritonsuite.tune.space.space_for reads it)
     # precisions the accuracy scenario checks besides ``precisions`` (the cpu profile judges fp16 in CI without
     # doubling its performance points); () = ``precisions``
     accuracy_precisions: tuple[str, ...] = ()
@@ -214,7 +216,7 @@ def _model_profile(name: str, data: Any, where: str, instance_kind: str) -> Mode
     precision_mode = data.get("precision_mode", "")
     if precision_mode:
         precision_mode = _choices(str(precision_mode).upper(), f"{where}.precision_mode", PRECISION_MODES)[0]
-    return ModelProfile(
+    found = ModelProfile(
         model=name, size=str(data["size"]),
         formats=formats,
         precisions=_choices(data["precisions"], f"{where}.precisions", list(PRECISIONS)),
@@ -241,7 +243,16 @@ def _model_profile(name: str, data: Any, where: str, instance_kind: str) -> Mode
         backend_accelerator=accelerator, precision_mode=precision_mode,
         max_workspace_size_bytes=_int(data.get("max_workspace_size_bytes", 0), f"{where}.max_workspace_size_bytes",
                                       0),
+        tune=data.get("tune"),
     )
+    if found.tune is not None:  # checked now, so a bad tune block is a one-line error before anything runs
+        from tritonsuite.tune.space import TuneError, space_for
+
+        try:
+            space_for(found)
+        except TuneError as exc:
+            raise ProfileError(str(exc)) from None
+    return found
 
 
 def _read_yaml(path: Path) -> Mapping:

@@ -120,6 +120,20 @@ def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
             table.append([str(r.get("title") or r.get("model")), str(r.get("deployment")), _status(r), standing])
         out += ["## Accuracy", "", _pipe_table(["model", "deployment", "status", "against the baseline"], table,
                                                align="left"), ""]
+    tuned = [r for r in rows if r.get("scenario") == "tune"
+             and ((r.get("measurement") or {}).get("tune") or {}).get("role") == "answer"]
+    if tuned:  # tritonsuite.tune: the configuration to ship, per deployment
+        out += ["## Which configuration to ship (tune)", ""] + [
+            f"- {r.get('deployment')}: {r['measurement']['tune'].get('answer')} (tune/{r.get('deployment')}/)"
+            for r in tuned] + [""]
+        for model, mrows in _group(tuned, lambda r: r.get("model")).items():  # the outer choice: format, precision
+            scored = [r for r in mrows if _is_number(_result(r).get("Inferences/Second"))]
+            if len(scored) > 1:
+                top = max(scored, key=lambda r: _result(r)["Inferences/Second"])
+                out += [f"- {model}, best configuration measured across its formats and precisions: "
+                        f"{top.get('deployment')} "
+                        f"({_result(top)['Inferences/Second']:.1f} inf/s within the bound; each deployment tuned in "
+                        f"its own test, one after another)", ""]
     answers = [r for r in rows if _load_kind(r) == "result"]
     if answers:
         out += ["## Most load within the latency bound", ""] + [

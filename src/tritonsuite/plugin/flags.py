@@ -1,0 +1,108 @@
+"""The suite's command-line flags and markers, as pytest declares them (``pytest_addoption``); ``options``
+resolves their values into one typed ``Options`` per session."""
+from __future__ import annotations
+
+from tritonsuite.deploy.formats import FORMATS
+from tritonsuite.load.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE
+from tritonsuite.profiles import SEARCHES
+from tritonsuite.server import LAUNCHERS
+from tritonsuite.spec import PRECISIONS
+
+MARKERS = {
+    "offline": "offline performance scenario (static batching, shared memory, batch-size sweep)",
+    "online": "online performance scenario (dynamic batching, HTTP, concurrency sweep)",
+    "accuracy": "accuracy of a deployment against its reference, with thresholds",
+    "tune": "configuration search of each online deployment for the most throughput within its latency bound",
+    "smoke": "short end-to-end run on the embedded server with the tiny model",
+    "search": "an online latency-bound search (the most load within the bound); deselected unless -m names it, "
+              "or --searches / --latency-bound is given",
+}
+
+
+def add_options(parser) -> None:
+    group = parser.getgroup("tritonsuite", "Triton benchmark and conformance suite")
+    group.addoption("--gpu", default="cpu", help="profile to run: a profile shipped with tritonsuite (cpu; GPU: a100, "
+                    "a30, a40, t4, v100, h100) or <name>.yaml in --profiles-dir (default: cpu)")
+    group.addoption("--profiles-dir", default=None, help="a directory of your own profiles (searched first)")
+    group.addoption("--server", default="embedded", choices=sorted(LAUNCHERS),
+                    help="embedded: tritonserver from the nvidia-pytriton wheel; container: Triton in a Docker "
+                    "container (--image); remote: --triton-url")
+    group.addoption("--image", default=None, help="--server container: the Triton image (default: $TRITONSUITE_IMAGE,"
+                    " else NGC's tritonserver:24.10-py3); tritonsuite-local:latest runs the wheel's tritonserver")
+    group.addoption("--gpus", default="", help="--server container: GPUs for the container: all, none or device "
+                    "ids 0,1 (default: all for a GPU profile, none otherwise)")
+    group.addoption("--triton-url", default="", help="host:port of a remote server's HTTP endpoint")
+    group.addoption("--models", default="", help="comma-separated models to run (default: all in the profile)")
+    group.addoption("--formats", default="", help=f"comma-separated export formats ({', '.join(FORMATS)})")
+    group.addoption("--precisions", default="", help=f"comma-separated precisions ({', '.join(PRECISIONS)}): "
+                    "narrows the profile's precisions (and its accuracy precisions) as --formats narrows formats")
+    group.addoption("--batch-sizes", default="", help="comma-separated offline batch sizes (narrows the profile)")
+    group.addoption("--concurrency", default="", help="comma-separated online concurrency values")
+    group.addoption("--request-rates", default="", help="comma-separated online request rates (requests/s, open "
+                    "loop; arrivals as the profile's online.distribution, default poisson)")
+    group.addoption("--latency-bound", default=None, metavar="BOUND", help="search each online deployment for the "
+                    "most load within BOUND, e.g. 'p99<=50ms' (a percentile or avg; overrides the profile)")
+    group.addoption("--search", default="", help=f"which latency-bound searches run: comma-separated "
+                    f"{', '.join(SEARCHES)} (default: both)")
+    group.addoption("--searches", action="store_true", default=False, help="also run the online latency-bound "
+                    "searches (the maxrate/maxconcurrency cases, minutes each; also: -m search, or --latency-bound)")
+    group.addoption("--model-spec", action="append", default=[], help="a python file defining SPECS (repeatable)")
+    group.addoption("--checkpoint", action="append", default=[], help="MODEL=PATH of user weights (repeatable)")
+    group.addoption("--dataset", action="append", default=[], help="MODEL=PATH of a user dataset (repeatable)")
+    group.addoption("--reports-dir", default=None, help="where tables, plots and raw rows go (default: reports/ "
+                    "under pytest's rootdir)")
+    group.addoption("--repository-dir", default=None, help="where model repositories go (default: model_repos/ "
+                    "under pytest's rootdir)")
+    group.addoption("--baselines-dir", default=None, help="accuracy baselines, <dir>/<profile>/<model>.json "
+                    "(default: fixtures/baselines under pytest's rootdir)")
+    group.addoption("--update-baselines", action="store_true", help="rewrite the baselines of deployments that "
+                    "passed their absolute accuracy checks")
+    group.addoption("--require-baselines", action="store_true", help="fail a deployment that has no baseline")
+    group.addoption("--compare", default=None, metavar="RUN_OR_FILE", help="compare each measured point with a "
+                    "stored run: a raw rows file (.jsonl), a reports directory, or a run id in --reports-dir")
+    group.addoption("--perf-gate", type=float, default=None, metavar="PCT", help="with --compare: fail a point that "
+                    "regressed significantly by more than PCT percent (else the comparison is informational)")
+    group.addoption("--load-probe-share", type=float, default=DEFAULT_PROBE_SHARE, metavar="SHARE",
+                    help="accuracy under load: the share of the requests of each online deployment's highest-"
+                    f"concurrency point that carry the model's accuracy samples (default {DEFAULT_PROBE_SHARE:g}; "
+                    "0 turns it off)")
+    group.addoption("--load-probe-seed", type=int, default=DEFAULT_PROBE_SEED, metavar="SEED",
+                    help=f"seed choosing which requests carry accuracy samples, and in which order "
+                    f"(default {DEFAULT_PROBE_SEED})")
+    group.addoption("--loadgen", default="suite", metavar="suite|perf_analyzer", help="load generator of the "
+                    "offline/online points: suite (the engine), perf_analyzer (2.51, fetched once), or both "
+                    "(suite,perf_analyzer: each point measured by both, back to back; reports/crosscheck.md puts "
+                    "them side by side)")
+    group.addoption("--protocol", default="http", choices=("http", "grpc"), help="how every load generator (the "
+                    "engine, perf_analyzer's -i) and the accuracy run reach the server; shared memory on both "
+                    "(default http)")
+    group.addoption("--model-repository", action="append", default=[], metavar="DIR", help="a stock Triton model "
+                    "repository: every deployment in it joins the run, read from its config.pbtxt and served as "
+                    "given (repeatable; the profile's model_repository key too)")
+    group.addoption("--input-data", action="append", default=[], metavar="[DEPLOYMENT=]random|zero|FILE.json|DIR",
+                    help="input data of the --model-repository deployments, as perf_analyzer's --input-data (its "
+                    "JSON layout, validation_data honoured); DEPLOYMENT= for one deployment (repeatable; default "
+                    "random)")
+    group.addoption("--shape", action="append", default=[], metavar="NAME:d1,d2", help="dims of a dynamic input "
+                    "without the batch dim, as perf_analyzer's --shape (repeatable)")
+    group.addoption("--reference", action="append", default=[], metavar="DEPLOYMENT=FILE", help="accuracy "
+                    "reference of a --model-repository deployment: this model file (.onnx, .pt) run in-process "
+                    "instead of the served file (e.g. the ONNX a plan was built from)")
+    group.addoption("--tolerance", action="append", default=[], metavar="OUTPUT=atol,rtol", help="accuracy "
+                    "tolerance of a --model-repository output against its in-process reference and validation_data "
+                    "(repeatable; default 1e-4,1e-4)")
+    group.addoption("--tune-budget", default="", metavar="N|Mm|N,Mm", help="-m tune: at most N configurations "
+                    "and/or M minutes per deployment (default: the profile's tune block, else 9 and 15m)")
+    group.addoption("--tune-strategy", default="search", metavar="search|grid", help="-m tune: the coordinate "
+                    "search (default) or the full grid of the tune space (to compare)")
+    group.addoption("--window-ms", type=float, default=None, help="measurement window length (overrides profile)")
+    group.addoption("--window-requests", type=int, default=None, help="count-based windows of N requests")
+    group.addoption("--stability-percentage", type=float, default=None, help="stability criterion (default 10)")
+    group.addoption("--max-trials", type=int, default=None, help="maximum windows per point before UNSTABLE")
+    group.addoption("--repeat", type=int, default=1, metavar="N", help="measure each performance point N times in "
+                    "interleaved rounds (A B C, A B C: drift shows); the report gives the median and spread")
+    group.addoption("--order", default="ascending", metavar="ascending|descending|shuffled",
+                    help="order of a sweep's points within a round (shuffled: seeded by --order-seed)")
+    group.addoption("--order-seed", type=int, default=0, help="seed of --order shuffled")
+    group.addoption("--max-window-factor", type=int, default=None, help="how far windows may lengthen (doubling) "
+                    "on a busy host before a point is UNSTABLE (default 4)")

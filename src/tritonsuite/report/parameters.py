@@ -1,0 +1,47 @@
+"""The report's "Parameter Name | Parameter Value" table of a deployment: what it is, how it is served, on what."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tritonsuite.deploy.backends import backend_for
+from tritonsuite.deploy.formats import get_format
+from tritonsuite.device import gpu_description, host_description
+from tritonsuite.models.training import training_stats
+from tritonsuite.report.published import PUBLISHED_PARAMETER
+
+
+def deployment_parameters(deployment, server, profile, weights: str, checkpoint: Path | None) -> dict:
+    """``deployment``: a suite Deployment (artifact, config, spec, served_by) on ``server`` under ``profile``;
+    ``weights`` and ``checkpoint``: where its weights came from."""
+    art, cfg = deployment.artifact, deployment.config
+    params = {
+        "GPU": gpu_description(profile.device, profile.gpu, server.local),
+        "Backend": deployment.served_by,
+        "Platform": backend_for(art.format).platform,
+        "Backend accelerator": backend_for(art.format).accelerator_description(cfg),
+        "Precision": art.precision.upper(),
+        "Model format": get_format(art.format).display,
+        "Max batch size": cfg.max_batch_size,
+        "Number of model instances": cfg.instance_count,
+        "Export format": art.format,
+        "Device kind": cfg.instance_kind.replace("KIND_", "").lower(),
+        "Model": f"{deployment.spec.key} ({deployment.spec.description})",
+        "Threads per instance": cfg.intra_op_threads or "runtime default",
+        "Server": f"tritonserver {server.version()} ({server.provenance()})",
+        "Host": host_description(server.local) if server.local else f"the host of {server.describe()}",
+        "Artifact key": art.key[:16],
+        "Weights": weights,
+    }
+    params["Profile"] = profile.name
+    if profile.published:  # the join key of tritonsuite.report.published: whose published tables these rows meet
+        params[PUBLISHED_PARAMETER] = profile.published
+    if cfg.dynamic_batching:
+        params["Preferred batch sizes"] = " ".join(map(str, cfg.preferred_batch_sizes)) or "-"
+        params["Max queue delay (us)"] = cfg.max_queue_delay_microseconds
+    params.update(deployment.spec.parameters)
+    if checkpoint is not None:
+        trained = training_stats(checkpoint)
+        params["Checkpoint"] = (f"trained by the suite ({', '.join(f'{k} {v}' for k, v in trained.items() if k != 'training')})"
+                                if trained else str(checkpoint))
+    params["Export max abs error"] = ", ".join(f"{k} {v:.2g}" for k, v in art.max_abs_error.items())
+    return params

@@ -1,0 +1,212 @@
+"""A tune on the running server: each candidate is a stock deployment (``<deployment>_tune``) loaded in place
+under explicit model control (no restart), measured with the engine at the space's concurrencies, highest first,
+until a point is within the latency bound; then the winner is checked before it is recommended.
+
+- **Measuring a candidate**: a point is given up (STOPPED) after two windows clearly over the bound (the search's
+  own rule) or, from the second candidate on, when its first two windows each gave less than ``DOMINATED_SHARE``
+  of the best score so far: at a lower concurrency it would give less still (closed loop), so the candidate ends
+  there, marked early-stopped. Its score is the inferences/s of the first (highest-concurrency) point within the
+  bound, 0 when none was.
+- **A winner that holds**: accuracy under load at the winner's load (a share of its requests carry the model's
+  accuracy samples, judged against the same requests sent alone), then the winner and the profile's own
+  configuration (the online deployment) measured interleaved, A B three times, at that load; each pair is judged
+  with the suite's comparison statistics (:func:`tritonsuite.judge.compare.compare_points`: throughput beyond the
+  minimum effect and slower requests by Mann-Whitney U). The winner is recommended only when accuracy held (or the
+  model has no accuracy task, which is said), at least two pairs were both valid, and every such pair is a
+  significant improvement.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
+from tritonsuite.load.engine import LoadPoint, Measurement, measure
+from tritonsuite.load.search import judge, stop_when_clearly_over
+from tritonsuite.settings import LatencyBound, MeasurementSettings
+from tritonsuite.spec import ModelSpec
+from tritonsuite.tune.space import Budget, Candidate, TuneSpace
+from tritonsuite.tune.strategy import Evaluation, run_strategy, winner
+
+DOMINATED_SHARE = 0.5
+ABAB_ROUNDS = 3  # winner and default measured interleaved this many times each
+MIN_COMPARABLE = 2  # pairs both valid (OK), so that one unstable point on a busy host does not decide
+#: record(measurement, deployment name, config, tune metadata) -> the row it recorded
+Record = Callable[[Measurement, str, DeploymentConfig, dict], object]
+
+
+@dataclass(frozen=True)
+class TuneTarget:
+    """What is tuned: a deployment already loaded with the profile's own configuration (``name``), and what a
+    candidate deployment is built from."""
+
+    server: object  # a TritonServer with explicit model control
+    name: str
+    spec: ModelSpec
+    artifact: object  # tritonsuite.deploy.export.Artifact
+    config: DeploymentConfig  # the profile's own (online) configuration
+    repository_dir: Path
+    precision: str
+    batch_size: int
+
+    @property
+    def tune_name(self) -> str:
+        return f"{self.name}_tune"
+
+
+@dataclass
+class TuneResult:
+    deployment: str
+    bound: LatencyBound
+    strategy: str
+    space_size: int
+    default: Candidate
+    evaluations: list[Evaluation]
+    best: Evaluation | None = None
+    comparisons: list = field(default_factory=list)  # PointComparison per A B pair
+    accuracy: object = None  # UnderLoadResult at the winner's load
+    accuracy_note: str = ""
+    recommended: bool = False
+    reason: str = ""
+    seconds: float = 0.0
+
+    @property
+    def shipped(self) -> Candidate:
+        """What to ship: the winner when recommended, else the profile's own configuration."""
+        return self.best.candidate if self.recommended and self.best else self.default
+
+    def describe(self) -> str:
+        measured = (f"{len(self.evaluations)} of {self.space_size} configurations measured ({self.strategy}, "
+                    f"{sum(1 for e in self.evaluations if e.early_stopped)} early-stopped), {self.bound}")
+        if self.recommended:
+            gains = ", ".join(f"{c.throughput_delta_percent:+.1f}% (p={c.p_value:.2g})" if c.p_value is not None
+                              else c.verdict for c in self.comparisons)
+            return f"ship {self.best.candidate.label()}: {self.best.score:.1f} inf/s at concurrency " \
+                   f"{self.best.load}; against the profile's configuration, interleaved A B x{len(self.comparisons)}: " \
+                   f"{gains}; {self.accuracy_note}; " \
+                   f"{measured}"
+        return f"keep the profile's configuration ({self.default.label()}): {self.reason}; {measured}"
+
+
+def dominated(incumbent: float, batch: int) -> Callable:
+    """A ``measure(stop_early=...)`` check: the first two windows each under DOMINATED_SHARE of ``incumbent``."""
+    def check(windows) -> str | None:
+        if incumbent <= 0 or len(windows) != 2:
+            return None
+        rates = [len(w.samples) * batch / max(w.end - w.start, 1e-9) for w in windows]
+        if max(rates) < DOMINATED_SHARE * incumbent:
+            return (f"dominated: {rates[0]:.1f} and {rates[1]:.1f} inf/s in its first two windows, under "
+                    f"{DOMINATED_SHARE:.0%} of the best so far ({incumbent:.1f} inf/s)")
+        return None
+    return check
+
+
+def _load(target: TuneTarget, config: DeploymentConfig) -> None:
+    directory = build_deployment(target.repository_dir, target.tune_name, target.spec, target.artifact, config)
+    target.server.load(directory)
+
+
+def _evaluate(target: TuneTarget, space: TuneSpace, bound: LatencyBound, settings: MeasurementSettings,
+              record: Record) -> Callable[[Candidate, float], Evaluation]:
+    over = stop_when_clearly_over(bound)
+    inputs = target.spec.example_inputs(target.batch_size, 0)
+
+    def evaluate(candidate: Candidate, incumbent: float) -> Evaluation:
+        config = candidate.config(target.config)
+        _load(target, config)
+        mine = dominated(incumbent, target.batch_size)
+        found = Evaluation(candidate, 0.0)
+        for concurrency in space.concurrency:
+            m = measure(target.server, target.tune_name, inputs, target.spec.outputs,
+                        LoadPoint(target.batch_size, concurrency), settings,
+                        lambda windows: over(windows) or mine(windows))
+            within, why = judge(m, bound)
+            reason = m.meta.get("stopped_early") or ""  # the engine keeps the stop check's reason as it was given
+            stopped = reason if m.status == "STOPPED" and reason.startswith("dominated") else ""
+            found.points.append(record(m, target.tune_name, config, {
+                "role": "evidence", "candidate": candidate.to_dict(), "label": candidate.label(),
+                "bound": str(bound), "within": within, "why": why, "early_stopped": stopped}))
+            if within:
+                found.score, found.load = float(m.result["Inferences/Second"]), concurrency
+                break
+            if stopped:
+                found.early_stopped = stopped
+                break
+        return found
+    return evaluate
+
+
+def tune(target: TuneTarget, space: TuneSpace, bound: LatencyBound, settings: MeasurementSettings, record: Record,
+         *, strategy: str = "search", budget: Budget | None = None, accuracy_data=None, probe_share: float = 0.1,
+         probe_seed: int = 0) -> TuneResult:
+    """Search ``target``'s configuration space for the most throughput within ``bound``, check the winner, and say
+    whether to ship it. Every measured point goes through ``record`` the moment it exists."""
+    budget = budget or space.budget
+    started = time.monotonic()
+    default = Candidate.of(target.config)
+
+    def exhausted(n: int) -> bool:
+        return n >= budget.configurations or time.monotonic() - started > budget.minutes * 60
+
+    try:
+        evaluations = run_strategy(strategy, space, default, _evaluate(target, space, bound, settings, record),
+                                   exhausted)
+        result = TuneResult(target.name, bound, strategy, space.size(), default, evaluations,
+                            best=winner(evaluations))
+        _verify(target, result, settings, record, accuracy_data, probe_share, probe_seed)
+    finally:
+        target.server.unload(target.tune_name)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _verify(target: TuneTarget, result: TuneResult, settings: MeasurementSettings, record: Record, accuracy_data,
+            probe_share: float, probe_seed: int) -> None:
+    from tritonsuite.judge.compare import compare_points
+
+    best = result.best
+    if best is None:
+        result.reason = "no configuration measured had a point within the bound"
+        return
+    if best.candidate == result.default:
+        result.reason = f"it is the best configuration measured ({best.score:.1f} inf/s at concurrency {best.load})"
+        return
+    config = best.candidate.config(target.config)
+    _load(target, config)
+    point = LoadPoint(target.batch_size, best.load)
+    meta = {"candidate": best.candidate.to_dict(), "label": best.candidate.label(), "bound": str(result.bound)}
+    if accuracy_data is None or probe_share <= 0:
+        result.accuracy_note = ("accuracy under load not checked: " +
+                                ("the model has no accuracy task" if accuracy_data is None else "probe share is 0"))
+    else:
+        from tritonsuite.load.underload import accuracy_under_load
+
+        m, under = accuracy_under_load(target.server, target.tune_name, target.spec, target.precision, accuracy_data,
+                                       point, settings, probe_share, probe_seed)
+        record(m, target.tune_name, config, {**meta, "role": "accuracy", "accuracy_under_load": under.to_dict(),
+                                             "accuracy_line": under.describe()})
+        result.accuracy = under
+        result.accuracy_note = f"accuracy under load {under.describe()}"
+        if not under.passed:
+            result.reason = f"the best configuration ({best.candidate.label()}) broke {result.accuracy_note}"
+            return
+    rows = {"winner": [], "default": []}
+    for _ in range(ABAB_ROUNDS):  # A B A B ...: a busy spell hits both alike
+        for side, name, side_config, candidate in (("winner", target.tune_name, config, best.candidate),
+                                                   ("default", target.name, target.config, result.default)):
+            m = measure(target.server, name, target.spec.example_inputs(target.batch_size, 0), target.spec.outputs,
+                        point, settings)
+            rows[side].append(record(m, name, side_config, {"role": f"abab-{side}", "candidate": candidate.to_dict(),
+                                                            "label": candidate.label(),
+                                                            "bound": str(result.bound)}))
+    result.comparisons = [compare_points(then, now) for then, now in zip(rows["default"], rows["winner"])]
+    judged = [c for c in result.comparisons if c.verdict != "not comparable"]
+    if len(judged) >= MIN_COMPARABLE and all(c.verdict == "improvement" for c in judged):
+        result.recommended = True
+        return
+    result.reason = ("the best configuration measured (" + best.candidate.label() + f", {best.score:.1f} inf/s) did "
+                     f"not beat it significantly in every comparable pair (at least {MIN_COMPARABLE} needed) when "
+                     f"measured again interleaved, {ABAB_ROUNDS} x A B: " +
+                     "; ".join(c.describe() for c in result.comparisons))

@@ -1,0 +1,114 @@
+"""How a tune walks its space: a coordinate search that uses the shape of the problem, or the full grid.
+
+Throughput rises, then saturates, with instance count and batching, and a longer max queue delay trades latency for
+batching: along each setting the score (inferences/s within the latency bound) climbs to a plateau or a peak. So the
+search starts at the deployment's own configuration and walks one setting at a time (instance count, preferred
+batch sizes, max queue delay, threads per instance, max batch size), from the current best to the next higher value
+while the score gains more than ``MIN_GAIN``; when the first step up does not gain, it walks down instead. The best
+moves as soon as a step gains. After a pass over every setting that moved the best, one more pass checks the
+settings again from the new best (they interact). Nothing is measured twice, and the budget (configurations,
+minutes) ends the walk wherever it is. The grid measures every candidate in order (Model Analyzer's brute force),
+for comparison.
+
+Pure: ``evaluate(candidate, incumbent_score)`` measures (or, in the unit tests, computes) one candidate; the
+incumbent lets it give a clearly dominated candidate up early.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tritonsuite.tune.space import DIMENSIONS, Candidate, TuneSpace
+
+MIN_GAIN = 0.03  # a step must gain more than 3% to move the best (window-to-window noise is about that)
+MAX_PASSES = 2
+STRATEGIES = ("search", "grid")
+
+
+@dataclass
+class Evaluation:
+    """One measured candidate: its score (the most inferences/s within the bound, 0 when no point was within it)
+    and the points behind it."""
+
+    candidate: Candidate
+    score: float
+    load: int = 0  # the concurrency the score was measured at (0: none within the bound)
+    early_stopped: str = ""  # why it was given up before its points were all measured ("" when it was not)
+    points: list = field(default_factory=list)  # what the measuring side keeps (rows, measurements)
+    order: int = 0  # 1 for the first candidate measured
+
+
+class _Spent(Exception):
+    pass
+
+
+def _key(value):
+    return (max(value) if value else 0, len(value)) if isinstance(value, tuple) else value
+
+
+def run_strategy(strategy: str, space: TuneSpace, start: Candidate,
+                 evaluate: Callable[[Candidate, float], Evaluation], exhausted: Callable[[int], bool]
+                 ) -> list[Evaluation]:
+    """Every evaluation made, in order. ``exhausted(n)`` says whether the budget allows no more after ``n``."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"tune strategy {strategy!r}; valid choices: {', '.join(STRATEGIES)}")
+    measured: dict[Candidate, Evaluation] = {}
+    order: list[Evaluation] = []
+
+    def best_score() -> float:
+        return max((e.score for e in order), default=0.0)
+
+    def score(candidate: Candidate) -> float:
+        if candidate not in measured:
+            if exhausted(len(order)):
+                raise _Spent
+            found = evaluate(candidate, best_score())
+            found.order = len(order) + 1
+            measured[candidate] = found
+            order.append(found)
+        return measured[candidate].score
+
+    try:
+        if strategy == "grid":
+            for candidate in space.grid():
+                score(candidate)
+        else:
+            _coordinate(space, start, score)
+    except _Spent:
+        pass
+    return order
+
+
+def _coordinate(space: TuneSpace, start: Candidate, score: Callable[[Candidate], float]) -> None:
+    best, best_value = start, score(start)
+    for _ in range(MAX_PASSES):
+        moved_in_pass = False
+        for dimension in DIMENSIONS:
+            current = getattr(best, dimension)
+            ordered = sorted(set(space.values(dimension)) | {current}, key=_key)
+            if len(ordered) < 2:
+                continue
+            here = ordered.index(current)
+            for direction in (1, -1):
+                moved, step = False, here
+                while 0 <= step + direction < len(ordered):
+                    step += direction
+                    candidate = space.with_value(best, dimension, ordered[step])
+                    if not space.valid(candidate):
+                        continue
+                    value = score(candidate)
+                    if value > best_value * (1 + MIN_GAIN):
+                        best, best_value, moved = candidate, value, True
+                    else:
+                        break  # saturated (or past the peak) this way
+                if moved:
+                    moved_in_pass = True
+                    break  # it climbed up: no need to look down
+        if not moved_in_pass:
+            return
+
+
+def winner(evaluations: list[Evaluation]) -> Evaluation | None:
+    """The highest-scoring evaluation with a point within the bound (the first measured on a tie)."""
+    within = [e for e in evaluations if e.score > 0 and not e.early_stopped]
+    return max(within, key=lambda e: (e.score, -e.order), default=None)

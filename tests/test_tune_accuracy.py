@@ -1,0 +1,71 @@
+"""A tune on the real embedded Triton never recommends a configuration that breaks accuracy under load: the
+"mixing" ONNX model of test_underload (each sample plus its batch's mean: right alone, wrong when batched) against
+the correct one (2x), with the same space. The profile's configuration waits 20 ms for a batch of 8 that never
+fills at concurrency 4; no queue delay is much faster, and batches requests (one instance, four in flight)."""
+from types import SimpleNamespace
+
+import pytest
+
+from tests.test_underload import FAST, _graph, _spec
+from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
+from tritonsuite.server import EmbeddedServer
+from tritonsuite.settings import LatencyBound
+from tritonsuite.tune import parse_space
+from tritonsuite.tune.runner import TuneTarget, tune
+
+SLOW = DeploymentConfig(max_batch_size=8, intra_op_threads=1, dynamic_batching=True, preferred_batch_sizes=(8,),
+                        max_queue_delay_microseconds=20_000)
+SPACE = parse_space({"instance_count": [1], "preferred_batch_sizes": [[8]], "max_queue_delay_microseconds": [0, 20_000],
+                     "concurrency": [4]}, "test.tune", max_batch_size=8, instance_count=1, preferred_batch_sizes=(8,),
+                    max_queue_delay_microseconds=20_000, intra_op_threads=1, concurrency=(4,))
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    import onnx
+
+    models, repo = tmp_path_factory.mktemp("onnx"), tmp_path_factory.mktemp("repo")
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+        targets = {}
+        for kind in ("mixing", "correct"):
+            onnx.save(_graph(kind), models / f"{kind}.onnx")
+            artifact = SimpleNamespace(path=models / f"{kind}.onnx", format="onnx")
+            server.load(build_deployment(repo, kind, _spec(kind), artifact, SLOW))
+            targets[kind] = TuneTarget(server, kind, _spec(kind), artifact, SLOW, repo, "fp32", 1)
+        yield targets
+
+
+def _tune(target):
+    rows = []
+
+    def record(measurement, name, config, meta):
+        row = measurement.to_row(scenario="tune", model=target.name, deployment=name)
+        row.measurement["tune"] = meta
+        rows.append(row)
+        return row
+
+    result = tune(target, SPACE, LatencyBound.parse("p99 <= 2000 ms"), FAST, record,
+                  accuracy_data=target.spec.accuracy_data(), probe_share=0.5, probe_seed=3)
+    return result, rows
+
+
+def test_a_winner_that_breaks_accuracy_under_load_is_not_recommended(served):
+    result, rows = _tune(served["mixing"])
+    assert result.best is not None and result.best.candidate.max_queue_delay_microseconds == 0, result.describe()
+    assert result.accuracy is not None and not result.accuracy.passed
+    assert not result.recommended
+    assert result.shipped == result.default  # the profile's configuration stays
+    assert "broke accuracy under load FAILED" in result.reason, result.reason
+    assert result.describe().startswith("keep the profile's configuration")
+    assert [r.measurement["tune"]["role"] for r in rows].count("accuracy") == 1
+
+
+def test_the_same_search_recommends_the_winner_of_a_correct_model(served):
+    result, rows = _tune(served["correct"])
+    assert result.best is not None and result.best.candidate.max_queue_delay_microseconds == 0, result.describe()
+    assert result.accuracy is not None and result.accuracy.passed, result.accuracy.describe()
+    # the interleaved pairs (A B A B A B) are significant improvements over the profile's configuration
+    assert [c.verdict for c in result.comparisons] == ["improvement"] * 3, result.describe()
+    assert result.recommended and result.shipped == result.best.candidate
+    roles = [r.measurement["tune"]["role"] for r in rows]
+    assert roles.count("evidence") == 2 and roles[-6:] == ["abab-winner", "abab-default"] * 3

@@ -1,0 +1,170 @@
+"""The tune's search on synthetic response surfaces (deterministic): it must land within 5% of the grid's best
+while measuring at most a third of the grid, respect its budget, never measure a candidate twice, and never name an
+early-stopped or out-of-bound candidate the winner. Also the tune block's parsing and its one-line errors."""
+import pytest
+
+from tritonsuite.tune import Budget, Candidate, Evaluation, TuneError, parse_space, run_strategy, winner
+
+DEFAULTS = dict(max_batch_size=64, instance_count=1, preferred_batch_sizes=(16,), max_queue_delay_microseconds=2000,
+                intra_op_threads=1, concurrency=(1, 4, 16))
+SPACE = parse_space({"instance_count": [1, 2, 3], "preferred_batch_sizes": [[], [16], [64]],
+                     "max_queue_delay_microseconds": [0, 2000, 8000]}, "tft.tune", **DEFAULTS)
+START = Candidate(1, 64, (16,), 2000, 1)
+
+
+def saturating(c: Candidate) -> float:
+    """Throughput rises then saturates with instances (2 cores), batching helps, a long delay costs a little."""
+    instances = {1: 1.0, 2: 1.7, 3: 1.75}[c.instance_count]
+    batching = {(): 1.0, (16,): 1.3, (64,): 1.4}[c.preferred_batch_sizes]
+    delay = {0: 0.9, 2000: 1.0, 8000: 0.97}[c.max_queue_delay_microseconds]
+    return 100.0 * instances * batching * delay
+
+
+def peaked(c: Candidate) -> float:
+    """A peak inside the space: 2 instances best (3 thrash), preferred 16 best, no delay best."""
+    instances = {1: 1.0, 2: 1.5, 3: 1.2}[c.instance_count]
+    batching = {(): 1.1, (16,): 1.25, (64,): 0.9}[c.preferred_batch_sizes]
+    delay = {0: 1.1, 2000: 1.0, 8000: 0.8}[c.max_queue_delay_microseconds]
+    return 80.0 * instances * batching * delay
+
+
+def bounded(c: Candidate) -> float:
+    """Long delays with big batches break the latency bound (score 0): the best within it is elsewhere."""
+    if c.max_queue_delay_microseconds == 8000 and c.preferred_batch_sizes == (64,):
+        return 0.0
+    return saturating(c)
+
+
+def _evaluate(surface, log):
+    def evaluate(candidate, incumbent):
+        log.append(candidate)
+        return Evaluation(candidate, surface(candidate), load=16 if surface(candidate) > 0 else 0)
+    return evaluate
+
+
+@pytest.mark.parametrize("surface", [saturating, peaked, bounded])
+def test_search_within_5_percent_of_the_grid_with_a_third_of_the_measurements(surface):
+    grid = run_strategy("grid", SPACE, START, _evaluate(surface, []), lambda n: False)
+    assert len(grid) == SPACE.size() == 27
+    log = []
+    budget = SPACE.budget.configurations  # the default budget: a third of this 27-configuration space
+    assert budget <= SPACE.size() / 3
+    found = run_strategy("search", SPACE, START, _evaluate(surface, log), lambda n: n >= budget)
+    assert len(found) <= budget, [e.candidate.label() for e in found]
+    assert len(set(log)) == len(log)  # nothing measured twice
+    assert found[0].candidate == START  # it starts from the profile's own configuration
+    best_grid = winner(grid).score
+    assert winner(found).score >= 0.95 * best_grid
+
+
+def test_the_budget_ends_the_walk():
+    found = run_strategy("search", SPACE, START, _evaluate(saturating, []), lambda n: n >= 3)
+    assert len(found) == 3
+    grid = run_strategy("grid", SPACE, START, _evaluate(saturating, []), lambda n: n >= 5)
+    assert len(grid) == 5
+
+
+def test_winner_skips_early_stopped_and_out_of_bound_candidates():
+    a, b, c = (Candidate(i, 64, (), 0, 1) for i in (1, 2, 3))
+    evaluations = [Evaluation(a, 50.0, 16, order=1), Evaluation(b, 0.0, order=2),
+                   Evaluation(c, 90.0, 16, early_stopped="dominated", order=3)]
+    assert winner(evaluations).candidate == a
+    assert winner([Evaluation(b, 0.0)]) is None
+
+
+def test_a_flat_surface_stops_after_one_step_each_way():
+    found = run_strategy("search", SPACE, START, _evaluate(lambda c: 100.0, []), lambda n: False)
+    # the start; instance count starts at its lowest: one step up; the others one step up and one down
+    assert len(found) == 1 + 1 + 2 + 2
+
+
+def test_tune_block_errors_name_the_bad_value_and_the_choices():
+    with pytest.raises(TuneError, match=r"unknown key instances; valid keys: instance_count"):
+        parse_space({"instances": [1]}, "tft.tune", **DEFAULTS)
+    with pytest.raises(TuneError, match=r"preferred_batch_sizes \[128\]: valid range 1..64"):
+        parse_space({"preferred_batch_sizes": [[128]]}, "tft.tune", **DEFAULTS)
+    with pytest.raises(TuneError, match=r"objective 'latency': valid choices: throughput"):
+        parse_space({"objective": "latency"}, "tft.tune", **DEFAULTS)
+    with pytest.raises(TuneError, match=r"instance_count 0: expected integers >= 1"):
+        parse_space({"instance_count": [0, 1]}, "tft.tune", **DEFAULTS)
+
+
+def test_defaults_around_the_profile_configuration():
+    space = parse_space(None, "tft.tune", **DEFAULTS)
+    assert space.instance_count == (1, 2, 3)
+    assert space.preferred_batch_sizes == ((), (16,), (64,))
+    assert space.max_queue_delay_microseconds == (0, 2000, 8000)
+    assert space.concurrency == (16, 4, 1)  # highest first
+    assert space.budget == Budget()
+
+
+def test_budget_option():
+    assert Budget.parse("12", Budget()) == Budget(12, Budget().minutes)
+    assert Budget.parse("5,2.5m", Budget()) == Budget(5, 2.5)
+    with pytest.raises(TuneError, match=r"--tune-budget 'ten': expected configurations"):
+        Budget.parse("ten", Budget())
+
+
+def test_candidate_is_a_stock_configuration():
+    from tritonsuite.deploy.repository import DeploymentConfig
+
+    base = DeploymentConfig(max_batch_size=64, intra_op_threads=1)
+    config = Candidate(3, 64, (64,), 8000, 1).config(base)
+    assert (config.instance_count, config.preferred_batch_sizes, config.max_queue_delay_microseconds,
+            config.dynamic_batching) == (3, (64,), 8000, True)
+    assert Candidate.of(config) == Candidate(3, 64, (64,), 8000, 1)
+
+
+def _row(role, label, concurrency, throughput, p99, within=True, stopped="", status="OK", **tune):
+    from tritonsuite.rows import Row
+
+    return Row(scenario="tune", model="tft", deployment="tft_cpu_onnx_fp32_online", status=status, batch=1,
+               concurrency=concurrency, result={"Inferences/Second": throughput, "p99 latency": p99},
+               measurement={"tune": {"role": role, "label": label, "bound": "p99 <= 100 ms", "within": within,
+                                     "why": f"p99 {p99} ms", "early_stopped": stopped, **tune}})
+
+
+def test_pages_mark_early_stopped_configurations_and_the_answer(tmp_path):
+    from tritonsuite.report.tune import PLOT, write_tune_pages
+
+    rows = [_row("evidence", "1 inst", 16, 1400.0, 26.5),
+            _row("evidence", "3 inst", 16, 500.0, 80.0, within=False, status="STOPPED",
+                 stopped="dominated: 480.0 and 500.0 inf/s in its first two windows"),
+            _row("evidence", "2 inst", 16, 1700.0, 20.0),
+            _row("answer", "2 inst", 16, 1700.0, 20.0, answer="ship 2 inst: 1700.0 inf/s", recommended=True,
+                 configurations=3, space=27, seconds=60.0)]
+    written = write_tune_pages(tmp_path, rows)
+    page = (tmp_path / "tune" / "tft_cpu_onnx_fp32_online" / "summary.md").read_text()
+    assert {p.name for p in written} == {"summary.md", PLOT}
+    assert page.splitlines()[2] == "**Recommended**: ship 2 inst: 1700.0 inf/s"
+    assert "3 of 27 configurations measured" in page
+    evidence = [line for line in page.splitlines() if line.startswith("| 2 ")][0]
+    assert "early-stopped: dominated" in evidence and "STOPPED" in evidence
+
+
+def test_a_bad_tune_block_is_a_one_line_profile_error(tmp_path):
+    from tritonsuite.profiles import ProfileError, load_profile
+
+    (tmp_path / "mine.yaml").write_text(
+        "device: cpu\nmodels:\n  tft:\n    size: cpu\n    formats: [onnx]\n    precisions: [fp32]\n"
+        "    max_batch_size: 64\n    online: {concurrency: [4], latency_bound: p99 <= 100 ms}\n"
+        "    tune: {max_queue_delay_microseconds: [-1]}\n")
+    with pytest.raises(ProfileError, match=r"^tft.tune.max_queue_delay_microseconds -1: expected integers >= 0$"):
+        load_profile("mine", tmp_path)
+
+
+def test_dominated_gives_a_point_up_after_two_windows_each_under_half_the_best():
+    import numpy as np
+
+    from tritonsuite.load.windows import Window
+    from tritonsuite.tune.runner import dominated
+
+    def window(requests):  # one second, `requests` completed requests of batch 1
+        return Window(0.0, 1.0, np.zeros((requests, 4)), {}, 0.0)
+
+    check = dominated(1000.0, 1)
+    assert check([window(400)]) is None  # one window decides nothing
+    assert check([window(400), window(600)]) is None  # one of the two is not under half
+    assert check([window(400), window(450)]).startswith("dominated: 400.0 and 450.0 inf/s in its first two windows")
+    assert check([window(400), window(450), window(450)]) is None  # only the first two windows are judged
+    assert dominated(0.0, 1)([window(1), window(1)]) is None  # nothing to be dominated by yet
