@@ -16,3 +16,14 @@ def identity_repo(tmp_path_factory):
     repo = tmp_path_factory.mktemp("repo")
     build_deployment(repo, "identity", spec, artifact, DeploymentConfig(max_batch_size=8))
     return repo
+
+
+@pytest.fixture(scope="module")
+def pa():
+    """The pinned perf_analyzer (fetched once), or a skip with the reason it cannot run here."""
+    from tritonsuite.load import perfanalyzer
+
+    reason = perfanalyzer.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    return perfanalyzer.default()

@@ -2,7 +2,6 @@
 and a pytest run with both load generators writing the cross-check. Skipped, with the reason, only where
 perf_analyzer cannot be obtained or started on this host."""
 import psutil
-import pytest
 
 from tests.helpers import raw_rows, run_leftovers, run_pytest
 from tritonsuite.load import perfanalyzer
@@ -17,14 +16,6 @@ from tritonsuite.settings import MeasurementSettings
 # plumbing and agreement, not this host's noise: any spread of the last windows counts as stable
 SETTINGS = MeasurementSettings(window_ms=500, stability_percentage=100, max_trials=6, warmup_ms=200)
 BROAD_FACTOR = 5.0  # the two generators agree within this factor on one point of the same server
-
-
-@pytest.fixture(scope="module")
-def pa():
-    reason = perfanalyzer.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    return perfanalyzer.default()
 
 
 def _perf_analyzers() -> list[int]:

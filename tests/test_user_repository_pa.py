@@ -11,18 +11,9 @@ import pytest
 
 from tests.test_user_repository import FIXTURE, _make
 from tritonsuite.deploy import userrepo
-from tritonsuite.load import perfanalyzer
 from tritonsuite.server import EmbeddedServer
 
 pytestmark = pytest.mark.smoke
-
-
-@pytest.fixture(scope="module")
-def pa():
-    reason = perfanalyzer.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    return perfanalyzer.default()
 
 
 def _run(pa, url, protocol, data, extra=()):

@@ -10,7 +10,7 @@ from tritonsuite.spec import PRECISIONS
 
 MARKERS = {
     "offline": "offline performance scenario (static batching, shared memory, batch-size sweep)",
-    "online": "online performance scenario (dynamic batching, HTTP, concurrency sweep)",
+    "online": "online performance scenario (dynamic batching, HTTP or gRPC, concurrency sweep and request rates)",
     "accuracy": "accuracy of a deployment against its reference, with thresholds",
     "tune": "configuration search of each online deployment for the most throughput within its latency bound",
     "smoke": "short end-to-end run on the embedded server with the tiny model",
