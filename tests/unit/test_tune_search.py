@@ -72,10 +72,31 @@ def test_winner_skips_early_stopped_and_out_of_bound_candidates():
     assert winner([Evaluation(b, 0.0)]) is None
 
 
-def test_a_flat_surface_stops_after_one_step_each_way():
+def interacting(c: Candidate) -> float:
+    """As measured on TFT cpu: a shorter queue delay alone changes nothing (within the noise), but only with it do
+    more instances pay; with the profile's delay they cost."""
+    if c.max_queue_delay_microseconds == 0:
+        instances = {1: 0.99, 2: 1.1, 3: 1.25}[c.instance_count]
+    else:
+        instances = {1: 1.0, 2: 0.85, 3: 0.8}[c.instance_count]
+    batching = {(): 0.93, (16,): 1.0, (64,): 0.95}[c.preferred_batch_sizes]
+    delay = {0: 1.0, 2000: 1.0, 8000: 0.9}[c.max_queue_delay_microseconds]
+    return 1400.0 * instances * batching * delay
+
+
+def test_a_step_along_the_plateau_finds_what_no_single_setting_does():
+    grid = run_strategy("grid", SPACE, START, _evaluate(interacting, []), lambda n: False)
+    found = run_strategy("search", SPACE, START, _evaluate(interacting, []), lambda n: n >= SPACE.budget.configurations)
+    assert winner(found).candidate == winner(grid).candidate == Candidate(3, 64, (16,), 0, 1)
+    assert len(found) <= SPACE.size() / 3
+
+
+def test_a_flat_surface_stops_after_one_sideways_step():
     found = run_strategy("search", SPACE, START, _evaluate(lambda c: 100.0, []), lambda n: False)
-    # the start; instance count starts at its lowest: one step up; the others one step up and one down
-    assert len(found) == 1 + 1 + 2 + 2
+    # the start; instance count starts at its lowest: one step up; the others one step up and one down; then one
+    # sideways step (to 2 instances) and the settings from there: instances up and down (1 is measured), the others
+    # up and down
+    assert len(found) == 1 + 1 + 2 + 2 + 1 + 2 + 2
 
 
 def test_tune_block_errors_name_the_bad_value_and_the_choices():
