@@ -189,12 +189,13 @@ def test_the_one_command_lists_its_subcommands():
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.startswith("usage: tritonsuite"), result.stdout
     listed = {line.split()[0] for line in result.stdout.splitlines() if line[:4] == "    " and line[4:5].isalpha()}
-    assert listed == {"compare", "crosscheck", "report", "selfbench", "busyhost", "build-local-image"} \
-        <= set(SUBCOMMANDS), result.stdout
+    assert listed == set(SUBCOMMANDS), result.stdout
+    assert {"compare", "crosscheck", "report", "selfbench", "busyhost", "fp16-diagnose",
+            "build-local-image"} <= listed, result.stdout
 
 
 @pytest.mark.parametrize("subcommand", ["compare", "crosscheck", "report", "selfbench", "busyhost",
-                                        "build-local-image"])
+                                        "fp16-diagnose", "build-local-image"])
 def test_each_subcommand_has_help(subcommand):
     result = subprocess.run([_console_script(), subcommand, "--help"], capture_output=True, text=True, timeout=120,
                             stdin=subprocess.DEVNULL)
