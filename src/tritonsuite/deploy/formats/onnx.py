@@ -71,9 +71,28 @@ def to_float16(path: Path, block_list: tuple[str, ...] = ()) -> None:
     casts = [n.name for n in model.graph.node if n.op_type == "Cast"
              and any(a.name == "to" and a.i == onnx.TensorProto.FLOAT for a in n.attribute)]
     blocked = list(dict.fromkeys(list(float16.DEFAULT_OP_BLOCK_LIST) + list(block_list))) if block_list else None
+    declared = {o.name: o.type.tensor_type.elem_type for o in model.graph.output}
     converted = float16.convert_float_to_float16(model, keep_io_types=True, op_block_list=blocked,
                                                  node_block_list=casts)
+    _restore_output_types(converted, declared)
     onnx.save(converted, str(path))
+
+
+def _restore_output_types(model, declared: dict[str, int]) -> None:
+    """onnxconverter-common 1.16 types a graph output float16 despite ``keep_io_types`` when a blocked op produces
+    it (a Softmax last: its output is cast to half, measured); the Cast to half becomes a Cast to the declared type.
+    Any other mistyped output is left for export's output-dtype check to refuse."""
+    producers = {o: n for n in model.graph.node for o in n.output}
+    for out in model.graph.output:
+        want = declared.get(out.name)
+        if want is None or out.type.tensor_type.elem_type == want:
+            continue
+        node = producers.get(out.name)
+        if node is not None and node.op_type == "Cast":
+            for a in node.attribute:
+                if a.name == "to":
+                    a.i = want
+            out.type.tensor_type.elem_type = want
 
 
 def _separate_consumed_outputs(model) -> None:
