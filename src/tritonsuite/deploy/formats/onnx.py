@@ -65,6 +65,8 @@ def to_float16(path: Path, block_list: tuple[str, ...] = ()) -> None:
 
     model = onnx.load(str(path))
     _separate_consumed_outputs(model)
+    if block_list:
+        _inline_initializer_identities(model)
     # the model's own casts to float stay casts: converted, their output would be typed float16 while the node
     # still casts to float, and onnxruntime refuses the graph. The ops after them are converted: an fp32 export
     # has no cast back to half to mark where a model's fp32 island ends (a known limit, docs/precision.md)
@@ -93,6 +95,23 @@ def _restore_output_types(model, declared: dict[str, int]) -> None:
                 if a.name == "to":
                     a.i = want
             out.type.tensor_type.elem_type = want
+
+
+def _inline_initializer_identities(model) -> None:
+    """torch's exporter shares equal initializers through Identity nodes (every LayerNorm's zero bias read from
+    one); onnxconverter-common 1.16 converts the initializer to half but leaves the Identity's output typed float
+    where a blocked op reads it, and onnxruntime refuses the graph (measured on BERT, FastPitch, nnU-Net, TFT). Each
+    such Identity becomes its own copy of the initializer."""
+    from onnx import numpy_helper
+
+    graph = model.graph
+    initializers = {i.name: i for i in graph.initializer}
+    outputs = {o.name for o in graph.output}
+    for node in [n for n in graph.node if n.op_type == "Identity" and n.input[0] in initializers
+                 and n.output[0] not in outputs]:
+        graph.initializer.append(numpy_helper.from_array(numpy_helper.to_array(initializers[node.input[0]]),
+                                                         node.output[0]))
+        graph.node.remove(node)
 
 
 def _separate_consumed_outputs(model) -> None:

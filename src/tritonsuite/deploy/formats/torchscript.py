@@ -77,7 +77,16 @@ class _TorchScript(Format):
 
         with tempfile.TemporaryDirectory(prefix="tritonsuite-signature-") as tmp, \
                 torch.inference_mode(False), torch.no_grad():
-            wrapper, arguments = _signature_wrapper(module, spec, example, Path(tmp))
+            try:
+                wrapper, arguments = _signature_wrapper(module, spec, example, Path(tmp))
+            except RuntimeError as exc:
+                if precision != "mixed":
+                    raise
+                # measured: TFT's LSTM under CPU autocast goes to oneDNN's fp16 LSTM, which refuses ("could not
+                # create a primitive descriptor for the LSTM forward propagation primitive")
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise ExportUnsupported(f"{spec.key} does not run under its mixed recipe on "
+                                        f"{example[0].device.type}: {first}") from None
             torch.jit.save(self._compile(wrapper, arguments, spec), str(path))
 
     def _compile(self, wrapper, arguments: tuple, spec):
