@@ -152,6 +152,13 @@ class ModelSpec:
     def key(self) -> str:
         return f"{self.name}:{self.size}"
 
+    @property
+    def supported_precisions(self) -> tuple[str, ...]:
+        """``precisions``, and ``mixed`` wherever fp16 is declared (mixed is fp16 with fp32 islands, judged by
+        fp16's rules; declaring it is not needed, so adding it edits no model's source, which keys its cache)."""
+        return tuple(self.precisions) + tuple(p for p, rules in RULES_OF.items()
+                                              if rules in self.precisions and p not in self.precisions)
+
     def _tolerances(self, precision: str) -> Mapping[str, tuple[float, ...]]:
         return (self.tolerances.get(precision) or self.tolerances.get(rule_precision(precision))
                 or self.tolerances.get("fp32") or {})

@@ -157,3 +157,13 @@ def test_an_artifact_with_half_outputs_fails_its_export(cache, monkeypatch):
                                              r"the configuration declares float32 \(TYPE_FP32\)$"):
         export(spec, "onnx", "mixed", cache / "half-outputs")
     assert not list((cache / "half-outputs").glob("*onnx*")), "a refused export leaves nothing in the cache"
+
+
+def test_mixed_is_supported_wherever_fp16_is():
+    from tritonsuite.models import default_registry
+
+    assert _spec().supported_precisions == ("fp32", "fp16", "mixed")
+    registry = default_registry()
+    for name in ("bert", "fastpitch", "nnunet", "tft", "wide_deep"):
+        assert "mixed" in registry.get(name, "tiny").supported_precisions
+    assert registry.get("identity", "tiny").supported_precisions == ("fp32",)

@@ -93,8 +93,9 @@ def check_supported(spec: ModelSpec, fmt: str, precision: str) -> None:
         raise ValueError(f"unknown precision {precision!r}; valid choices: {', '.join(PRECISIONS)}")
     if fmt not in spec_formats(spec):
         raise ExportUnsupported(f"{spec.key} does not support {fmt}; it supports {', '.join(spec_formats(spec))}")
-    if precision not in spec.precisions:
-        raise ExportUnsupported(f"{spec.key} does not support {precision}; it supports {', '.join(spec.precisions)}")
+    if precision not in spec.supported_precisions:
+        raise ExportUnsupported(f"{spec.key} does not support {precision}; it supports "
+                                f"{', '.join(spec.supported_precisions)}")
     reason = (form.unavailable_reason(spec, precision) or backend_for(fmt).supports(spec)
               or unavailable_reason(precision))
     if reason:

@@ -167,7 +167,7 @@ def make_spec(size: str) -> ModelSpec:
         outputs=(TensorSpec("output__0", "float32", (seq_len,)), TensorSpec("output__1", "float32", (seq_len,))),
         example_inputs=_example_inputs(seq_len, cfg["vocab_size"]),
         formats=("ts-trace", "ts-script", "onnx"),
-        precisions=("fp32", "fp16", "mixed"),
+        precisions=("fp32", "fp16"),
         tolerances=TOLERANCES,
         accuracy_data=lambda dataset=None, checkpoint=None: _accuracy_data(size, checkpoint, dataset),
         config={**cfg, "qa_head_seed": QA_HEAD_SEED},

@@ -404,7 +404,7 @@ def make_spec(size: str) -> ModelSpec:
                  TensorSpec("OUTPUT__4", "float32", (-1,), max_shape=(PERF_SEQ_LEN,))),
         example_inputs=_example_inputs,
         formats=("ts-trace", "ts-script", "onnx"),
-        precisions=("fp32", "fp16", "mixed"),
+        precisions=("fp32", "fp16"),
         tolerances=TOLERANCES,
         accuracy_data=lambda dataset=None, checkpoint=None: _accuracy_data(size, dataset, checkpoint),
         config={**cfg, "symbols": SYMBOLS, "seed": SEED, "n_mel": N_MEL},

@@ -327,7 +327,7 @@ def make_spec(size: str) -> ModelSpec:
         outputs=(TensorSpec("OUTPUT__0", "int64", (patch, patch, patch)),),
         example_inputs=_example_inputs(patch),
         formats=("ts-script", "ts-trace", "onnx"),
-        precisions=("fp32", "fp16", "mixed"),
+        precisions=("fp32", "fp16"),
         tolerances=TOLERANCES,
         accuracy_data=lambda dataset=None, checkpoint=None: _accuracy_data(size, dataset, checkpoint),
         config={**{k: v for k, v in cfg.items() if k != "trained"}, "classes": CLASSES, "weights_seed": WEIGHTS_SEED},

@@ -519,7 +519,7 @@ def make_spec(size: str) -> ModelSpec:
         outputs=(TensorSpec("target__0", "float32", (HORIZON, len(QUANTILES))),),
         example_inputs=_example_inputs(size),
         formats=("ts-trace", "ts-script", "onnx"),
-        precisions=("fp32", "fp16", "mixed"),
+        precisions=("fp32", "fp16"),
         tolerances=TOLERANCES,
         accuracy_data=lambda dataset=None, checkpoint=None: _accuracy_data(size, dataset),
         config={**cfg, "horizon": HORIZON, "quantiles": QUANTILES, "known": KNOWN_FEATURES},
