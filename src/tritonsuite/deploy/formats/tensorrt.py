@@ -4,7 +4,8 @@ by Triton's ``tensorrt_plan`` platform as ``model.plan``.
 The build is explicit-batch with one optimization profile: the batch dimension from 1 up to the largest batch the
 deployment is asked for (its max batch size among them; opt at the largest swept batch), each dynamic (-1) input
 dim from 1 up to the spec's ``max_shape`` (opt at the example inputs' size). fp16 sets the builder's FP16 flag over
-the fp32 ONNX; fp32 clears TF32, so fp32 means fp32. A plan runs only on the TensorRT version that built it and on
+the fp32 ONNX; mixed does too and pins :data:`FP32_LAYERS` to fp32 (:func:`pin_fp32_layers`; never built on these
+machines, which cannot install TensorRT); fp32 clears TF32, so fp32 means fp32. A plan runs only on the TensorRT version that built it and on
 GPUs of the compute capability it was built for: both are part of its cache key and recorded beside it
 (``artifact.json``), and a deployment on a server whose TensorRT differs is refused
 (:func:`tritonsuite.deploy.backends.tensorrt.check_plan_version`).
