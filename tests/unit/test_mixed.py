@@ -167,3 +167,51 @@ def test_mixed_is_supported_wherever_fp16_is():
     for name in ("bert", "fastpitch", "nnunet", "tft", "wide_deep"):
         assert "mixed" in registry.get(name, "tiny").supported_precisions
     assert registry.get("identity", "tiny").supported_precisions == ("fp32",)
+
+
+def test_tensorrt_mixed_pins_the_listed_layers_to_fp32():
+    """TensorRT cannot be installed here: the pinning walks a network through TensorRT's documented Python API,
+    exercised with a stand-in exposing those names (layer types, the concrete classes' ``op``, ``precision``,
+    ``set_output_type``, the builder flag). A build on a TensorRT host is still to be done."""
+    from enum import Enum
+    from types import SimpleNamespace
+
+    from tritonsuite.deploy.formats.tensorrt import pin_fp32_layers
+
+    LayerType = Enum("LayerType", "NORMALIZATION SOFTMAX REDUCE UNARY ELEMENTWISE MATRIX_MULTIPLY SHUFFLE")
+    UnaryOperation = Enum("UnaryOperation", "EXP LOG SQRT RECIP ABS")
+    ElementWiseOperation = Enum("ElementWiseOperation", "POW SUM PROD")
+    float32, float16, int32 = "float32", "float16", "int32"
+
+    class Layer:
+        def __init__(self, kind, op=None, dtype=float16):
+            self.type, self.op, self.precision, self.num_outputs = kind, op, None, 1
+            self._out, self.set_types = SimpleNamespace(dtype=dtype), {}
+
+        def get_output(self, i):
+            return self._out
+
+        def set_output_type(self, i, dtype):
+            self.set_types[i] = dtype
+
+    class IUnaryLayer(Layer):
+        pass
+
+    class IElementWiseLayer(Layer):
+        pass
+
+    layers = [Layer(LayerType.MATRIX_MULTIPLY), Layer(LayerType.NORMALIZATION), Layer(LayerType.SOFTMAX),
+              Layer(LayerType.REDUCE), Layer(LayerType.REDUCE, dtype=int32), Layer(LayerType.UNARY, UnaryOperation.EXP),
+              Layer(LayerType.UNARY, UnaryOperation.ABS), Layer(LayerType.ELEMENTWISE, ElementWiseOperation.POW),
+              Layer(LayerType.ELEMENTWISE, ElementWiseOperation.SUM), Layer(LayerType.SHUFFLE)]
+    flags = []
+    trt = SimpleNamespace(LayerType=LayerType, UnaryOperation=UnaryOperation,
+                          ElementWiseOperation=ElementWiseOperation, IUnaryLayer=IUnaryLayer,
+                          IElementWiseLayer=IElementWiseLayer, float32=float32, float16=float16,
+                          BuilderFlag=SimpleNamespace(OBEY_PRECISION_CONSTRAINTS="obey"))
+    network = SimpleNamespace(num_layers=len(layers), get_layer=lambda i: layers[i])
+    config = SimpleNamespace(set_flag=flags.append)
+    assert pin_fp32_layers(trt, network, config) == 5
+    assert [i for i, layer in enumerate(layers) if layer.precision == float32] == [1, 2, 3, 5, 7]
+    assert all(layers[i].set_types == {0: float32} for i in (1, 2, 3, 5, 7))
+    assert flags == ["obey"]
