@@ -2,6 +2,8 @@
 
 - ``overflow``: a normalisation whose sum of squares exceeds half's range (65504): in fp16 it is inf and the output
   collapses to 0. ``overflow_island`` is the same model with that reduction in an fp32 island: fp16 passes.
+  As ``mixed``, ``overflow`` passes: its reduction is a module (``SumOfSquaresNorm``) the spec declares among its
+  fp32 module types, so the mixed recipes keep it in fp32 (ts-trace under autocast and ts-script alike).
 - ``perturbed``: converting it to half also scales one layer's weights by 1% (a broken conversion): the artifact
   matches its own fp16 eager model, so only judging against fp32 catches it.
 
@@ -10,7 +12,7 @@ gives ~5e-4 here, a 1% weight change 0.01).
 """
 import numpy as np
 
-from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec
+from tritonsuite.spec import FP32_MODULES, AccuracyData, Metric, ModelSpec, TensorSpec
 
 WIDTH = 16
 MAX_RELATIVE_L2 = 0.003
@@ -19,18 +21,24 @@ MAX_RELATIVE_L2 = 0.003
 def _build(kind: str):
     import torch
 
+    class SumOfSquaresNorm(torch.nn.Module):
+        def forward(self, y):
+            return torch.sqrt((y * y).sum(-1, keepdim=True))
+
     class Net(torch.nn.Module):
         def __init__(self):
             super().__init__()
             torch.manual_seed(0)
             self.fc1, self.fc2 = torch.nn.Linear(WIDTH, WIDTH), torch.nn.Linear(WIDTH, WIDTH)
+            self.norm = SumOfSquaresNorm()
+            self.overflows = kind == "overflow"  # an attribute, so that torch.jit.script compiles forward
 
         def forward(self, x):
             y = self.fc1(x) * 300.0
-            if kind == "overflow":  # in half, y * y summed over 16 values of ~300-900 overflows 65504
-                norm = torch.sqrt((y * y).sum(-1, keepdim=True))
+            if self.overflows:  # in half, y * y summed over 16 values of ~300-900 overflows 65504
+                norm = self.norm(y)
             else:  # the fp32 island: the reduction in fp32, cast back
-                norm = torch.sqrt((y.float() * y.float()).sum(-1, keepdim=True)).to(y.dtype)
+                norm = self.norm(y.float()).to(y.dtype)
             return (self.fc2(y / norm * 4.0),)
 
         def half(self):
@@ -60,7 +68,8 @@ def _accuracy_data(dataset=None, checkpoint=None) -> AccuracyData:
 SPECS = [ModelSpec(
     name=kind, size="tiny", build=lambda checkpoint=None, kind=kind: _build(kind),
     inputs=(TensorSpec("INPUT__0", "float32", (WIDTH,)),), outputs=(TensorSpec("OUTPUT__0", "float32", (WIDTH,)),),
-    example_inputs=_example_inputs, formats=("ts-trace", "onnx"), precisions=("fp32", "fp16"),
+    example_inputs=_example_inputs, formats=("ts-trace", "ts-script", "onnx"), precisions=("fp32", "fp16"),
+    fp32_modules=FP32_MODULES + ("SumOfSquaresNorm",),
     # the element-wise comparison is informational (share 1); the score judges against fp32
     tolerances={"fp32": {"OUTPUT__0": (1e-5, 1e-5)}, "fp16": {"OUTPUT__0": (5e-2, 5e-2, 1.0)}},
     accuracy_data=_accuracy_data, config={"kind": kind}, description=f"{kind} fault model")

@@ -17,7 +17,19 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 FORMATS = ("ts-trace", "ts-script", "onnx")
-PRECISIONS = ("fp32", "fp16")
+PRECISIONS = ("fp32", "fp16", "mixed")
+#: The precision whose rules judge another against fp32: ``mixed`` (fp16 with fp32 islands) is held to fp16's rules
+#: (tolerances, task-metric thresholds), not to rules of its own (docs/precision.md)
+RULES_OF = {"mixed": "fp16"}
+#: Module types (class names, subclasses included) a ``mixed`` deployment keeps in fp32: normalisations and softmax,
+#: whose reductions lose range or precision in half. A spec extends it with its own types (``fp32_modules``)
+FP32_MODULES = ("LayerNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
+                "InstanceNorm3d", "GroupNorm", "Softmax", "LogSoftmax")
+
+
+def rule_precision(precision: str) -> str:
+    """The precision whose rules judge ``precision`` against fp32 (``mixed`` -> ``fp16``; the others their own)."""
+    return RULES_OF.get(precision, precision)
 
 # numpy dtype name -> Triton data type (model configuration enum name without TYPE_, and the protocol name)
 TRITON_DTYPES = {
@@ -131,19 +143,32 @@ class ModelSpec:
     # generalise. () -> list of input dicts
     verification_inputs: Callable[[], Sequence[dict[str, np.ndarray]]] | None = None
     description: str = ""
+    # class names of the modules a ``mixed`` deployment keeps in fp32 (subclasses included); part of the mixed
+    # artifacts' cache key only
+    fp32_modules: tuple[str, ...] = FP32_MODULES
     title: str = ""  # display name in reports ("BERT", "Wide & Deep"); the model name when empty
 
     @property
     def key(self) -> str:
         return f"{self.name}:{self.size}"
 
+    @property
+    def supported_precisions(self) -> tuple[str, ...]:
+        """``precisions``, and ``mixed`` wherever fp16 is declared (mixed is fp16 with fp32 islands, judged by
+        fp16's rules; declaring it is not needed, so adding it edits no model's source, which keys its cache)."""
+        return tuple(self.precisions) + tuple(p for p, rules in RULES_OF.items()
+                                              if rules in self.precisions and p not in self.precisions)
+
+    def _tolerances(self, precision: str) -> Mapping[str, tuple[float, ...]]:
+        return (self.tolerances.get(precision) or self.tolerances.get(rule_precision(precision))
+                or self.tolerances.get("fp32") or {})
+
     def tolerance(self, precision: str, output: str) -> tuple[float, float]:
-        per_output = self.tolerances.get(precision) or self.tolerances.get("fp32") or {}
-        return tuple(per_output.get(output, (1e-4, 1e-4))[:2])
+        return tuple(self._tolerances(precision).get(output, (1e-4, 1e-4))[:2])
 
     def mismatch_share(self, precision: str, output: str) -> float:
         """The fraction of a sample's elements of ``output`` allowed outside tolerance (0 unless declared)."""
-        per_output = self.tolerances.get(precision) or self.tolerances.get("fp32") or {}
+        per_output = self._tolerances(precision)
         found = per_output.get(output, ())
         return float(found[2]) if len(found) > 2 else 0.0
 

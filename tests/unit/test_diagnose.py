@@ -78,3 +78,26 @@ def test_the_command_writes_one_line_per_diagnosis_and_refuses_cuda_without_a_gp
         with pytest.raises(SystemExit):
             main(["fp16-diagnose", "--models", "bert:tiny", "--comparisons", "cuda-fp16", "--out", str(out)])
         assert "this host has no CUDA device; valid here: cpu-fp16-emulated" in capsys.readouterr().err
+
+
+def test_emulated_accuracy_judges_by_the_fp16_rules_against_fp32():
+    from tests.precision_faults_spec import SPECS
+    from tritonsuite.judge.diagnose import emulated_accuracy
+
+    specs = {s.name: s for s in SPECS}
+    good = emulated_accuracy(specs["overflow_island"])
+    assert good.passed and good.precision == "fp16" and good.samples == 64
+    assert good.deployment == "overflow_island_tiny_eager_fp16-emulated"
+    bad = emulated_accuracy(specs["perturbed"])  # its own .half() changes a layer by 1%: emulation goes through it
+    assert not bad.passed and bad.failures[0].startswith("output_relative_l2_error = 0.01")
+
+
+def test_emulated_accuracy_does_not_judge_what_fp32_itself_misses():
+    from tritonsuite.judge.diagnose import emulated_accuracy
+    from tritonsuite.models import default_registry
+
+    result = emulated_accuracy(default_registry().get("tft", "tiny"))  # seeded weights: no better than naive
+    assert result.passed, result.failures
+    assert "not judged, the fp32 model itself misses: q_risk_P10, q_risk_P50, q_risk_P90" in result.description
+    relative = {m.name: m for m in result.metrics if m.name.endswith("_relative_to_eager")}
+    assert len(relative) == 3 and all(m.passed for m in relative.values())

@@ -34,7 +34,8 @@ def test_narrowing(tmp_path):
     assert [c.id for c in profile_cases(narrowed, "online")] == [
         "bert-onnx-fp32-concurrency3", "bert-onnx-fp32-rate4", "bert-onnx-fp32-rate8",
         "bert-onnx-fp32-maxrate-p99le500ms", "bert-onnx-fp32-maxconcurrency-p99le500ms"]
-    assert [c.id for c in profile_cases(narrowed, "accuracy")] == ["bert-onnx-fp32", "bert-onnx-fp16"]
+    assert [c.id for c in profile_cases(narrowed, "accuracy")] == ["bert-onnx-fp32", "bert-onnx-fp16",
+                                                                   "bert-onnx-mixed"]
     with pytest.raises(ProfileError, match="not in profile 'cpu'; valid choices: bert"):
         narrow(profile, models=["identity"])
     with pytest.raises(ProfileError, match=r"--batch-sizes \[64\] exceed bert's max batch size 8"):
@@ -228,9 +229,13 @@ def test_unknown_device(tmp_path):
 def test_cpu_profile_judges_fp16_in_the_accuracy_scenario_only_and_precisions_narrow_it():
     profile = load_profile("cpu")
     models = ("bert", "wide_deep", "fastpitch", "nnunet", "tft")
-    assert all(profile.models[m].accuracy_precisions == ("fp16",) for m in models)
+    assert all(profile.models[m].accuracy_precisions == ("fp16", "mixed") for m in models)
     accuracy = profile_cases(profile, "accuracy")
     assert {c.model for c in accuracy if c.precision == "fp16"} == set(models)
+    assert {c.model for c in accuracy if c.precision == "mixed"} == set(models)
+    mixed = narrow(profile, precisions=["mixed"])
+    assert {c.precision for c in profile_cases(mixed, "accuracy")} == {"mixed"}
+    assert profile.models["bert"].deployment_config("accuracy", "mixed").precision_mode == "FP16"
     assert {c.precision for c in profile_cases(profile, "offline")} == {"fp32"}  # performance points stay fp32
     fp16 = narrow(profile, precisions=["fp16"])
     assert {c.precision for c in profile_cases(fp16, "accuracy")} == {"fp16"}
@@ -245,4 +250,4 @@ def test_unknown_precision_option_is_one_line_naming_the_choices(tmp_path):
     result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--precisions", "fp8",
                              "--co", "-q"], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert result.returncode != 0
-    assert "--precisions fp8: unknown precision; valid choices: fp32, fp16" in result.stderr + result.stdout
+    assert "--precisions fp8: unknown precision; valid choices: fp32, fp16, mixed" in result.stderr + result.stdout

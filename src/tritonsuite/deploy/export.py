@@ -22,15 +22,15 @@ from tritonsuite.judge.accuracy import compare_outputs
 from tritonsuite.deploy.backends import backend_for
 from tritonsuite.device import export_device, unavailable_reason
 from tritonsuite.deploy.formats import get_format, spec_formats
-from tritonsuite.deploy.formats.base import ExportMismatch, ExportUnsupported
+from tritonsuite.deploy.formats.base import ExportMismatch, ExportUnsupported, compute_dtype
 from tritonsuite.deploy.integrity import file_record, mismatch, notice
 from tritonsuite.spec import PRECISIONS, ModelSpec, file_digest, path_digest, stable_hash
 
 EXPORT_VERSION = 3  # bump when the export procedure changes, to invalidate cached artifacts
 VERIFY_BATCH_SIZES = (1, 3)
 
-__all__ = ["Artifact", "ExportMismatch", "ExportUnsupported", "artifact_session", "cache_key", "check_supported",
-           "eager_runner", "export"]
+__all__ = ["Artifact", "ExportMismatch", "ExportUnsupported", "artifact_session", "cache_key", "check_output_dtypes",
+           "check_supported", "eager_runner", "export"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,8 @@ def cache_key(spec: ModelSpec, fmt: str, precision: str, checkpoint: Path | None
     }
     if build:  # only formats that have such fields: every other format's key stays what it was
         fields["build"] = build
+    if precision == "mixed":  # its recipe (fp32 module types, blocked ops); fp32's and fp16's keys stay as they were
+        fields["recipe"] = get_format(fmt).mixed_recipe(spec)
     return stable_hash(fields)
 
 
@@ -91,8 +93,9 @@ def check_supported(spec: ModelSpec, fmt: str, precision: str) -> None:
         raise ValueError(f"unknown precision {precision!r}; valid choices: {', '.join(PRECISIONS)}")
     if fmt not in spec_formats(spec):
         raise ExportUnsupported(f"{spec.key} does not support {fmt}; it supports {', '.join(spec_formats(spec))}")
-    if precision not in spec.precisions:
-        raise ExportUnsupported(f"{spec.key} does not support {precision}; it supports {', '.join(spec.precisions)}")
+    if precision not in spec.supported_precisions:
+        raise ExportUnsupported(f"{spec.key} does not support {precision}; it supports "
+                                f"{', '.join(spec.supported_precisions)}")
     reason = (form.unavailable_reason(spec, precision) or backend_for(fmt).supports(spec)
               or unavailable_reason(precision))
     if reason:
@@ -109,7 +112,7 @@ def eager_runner(module, spec: ModelSpec, device: str = "cpu"):
     """The eager reference as a dict-in/dict-out callable (outputs as float32/float numpy arrays)."""
     import torch
 
-    compute = next((p.dtype for p in module.parameters() if p.is_floating_point()), torch.float32)
+    compute = compute_dtype(module)
     if getattr(module, "takes_declared_dtypes", False):  # it casts its own inputs (after an fp32 island)
         compute = torch.float32
 
@@ -135,6 +138,16 @@ def artifact_session(spec: ModelSpec, path: str | Path, fmt: str, device: str = 
         config = DeploymentConfig(max_batch_size=64, instance_kind="KIND_GPU" if device.startswith("cuda")
                                   else "KIND_CPU")
     return backend.session(path, config_json(model_config(spec.name, spec, backend, config)), device)
+
+
+def check_output_dtypes(outputs: dict[str, np.ndarray], spec: ModelSpec, what: str) -> None:
+    """Raise :class:`ExportMismatch` in one line when an output the artifact gives (as its stock backend runs it)
+    is not of the dtype the configuration declares: a reduced-precision conversion must keep fp32 outputs fp32."""
+    for t in spec.outputs:
+        found = np.asarray(outputs[t.name]).dtype if t.name in outputs else None
+        if found != np.dtype(t.dtype):
+            raise ExportMismatch(f"{what}: output {t.name} is {found}, the configuration declares {t.dtype} "
+                                 f"(TYPE_{t.triton_dtype})")
 
 
 def _shapes(inputs: dict[str, np.ndarray]) -> str:
@@ -192,15 +205,14 @@ def export(spec: ModelSpec, fmt: str, precision: str, cache_dir: str | Path, che
                         verify_batch_sizes).path
     # export works on its own copy: the caller's module (the suite's shared fp32 eager reference) is never moved
     # to another device nor converted to half in place
-    module = copy.deepcopy(module).to(device)
-    if precision == "fp16":
-        module = module.half()
+    module = get_format(fmt).prepare(copy.deepcopy(module).to(device), spec, precision, device)
     tmp = final.with_name(f"{final.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
         path = tmp / backend_for(fmt).file_name
-        form.write(module, spec, path, _to_torch(spec, spec.example_inputs(2, 0), device), source, batch_sizes)
+        form.write(module, spec, path, _to_torch(spec, spec.example_inputs(2, 0), device), source, batch_sizes,
+                   precision=precision)
         runner = artifact_session(spec, path, fmt, device)
         reference = eager_runner(module, spec, device)
         max_abs: dict[str, float] = {}
@@ -209,7 +221,9 @@ def export(spec: ModelSpec, fmt: str, precision: str, cache_dir: str | Path, che
         extra = spec.verification_inputs() if spec.verification_inputs is not None else []
         checks += [(f"verification input {i} (shapes {_shapes(sample)})", sample) for i, sample in enumerate(extra)]
         for where, sample in checks:
-            for c in compare_outputs(runner(sample), reference(sample), spec, precision):
+            served = runner(sample)
+            check_output_dtypes(served, spec, f"{fmt} {precision} artifact of {spec.key}")
+            for c in compare_outputs(served, reference(sample), spec, precision):
                 if not c.passed:
                     raise ExportMismatch(f"{fmt} artifact of {spec.key} differs from eager at {where}: "
                                          f"{c.describe()}")

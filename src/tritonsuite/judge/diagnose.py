@@ -206,6 +206,33 @@ def diagnose(spec: ModelSpec, comparison: str, checkpoint: Path | None = None, b
                      worst=worst, notes=notes)
 
 
+def emulated_accuracy(spec: ModelSpec, checkpoint: Path | None = None, batch_size: int = 2, module=None):
+    """fp16 storage emulated (:func:`emulate_half`) against fp32, both eager on the CPU, judged by the per-model
+    fp16 rules over the spec's accuracy data: the check of the ``large`` shapes in CPU CI, where fp16 kernels would
+    take minutes a volume. A task metric the fp32 model itself misses (seeded weights against ground truth) says
+    nothing about precision: it is named in the description, not judged. Returns an
+    :class:`~tritonsuite.judge.accuracy.AccuracyResult` (deployment ``<model>_<size>_eager_fp16-emulated``)."""
+    import time
+
+    from tritonsuite.deploy.export import eager_runner
+    from tritonsuite.judge.accuracy import AccuracyResult, compare_outputs, run_batched
+
+    start = time.perf_counter()
+    reference_module = copy.deepcopy(module if module is not None else spec.build(checkpoint)).float().eval()
+    data = spec.accuracy_data(None, checkpoint)
+    served = run_batched(eager_runner(emulate_half(reference_module), spec), data.inputs, batch_size)
+    reference = run_batched(eager_runner(reference_module, spec), data.inputs, batch_size)
+    comparisons = compare_outputs(served, reference, spec, "fp16")
+    own = [m.name for m in data.score(reference, reference, "fp16") if not m.passed]
+    metrics = data.score(served, reference, "fp16")
+    failures = [c.describe() for c in comparisons if not c.passed] + \
+        [m.describe() for m in metrics if not m.passed and m.name not in own]
+    description = data.description + (f"; not judged, the fp32 model itself misses: {', '.join(own)}" if own else "")
+    return AccuracyResult(model=spec.name, deployment=f"{spec.name}_{spec.size}_eager_fp16-emulated", precision="fp16",
+                          samples=len(next(iter(data.inputs.values()))), comparisons=comparisons, metrics=metrics,
+                          seconds=time.perf_counter() - start, description=description, failures=failures)
+
+
 def _device_name(device: str) -> str:
     import torch
 
@@ -226,6 +253,8 @@ def add_fp16_diagnose_arguments(parser) -> None:
                         help="relative L2 error above which a module diverges")
     parser.add_argument("--batch-size", type=int, default=2)
     parser.add_argument("--out", default="reports/fp16-diagnosis.jsonl", help="one JSON line per diagnosis")
+    parser.add_argument("--accuracy", action="store_true", help="also judge each model's fp16 storage, emulated on "
+                        "the CPU, against fp32 by its fp16 rules over its accuracy data (one line per model)")
 
 
 def run_fp16_diagnose(args, parser) -> int:
@@ -257,5 +286,11 @@ def run_fp16_diagnose(args, parser) -> int:
                                  module=module)
                 print(found.line() + (f" ({'; '.join(found.notes)})" if found.notes else ""), flush=True)
                 f.write(json.dumps(asdict(found)) + "\n")
+            if args.accuracy:
+                judged = emulated_accuracy(spec, batch_size=args.batch_size, module=module)
+                verdict = "; ".join(judged.failures) or ", ".join(f"{m.name} {m.value:.4g}" for m in judged.metrics)
+                print(f"{spec.key} cpu-fp16-emulated accuracy against fp32: {'PASS' if judged.passed else 'FAIL'} "
+                      f"({judged.samples} samples, {judged.description}; {judged.seconds:.1f} s): {verdict}",
+                      flush=True)
     print(f"wrote {out}")
     return 0

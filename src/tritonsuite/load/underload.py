@@ -28,7 +28,7 @@ import numpy as np
 
 from tritonsuite.judge.accuracy import OutputComparison, compare_outputs, pad_to_common_shape
 from tritonsuite.judge.baselines import default_allowance
-from tritonsuite.spec import AccuracyData, ModelSpec
+from tritonsuite.spec import AccuracyData, ModelSpec, rule_precision
 
 DEFAULT_PROBE_SHARE = 0.1  # of an online point's requests, at its highest concurrency
 DEFAULT_PROBE_SEED = 0
@@ -182,8 +182,9 @@ def _metric_matches(data: AccuracyData, probes: ProbeSet, alone: Sequence[Mappin
         return []
     reference = _stack(alone, probes.total)
     mixed = _stack([under_load.get(j, alone[j]) for j in range(len(alone))], probes.total)
-    before = {m.name: m.value for m in data.score(reference, reference, precision)}
-    after = {m.name: m.value for m in data.score(mixed, reference, precision)}
+    rules = rule_precision(precision)  # mixed: fp16's rules
+    before = {m.name: m.value for m in data.score(reference, reference, rules)}
+    after = {m.name: m.value for m in data.score(mixed, reference, rules)}
     return [MetricMatch(name, float(before[name]), float(after.get(name, float("nan"))), default_allowance(name))
             for name in before]
 

@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 from tritonsuite.device import INSTANCE_KINDS as DEVICES  # profile device -> default Triton instance kind
 from tritonsuite.deploy.repository import BACKEND_ACCELERATORS, PRECISION_MODES, DeploymentConfig
 from tritonsuite.settings import DISTRIBUTIONS, LatencyBound, MeasurementSettings
+from tritonsuite.spec import rule_precision
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 TOP_KEYS = ("device", "gpu", "published", "measurement", "models", "model_repository", "tolerances")
@@ -88,7 +89,8 @@ class ModelProfile:
         the backend accelerator's settings for a case of ``precision``."""
         common = dict(max_batch_size=self.max_batch_size, instance_kind=self.instance_kind,
                       intra_op_threads=self.intra_op_threads, backend_accelerator=self.backend_accelerator,
-                      precision_mode=self.precision_mode or precision.upper(),
+                      # mixed -> FP16: onnxruntime's TensorRT accelerator takes no per-layer pins (docs/precision.md)
+                      precision_mode=self.precision_mode or rule_precision(precision).upper(),
                       max_workspace_size_bytes=self.max_workspace_size_bytes)
         if scenario == "online":
             return DeploymentConfig(instance_count=self.online.instance_count, dynamic_batching=True,

@@ -5,6 +5,10 @@ float and float16), so a half module is exported in fp32 (its half-rounded weigh
 with onnxconverter-common's ``convert_float_to_float16`` keeping its I/O types: the graph takes and gives the dtypes
 the configuration declares (Cast nodes at its edges), computes in fp16 inside, and deploys with the same config.pbtxt
 as its fp32 artifact. That is fp16 storage; onnxruntime's CPU provider computes fp32 inside most ops.
+
+mixed: the fp32 module exported in fp32 and converted the same way with :data:`MIXED_OP_BLOCK_LIST` (besides the
+converter's own default block list): those op types stay fp32, with Cast nodes around them. Exporting under autocast
+instead gave an ONNX onnxruntime refused.
 """
 from __future__ import annotations
 
@@ -14,13 +18,24 @@ from pathlib import Path
 from tritonsuite.deploy.formats.base import Format
 
 ONNX_OPSET = 17
+#: op types a mixed ONNX keeps in fp32: normalisations, softmax, reductions and the range-hungry element-wise ops
+#: that follow them (Exp, Log, Pow, Sqrt, Reciprocal)
+MIXED_OP_BLOCK_LIST = ("LayerNormalization", "BatchNormalization", "InstanceNormalization", "GroupNormalization",
+                       "Softmax", "LogSoftmax", "ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceL1", "ReduceL2",
+                       "ReduceLogSumExp", "ReduceProd", "CumSum", "Exp", "Log", "Pow", "Sqrt", "Reciprocal")
 
 
 class OnnxFormat(Format):
     name, display = "onnx", "ONNX"
 
+    def prepare(self, module, spec, precision: str, device: str):
+        return module if precision == "mixed" else super().prepare(module, spec, precision, device)
+
+    def mixed_recipe(self, spec) -> dict:
+        return {"op_block_list": list(MIXED_OP_BLOCK_LIST)}
+
     def write(self, module, spec, path: Path, example: tuple, source: Path | None = None,
-              batch_sizes: tuple[int, ...] = ()) -> None:
+              batch_sizes: tuple[int, ...] = (), precision: str | None = None) -> None:
         import torch
 
         dynamic_axes = {}
@@ -30,32 +45,73 @@ class OnnxFormat(Format):
                 if dim == -1:
                     dynamic_axes[t.name][axis] = f"{t.name}_dim{axis}"
         half = any(p.dtype == torch.float16 for p in module.parameters())
-        if half:
+        if half:  # fp16: the .half() module's rounded weights, exported in fp32
             module = copy.deepcopy(module).float()
         with torch.inference_mode(False), torch.no_grad():
             torch.onnx.export(module, example, str(path), input_names=[t.name for t in spec.inputs],
                               output_names=[t.name for t in spec.outputs], dynamic_axes=dynamic_axes,
                               opset_version=ONNX_OPSET, dynamo=False)
-        if half:
+        if precision == "mixed":
+            to_float16(path, MIXED_OP_BLOCK_LIST)
+        elif half:
             to_float16(path)
 
 
 def to_float16(path: Path, block_list: tuple[str, ...] = ()) -> None:
     """Convert the fp32 ONNX at ``path`` to fp16 in place, keeping its inputs' and outputs' types; ops in
-    ``block_list`` (op types) stay fp32 with casts around them."""
+    ``block_list`` (op types) and in the converter's default block list stay fp32 with casts around them."""
     import onnx
     from onnxconverter_common import float16
 
     model = onnx.load(str(path))
     _separate_consumed_outputs(model)
+    if block_list:
+        _inline_initializer_identities(model)
     # the model's own casts to float stay casts: converted, their output would be typed float16 while the node
     # still casts to float, and onnxruntime refuses the graph. The ops after them are converted: an fp32 export
     # has no cast back to half to mark where a model's fp32 island ends (a known limit, docs/precision.md)
     casts = [n.name for n in model.graph.node if n.op_type == "Cast"
              and any(a.name == "to" and a.i == onnx.TensorProto.FLOAT for a in n.attribute)]
-    converted = float16.convert_float_to_float16(model, keep_io_types=True, op_block_list=list(block_list) or None,
+    blocked = list(dict.fromkeys(list(float16.DEFAULT_OP_BLOCK_LIST) + list(block_list))) if block_list else None
+    declared = {o.name: o.type.tensor_type.elem_type for o in model.graph.output}
+    converted = float16.convert_float_to_float16(model, keep_io_types=True, op_block_list=blocked,
                                                  node_block_list=casts)
+    _restore_output_types(converted, declared)
     onnx.save(converted, str(path))
+
+
+def _restore_output_types(model, declared: dict[str, int]) -> None:
+    """onnxconverter-common 1.16 types a graph output float16 despite ``keep_io_types`` when a blocked op produces
+    it (a Softmax last: its output is cast to half, measured); the Cast to half becomes a Cast to the declared type.
+    Any other mistyped output is left for export's output-dtype check to refuse."""
+    producers = {o: n for n in model.graph.node for o in n.output}
+    for out in model.graph.output:
+        want = declared.get(out.name)
+        if want is None or out.type.tensor_type.elem_type == want:
+            continue
+        node = producers.get(out.name)
+        if node is not None and node.op_type == "Cast":
+            for a in node.attribute:
+                if a.name == "to":
+                    a.i = want
+            out.type.tensor_type.elem_type = want
+
+
+def _inline_initializer_identities(model) -> None:
+    """torch's exporter shares equal initializers through Identity nodes (every LayerNorm's zero bias read from
+    one); onnxconverter-common 1.16 converts the initializer to half but leaves the Identity's output typed float
+    where a blocked op reads it, and onnxruntime refuses the graph (measured on BERT, FastPitch, nnU-Net, TFT). Each
+    such Identity becomes its own copy of the initializer."""
+    from onnx import numpy_helper
+
+    graph = model.graph
+    initializers = {i.name: i for i in graph.initializer}
+    outputs = {o.name for o in graph.output}
+    for node in [n for n in graph.node if n.op_type == "Identity" and n.input[0] in initializers
+                 and n.output[0] not in outputs]:
+        graph.initializer.append(numpy_helper.from_array(numpy_helper.to_array(initializers[node.input[0]]),
+                                                         node.output[0]))
+        graph.node.remove(node)
 
 
 def _separate_consumed_outputs(model) -> None:

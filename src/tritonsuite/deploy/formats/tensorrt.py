@@ -4,7 +4,8 @@ by Triton's ``tensorrt_plan`` platform as ``model.plan``.
 The build is explicit-batch with one optimization profile: the batch dimension from 1 up to the largest batch the
 deployment is asked for (its max batch size among them; opt at the largest swept batch), each dynamic (-1) input
 dim from 1 up to the spec's ``max_shape`` (opt at the example inputs' size). fp16 sets the builder's FP16 flag over
-the fp32 ONNX; fp32 clears TF32, so fp32 means fp32. A plan runs only on the TensorRT version that built it and on
+the fp32 ONNX; mixed does too and pins :data:`FP32_LAYERS` to fp32 (:func:`pin_fp32_layers`; never built on these
+machines, which cannot install TensorRT); fp32 clears TF32, so fp32 means fp32. A plan runs only on the TensorRT version that built it and on
 GPUs of the compute capability it was built for: both are part of its cache key and recorded beside it
 (``artifact.json``), and a deployment on a server whose TensorRT differs is refused
 (:func:`tritonsuite.deploy.backends.tensorrt.check_plan_version`).
@@ -85,6 +86,39 @@ def optimization_profile(spec, batch_sizes: tuple[int, ...] | list[int]) -> dict
     return profile
 
 
+#: layers a mixed plan pins to fp32: (ILayer type name, operation names of that layer type; () = every one)
+FP32_LAYERS = (("NORMALIZATION", ()), ("SOFTMAX", ()), ("REDUCE", ()),
+               ("UNARY", ("EXP", "LOG", "SQRT", "RECIP")), ("ELEMENTWISE", ("POW",)))
+
+
+def pin_fp32_layers(trt, network, config) -> int:
+    """Pin the network's :data:`FP32_LAYERS` to fp32 (``layer.precision`` and each floating output's type) and make
+    the builder obey it (``OBEY_PRECISION_CONSTRAINTS``, TensorRT 8.2-10's API; the FP16 flag and these constraints
+    are deprecated from TensorRT 10.12 for strongly typed networks). Returns how many layers were pinned."""
+    classes = {"UNARY": trt.IUnaryLayer, "ELEMENTWISE": trt.IElementWiseLayer}
+    operations = {"UNARY": trt.UnaryOperation, "ELEMENTWISE": trt.ElementWiseOperation}
+    wanted = {getattr(trt.LayerType, name): (name, ops) for name, ops in FP32_LAYERS}
+    pinned = 0
+    for i in range(network.num_layers):
+        layer = network.get_layer(i)
+        if layer.type not in wanted:
+            continue
+        name, ops = wanted[layer.type]
+        if ops:
+            layer.__class__ = classes[name]  # TensorRT's Python API: the concrete layer class exposes .op
+            if layer.op not in {getattr(operations[name], op) for op in ops}:
+                continue
+        floating = [j for j in range(layer.num_outputs) if layer.get_output(j).dtype in (trt.float32, trt.float16)]
+        if len(floating) != layer.num_outputs:
+            continue  # shape or index computations: not numerics to pin
+        layer.precision = trt.float32
+        for j in floating:
+            layer.set_output_type(j, trt.float32)
+        pinned += 1
+    config.set_flag(trt.BuilderFlag.OBEY_PRECISION_CONSTRAINTS)
+    return pinned
+
+
 def plan_cache_fields(tensorrt: str, capability: str, profile: Mapping[str, tuple[Shape, Shape, Shape]]
                       ) -> dict[str, Any]:
     """What decides a plan besides the ONNX it is built from: TensorRT's version, the GPU's compute capability and
@@ -107,19 +141,26 @@ class TensorRTFormat(Format):
         return None
 
     def source_precision(self, precision: str) -> str:
-        return "fp32"  # fp16 is the builder's FP16 flag over the fp32 ONNX, as trtexec --fp16 does
+        return "fp32"  # fp16 is the builder's FP16 flag over the fp32 ONNX, as trtexec --fp16 does; mixed too
+
+    def prepare(self, module, spec, precision: str, device: str):
+        return module if precision == "mixed" else super().prepare(module, spec, precision, device)
+
+    def mixed_recipe(self, spec) -> dict:
+        return {"fp32_layers": [f"{t}{'.' + '/'.join(ops) if ops else ''}" for t, ops in FP32_LAYERS]}
 
     def cache_fields(self, spec, precision: str, batch_sizes: tuple[int, ...]) -> dict[str, Any]:
         return plan_cache_fields(tensorrt_version() or "absent", compute_capability(),
                                  optimization_profile(spec, batch_sizes))
 
     def write(self, module, spec, path: Path, example: tuple, source: Path | None = None,
-              batch_sizes: tuple[int, ...] = ()) -> None:
+              batch_sizes: tuple[int, ...] = (), precision: str | None = None) -> None:
         import tensorrt as trt
         import torch
 
         profile = optimization_profile(spec, batch_sizes)
-        half = any(p.dtype == torch.float16 for p in module.parameters())
+        half = precision in ("fp16", "mixed") if precision else any(p.dtype == torch.float16
+                                                                     for p in module.parameters())
         logger = trt.Logger(trt.Logger.WARNING)
         builder = trt.Builder(logger)
         # TensorRT 10 networks are always explicit-batch (the flag is deprecated there); TensorRT 8 needs it
@@ -135,6 +176,8 @@ class TensorRTFormat(Format):
         config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, WORKSPACE_BYTES)
         if half:
             config.set_flag(trt.BuilderFlag.FP16)
+            if precision == "mixed":
+                pin_fp32_layers(trt, network, config)
         else:
             config.clear_flag(trt.BuilderFlag.TF32)  # on by default: fp32 tolerances would not hold
         shapes = builder.create_optimization_profile()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tritonsuite.deploy.formats.base import ExportUnsupported, Format
+from tritonsuite.deploy.formats.base import ExportUnsupported, Format, compute_dtype
 
 
 def _signature_wrapper(module, spec, example: tuple, directory: Path):
@@ -30,7 +30,7 @@ def _signature_wrapper(module, spec, example: tuple, directory: Path):
                                                                        [t.name for t in spec.outputs])
     # A reduced-precision module (fp16) takes and gives the dtypes the configuration declares, as a stock
     # pytorch_backend requires: floating inputs are cast to the module's dtype, floating outputs back.
-    compute = next((p.dtype for p in module.parameters() if p.is_floating_point()), torch.float32)
+    compute = compute_dtype(module)
     inputs_compute = torch.float32 if getattr(module, "takes_declared_dtypes", False) else compute
     names = [arguments[argument_inputs.index(j)] for j in range(len(spec.inputs))]
     call = ", ".join(f"{n}.to(torch.{str(compute).split('.')[1]})" if inputs_compute != torch.float32
@@ -68,13 +68,25 @@ def _module_inputs(arguments: tuple, spec, compute) -> tuple:
 
 
 class _TorchScript(Format):
+    def mixed_recipe(self, spec) -> dict:
+        return {"fp32_modules": list(spec.fp32_modules)}
+
     def write(self, module, spec, path: Path, example: tuple, source: Path | None = None,
-              batch_sizes: tuple[int, ...] = ()) -> None:
+              batch_sizes: tuple[int, ...] = (), precision: str | None = None) -> None:
         import torch
 
         with tempfile.TemporaryDirectory(prefix="tritonsuite-signature-") as tmp, \
                 torch.inference_mode(False), torch.no_grad():
-            wrapper, arguments = _signature_wrapper(module, spec, example, Path(tmp))
+            try:
+                wrapper, arguments = _signature_wrapper(module, spec, example, Path(tmp))
+            except RuntimeError as exc:
+                if precision != "mixed":
+                    raise
+                # measured: TFT's LSTM under CPU autocast goes to oneDNN's fp16 LSTM, which refuses ("could not
+                # create a primitive descriptor for the LSTM forward propagation primitive")
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise ExportUnsupported(f"{spec.key} does not run under its mixed recipe on "
+                                        f"{example[0].device.type}: {first}") from None
             torch.jit.save(self._compile(wrapper, arguments, spec), str(path))
 
     def _compile(self, wrapper, arguments: tuple, spec):
@@ -84,6 +96,17 @@ class _TorchScript(Format):
 class TorchScriptTrace(_TorchScript):
     name, display = "ts-trace", "TorchScript Trace"
 
+    def prepare(self, module, spec, precision: str, device: str):
+        """mixed: the fp32 module under ``torch.autocast(<export device>, float16, cache_enabled=False)``, with the
+        spec's fp32 module types as islands (CPU autocast keeps none of them in fp32), traced on the device it will
+        serve on: the casts are recorded in the graph."""
+        if precision != "mixed":
+            return super().prepare(module, spec, precision, device)
+        from tritonsuite.deploy.formats.mixed import autocast_module, keep_fp32
+
+        keep_fp32(module, tuple(spec.fp32_modules))
+        return autocast_module(module, spec, device.split(":")[0])
+
     def _compile(self, wrapper, arguments: tuple, spec):
         import torch
 
@@ -92,6 +115,15 @@ class TorchScriptTrace(_TorchScript):
 
 class TorchScriptScript(_TorchScript):
     name, display = "ts-script", "TorchScript Script"
+
+    def prepare(self, module, spec, precision: str, device: str):
+        """mixed: scripting records no autocast, so the module's ``.half()`` with the spec's fp32 module types as
+        explicit fp32 islands; refused (a skip with the reason) when the model has none of them."""
+        if precision != "mixed":
+            return super().prepare(module, spec, precision, device)
+        from tritonsuite.deploy.formats.mixed import half_with_fp32_islands
+
+        return half_with_fp32_islands(module, spec)
 
     def _compile(self, wrapper, arguments: tuple, spec):
         import torch
