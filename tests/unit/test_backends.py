@@ -129,7 +129,7 @@ def test_a_chained_format_is_built_from_its_source_formats_artifact(tmp_path, mo
     class OnnxCopy(Format):
         name, display, source = "onnx-copy", "ONNX (copied)", "onnx"
 
-        def write(self, module, spec, path, example, source=None, batch_sizes=()):
+        def write(self, module, spec, path, example, source=None, batch_sizes=(), precision="fp32"):
             received.append(source)
             shutil.copyfile(source, path)
 
