@@ -1,6 +1,7 @@
 """tritonsuite fp16-diagnose on the CPU: the module-by-module comparison names the module that overflows in half."""
 import dataclasses
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -101,3 +102,17 @@ def test_emulated_accuracy_does_not_judge_what_fp32_itself_misses():
     assert "not judged, the fp32 model itself misses: q_risk_P10, q_risk_P50, q_risk_P90" in result.description
     relative = {m.name: m for m in result.metrics if m.name.endswith("_relative_to_eager")}
     assert len(relative) == 3 and all(m.passed for m in relative.values())
+
+
+def test_the_command_judges_a_users_spec_file_and_fails_when_one_model_does(tmp_path, capsys):
+    spec_file = Path(__file__).parent.parent / "precision_faults_spec.py"
+    out = tmp_path / "diagnosis.jsonl"
+    assert main(["fp16-diagnose", "--model-spec", str(spec_file), "--models", "overflow_island:tiny",
+                 "--accuracy", "--out", str(out)]) == 0
+    assert "emulated fp16 accuracy: 1 of 1 passed" in capsys.readouterr().out
+    assert main(["fp16-diagnose", "--model-spec", str(spec_file), "--models", "overflow_island:tiny,perturbed:tiny",
+                 "--accuracy", "--out", str(out)]) == 1
+    printed = capsys.readouterr().out
+    assert "perturbed:tiny cpu-fp16-emulated accuracy against fp32: FAIL" in printed
+    assert "emulated fp16 accuracy: 1 of 2 passed; failed: perturbed:tiny" in printed
+    assert len(out.read_text().splitlines()) == 3  # one diagnosis line per model and run

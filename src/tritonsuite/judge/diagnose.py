@@ -254,14 +254,20 @@ def add_fp16_diagnose_arguments(parser) -> None:
     parser.add_argument("--batch-size", type=int, default=2)
     parser.add_argument("--out", default="reports/fp16-diagnosis.jsonl", help="one JSON line per diagnosis")
     parser.add_argument("--accuracy", action="store_true", help="also judge each model's fp16 storage, emulated on "
-                        "the CPU, against fp32 by its fp16 rules over its accuracy data (one line per model)")
+                        "the CPU, against fp32 by its fp16 rules over its accuracy data (one line per model; the "
+                        "exit status is 1 when one fails)")
+    parser.add_argument("--model-spec", action="append", default=[], metavar="PATH",
+                        help="a Python file defining SPECS (your own models, as pytest's --model-spec); repeatable")
 
 
 def run_fp16_diagnose(args, parser) -> int:
     from tritonsuite.device import cuda_available
     from tritonsuite.models import RegistryError, default_registry
 
-    registry = default_registry()
+    try:
+        registry = default_registry(args.model_spec)
+    except RegistryError as exc:
+        parser.error(str(exc))
     pairs = [m.split(":", 1) if ":" in m else (m, "cpu") for m in args.models.split(",") if m]
     chosen = [c for c in args.comparisons.split(",") if c] or [
         c for c, (device, _, _) in COMPARISONS.items() if device == "cpu" or cuda_available()]
@@ -278,6 +284,7 @@ def run_fp16_diagnose(args, parser) -> int:
             parser.error(str(exc))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    failed: list[str] = []
     with out.open("a") as f:
         for spec in specs:
             module = spec.build(None)
@@ -292,5 +299,10 @@ def run_fp16_diagnose(args, parser) -> int:
                 print(f"{spec.key} cpu-fp16-emulated accuracy against fp32: {'PASS' if judged.passed else 'FAIL'} "
                       f"({judged.samples} samples, {judged.description}; {judged.seconds:.1f} s): {verdict}",
                       flush=True)
+                if not judged.passed:
+                    failed.append(spec.key)
     print(f"wrote {out}")
-    return 0
+    if args.accuracy:
+        print(f"emulated fp16 accuracy: {len(specs) - len(failed)} of {len(specs)} passed"
+              + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
