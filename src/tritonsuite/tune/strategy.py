@@ -10,8 +10,8 @@ settings again from the new best (they interact). Settings interact the other wa
 delay alone measured the same as the profile's (1479 against 1496 inf/s) but was what let more instances pay (1726
 inf/s with 3); so when a pass moves nothing, the walk takes one sideways step to the best neighbour within the
 noise of the best (``MIN_GAIN`` below it) and checks the settings from there (at most ``MAX_SIDEWAYS`` such steps).
-Nothing is measured twice, and the budget (configurations, minutes) ends the walk wherever it is. The grid measures every candidate in order (Model Analyzer's brute force),
-for comparison.
+Nothing is measured twice, and the budget (configurations, minutes) ends the walk wherever it is. The grid measures
+every candidate in order (Model Analyzer's brute force), for comparison.
 
 Pure: ``evaluate(candidate, incumbent_score)`` measures (or, in the unit tests, computes) one candidate; the
 incumbent lets it give a clearly dominated candidate up early.

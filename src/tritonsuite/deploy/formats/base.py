@@ -11,12 +11,12 @@ class Format:
     source: str | None = None  # another format's artifact this one is built from, or None (from the eager module)
 
     def write(self, module, spec, path: Path, example: tuple, source: Path | None = None,
-              batch_sizes: tuple[int, ...] = (), precision: str | None = None) -> None:
+              batch_sizes: tuple[int, ...] = (), precision: str = "fp32") -> None:
         """Write the artifact to ``path``. ``module`` is :meth:`prepare`'s result; ``example`` is a batch of the
         spec's inputs as torch tensors on the export device; ``source`` is the source format's artifact for
         chained formats; ``batch_sizes`` are the batch sizes the deployment will be asked for (its max batch size
         among them), for formats that fix their shapes when built (a TensorRT plan's optimization profile);
-        ``precision`` the artifact's (None: told by the module's parameters, fp16 when any is half). Raise
+        ``precision`` the artifact's (``module`` is already prepared for it). Raise
         :class:`ExportUnsupported` with the reason when this model cannot take this format."""
         raise NotImplementedError
 

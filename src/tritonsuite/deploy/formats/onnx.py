@@ -35,7 +35,7 @@ class OnnxFormat(Format):
         return {"op_block_list": list(MIXED_OP_BLOCK_LIST)}
 
     def write(self, module, spec, path: Path, example: tuple, source: Path | None = None,
-              batch_sizes: tuple[int, ...] = (), precision: str | None = None) -> None:
+              batch_sizes: tuple[int, ...] = (), precision: str = "fp32") -> None:
         import torch
 
         dynamic_axes = {}
@@ -44,8 +44,7 @@ class OnnxFormat(Format):
             for axis, dim in enumerate(t.shape, start=1):
                 if dim == -1:
                     dynamic_axes[t.name][axis] = f"{t.name}_dim{axis}"
-        half = any(p.dtype == torch.float16 for p in module.parameters())
-        if half:  # fp16: the .half() module's rounded weights, exported in fp32
+        if precision == "fp16":  # the .half() module's rounded weights, exported in fp32
             module = copy.deepcopy(module).float()
         with torch.inference_mode(False), torch.no_grad():
             torch.onnx.export(module, example, str(path), input_names=[t.name for t in spec.inputs],
@@ -53,7 +52,7 @@ class OnnxFormat(Format):
                               opset_version=ONNX_OPSET, dynamo=False)
         if precision == "mixed":
             to_float16(path, MIXED_OP_BLOCK_LIST)
-        elif half:
+        elif precision == "fp16":
             to_float16(path)
 
 

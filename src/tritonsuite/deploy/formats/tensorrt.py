@@ -154,13 +154,11 @@ class TensorRTFormat(Format):
                                  optimization_profile(spec, batch_sizes))
 
     def write(self, module, spec, path: Path, example: tuple, source: Path | None = None,
-              batch_sizes: tuple[int, ...] = (), precision: str | None = None) -> None:
+              batch_sizes: tuple[int, ...] = (), precision: str = "fp32") -> None:
         import tensorrt as trt
-        import torch
 
         profile = optimization_profile(spec, batch_sizes)
-        half = precision in ("fp16", "mixed") if precision else any(p.dtype == torch.float16
-                                                                     for p in module.parameters())
+        half = precision in ("fp16", "mixed")
         logger = trt.Logger(trt.Logger.WARNING)
         builder = trt.Builder(logger)
         # TensorRT 10 networks are always explicit-batch (the flag is deprecated there); TensorRT 8 needs it

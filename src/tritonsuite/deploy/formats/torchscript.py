@@ -72,7 +72,7 @@ class _TorchScript(Format):
         return {"fp32_modules": list(spec.fp32_modules)}
 
     def write(self, module, spec, path: Path, example: tuple, source: Path | None = None,
-              batch_sizes: tuple[int, ...] = (), precision: str | None = None) -> None:
+              batch_sizes: tuple[int, ...] = (), precision: str = "fp32") -> None:
         import torch
 
         with tempfile.TemporaryDirectory(prefix="tritonsuite-signature-") as tmp, \
