@@ -47,6 +47,7 @@ def test_nnunet_served_measured_and_checked_with_user_checkpoint_and_dataset(tmp
     assert len(accuracy) == 2 and all(r["status"] == "OK" for r in accuracy)
     for r in accuracy:
         assert r["samples"] == 5 and "user.npz" in r["description"]
+        assert r["description"].endswith("; weights: user checkpoint (user.pt)")
         assert r["parameters"]["Checkpoint"].endswith("user.pt")
         assert all(r["metrics"][f"dice_vs_reference_class{c}"] >= 0.999 for c in range(4))
         assert "dice_vs_ground_truth_edema" in r["metrics"]

@@ -49,6 +49,8 @@ def test_wrong_fp16_deployments_fail_in_one_line_against_fp32(tmp_path):
     perturbed = rows["perturbed_tiny_onnx_fp16_offline"]["metrics"]["output_relative_l2_error"]
     assert 0.005 < perturbed < 0.02  # the 1% weight change, not an overflow
     assert all(r["precision"] == "fp16" and r["weights"] == "seeded random" for r in rows.values())
+    assert all(r["description"].endswith("; weights: seeded random (the verdict is agreement with eager, not a "
+                                         "trained model's)") for r in rows.values())
 
 
 MIXED_PROFILE = """

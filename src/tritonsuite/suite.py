@@ -356,8 +356,9 @@ class Suite:
         if self.baselines is not None:
             row = self._against_baseline(case, result, row)
         row.extra["weights"] = weights = self.weights(case.model)
-        if weights == "seeded random":  # the report's accuracy line says so
-            row.description += "; seeded random weights: the verdict is agreement with eager, not a trained model's"
+        row.description += f"; weights: {weights}"  # the report's accuracy line says which
+        if weights == "seeded random":
+            row.description += " (the verdict is agreement with eager, not a trained model's)"
         row.extra["reference"] = "fp32 eager model on the CPU"  # every precision is judged against fp32
         self.record(row)
         return result
