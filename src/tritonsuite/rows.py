@@ -36,6 +36,14 @@ LATENCY_PARTS = ("Client Send", "Network+Server Send/Recv", "Server Queue", "Ser
 STATUSES = ("OK", "UNSTABLE", "INVALID", "STOPPED", "FAILED")
 
 
+def not_measured(status: str, measurement: Mapping[str, Any]) -> bool:
+    """Whether a performance point has no valid figures although its deployment answered every request: its windows
+    never agreed (UNSTABLE), or it is INVALID because the load generator measured itself (client bound, behind its
+    schedule) or another client shared the model. Such a point is reported as not measured and fails a run only on
+    request (``--strict-stability``, ``--perf-gate``); a failed request is a wrong answer and never counts as this."""
+    return status in ("UNSTABLE", "INVALID") and not measurement.get("server_fail_delta")
+
+
 @dataclass
 class Row:
     """One attempted point of a run (see the module docstring). JSON keys are the field names."""
@@ -72,6 +80,10 @@ class Row:
     @property
     def valid(self) -> bool:
         return self.status == "OK"
+
+    @property
+    def not_measured(self) -> bool:
+        return self.scenario in ("offline", "online") and not_measured(self.status, self.measurement)
 
     @classmethod
     def failed(cls, *, reason: str, **fields: Any) -> "Row":

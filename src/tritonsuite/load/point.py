@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from tritonsuite.rows import Row
+from tritonsuite.rows import Row, not_measured
 from tritonsuite.settings import DISTRIBUTIONS
 
 
@@ -64,6 +64,11 @@ class Measurement:
     @property
     def valid(self) -> bool:
         return self.status == "OK"
+
+    @property
+    def not_measured(self) -> bool:
+        """No valid figures, although every request was answered (:func:`tritonsuite.rows.not_measured`)."""
+        return not_measured(self.status, self.meta)
 
     def to_row(self, **identity) -> Row:
         """The measured row; ``identity`` names the point (scenario, model, deployment, format, ...)."""

@@ -99,6 +99,9 @@ def add_options(parser) -> None:
     group.addoption("--window-requests", type=int, default=None, help="count-based windows of N requests")
     group.addoption("--stability-percentage", type=float, default=None, help="stability criterion (default 10)")
     group.addoption("--max-trials", type=int, default=None, help="maximum windows per point before UNSTABLE")
+    group.addoption("--strict-stability", action="store_true", default=False, help="fail a performance point that "
+                    "could not be measured (UNSTABLE windows, a client-bound or late load generator, another client "
+                    "on the model) instead of skipping it with the reason; --perf-gate implies it")
     group.addoption("--repeat", type=int, default=1, metavar="N", help="measure each performance point N times in "
                     "interleaved rounds (A B C, A B C: drift shows); the report gives the median and spread")
     group.addoption("--order", default="ascending", metavar="ascending|descending|shuffled",

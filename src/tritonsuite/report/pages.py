@@ -9,6 +9,7 @@ from tritonsuite.report.common import (_distinct, _format_number, _format_value,
                                        _is_number, _load_kind, _pipe_table, _records, _result, _row_label, _search,
                                        _series, _status, _title)
 from tritonsuite.judge.crosscheck import cross_points
+from tritonsuite.rows import not_measured
 
 
 def _under_load(row: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -98,6 +99,14 @@ def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[st
 
 
 
+def not_measured_lines(rows: Sequence[Any]) -> list[str]:
+    """One line per performance point that could not be measured although every request was answered
+    (:func:`tritonsuite.rows.not_measured`): its deployment, load, status and first reason."""
+    return [f"{r.get('deployment')} {_row_label(r)}: {_status(r)}: {(r.get('reasons') or ['-'])[0]}"
+            for r in _records(rows) if r.get("scenario") in ("offline", "online")
+            and not_measured(_status(r), r.get("measurement") or {})]
+
+
 def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
     """A short page for a CI job summary: per accuracy deployment its verdict and its standing against the
     baseline; per measured deployment its best valid throughput with that point's p99."""
@@ -158,6 +167,11 @@ def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
         headers = ["deployment", "Inferences/Second", "at", "p99 latency (ms)", "rows OK"]
         out += [f"## {scenario.capitalize()}: best throughput per deployment", "",
                 _pipe_table(headers + (["accuracy under load"] if probed else []), table, align="left"), ""]
+    missed = not_measured_lines(rows)
+    if missed:  # no valid figures, nothing answered wrong: skipped by the scenario tests unless --strict-stability
+        out += ["## Not measured", "", "Every request of these points was answered, but they have no valid figures "
+                "(their rows say why); the run fails on them only with --strict-stability or --perf-gate.", ""]
+        out += [f"- {line}" for line in missed] + [""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
