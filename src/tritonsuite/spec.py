@@ -31,10 +31,13 @@ def rule_precision(precision: str) -> str:
     """The precision whose rules judge ``precision`` against fp32 (``mixed`` -> ``fp16``; the others their own)."""
     return RULES_OF.get(precision, precision)
 
-# numpy dtype name -> Triton data type (model configuration enum name without TYPE_, and the protocol name)
+# numpy dtype name -> Triton data type (the protocol's name; the model configuration's enum is TYPE_<name>, except
+# BYTES, which the configuration calls TYPE_STRING). "bytes" is a BYTES tensor (numpy object arrays of bytes);
+# "bfloat16" is BF16, which numpy has no type for (tritonclient sends float32 arrays as BF16)
 TRITON_DTYPES = {
-    "bool": "BOOL", "uint8": "UINT8", "int8": "INT8", "int16": "INT16", "int32": "INT32", "int64": "INT64",
-    "float16": "FP16", "float32": "FP32", "float64": "FP64",
+    "bool": "BOOL", "uint8": "UINT8", "uint16": "UINT16", "uint32": "UINT32", "uint64": "UINT64", "int8": "INT8",
+    "int16": "INT16", "int32": "INT32", "int64": "INT64", "float16": "FP16", "float32": "FP32", "float64": "FP64",
+    "bfloat16": "BF16", "bytes": "BYTES",
 }
 
 

@@ -126,3 +126,27 @@ def read_config(deployment_dir: str | Path):
     from tritonclient.grpc import model_config_pb2 as mc
 
     return text_format.Parse(Path(deployment_dir, "config.pbtxt").read_text(), mc.ModelConfig())
+
+
+def config_of(deployment_dir: str | Path) -> dict:
+    """A deployment's ``config.pbtxt`` as JSON (:func:`config_json`), named after its directory when the file
+    leaves the name out (as Triton names it)."""
+    found = config_json(read_config(deployment_dir))
+    found.setdefault("name", Path(deployment_dir).name)
+    return found
+
+
+def describe_deployment(deployment_dir: str | Path, composing: tuple[str, ...] = ()):
+    """The :class:`~tritonsuite.description.ModelDescription` of a deployment directory, an ensemble's steps (and
+    the ``composing`` models of a BLS one) resolved from the same repository."""
+    from tritonsuite.description import describe
+
+    repository = Path(deployment_dir).parent
+
+    def lookup(name: str) -> dict:
+        if not (repository / name / "config.pbtxt").is_file():
+            raise LookupError(f"no {repository / name / 'config.pbtxt'}")
+        return config_of(repository / name)
+
+    return describe(config_of(deployment_dir), lookup, composing)
+

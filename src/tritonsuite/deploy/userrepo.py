@@ -30,7 +30,7 @@ DRIVABLE = {"onnxruntime_onnx": ("onnx", "onnxruntime"), "onnxruntime": ("onnx",
             "pytorch_libtorch": ("ts-script", "pytorch"), "pytorch": ("ts-script", "pytorch"),
             "tensorrt_plan": ("trt", "tensorrt"), "tensorrt": ("trt", "tensorrt")}
 DEFAULT_FILES = {"onnxruntime": "model.onnx", "pytorch": "model.pt", "tensorrt": "model.plan"}
-_NUMPY = {v: k for k, v in TRITON_DTYPES.items()}
+_NUMPY = {v: k for k, v in TRITON_DTYPES.items() if k not in ("bytes", "bfloat16")}  # the load generators' types
 
 
 class RepositoryError(ValueError):

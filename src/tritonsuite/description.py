@@ -1,0 +1,275 @@
+"""One description of a deployment, whatever its kind: what the load generators, the judges and the reports read.
+
+perf_analyzer's model parser turns every deployment (a plain model, an ensemble, a sequence model, a decoupled one)
+into one description its load managers read; Model Analyzer keeps one config model for every kind. This is the
+suite's: :func:`describe` reads a model configuration in its JSON form, the form Triton hands a backend and serves
+at ``/v2/models/<m>/config`` (so a configuration the server auto-completed reads the same as a written one), and
+returns a :class:`ModelDescription`: tensors (batch dimension excluded), max batch size, which scheduler
+(``none``, ``dynamic``, ``sequence``, ``ensemble``: ``ModelConfig.scheduling_choice``), the dynamic batcher's and
+the sequence batcher's settings, whether responses are decoupled, instance groups, version policy, response cache,
+and an ensemble's steps with the composing models resolved recursively (nested ensembles included) through a
+``lookup`` of configurations by name. A BLS model's configuration does not name the models it calls: they come
+from the user (perf_analyzer's ``--bls-composing-models``) as ``composing``.
+
+A leaf of the typed core: it imports only :mod:`tritonsuite.spec`. Reading ``config.pbtxt`` files is
+:mod:`tritonsuite.deploy`'s; asking a server is :mod:`tritonsuite.server`'s.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from tritonsuite.spec import TRITON_DTYPES, TensorSpec
+
+#: ``ModelConfig.scheduling_choice`` as this module names it (no field set: ``none``, the default scheduler)
+SCHEDULERS = ("none", "dynamic", "sequence", "ensemble")
+#: Control inputs of the sequence batcher, by ``ModelSequenceBatching.Control.Kind``
+CONTROL_KINDS = ("CONTROL_SEQUENCE_START", "CONTROL_SEQUENCE_READY", "CONTROL_SEQUENCE_END",
+                 "CONTROL_SEQUENCE_CORRID")
+#: Triton data type (the configuration's enum without ``TYPE_``) -> the dtype name of a
+#: :class:`~tritonsuite.spec.TensorSpec` (the configuration calls BYTES ``TYPE_STRING``)
+NUMPY_DTYPES = {**{v: k for k, v in TRITON_DTYPES.items()}, "STRING": "bytes"}
+
+
+class DescriptionError(ValueError):
+    """A configuration that cannot be described; the message names the model and the problem."""
+
+
+@dataclass(frozen=True)
+class DynamicBatching:
+    preferred_batch_sizes: tuple[int, ...] = ()
+    max_queue_delay_microseconds: int = 0
+    preserve_ordering: bool = False
+
+
+@dataclass(frozen=True)
+class ControlInput:
+    name: str  # the tensor the server fills (the client never sends it)
+    kind: str  # CONTROL_KINDS
+    datatype: str  # Triton data type, e.g. "INT32"
+
+
+@dataclass(frozen=True)
+class SequenceBatching:
+    strategy: str  # "direct" (one batch slot per live sequence; the default) or "oldest"
+    max_sequence_idle_microseconds: int  # 1 s when the configuration leaves it 0
+    controls: tuple[ControlInput, ...] = ()
+    states: tuple[tuple[str, str], ...] = ()  # implicit state: (input_name, output_name)
+
+
+@dataclass(frozen=True)
+class InstanceGroup:
+    kind: str  # "KIND_CPU", "KIND_GPU", "KIND_MODEL", "KIND_AUTO"
+    count: int
+    gpus: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class VersionPolicy:
+    kind: str  # "latest", "all" or "specific"
+    versions: tuple[int, ...] = ()  # specific: the versions named; latest: (num_versions,)
+
+    def served(self, available: Sequence[int]) -> tuple[int, ...]:
+        """The versions Triton serves of ``available`` (the numeric version directories), in ascending order."""
+        found = sorted(set(int(v) for v in available))
+        if self.kind == "all":
+            return tuple(found)
+        if self.kind == "specific":
+            return tuple(v for v in found if v in self.versions)
+        return tuple(found[-(self.versions[0] if self.versions else 1):]) if found else ()
+
+    def describe(self) -> str:
+        if self.kind == "latest":
+            return f"latest {{num_versions: {self.versions[0] if self.versions else 1}}}"
+        if self.kind == "specific":
+            return f"specific {{versions: {list(self.versions)}}}"
+        return "all"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of an ensemble: the composing model and how its tensors map onto the ensemble's."""
+
+    model: str
+    version: int  # -1: the latest the composing model serves
+    input_map: Mapping[str, str]  # the step model's input -> the ensemble tensor feeding it
+    output_map: Mapping[str, str]  # the step model's output -> the ensemble tensor it writes
+
+
+@dataclass(frozen=True)
+class ModelDescription:
+    """A deployment as its configuration declares it (see the module docstring)."""
+
+    name: str
+    platform: str  # "onnxruntime_onnx", "pytorch_libtorch", "ensemble", ... ("" when only a backend is named)
+    backend: str  # "onnxruntime", "pytorch", "python", ... ("" for an ensemble)
+    max_batch_size: int  # 0: no batch dimension (batchless)
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    scheduler: str = "none"  # SCHEDULERS
+    dynamic_batching: DynamicBatching | None = None
+    sequence_batching: SequenceBatching | None = None
+    decoupled: bool = False
+    instance_groups: tuple[InstanceGroup, ...] = ()
+    version_policy: VersionPolicy = VersionPolicy("latest", (1,))
+    response_cache: bool = False
+    default_model_filename: str = ""
+    steps: tuple[Step, ...] = ()
+    # an ensemble's step models (resolved through the lookup), or the models a BLS model calls (given by the user),
+    # each once, in the order first met
+    composing: tuple["ModelDescription", ...] = ()
+    config: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the configuration's JSON
+
+    @property
+    def batching(self) -> bool:
+        """Whether requests carry a batch dimension (``max_batch_size`` > 0)."""
+        return self.max_batch_size > 0
+
+    @property
+    def ensemble(self) -> bool:
+        return self.scheduler == "ensemble"
+
+    @property
+    def sequence(self) -> bool:
+        return self.scheduler == "sequence"
+
+    @property
+    def python(self) -> bool:
+        """A python-backend model (possibly a BLS one, calling others from ``model.py``)."""
+        return self.backend == "python"
+
+    @property
+    def instance_count(self) -> int:
+        return sum(g.count for g in self.instance_groups) or 1
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """What kind of deployment this is, in words a report prints: e.g. ("ensemble",), ("sequence (oldest)",
+        "decoupled"), ("python", "BLS")."""
+        found = []
+        if self.ensemble:
+            found.append("ensemble")
+        if self.sequence_batching is not None:
+            found.append(f"sequence ({self.sequence_batching.strategy})")
+        if self.python:
+            found.append("BLS" if self.composing else "python")
+        if self.decoupled:
+            found.append("decoupled")
+        if not self.batching:
+            found.append("batchless")
+        return tuple(found) or ("model",)
+
+    def all_composing(self) -> tuple["ModelDescription", ...]:
+        """Every composing model, nested ensembles' included, each once (depth first, in step order)."""
+        found: dict[str, ModelDescription] = {}
+        for model in self.composing:
+            found.setdefault(model.name, model)
+            for inner in model.all_composing():
+                found.setdefault(inner.name, inner)
+        return tuple(found.values())
+
+    def input(self, name: str) -> TensorSpec:
+        for tensor in self.inputs:
+            if tensor.name == name:
+                return tensor
+        raise DescriptionError(f"{self.name}: no input {name!r}; valid choices: "
+                               f"{', '.join(t.name for t in self.inputs)}")
+
+
+def _tensor(entry: Mapping[str, Any], model: str) -> TensorSpec:
+    datatype = str(entry.get("data_type", "TYPE_INVALID")).removeprefix("TYPE_")
+    if datatype not in NUMPY_DTYPES:
+        raise DescriptionError(f"{model}: tensor {entry.get('name')!r} has data type {datatype}; valid choices: "
+                               f"{', '.join(NUMPY_DTYPES)}")
+    dims = entry.get("dims") or []
+    return TensorSpec(str(entry.get("name", "")), NUMPY_DTYPES[datatype], tuple(int(d) for d in dims))
+
+
+def _int(value: Any, default: int = 0) -> int:
+    return int(value) if value not in (None, "") else default
+
+
+def describe(config: Mapping[str, Any], lookup: Callable[[str], Mapping[str, Any]] | None = None,
+             composing: Sequence[str] = (), _seen: tuple[str, ...] = ()) -> ModelDescription:
+    """The description of the model whose configuration (JSON, protobuf field names) is ``config``.
+
+    ``lookup(name)`` returns another model's configuration (from the repository or the server): an ensemble's
+    steps are resolved through it, recursively. ``composing`` names the models a BLS model calls (resolved the same
+    way). A step whose model ``lookup`` cannot give, or an ensemble that contains itself, raises DescriptionError.
+    """
+    name = str(config.get("name", ""))
+    chain = _seen + (name,)
+    platform = str(config.get("platform", ""))
+    backend = str(config.get("backend", ""))
+    scheduler = next((k.removesuffix("_batching").removesuffix("_scheduling") for k in
+                      ("dynamic_batching", "sequence_batching", "ensemble_scheduling") if k in config), "none")
+    if platform == "ensemble" and scheduler != "ensemble":
+        raise DescriptionError(f"{name}: platform ensemble without ensemble_scheduling")
+    dynamic = None
+    if "dynamic_batching" in config:
+        db = config["dynamic_batching"] or {}
+        dynamic = DynamicBatching(tuple(int(b) for b in db.get("preferred_batch_size", [])),
+                                  _int(db.get("max_queue_delay_microseconds")), bool(db.get("preserve_ordering")))
+    sequence = None
+    if "sequence_batching" in config:
+        sb = config["sequence_batching"] or {}
+        controls = []
+        for entry in sb.get("control_input", []):
+            for control in entry.get("control", []):
+                kind = str(control.get("kind", "CONTROL_SEQUENCE_START"))
+                datatype = str(control.get("data_type", "TYPE_INT32" if "int32_false_true" in control
+                                           else "TYPE_FP32" if "fp32_false_true" in control
+                                           else "TYPE_BOOL" if "bool_false_true" in control
+                                           else "TYPE_UINT64")).removeprefix("TYPE_")
+                controls.append(ControlInput(str(entry.get("name", "")), kind, datatype))
+        sequence = SequenceBatching(
+            strategy="oldest" if "oldest" in sb else "direct",
+            max_sequence_idle_microseconds=_int(sb.get("max_sequence_idle_microseconds"), 1_000_000) or 1_000_000,
+            controls=tuple(controls),
+            states=tuple((str(s.get("input_name", "")), str(s.get("output_name", ""))) for s in sb.get("state", [])))
+    groups = tuple(InstanceGroup(str(g.get("kind", "KIND_AUTO")), _int(g.get("count"), 1) or 1,
+                                 tuple(int(d) for d in g.get("gpus", []))) for g in config.get("instance_group", []))
+    policy_json = config.get("version_policy") or {}
+    if "all" in policy_json:
+        policy = VersionPolicy("all")
+    elif "specific" in policy_json:
+        policy = VersionPolicy("specific", tuple(int(v) for v in (policy_json["specific"] or {}).get("versions", [])))
+    else:
+        latest = policy_json.get("latest") or {}
+        policy = VersionPolicy("latest", (_int(latest.get("num_versions"), 1) or 1,))
+    steps = tuple(Step(str(s.get("model_name", "")), _int(s.get("model_version"), -1),
+                       dict(s.get("input_map", {})), dict(s.get("output_map", {})))
+                  for s in (config.get("ensemble_scheduling") or {}).get("step", []))
+    wanted = list(dict.fromkeys([s.model for s in steps] + list(composing)))
+    resolved = []
+    for model in wanted:
+        if model in chain:
+            raise DescriptionError(f"{name}: step model {model!r} contains {name} (a cycle: {' -> '.join(chain)})")
+        if lookup is None:
+            raise DescriptionError(f"{name}: composing model {model!r} cannot be looked up (no repository or server "
+                                   f"given)")
+        try:
+            found = lookup(model)
+        except (KeyError, FileNotFoundError, LookupError) as exc:
+            raise DescriptionError(f"{name}: composing model {model!r} is not in the repository ({exc})") from None
+        resolved.append(describe(found, lookup, (), chain))
+    return ModelDescription(
+        name=name, platform=platform, backend=backend or ("" if platform == "ensemble" else _backend_of(platform)),
+        max_batch_size=_int(config.get("max_batch_size")),
+        inputs=tuple(_tensor(t, name) for t in config.get("input", [])),
+        outputs=tuple(_tensor(t, name) for t in config.get("output", [])),
+        scheduler=scheduler, dynamic_batching=dynamic, sequence_batching=sequence,
+        decoupled=bool((config.get("model_transaction_policy") or {}).get("decoupled")),
+        instance_groups=groups, version_policy=policy,
+        response_cache=bool((config.get("response_cache") or {}).get("enable")),
+        default_model_filename=str(config.get("default_model_filename", "")),
+        steps=steps, composing=tuple(resolved), config=dict(config))
+
+
+#: platform -> the backend Triton maps it to (``model_config_utils.cc``)
+PLATFORM_BACKENDS = {"onnxruntime_onnx": "onnxruntime", "pytorch_libtorch": "pytorch", "tensorrt_plan": "tensorrt",
+                     "tensorflow_graphdef": "tensorflow", "tensorflow_savedmodel": "tensorflow"}
+
+
+def _backend_of(platform: str) -> str:
+    return PLATFORM_BACKENDS.get(platform, "")
