@@ -333,12 +333,7 @@ def user_models(repository: str | Path, input_data: Mapping[str, str] | None = N
 
     deployments, undrivable = read_repository(repository)
     input_data = {"": "random", **(input_data or {})}
-    tolerances = dict(tolerances or {})
-    outputs = {t.name for d in deployments for t in d.outputs}
-    unknown = [k for k in tolerances if k not in outputs]
-    if unknown:
-        raise RepositoryError(f"--tolerance {unknown[0]}: not an output of {repository}; valid choices: "
-                              f"{', '.join(sorted(outputs))}")
+    tolerances = dict(tolerances or {})  # checked against the run's outputs by deploy.repooptions
     specs, profiles = [], {}
     for dep in deployments:
         if only and dep.name not in only:  # --models names others: this one's input data is not asked for
@@ -362,37 +357,3 @@ def user_models(repository: str | Path, input_data: Mapping[str, str] | None = N
             instance_kind=dep.instance_kind)
     return specs, profiles, undrivable
 
-
-def add_repositories(registry, profile, repositories, input_data=(), shapes=(), tolerances=(), references=None,
-                     only=()):
-    """Every deployment of ``repositories`` (and the profile's ``model_repository``) into ``registry`` and the
-    profile: ``input_data``, ``shapes``, ``tolerances`` as their command-line values. Returns (profile, the
-    deployments that cannot be driven as (repository, name, reason))."""
-    from dataclasses import replace
-
-    from tritonsuite.load.inputdata import parse_shapes
-
-    repositories = list(dict.fromkeys(([profile.model_repository] if profile.model_repository else [])
-                                      + [str(r) for r in repositories]))
-    if not repositories:
-        return profile, ()
-    models, undrivable = dict(profile.models), []
-    tolerances = {**profile.tolerances, **parse_tolerances(tolerances)}
-    shapes, data = parse_shapes(shapes), parse_input_data(input_data)
-    names = {d.name for r in repositories if Path(r).is_dir() for d in Path(r).iterdir() if d.is_dir()}
-    unknown = [n for n in data if n and n not in names]
-    if unknown:
-        raise RepositoryError(f"--input-data {unknown[0]}=...: no such deployment; valid choices: "
-                              f"{', '.join(sorted(names))}")
-    for repository in repositories:
-        named = {m: mp for m, mp in profile.models.items() if mp.size == SIZE}
-        specs, found, skipped = user_models(repository, data, shapes, tolerances, named=named,
-                                            references=references, only=only)
-        for spec in specs:
-            if spec.name in registry.names():
-                raise RepositoryError(f"--model-repository {repository}: deployment {spec.name} has the name of a "
-                                      f"model already in the run; rename its directory")
-            registry.add(spec)
-        models.update(found)
-        undrivable += [(repository, u.name, u.reason) for u in skipped]
-    return replace(profile, models=models), tuple(undrivable)
