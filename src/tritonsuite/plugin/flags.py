@@ -50,11 +50,11 @@ def add_options(parser) -> None:
     group.addoption("--checkpoint", action="append", default=[], help="MODEL=PATH of user weights (repeatable)")
     group.addoption("--dataset", action="append", default=[], help="MODEL=PATH of a user dataset (repeatable)")
     group.addoption("--reports-dir", default=None, help="where tables, plots and raw rows go (default: reports/ "
-                    "under pytest's rootdir)")
+                    "under pytest's rootdir as the test paths and ini file decide it, never an option's value)")
     group.addoption("--repository-dir", default=None, help="where model repositories go (default: model_repos/ "
-                    "under pytest's rootdir)")
+                    "under pytest's rootdir, as --reports-dir)")
     group.addoption("--baselines-dir", default=None, help="accuracy baselines, <dir>/<profile>/<model>.json "
-                    "(default: fixtures/baselines under pytest's rootdir)")
+                    "(default: fixtures/baselines under pytest's rootdir, as --reports-dir)")
     group.addoption("--update-baselines", action="store_true", help="rewrite the baselines of deployments that "
                     "passed their absolute accuracy checks")
     group.addoption("--require-baselines", action="store_true", help="fail a deployment that has no baseline")
@@ -77,14 +77,16 @@ def add_options(parser) -> None:
                     "engine, perf_analyzer's -i) and the accuracy run reach the server; shared memory on both "
                     "(default http)")
     group.addoption("--model-repository", action="append", default=[], metavar="DIR", help="a stock Triton model "
-                    "repository: every deployment in it joins the run, read from its config.pbtxt and served as "
-                    "given (repeatable; the profile's model_repository key too)")
+                    "repository: its deployments run, read from their config.pbtxt and served as given; the "
+                    "profile's models join only when named (--models, or a profile of your own) (repeatable; the "
+                    "profile's model_repository key too)")
     group.addoption("--input-data", action="append", default=[], metavar="[DEPLOYMENT=]random|zero|FILE.json|DIR",
                     help="input data of the --model-repository deployments, as perf_analyzer's --input-data (its "
                     "JSON layout, validation_data honoured); DEPLOYMENT= for one deployment (repeatable; default "
                     "random)")
     group.addoption("--shape", action="append", default=[], metavar="NAME:d1,d2", help="dims of a dynamic input "
-                    "without the batch dim, as perf_analyzer's --shape (repeatable)")
+                    "of a --model-repository deployment, without the batch dim, as perf_analyzer's --shape "
+                    "(repeatable)")
     group.addoption("--reference", action="append", default=[], metavar="DEPLOYMENT=FILE", help="accuracy "
                     "reference of a --model-repository deployment: this model file (.onnx, .pt) run in-process "
                     "instead of the served file (e.g. the ONNX a plan was built from)")
