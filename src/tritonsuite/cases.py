@@ -10,6 +10,8 @@ from tritonsuite.rows import LOADGENS
 from tritonsuite.settings import LatencyBound
 
 SCENARIOS = ("offline", "online", "accuracy", "tune", "conformance")
+#: the conformance checks a shipped model's offline deployment runs (the online one runs every check)
+OFFLINE_CHECKS = ("identity", "batching", "refusals", "counters")
 #: the size of a --model-repository deployment (tritonsuite.deploy.userrepo.SIZE): served once, as given
 USER_SIZE = "repository"
 
@@ -100,14 +102,17 @@ def profile_cases(profile: Profile, scenario: str, loadgens: Sequence[str] = ("s
 def _conformance_cases(mp, model: str, fmt: str, precision: str, checks: Sequence[str]) -> list[Case]:
     """One case per check of each deployment a model's performance scenarios serve (its online one with dynamic
     batching, its offline one without), in the first format and precision (``--formats`` chooses another); a
-    user's deployment once, as given. A model the profile only checks for accuracy has none."""
+    user's deployment once, as given. A model the profile only checks for accuracy has none. The offline deployment
+    differs from the online one only by its scheduler: it runs the checks that read it (:data:`OFFLINE_CHECKS`);
+    instances and reload, the same model file and backend over again, run on the online one."""
     if mp.size == USER_SIZE:
-        servings = [("", 1)]
+        servings = [("", 1, checks)]
     else:
-        servings = ([("online", mp.online.batch_size)] if mp.online.concurrency or mp.online.request_rates else []) \
-            + ([("offline", 1)] if mp.offline.batch_sizes else [])
+        servings = ([("online", mp.online.batch_size, checks)] if mp.online.concurrency or mp.online.request_rates
+                    else []) + ([("offline", 1, [c for c in checks if c in OFFLINE_CHECKS])]
+                                if mp.offline.batch_sizes else [])
     return [Case(model, fmt, precision, "conformance", batch_size=b, check=c, serving=s)
-            for s, b in servings for c in checks]
+            for s, b, wanted in servings for c in wanted]
 
 
 #: Orders of a sweep's points within a round (``--order``).

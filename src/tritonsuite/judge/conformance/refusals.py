@@ -76,15 +76,19 @@ def probes(target: Target) -> list[tuple[str, list[Tensor], list[str]]]:
     itemsize = len(first.data) // max(int(np.prod(first.shape)) if first.shape else 1, 1)
     data = (first.data * (elements // max(len(first.data) // max(itemsize, 1), 1) + 1))[:elements * itemsize]
     found.append(("wrong shape", [Tensor(first.name, first.datatype, shape, data)] + good[1:], outputs))
-    variable = [i for i, dim in enumerate(spec.shape) if dim < 0]
-    if variable:  # declared variable: any size is valid, so it reaches the model; it must answer or refuse, unharmed
-        shape = list(first.shape)
+    for index, tensor in enumerate(good):  # the first input with a variable dim: any size of it is valid, so it
+        dims = d.input(tensor.name).shape  # reaches the model, which must answer or refuse it, unharmed
+        variable = [i for i, dim in enumerate(dims) if dim < 0]
+        if not variable:
+            continue
+        shape = list(tensor.shape)
         shape[offset + variable[0]] += 1
-        elements = int(np.prod(shape))
-        data = (first.data * 2)[:elements * itemsize] if elements * itemsize <= 2 * len(first.data) else \
-            bytes(elements * itemsize)
-        found.append(("other size of a variable dim", [Tensor(first.name, first.datatype, shape, data)] + good[1:],
-                      outputs))
+        size = len(tensor.data) // max(int(np.prod(tensor.shape)), 1)
+        wanted = int(np.prod(shape)) * size
+        data = (tensor.data * (wanted // max(len(tensor.data), 1) + 1))[:wanted]
+        found.append(("other size of a variable dim", good[:index] + [Tensor(tensor.name, tensor.datatype, shape,
+                                                                             data)] + good[index + 1:], outputs))
+        break
     found.append(("missing input", good[1:], outputs))
     found.append(("unknown output", good, outputs[:1] + ["conformance_no_such_output"]))
     cut = max(len(first.data) // 2, 1) if len(first.data) > 1 else 0

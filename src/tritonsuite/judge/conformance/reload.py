@@ -2,7 +2,7 @@
 repository API, then (separately) a changed configuration is loaded. No request may fail, answers must switch from
 the old version to the new without an old answer to a request sent after the first new answer came back, and the
 latency during the switch is reported against before (p99 and max, with their sample counts). The deployment is
-restored afterwards (the added version removed, the configuration written back, loaded again).
+restored afterwards (the added version removed, the configuration written back, loaded once more).
 
 A server the suite did not start (``--server remote``) is reloaded only when the target allows it: never reload a
 team's server unasked.
@@ -18,8 +18,8 @@ from tritonsuite.judge.conformance.traffic import closed_loop, percentile, stati
 
 CONCURRENCY = 2
 BEFORE_S = 0.6  # load before the reload (the latency "before"): at least this long...
-BEFORE_ANSWERS = 10  # ...and this many answers (at most MAX_BEFORE_S)
-MAX_BEFORE_S = 8.0
+BEFORE_ANSWERS = 8  # ...and this many answers (at most MAX_BEFORE_S)
+MAX_BEFORE_S = 5.0
 AFTER_S = 0.4  # load after the reload returned
 MARK = "tritonsuite_conformance_reload"  # the parameter the changed configuration adds
 
@@ -103,12 +103,9 @@ def _new_version(target: Target, evidence: dict) -> list[str]:
         return []
     old = str(max(d.version_policy.served(on_disk)))
     new = target.directory / str(max(on_disk) + 1)
-    shutil.copytree(target.directory / old, new)
-    try:
-        answers, begin, end, refused = _under_load(target, lambda: target.server.load(target.directory))
-    finally:
-        shutil.rmtree(new, ignore_errors=True)
-        restored = _restore(target)  # back to the versions the deployment had
+    shutil.copytree(target.directory / old, new)  # removed by check_reload, which restores the deployment
+    evidence["added"] = str(new)
+    answers, begin, end, refused = _under_load(target, lambda: target.server.load(target.directory))
     latency = _latency(answers, begin, end)
     versions = [a.version for a in answers if a.ok]
     first_new = min((a.end for a in answers if a.ok and a.version == new.name), default=None)
@@ -120,7 +117,6 @@ def _new_version(target: Target, evidence: dict) -> list[str]:
     evidence["observed_new_version"] = _describe(f"version {old} -> {new.name}", answers, latency)
     refused = refused if isinstance(refused, Exception) else None
     problems = [f"loading version {new.name} under load failed: {_first(refused)}"] if refused else []
-    problems += [f"restoring the deployment afterwards failed: {restored}"] if restored else []
     failed = [a for a in answers if not a.ok]
     if failed:
         problems.append(f"{len(failed)} of {len(answers)} requests failed while version {new.name} was added "
@@ -150,8 +146,7 @@ def _changed_config(target: Target, evidence: dict) -> list[str]:
         except Exception:
             served = {}
     finally:
-        path.write_text(original)
-        restored = _restore(target)
+        path.write_text(original)  # loaded again by check_reload
     latency = _latency(answers, begin, end)
     failed = [a for a in answers if not a.ok]
     evidence["changed_config"] = {"failed": len(failed), "requests": len(answers), "reload_s": round(end - begin, 3),
@@ -160,7 +155,6 @@ def _changed_config(target: Target, evidence: dict) -> list[str]:
     evidence["observed_changed_config"] = _describe(f"config with parameter {MARK}", answers, latency)
     refused = refused if isinstance(refused, Exception) else None
     problems = [f"loading the changed configuration under load failed: {_first(refused)}"] if refused else []
-    problems += [f"restoring the configuration afterwards failed: {restored}"] if restored else []
     if failed:
         problems.append(f"{len(failed)} of {len(answers)} requests failed while a changed configuration was loaded "
                         f"({failed[0].error[:120]})")
@@ -180,7 +174,14 @@ def check_reload(target: Target) -> CheckResult:
         return CheckResult(target.name, "reload", declared, "-", "skipped",
                            f"{', '.join(d.kinds)}: the load here is one stateless request per response")
     evidence: dict = {}
-    problems = _new_version(target, evidence) + _changed_config(target, evidence)
+    try:
+        problems = _new_version(target, evidence)
+        problems += _changed_config(target, evidence)
+    finally:  # the deployment as it was: the added version removed, the configuration as written, loaded once
+        if evidence.get("added"):
+            shutil.rmtree(evidence["added"], ignore_errors=True)
+        restored = _restore(target)
+    problems += [f"restoring the deployment afterwards failed: {restored}"] if restored else []
     observed = "; ".join(evidence[k] for k in ("observed_new_version", "observed_changed_config") if k in evidence)
     return CheckResult(target.name, "reload", declared, observed, "fail" if problems else "pass",
                        "; ".join(problems), evidence)
