@@ -204,7 +204,7 @@ def test_counters_catch_a_second_client_on_the_model(repo, server):
     directory = python_model(repo, "shared", "echo")
     server.load(directory)
     assert check(server, directory, "counters").verdict == "pass"
-    stop = threading.Event()
+    stop, sending = threading.Event(), threading.Event()
 
     def other_client():
         conn = server.client()
@@ -212,12 +212,14 @@ def test_counters_catch_a_second_client_on_the_model(repo, server):
             from tritonsuite.judge.conformance.traffic import infer
             while not stop.is_set():
                 infer(conn, "shared", sixteen(1, 5), ["OUTPUT0"])
-                time.sleep(0.01)
+                sending.set()
+                time.sleep(0.005)
         finally:
             conn.close()
 
     thread = threading.Thread(target=other_client, daemon=True)
     thread.start()
+    assert sending.wait(30)
     try:
         result = check(server, directory, "counters")
     finally:

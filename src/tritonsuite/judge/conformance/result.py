@@ -13,7 +13,7 @@ from tritonsuite.description import ModelDescription
 from tritonsuite.rows import Row
 
 VERDICTS = ("pass", "fail", "skipped")
-_LOAD_SEEDS = itertools.count(1)  # distinct load requests for each check of a cached deployment
+_LOAD_SEEDS = itertools.count(1000)  # requests never sent before, for a cached deployment's load
 #: verdict -> row status
 STATUS = {"pass": "OK", "fail": "FAILED", "skipped": "SKIPPED"}
 
@@ -86,8 +86,12 @@ class Target:
         process) where the response cache would otherwise answer the repeats."""
         if not self.description.response_cache:
             return [self.request(self.batch_size)]
-        first = next(_LOAD_SEEDS) * count + 1
-        return [self.request(self.batch_size, seed) for seed in range(first, first + count)]
+        return [self.fresh_request(self.batch_size) for _ in range(count)]
+
+    def fresh_request(self, batch_size: int = 1) -> dict[str, np.ndarray]:
+        """A request this process has not sent before (another seed each call): one the response cache has not
+        seen."""
+        return self.request(batch_size, next(_LOAD_SEEDS))
 
     @property
     def name(self) -> str:
