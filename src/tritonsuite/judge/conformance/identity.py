@@ -32,8 +32,8 @@ def check_identity(target: Target) -> CheckResult:
     served = describe(target.server.model_config(target.name))
     problems = []
     want, got = _signature(declared), _signature(served)
-    if declared.platform and not served.platform and declared.backend == served.backend:
-        got["platform/backend"] = want["platform/backend"]  # a backend named for a platform: the same thing
+    if (not declared.platform or not served.platform) and declared.backend == served.backend:
+        got["platform/backend"] = want["platform/backend"]  # a platform and the backend it maps to: the same thing
     problems += [f"{k}: declared {want[k]}, served {got[k]}" for k in want if want[k] != got[k]]
     conn = target.server.client(timeout=30)
     try:
