@@ -21,6 +21,7 @@ from tritonsuite.judge.accuracy import AccuracyResult, evaluate
 from tritonsuite.deploy.backends import backend_for
 from tritonsuite.cases import Case, profile_cases
 from tritonsuite.judge.baselines import BaselineStore, provenance
+from tritonsuite.judge.conformance import CHECKS, CheckResult, Target, run_check
 from tritonsuite.load.client import served_infer
 from tritonsuite.judge.compare import comparable, compare_points, point_key
 from tritonsuite.load.engine import LoadPoint, Measurement, Progress, measure
@@ -81,7 +82,7 @@ class Suite:
         return self.registry.get(model, self.model_profile(model).size)
 
     def cases(self, scenario: str, loadgens: Sequence[str] = ("suite",)) -> list[Case]:
-        return profile_cases(self.profile, scenario, loadgens)
+        return profile_cases(self.profile, scenario, loadgens, CHECKS)
 
     # ------------------------------------------------------------------------------------------- deployments
     def checkpoint(self, model: str) -> Path | None:
@@ -193,7 +194,7 @@ class Suite:
     def _identity(self, case: Case) -> dict:
         """What names a case's row, known before anything is deployed (so a failure still has a row)."""
         spec = self.spec(case.model)
-        scenario = "online" if case.scenario == "online" else "offline"
+        scenario = case.serving or ("online" if case.scenario == "online" else "offline")
         return {"scenario": case.scenario, "model": case.model, "title": spec.title or case.model,
                 "format": case.format, "precision": case.precision, "loadgen": case.loadgen,
                 "deployment": spec.name if userrepo.is_user_spec(spec) else
@@ -382,9 +383,17 @@ class Suite:
         row.extra["baseline"] = note
         return row
 
+    def run_conformance(self, case: Case, allow_reload: bool = False) -> CheckResult:
+        """One conformance check (:mod:`tritonsuite.judge.conformance`) of a case's deployment; its row recorded."""
+        deployment = self.deployment(case.model, case.format, case.precision, case.serving or "served")
+        inputs = deployment.spec.example_inputs
+        result = run_check(Target(self.server, deployment.directory, lambda b, seed=0: inputs(b, seed),
+                                  case.batch_size or 1, allow_reload), case.check)
+        self.record(result.to_row(**self._identity(case), parameters=self.parameters(deployment)))
+        return result
+
     def run_tune(self, case: Case, strategy: str = "search", budget: str = ""):
-        """The configuration search of a case's online deployment (:func:`tritonsuite.tune.run_tune_case`): rows of
-        scenario ``tune``, ``reports/tune/<deployment>/config.pbtxt`` and its pages; returns the TuneResult."""
+        """The configuration search of a case's online deployment (:func:`tritonsuite.tune.run_tune_case`)."""
         from tritonsuite.tune import Budget, run_tune_case, space_for
 
         limit = Budget.parse(budget, space_for(self.model_profile(case.model)).budget) if budget else None

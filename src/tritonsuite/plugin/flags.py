@@ -13,6 +13,8 @@ MARKERS = {
     "online": "online performance scenario (dynamic batching, HTTP or gRPC, concurrency sweep and request rates)",
     "accuracy": "accuracy of a deployment against its reference, with thresholds",
     "tune": "configuration search of each online deployment for the most throughput within its latency bound",
+    "conformance": "the deployment, live on the server, does what its config.pbtxt declares (identity, batching, "
+                   "instances, refusals, counters, response cache, reload without loss)",
     "smoke": "short end-to-end run on the embedded server with the tiny model",
     "search": "an online latency-bound search (the most load within the bound); deselected unless -m names it, "
               "or --searches / --latency-bound is given",
@@ -97,6 +99,10 @@ def add_options(parser) -> None:
                     "and/or M minutes per deployment (default: the profile's tune block, else 9 and 15m)")
     group.addoption("--tune-strategy", default="search", metavar="search|grid", help="-m tune: the coordinate "
                     "search (default) or the full grid of the tune space (to compare)")
+    group.addoption("--checks", default="", metavar="CHECK,...", help="-m conformance: the checks to run (identity, "
+                    "batching, instances, refusals, counters, cache, reload; default: all)")
+    group.addoption("--allow-reload", action="store_true", default=False, help="-m conformance with --server remote: "
+                    "let the reload check add a version to and reload the remote server's deployments (never unasked)")
     group.addoption("--window-ms", type=float, default=None, help="measurement window length (overrides profile)")
     group.addoption("--window-requests", type=int, default=None, help="count-based windows of N requests")
     group.addoption("--stability-percentage", type=float, default=None, help="stability criterion (default 10)")

@@ -9,6 +9,7 @@ from tritonsuite.report.common import (_distinct, _format_number, _format_value,
                                        _is_number, _load_kind, _pipe_table, _records, _result, _row_label, _search,
                                        _series, _status, _title)
 from tritonsuite.judge.crosscheck import cross_points
+from tritonsuite.report.conformance import summary_lines as conformance_summary
 from tritonsuite.rows import not_measured
 
 
@@ -129,6 +130,7 @@ def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
             table.append([str(r.get("title") or r.get("model")), str(r.get("deployment")), _status(r), standing])
         out += ["## Accuracy", "", _pipe_table(["model", "deployment", "status", "against the baseline"], table,
                                                align="left"), ""]
+    out += conformance_summary(rows)
     tuned = [r for r in rows if r.get("scenario") == "tune"
              and ((r.get("measurement") or {}).get("tune") or {}).get("role") == "answer"]
     if tuned:  # tritonsuite.tune: the configuration to ship, per deployment

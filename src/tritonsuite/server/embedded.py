@@ -34,6 +34,7 @@ from tritonsuite.server.shm import SHM_DIR, SHM_PREFIX, owned_patterns, sweep_st
 
 _launch_counter = itertools.count(1)
 WATCHDOG_INTERVAL_S = 0.2
+CACHE_BYTES = 64 * 1024 * 1024  # the local response cache's size
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -122,7 +123,17 @@ class EmbeddedServer(TritonServer):
             model_repository=str(self.model_repository), http_port=p["http"], grpc_port=p["grpc"],
             metrics_port=p["metrics"], backend_directory=str(self._backend_dir),
             model_control_mode=self.model_control_mode,
-            backend_config=(f"python,shm-region-prefix-name={self.shm_prefix}",), extra=self.extra_args)
+            backend_config=(f"python,shm-region-prefix-name={self.shm_prefix}",),
+            extra=self._cache_arguments() + self.extra_args)
+
+    def _cache_arguments(self) -> tuple[str, ...]:
+        """The wheel ships Triton's local response cache (``caches/local/libtritoncache_local.so``): the server starts
+        with it (64 MiB), so a deployment whose config enables ``response_cache`` is cached as on a stock server
+        started with ``--cache-config``. A user's own ``--cache-config`` in ``extra_args`` wins."""
+        caches = pytriton_paths()["binary"].parent.parent / "caches"
+        if any(a.startswith("--cache-config") for a in self.extra_args) or not (caches / "local").is_dir():
+            return ()
+        return (f"--cache-directory={caches}", f"--cache-config=local,size={CACHE_BYTES}")
 
     def choose_ports(self) -> dict[str, int]:
         return free_ports()
