@@ -353,14 +353,14 @@ class Suite:
             self._record_failure(case, exc, deployment)
             raise
         row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
-        digests = {"weights_sha256": weights_sha256(self.checkpoint(case.model), self.eager_module(case.model))
-                   or spec.config.get("model_file_digest") or "",
-                   "dataset_sha256": data.data_sha256 or path_digest(self.datasets.get(case.model)) or ""}
-        row.extra.update(digests)
+        weights = self.weights(case.model)  # which weights, and their and the data's sha256: what a baseline records
+        known = {"weights": weights, "dataset_sha256": data.data_sha256 or path_digest(self.datasets.get(case.model))
+                 or "", "weights_sha256": weights_sha256(self.checkpoint(case.model), self.eager_module(case.model))
+                 or spec.config.get("model_file_digest") or ""}
+        row.extra.update(known)
         if self.baselines is not None:
             row = self._against_baseline(case, result, row)
-            row.extra.update(digests)
-        row.extra["weights"] = weights = self.weights(case.model)
+            row.extra.update(known)
         row.description += f"; weights: {weights}"  # the report's accuracy line says which
         if weights == "seeded random":
             row.description += " (the verdict is agreement with eager, not a trained model's)"

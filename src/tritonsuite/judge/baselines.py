@@ -198,7 +198,9 @@ def refusal(row, entry: Mapping[str, Any], path: Path) -> str:
     for what, key in DIGESTS:
         then, now = entry.get(key) or "", row.extra.get(key) or ""
         if then != now:
-            named = entry.get("provenance", {}).get("checkpoint", "-") if what == "weights" else "its dataset"
+            told = entry.get("provenance", {})
+            named = (told.get("checkpoint") if told.get("checkpoint", "-") != "-" else told.get("weights", "-")) \
+                if what == "weights" else "its dataset"
             return (f"{row.deployment}: not judged against its baseline: measured with {what} sha256 "
                     f"{then[:12] or 'unrecorded'}, this run's {what} sha256 {now[:12] or 'unrecorded'} ({path}); "
                     f"rewrite it with --update-baselines, or run with the {what} it names ({named})")
@@ -217,4 +219,5 @@ def provenance(row, server_version: str) -> dict:
             pass
     return {"run_id": row.run_id, "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(),
             "machine": platform.machine(), "tritonserver": server_version, "versions": versions,
-            "checkpoint": row.parameters.get("Checkpoint", "-"), "samples": row.samples}
+            "checkpoint": row.parameters.get("Checkpoint", "-"), "weights": row.extra.get("weights", "-"),
+            "samples": row.samples}

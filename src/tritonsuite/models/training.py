@@ -46,15 +46,16 @@ def _recipe(spec: ModelSpec) -> dict[str, Any]:
                                  default=str))
 
 
-def manifest(directory: Path = SHIPPED_DIR) -> dict[str, dict[str, Any]]:
+def manifest(directory: Path | None = None) -> dict[str, dict[str, Any]]:
     """The shipped checkpoints' records, keyed by ``model:size``."""
-    path = Path(directory) / MANIFEST
+    path = Path(directory or SHIPPED_DIR) / MANIFEST
     return json.loads(path.read_text()).get("checkpoints", {}) if path.is_file() else {}
 
 
-def shipped_checkpoint(spec: ModelSpec, directory: Path = SHIPPED_DIR) -> Path | None:
+def shipped_checkpoint(spec: ModelSpec, directory: Path | None = None) -> Path | None:
     """The checkpoint shipped for ``spec`` (None when none fits it), its size and sha256 checked against the
     manifest: a mismatch raises :class:`ShippedWeightsError` in one line."""
+    directory = Path(directory or SHIPPED_DIR)
     entry = manifest(directory).get(spec.key)
     if entry is None or entry.get("recipe") != _recipe(spec):
         return None
@@ -68,7 +69,7 @@ def shipped_checkpoint(spec: ModelSpec, directory: Path = SHIPPED_DIR) -> Path |
 
 def shipped_record(checkpoint: Path | None) -> dict[str, Any] | None:
     """The manifest record of a shipped checkpoint file (None for any other file)."""
-    if checkpoint is None or Path(checkpoint).parent != SHIPPED_DIR:
+    if checkpoint is None or Path(checkpoint).parent != Path(SHIPPED_DIR):
         return None
     return next((e for e in manifest().values() if e["file"] == Path(checkpoint).name), None)
 
@@ -209,9 +210,10 @@ def _cpu_model() -> str:
                 platform.machine())
 
 
-def ship(specs, cache_dir: Path, directory: Path = SHIPPED_DIR) -> dict[str, dict[str, Any]]:
+def ship(specs, cache_dir: Path, directory: Path | None = None) -> dict[str, dict[str, Any]]:
     """Train (or reuse from ``cache_dir``) each spec's checkpoint here and ship it: copied to ``directory`` as
     ``<model>-<size>.pt`` and recorded in its manifest. Used by the maintainers; the result is committed."""
+    directory = Path(directory or SHIPPED_DIR)
     records = manifest(directory)
     for spec in specs:
         trained = trained_checkpoint(spec, cache_dir, retrain=True)
