@@ -11,15 +11,19 @@ scores it. Settings that must be chosen before torch loads (``ATEN_CPU_CAPABILIT
     python examples/accuracy_spread.py --out reports/spread.jsonl                       # threads, oneDNN, runtimes
     ATEN_CPU_CAPABILITY=default python examples/accuracy_spread.py --label aten-default --out reports/spread.jsonl
     python examples/accuracy_spread.py --summarize reports/spread.jsonl                 # spread per metric
+    python examples/accuracy_spread.py --summarize reports/spread.jsonl --write-allowances fixtures/baselines/cpu
+    python examples/accuracy_spread.py --against-baselines reports/gate-avx2            # a gate run's deltas
 
 Each line of ``--out``: {label, model, deployment, precision, setting, metrics}. The summary gives, per metric kind
 and precision, the largest spread (max - min) of one deployment over the settings and labels, and the spread across
-the runtimes (fp32: eager, onnxruntime, TorchScript), beside the allowance the gate gives that metric.
+the runtimes (fp32: eager, onnxruntime, TorchScript), and the allowance they give: the default allowance of the
+metric's kind (the floor) unless 5x the larger spread is more.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections import defaultdict
@@ -89,32 +93,91 @@ def measure(models: list[str], label: str, out: Path, cache: Path) -> None:
                     print(f"{label}: {model} {fmt} {precision} in {time.perf_counter() - start:.0f} s", flush=True)
 
 
-def summarize(path: Path) -> None:
-    """Per metric (deployments of one model and precision pooled by metric name): the largest spread of one
-    deployment over every setting and label, the spread across runtimes, and the allowance they give."""
+MULTIPLE = 5  # an allowance is at least this many times the largest spread measured for its metric
+
+
+def spreads(path: Path) -> dict[tuple, dict]:
+    """Per (model, precision, metric): the largest spread (max - min) of one deployment over the settings and labels
+    ("within"), the spread over every deployment of that precision ("across": eager, onnxruntime, TorchScript), the
+    number of runs and a value."""
     runs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     values: dict[tuple, list[float]] = defaultdict(list)
     for r in runs:
         for metric, value in r["metrics"].items():
             values[(r["model"], r["precision"], metric, r["deployment"])].append(value)
-    by_metric: dict[tuple, dict] = defaultdict(lambda: {"within": 0.0, "across": [], "n": 0, "value": None})
-    for (model, precision, metric, deployment), found in values.items():
-        entry = by_metric[(model, precision, metric)]
-        entry["within"] = max(entry["within"], max(found) - min(found))
-        entry["across"] += found
-        entry["n"] += len(found)
-        entry["value"] = found[0]
-    print("| model | precision | metric | value | runs | spread within a deployment | spread across runtimes "
-          "| allowance |")
+    found: dict[tuple, dict] = defaultdict(lambda: {"within": 0.0, "all": [], "value": None})
+    for (model, precision, metric, _), measured in values.items():
+        entry = found[(model, precision, metric)]
+        entry["within"] = max(entry["within"], max(measured) - min(measured))
+        entry["all"] += measured
+        entry["value"] = measured[0]
+    return {key: {"within": e["within"], "across": max(e["all"]) - min(e["all"]), "runs": len(e["all"]),
+                  "value": e["value"]} for key, e in found.items() if not informational(key[2])}
+
+
+def allowance(metric: str, value: float, spread: float) -> dict[str, float]:
+    """The default allowance (the floor: the smallest change worth failing), unless MULTIPLE x the measured spread
+    is larger: then that, as an absolute allowance (two significant digits, rounded up)."""
+    floor = default_allowance(metric)
+    floor_value = max(floor.get("absolute", 0.0), floor.get("relative", 0.0) * abs(value))
+    wanted = MULTIPLE * spread
+    if wanted <= floor_value:
+        return floor
+    digits = 1 - math.floor(math.log10(wanted))
+    return {"absolute": math.ceil(wanted * 10 ** digits) / 10 ** digits}
+
+
+def summarize(path: Path, write: Path | None = None) -> None:
+    """Print the spread table; with ``write`` (a baselines directory of the cpu profile), set each baseline metric's
+    allowance from it."""
+    found = spreads(path)
+    print(f"| model | precision | metric | value | runs | spread within a deployment | spread across runtimes "
+          f"| allowance (max of the floor and {MULTIPLE}x the larger spread) |")
     print("|---|---|---|---|---|---|---|---|")
-    for (model, precision, metric), e in sorted(by_metric.items()):
-        if informational(metric):
-            continue
-        across = max(e["across"]) - min(e["across"])
-        allowed = default_allowance(metric)
-        allowed = max(allowed.get("absolute", 0.0), allowed.get("relative", 0.0) * abs(e["value"]))
-        print(f"| {model} | {precision} | {metric} | {e['value']:.6g} | {e['n']} | {e['within']:.3g} | {across:.3g} | "
-              f"{allowed:.3g} |")
+    for (model, precision, metric), e in sorted(found.items()):
+        given = allowance(metric, e["value"], max(e["within"], e["across"]))
+        text = ", ".join(f"{k} {v:g}" for k, v in given.items())
+        print(f"| {model} | {precision} | {metric} | {e['value']:.6g} | {e['runs']} | {e['within']:.2g} | "
+              f"{e['across']:.2g} | {text} |")
+    if write is None:
+        return
+    for file in sorted(Path(write).glob("*.json")):
+        data = json.loads(file.read_text())
+        for deployment, entry in data["deployments"].items():
+            precision = next(p for p in ("fp32", "fp16", "mixed") if f"_{p}_" in deployment)
+            for metric, stored in entry["metrics"].items():
+                e = found.get((data["model"], precision, metric))
+                if e is not None and stored.get("allowance") is not None:
+                    stored["allowance"] = allowance(metric, stored["value"], max(e["within"], e["across"]))
+        file.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def against_baselines(reports: Path, baselines: Path) -> None:
+    """The gate's accuracy rows of a run (``reports/raw``) against the committed cpu baselines: per model and
+    precision, the largest |now - baseline| of each metric kind and the share of its allowance that uses."""
+    from tritonsuite.judge.baselines import BaselineStore
+    from tritonsuite.rows import Row
+
+    store = BaselineStore(baselines, "cpu")
+    worst: dict[tuple, tuple] = {}
+    for f in sorted((reports / "raw").glob("accuracy-*.jsonl")):
+        for line in f.read_text().splitlines():
+            row = Row.from_dict(json.loads(line))
+            comparison = store.compare(row)
+            if comparison.refused or comparison.missing:
+                print(f"{row.deployment}: {comparison.refused or comparison.missing}")
+            for v in comparison.verdicts:
+                if v.allowed is None:
+                    continue
+                key = (row.model, row.precision, v.metric)
+                used = abs(v.delta) / v.allowed if v.allowed else 0.0
+                if key not in worst or used > worst[key][1]:
+                    worst[key] = (abs(v.delta), used, v.kind, row.deployment)
+    print("| model | precision | metric | largest abs delta | share of allowance | deployment |")
+    print("|---|---|---|---|---|---|")
+    for (model, precision, metric), (delta, used, kind, deployment) in sorted(worst.items()):
+        print(f"| {model} | {precision} | {metric} | {delta:.3g} | {used:.1%} | {deployment}"
+              f"{'' if kind != 'regression' else ' REGRESSION'} |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,9 +187,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("reports/spread.jsonl"))
     parser.add_argument("--cache", type=Path, default=Path("model_repos/.cache"))
     parser.add_argument("--summarize", type=Path, default=None, help="print the spread table of a --out file")
+    parser.add_argument("--write-allowances", type=Path, default=None, metavar="BASELINES_DIR",
+                        help="with --summarize: set each baseline metric's allowance from the spread (fixtures/"
+                        "baselines/cpu)")
+    parser.add_argument("--against-baselines", type=Path, default=None, metavar="REPORTS_DIR",
+                        help="print how far a gate run's accuracy rows moved from the committed cpu baselines")
     args = parser.parse_args(argv)
+    if args.against_baselines:
+        against_baselines(args.against_baselines, Path("fixtures/baselines"))
+        return 0
     if args.summarize:
-        summarize(args.summarize)
+        summarize(args.summarize, args.write_allowances)
         return 0
     args.out.parent.mkdir(parents=True, exist_ok=True)
     measure([m for m in args.models.split(",") if m], args.label, args.out, args.cache)
