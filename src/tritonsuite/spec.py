@@ -108,6 +108,7 @@ class AccuracyData:
     inputs: dict[str, np.ndarray]
     score: Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray], str], list[Metric]]
     description: str = ""
+    data_sha256: str = ""  # sha256 of the data file the inputs and labels come from ("" for generated data)
 
 
 @dataclass(frozen=True)

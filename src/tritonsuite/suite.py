@@ -34,8 +34,8 @@ from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, de
 from tritonsuite.deploy import userrepo
 from tritonsuite.server import TritonServer
 from tritonsuite.settings import LatencyBound
-from tritonsuite.spec import ModelSpec
-from tritonsuite.models.training import trained_checkpoint
+from tritonsuite.spec import ModelSpec, path_digest
+from tritonsuite.models.training import trained_checkpoint, weights_origin, weights_sha256
 from tritonsuite.load.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
 
 @dataclass
@@ -63,6 +63,7 @@ class Suite:
     baselines: BaselineStore | None = None  # accuracy baselines to compare with (or to rewrite)
     update_baselines: bool = False  # rewrite the baselines of deployments that passed their absolute checks
     require_baselines: bool = False  # a deployment with no baseline fails instead of passing with a note
+    retrain: bool = False  # train the suite's models here instead of using the checkpoints shipped with tritonsuite
     compare_with: Sequence[Row] = ()  # a stored run's performance rows: each measured point is judged against them
     compare_label: str = ""
     # accuracy under load: this share of the requests of each online deployment's highest-concurrency point carries
@@ -86,25 +87,24 @@ class Suite:
 
     # ------------------------------------------------------------------------------------------- deployments
     def checkpoint(self, model: str) -> Path | None:
-        """The user's checkpoint for ``model``; else the suite-trained one if the spec trains; else None."""
+        """The user's checkpoint for ``model``; else, if the spec trains, the one shipped with tritonsuite (unless
+        ``retrain`` or a dataset asks for training here) or the one trained here; else None."""
         if model in self.checkpoints:
             return self.checkpoints[model]
         spec = self.spec(model)
         if spec.train is None:
             return None
-        return trained_checkpoint(spec, self.cache_dir, self.datasets.get(model))
+        return trained_checkpoint(spec, self.cache_dir, self.datasets.get(model), self.retrain)
 
     def weights(self, model: str) -> str:
-        """Which weights a model's rows come from: the user's checkpoint, the suite-trained one, weights shipped in a
-        package, or seeded random weights (a verdict on those says how a deployment treats these numbers, not a
-        trained model's quality)."""
-        if model in self.checkpoints:
-            return f"user checkpoint ({Path(self.checkpoints[model]).name})"
+        """Which weights a model's rows come from: the user's checkpoint, the one shipped with tritonsuite (short
+        sha256), one trained here, weights shipped in another package, or seeded random (a verdict on those says
+        how a deployment treats these numbers, not a trained model's quality)."""
         spec = self.spec(model)
-        if spec.train is not None:
-            return "suite-trained"
-        files = list(spec.weights_files())
-        return f"shipped weights ({', '.join(p.name for p in files)})" if files else "seeded random"
+        if model not in self.checkpoints and spec.train is None:
+            files = list(spec.weights_files())
+            return f"shipped weights ({', '.join(p.name for p in files)})" if files else "seeded random"
+        return weights_origin(self.checkpoint(model), user=model in self.checkpoints)
 
     def eager_module(self, model: str):
         if model not in self._modules:
@@ -354,9 +354,14 @@ class Suite:
             self._record_failure(case, exc, deployment)
             raise
         row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
+        weights = self.weights(case.model)  # which weights, and their and the data's sha256: what a baseline records
+        known = {"weights": weights, "dataset_sha256": data.data_sha256 or path_digest(self.datasets.get(case.model))
+                 or "", "weights_sha256": weights_sha256(self.checkpoint(case.model), self.eager_module(case.model))
+                 or spec.config.get("model_file_digest") or ""}
+        row.extra.update(known)
         if self.baselines is not None:
             row = self._against_baseline(case, result, row)
-        row.extra["weights"] = weights = self.weights(case.model)
+            row.extra.update(known)
         row.description += f"; weights: {weights}"  # the report's accuracy line says which
         if weights == "seeded random":
             row.description += " (the verdict is agreement with eager, not a trained model's)"
@@ -375,8 +380,8 @@ class Suite:
             if result.passed:
                 note["updated"] = str(self.baselines.update(row, provenance(row, self.server.version())))
         else:
-            if comparison.missing and self.require_baselines:
-                result.failures.append(f"{comparison.missing} (--require-baselines)")
+            if (comparison.missing or comparison.refused) and self.require_baselines:
+                result.failures.append(f"{comparison.missing or comparison.refused} (--require-baselines)")
             result.failures += [f"regressed against its baseline: {v.describe()} ({comparison.file})"
                                 for v in comparison.regressions]
         row = result.to_row(**self._identity(case), parameters=row.parameters)

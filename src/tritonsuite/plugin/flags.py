@@ -50,6 +50,9 @@ def add_options(parser) -> None:
                     "searches (the maxrate/maxconcurrency cases, minutes each; also: -m search, or --latency-bound)")
     group.addoption("--model-spec", action="append", default=[], help="a python file defining SPECS (repeatable)")
     group.addoption("--checkpoint", action="append", default=[], help="MODEL=PATH of user weights (repeatable)")
+    group.addoption("--retrain", action="store_true", default=False, help="train the suite's trained models "
+                    "(TFT, nnU-Net, the Adult Wide & Deep) here, cached per host, instead of using the checkpoints "
+                    "shipped with tritonsuite (baselines name the shipped ones)")
     group.addoption("--dataset", action="append", default=[], help="MODEL=PATH of a user dataset (repeatable)")
     group.addoption("--reports-dir", default=None, help="where tables, plots and raw rows go (default: reports/ "
                     "under pytest's rootdir as the test paths and ini file decide it, never an option's value)")

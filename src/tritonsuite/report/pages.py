@@ -78,8 +78,8 @@ def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[st
         note = row.get("baseline") or {}
         lines = [f"regression: {line}" for line in note.get("regressions", [])] + \
                 [f"improvement: {line}" for line in note.get("improvements", [])]
-        if note.get("missing"):
-            lines.append(f"{note['missing']}")
+        if note.get("missing") or note.get("refused"):
+            lines.append(note.get("missing") or note["refused"])
         elif note.get("compared") is not None and not lines:
             lines.append(f"{note['compared']} metrics within their allowances")
         if note.get("updated"):
@@ -122,6 +122,8 @@ def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
                 standing = "regressed: " + "; ".join(note["regressions"])
             elif note.get("missing"):
                 standing = "no baseline"
+            elif note.get("refused"):
+                standing = "not judged: measured with other weights or data"
             elif note:
                 standing = f"{note.get('compared', 0)} metrics within allowances" + (
                     "; improved: " + "; ".join(note["improvements"]) if note.get("improvements") else "")
