@@ -57,7 +57,8 @@ __all__ = ["LATENCY_SAMPLES", "LoadPoint", "Measurement", "MeasurementError", "M
 def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[TensorSpec],
             point: LoadPoint, settings: MeasurementSettings = MeasurementSettings(),
             stop_early: StopEarly | None = None, probes: Sequence[Mapping[str, np.ndarray]] = (),
-            probe_share: float = 0.0, probe_seed: int = 0, progress: Progress | None = None) -> Measurement:
+            probe_share: float = 0.0, probe_seed: int = 0, progress: Progress | None = None,
+            batched: bool = True) -> Measurement:
     """Measure one load point of ``model`` with ``inputs`` (one request's tensors, batch first). ``stop_early``
     is asked after each window whether to give the point up (its row is then STOPPED, with the reason);
     ``progress`` is told after the warm-up starts and after each window how the point is going and what it waits
@@ -67,6 +68,9 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
     ``probe_share`` of the load requests; their decoded outputs come back in ``Measurement.probe_responses``
     (accuracy under load, :mod:`tritonsuite.load.underload`). They are requests like the others: they count in the
     row's throughput, latencies and success counts.
+
+    ``model`` may name a version (``name:version``: requests and statistics go to that version); ``batched`` false
+    is a batchless deployment's (``max_batch_size: 0``): batch 1, sent without the batch dimension.
     """
     batch = {name: np.ascontiguousarray(array[:point.batch_size]) for name, array in inputs.items()}
     if any(len(a) != point.batch_size for a in batch.values()):
@@ -88,8 +92,8 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
         transport = GrpcTransport(server.grpc_url, settings.request_timeout_s, shared=point.open_loop)
 
     def prepare(tensors, names, shm=None):
-        return (prepare_grpc_request(model, tensors, names, shm) if transport is not None
-                else prepare_request(host, model, tensors, names, shm))
+        return (prepare_grpc_request(model, tensors, names, shm, batched) if transport is not None
+                else prepare_request(host, model, tensors, names, shm, batched))
 
     async def run(shm, gpu):
         names = [t.name for t in outputs]

@@ -10,7 +10,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from tritonsuite.load.hostload import HostCpu, other_cpu_percent
-from tritonsuite.load.http import Connection, HttpTransport, PreparedRequest
+from tritonsuite.load.http import Connection, HttpTransport, PreparedRequest, model_path
 from tritonsuite.load.point import LoadPoint, MeasurementError
 from tritonsuite.load.windows import Window, delta, progress_line, stability, stats_snapshot, wants_more_samples
 from tritonsuite.server import TritonServer
@@ -185,7 +185,7 @@ class LoadGenerator:
     async def run(self) -> tuple[list[Window], dict[str, int], int]:
         """Run warm-up and windows; return (windows, statistics delta over the whole point, requests completed)."""
         control = await Connection(self.host, self.port).open()
-        stats_path = f"/v2/models/{self.model}/stats"
+        stats_path = f"{model_path(self.model)}/stats"
         workers: list[asyncio.Task] = []
         try:
             begin = stats_snapshot(await control.get_json(stats_path))

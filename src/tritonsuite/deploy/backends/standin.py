@@ -116,8 +116,25 @@ class OnnxRuntimeSession:
         self._feeds = [i.name for i in self._session.get_inputs()]
 
     def __call__(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        outputs = self._session.run(self.output_names, {n: inputs[n] for n in self._feeds})
-        return dict(zip(self.output_names, outputs))
+        outputs = self._session.run(self.output_names, {n: _ort_strings(inputs[n]) for n in self._feeds})
+        return {n: _triton_bytes(v) for n, v in zip(self.output_names, outputs)}
+
+
+def _ort_strings(array: np.ndarray) -> np.ndarray:
+    """BYTES elements (``bytes``, as Triton hands them) as the ``str`` onnxruntime's string tensors take (it would
+    turn ``b"ab"`` into ``"b'ab'"``), decoded as UTF-8 as the stock backend does."""
+    if array.dtype != object:
+        return array
+    return np.array([v.decode("utf-8") if isinstance(v, bytes) else v for v in array.reshape(-1)],
+                    dtype=object).reshape(array.shape)
+
+
+def _triton_bytes(array: np.ndarray) -> np.ndarray:
+    """onnxruntime's ``str`` outputs as the UTF-8 ``bytes`` a BYTES tensor holds."""
+    if array.dtype != object:
+        return array
+    return np.array([v.encode("utf-8") if isinstance(v, str) else v for v in array.reshape(-1)],
+                    dtype=object).reshape(array.shape)
 
 
 def _convention_index(name: str) -> int | None:

@@ -1,0 +1,87 @@
+"""A user's deployment directory as the team ships it: its configuration read into the one description
+(:mod:`tritonsuite.description`), and the whole directory served.
+
+Triton loads a deployment from its directory: ``config.pbtxt``, every version directory the version policy selects,
+and whatever else the configuration names beside them (an output's ``label_filename``, a tokenizer's files, a
+python model's resources). :func:`serve_directory` copies all of it, byte for byte, into the run's repository
+(version directories the policy does not select are left out: Triton would not load them), so the copy loads as
+the original would; the user's directory is never written. :func:`config_json` reads a directory's
+``config.pbtxt`` with Triton's own protobuf into the JSON form :func:`tritonsuite.description.describe` takes, and
+:func:`repository_lookup` gives an ensemble's steps from the same repository.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from tritonsuite.spec import file_digest
+
+
+class ServeError(ValueError):
+    """A deployment directory that cannot be read or served; the message names it and what was expected."""
+
+
+def config_json(directory: str | Path) -> dict[str, Any]:
+    """``<directory>/config.pbtxt`` as JSON (protobuf field names; the name filled in from the directory, as
+    Triton does)."""
+    from google.protobuf import json_format, text_format
+    from tritonclient.grpc import model_config_pb2 as mc
+
+    directory = Path(directory)
+    config_file = directory / "config.pbtxt"
+    if not config_file.is_file():
+        raise FileNotFoundError(f"{config_file}: no such file")
+    try:
+        cfg = text_format.Parse(config_file.read_text(), mc.ModelConfig())
+    except text_format.ParseError as exc:
+        raise ServeError(f"{config_file}: not a ModelConfig: {exc}") from None
+    found = json_format.MessageToDict(cfg, preserving_proto_field_name=True)
+    found.setdefault("name", directory.name)
+    return found
+
+
+def repository_lookup(repository: str | Path) -> Callable[[str], dict[str, Any]]:
+    """``lookup(name)``: the configuration of deployment ``name`` of ``repository`` (an ensemble's steps)."""
+    root = Path(repository)
+
+    def lookup(name: str) -> dict[str, Any]:
+        return config_json(root / name)
+
+    return lookup
+
+
+def version_directories(directory: str | Path) -> list[int]:
+    """The numeric version directories of a deployment, ascending."""
+    return sorted(int(p.name) for p in Path(directory).iterdir() if p.is_dir() and p.name.isdigit())
+
+
+def serve_directory(source: str | Path, repository_dir: str | Path, versions: Iterable[str | int],
+                    digests: Iterable[str] = ()) -> Path:
+    """Copy the deployment directory ``source`` to ``<repository_dir>/<name>``: every file and folder, but of the
+    numeric version directories only ``versions`` (those its policy selects). ``digests``: sha256 of model files
+    that must be among the copied files (a file changed while the run copied it fails here). Returns the copy."""
+    source = Path(source)
+    served = {str(int(v)) for v in versions}
+    final = Path(repository_dir) / source.name
+    tmp = final.with_name(f".{source.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+    def skipped(folder: str, names: list[str]) -> list[str]:
+        if Path(folder) != source:
+            return []
+        return [n for n in names if n.isdigit() and (source / n).is_dir() and n not in served]
+
+    shutil.copytree(source, tmp, ignore=skipped, copy_function=shutil.copy2, symlinks=False)
+    wanted = [d for d in digests if d]
+    if wanted:
+        copied = {file_digest(p) for v in served for p in (tmp / v).rglob("*") if p.is_file()}
+        missing = [d for d in wanted if d not in copied]
+        if missing:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise ServeError(f"{source}: a model file changed while the run copied it (sha256 {missing[0][:12]})")
+    if final.exists():
+        shutil.rmtree(final)
+    os.rename(tmp, final)
+    return final
