@@ -261,7 +261,8 @@ def _server_counts(server, model: str) -> dict[str, int]:
 
     client = server.client(timeout=30.0)
     try:
-        stats = client.get_inference_statistics(*model_and_version(model))
+        name, version = model_and_version(model)
+        stats = client.get_inference_statistics(name, version) if version else client.get_inference_statistics(name)
     finally:
         client.close()
     s = stats["model_stats"][0]["inference_stats"]

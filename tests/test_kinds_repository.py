@@ -1,0 +1,106 @@
+"""Deployments as teams ship them, from --model-repository on the real embedded server: a label file and a
+``specific`` version policy, ``latest {num_versions: 2}`` driven per version, batchless, BYTES (perf_analyzer's JSON
+strings, with validation_data), every numeric dtype and BOOL; and the ensembles with their steps
+(fixtures/kinds_repository/make_repository.py writes the repository)."""
+import json
+
+import pytest
+
+from tests.helpers import ROOT, raw_rows, run_pytest
+from tritonsuite.spec import path_digest
+
+FIXTURE = ROOT / "fixtures" / "kinds_repository"
+PROFILE = """
+device: cpu
+gpu: none (CPU only)
+measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 100, max_trials: 8, warmup_ms: 200}
+"""
+STRINGS = {"data": [{"text": ["ab", "cd"]}, {"text": {"content": ["x", "yz"], "shape": [2]}}],
+           "validation_data": [{"shout": ["ab!", "cd!"]}, {"shout": ["x!", "yz!"]}]}
+
+
+def make_repository(dest):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_repository", FIXTURE / "make_repository.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.make(dest)
+
+
+def test_versions_and_kinds_are_read_from_the_description(tmp_path):
+    from tritonsuite.deploy import userrepo
+
+    repo = make_repository(tmp_path / "repo")
+    found, _ = userrepo.read_repository(repo)
+    by_name = {d.name: d for d in found}
+    assert by_name["labels_specific"].versions == ("1",)  # specific [1]: version 2 is on disk, not served
+    assert by_name["latest_two"].versions == ("2", "3")
+    assert by_name["batchless"].max_batch_size == 0
+    assert [t.dtype for t in by_name["strings"].inputs] == ["bytes"]
+    specs, profiles, _ = userrepo.user_models(repo, {"strings": "zero"}, only=("latest_two:2", "latest_two:3",
+                                                                               "batchless"))
+    assert sorted(s.name for s in specs) == ["batchless", "latest_two:2", "latest_two:3"]
+    assert profiles["batchless"].offline.batch_sizes == (1,) and profiles["batchless"].batchless
+    served = userrepo.serve(next(s for s in specs if s.name == "latest_two:2"), tmp_path / "served")
+    assert sorted(p.name for p in served.iterdir()) == ["2", "3", "config.pbtxt"]  # version 1 left out
+    labels = userrepo.read_repository(repo)[0]
+    copy = userrepo.serve(userrepo.user_spec(next(d for d in labels if d.name == "labels_specific"),
+                                             _zero_data(), {}), tmp_path / "served")
+    assert sorted(p.name for p in copy.iterdir()) == ["1", "config.pbtxt", "labels.txt"]
+
+
+def _zero_data():
+    from tritonsuite.load.inputdata import InputData
+
+    import numpy as np
+
+    return InputData("zero", ({"x": np.zeros(4, np.float32)},))
+
+
+@pytest.mark.smoke
+def test_labels_policies_batchless_strings_and_dtypes_run_offline_online_and_accuracy(tmp_path):
+    repo = make_repository(tmp_path / "repo")
+    before = path_digest(repo)
+    strings = tmp_path / "strings.json"
+    strings.write_text(json.dumps(STRINGS))
+    models = "labels_specific,latest_two:2,latest_two:3,batchless,strings,dtypes"
+    result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "--input-data", f"strings={strings}",
+                         "-m", "offline or online or accuracy", "--models", models, "--batch-sizes", "1,2",
+                         "--concurrency", "2", "-p", "no:warnings"], tmp_path, profile=PROFILE)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
+    # 6 deployments x (offline at 1 and 2, batchless at 1 alone; online at 2; accuracy)
+    assert "23 passed" in result.stdout, result.stdout[-3000:]
+    assert path_digest(repo) == before  # the user's repository is never written
+    served = tmp_path / "repos"
+    assert (served / "labels_specific" / "labels.txt").read_bytes() == (repo / "labels_specific" / "labels.txt"
+                                                                          ).read_bytes()
+    assert not (served / "labels_specific" / "2").exists() and not (served / "latest_two" / "1").exists()
+    rows = raw_rows(tmp_path / "reports")
+    assert all(r["status"] == "OK" for r in rows), [(r["deployment"], r["reasons"]) for r in rows if r["status"] != "OK"]
+    assert {r["deployment"] for r in rows} == set(models.split(","))
+    accuracy = {r["deployment"]: r for r in rows if r["scenario"] == "accuracy"}
+    # each version answers as its own file: y = 2x and y = 3x, compared with that version's model run in-process
+    assert accuracy["latest_two:2"]["metrics"]["y max abs error"] == 0.0
+    assert accuracy["strings"]["samples"] == 2
+    assert accuracy["strings"]["metrics"]["validation_data shout elements out of tolerance"] == 0.0
+    assert {k for k in accuracy["dtypes"]["metrics"] if k.endswith("max abs error")} >= {
+        f"out_{d} max abs error" for d in ("int8", "uint64", "float16", "float64", "bool")}
+    offline = sorted((r["deployment"], r["batch"]) for r in rows if r["scenario"] == "offline")
+    assert ("batchless", 1) in offline and ("batchless", 2) not in offline
+    strings_offline = [r for r in rows if r["scenario"] == "offline" and r["deployment"] == "strings"]
+    assert all(any("BYTES" in why for why in r["reasons"]) for r in strings_offline), strings_offline
+
+
+@pytest.mark.smoke
+def test_a_wrong_string_fails_validation_naming_the_output(tmp_path):
+    repo = make_repository(tmp_path / "repo")
+    doc = json.loads(json.dumps(STRINGS))
+    doc["validation_data"][1]["shout"][1] = "yz?"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "--input-data", f"strings={bad}",
+                         "-m", "accuracy", "--models", "strings", "-p", "no:warnings"], tmp_path, profile=PROFILE)
+    assert result.returncode != 0 and "1 failed" in result.stdout, result.stdout[-3000:]
+    assert any(x.strip().startswith("validation_data shout elements out of tolerance = 1.0000")
+               for x in result.stdout.splitlines()), result.stdout[-3000:]
