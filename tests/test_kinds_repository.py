@@ -104,3 +104,29 @@ def test_a_wrong_string_fails_validation_naming_the_output(tmp_path):
     assert result.returncode != 0 and "1 failed" in result.stdout, result.stdout[-3000:]
     assert any(x.strip().startswith("validation_data shout elements out of tolerance = 1.0000")
                for x in result.stdout.splitlines()), result.stdout[-3000:]
+
+
+@pytest.mark.smoke
+def test_ensembles_and_a_nested_one_run_with_their_steps(tmp_path):
+    repo = make_repository(tmp_path / "repo")
+    result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "-m", "offline or online or accuracy",
+                         "--models", "pipeline,nested", "--batch-sizes", "2", "--concurrency", "2",
+                         "-p", "no:warnings"], tmp_path, profile=PROFILE)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
+    assert "6 passed" in result.stdout, result.stdout[-3000:]
+    rows = raw_rows(tmp_path / "reports")
+    assert all(r["status"] == "OK" for r in rows), [(r["deployment"], r["reasons"]) for r in rows]
+    steps = {"pipeline": {"scale", "pool"}, "nested": {"pipeline", "scale", "pool"}}
+    for row in (r for r in rows if r["scenario"] in ("offline", "online")):
+        found = row["measurement"]["composing"]
+        assert set(found) == steps[row["deployment"]], found
+        assert all(f["requests"] > 0 and f["Server Compute Infer"] > 0 for f in found.values()), found
+        if row["deployment"] == "nested":  # scale runs twice per request: inside pipeline and as a step of its own
+            # (the counters are read while requests are in flight: a window edge may split one request's steps)
+            assert abs(found["scale"]["requests"] - 2 * found["pipeline"]["requests"]) <= 2 * row["concurrency"], found
+    accuracy = {r["deployment"]: r for r in rows if r["scenario"] == "accuracy"}
+    # against the steps composed in-process (onnxruntime, step by step through the maps)
+    assert accuracy["nested"]["metrics"]["SCORE max abs error"] < 1e-5
+    assert accuracy["nested"]["metrics"]["SCALED max abs error"] < 1e-5
+    page = (tmp_path / "reports" / "online" / "nested.md").read_text()
+    assert "Per composing model" in page and " pool |" in page, page

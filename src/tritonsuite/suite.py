@@ -75,7 +75,7 @@ class Suite:
     protocol: str = "http"  # how every load generator and the accuracy run reach the server: http or grpc
     _modules: dict = field(default_factory=dict, repr=False)
     _deployments: dict = field(default_factory=dict, repr=False)
-    _served: dict = field(default_factory=dict, repr=False)  # a user's deployment directory -> the model loaded
+    _served: dict = field(default_factory=dict, repr=False)  # a user's deployment directory -> its copy
     _writers: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------------------------------------- cases
@@ -164,8 +164,7 @@ class Suite:
         return Deployment(name, spec, artifact, config, directory, self.server.backend_description(name))
 
     def _deploy_user(self, spec: ModelSpec, fmt: str, precision: str) -> Deployment:
-        """A user's deployment: its whole directory copied unchanged into the run's repository and loaded, once for
-        all the versions its policy serves (each a spec of its own, ``name:version``)."""
+        """A user's deployment: its whole directory (an ensemble's steps too) copied unchanged and loaded, once."""
         dep = userrepo.read_deployment(spec.config["user_repository"])
         config = userrepo.deployment_config(dep)
         backend = backend_for(fmt)
@@ -174,14 +173,15 @@ class Suite:
             raise export_mod.ExportUnsupported(f"{spec.name} ({dep.platform}) on the {self.server.name} server: "
                                                f"{reason}")
         self.server.check_alive()
-        if (source := spec.config["user_repository"]) not in self._served:
-            self._served[source] = self.server.load(userrepo.serve(spec, self.repository_dir))  # the loaded name
-        directory = self.repository_dir / dep.name
+        self._served.update(copied := userrepo.serve(spec, self.repository_dir, skip=self._served))
+        if spec.config["user_repository"] in copied:  # every version at once; an ensemble loads its steps with it
+            self.server.load(self.repository_dir / dep.name)
         artifact = export_mod.Artifact(model=spec.name, size=spec.size, format=fmt, precision=precision,
-                                       path=directory / spec.config["version"] / dep.model_file.name,
-                                       key=spec.config["model_file_digest"] or "", max_abs_error={},
-                                       max_rel_error={}, verified_batch_sizes=(), versions={}, export_seconds=0.0)
-        return Deployment(spec.name, spec, artifact, config, directory, self.server.backend_description(dep.name))
+                                       path=(served := self.repository_dir / dep.name) / spec.config["version"]
+                                       / dep.model_file.name, key=spec.config["model_file_digest"] or "",
+                                       max_abs_error={}, max_rel_error={}, verified_batch_sizes=(), versions={},
+                                       export_seconds=0.0)
+        return Deployment(spec.name, spec, artifact, config, served, self.server.backend_description(dep.name))
 
     def parameters(self, deployment: Deployment) -> dict:
         """The report's "Parameter Name | Parameter Value" table for a deployment."""
@@ -233,11 +233,12 @@ class Suite:
                          f"verification against eager, model repository, load on the server")
             deployment = self.deployment(case.model, case.format, case.precision, case.scenario)
             spec = deployment.spec
+            composing = spec.config.get("composing", ())  # an ensemble's steps: per-step columns
             if self.probes_accuracy(case):
                 data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
-                result, under_load = accuracy_under_load(self.server, deployment.name, spec, case.precision, data,
-                                                         point, self.profile.measurement, self.load_probe_share,
-                                                         self.load_probe_seed, progress, deployment.batched)
+                result, under_load = accuracy_under_load(
+                    self.server, deployment.name, spec, case.precision, data, point, self.profile.measurement,
+                    self.load_probe_share, self.load_probe_seed, progress, deployment.batched, composing)
                 result.accuracy_under_load = under_load
             elif case.loadgen == "perf_analyzer":  # the same point, tensors and settings, NVIDIA's load generator
                 from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
@@ -247,8 +248,8 @@ class Suite:
                                                     self.profile.measurement)
             else:
                 inputs = spec.example_inputs(case.batch_size, 0)
-                result = measure(self.server, deployment.name, inputs, spec.outputs, point,
-                                 self.profile.measurement, stop_early, progress=progress, batched=deployment.batched)
+                result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement,
+                                 stop_early, progress=progress, batched=deployment.batched, composing=composing)
         except export_mod.ExportUnsupported:
             raise  # not attempted: a skip with its reason
         except Exception as exc:

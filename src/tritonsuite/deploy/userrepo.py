@@ -20,7 +20,8 @@ from typing import Mapping
 
 import numpy as np
 
-from tritonsuite.deploy.userserve import config_json, repository_lookup, serve_directory, version_directories
+from tritonsuite.deploy.userserve import (RepositoryError, config_json, parse_input_data, parse_tolerances,
+                                          repository_lookup, serve_directory, version_directories)
 from tritonsuite.description import DescriptionError, ModelDescription, describe
 from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec, file_digest
 
@@ -31,10 +32,6 @@ DRIVABLE = {"onnxruntime_onnx": ("onnx", "onnxruntime"), "onnxruntime": ("onnx",
             "pytorch_libtorch": ("ts-script", "pytorch"), "pytorch": ("ts-script", "pytorch"),
             "tensorrt_plan": ("trt", "tensorrt"), "tensorrt": ("trt", "tensorrt")}
 DEFAULT_FILES = {"onnxruntime": "model.onnx", "pytorch": "model.pt", "tensorrt": "model.plan"}
-
-
-class RepositoryError(ValueError):
-    """A model repository or deployment that cannot be read; the message names it and what was expected."""
 
 
 @dataclass(frozen=True)
@@ -96,8 +93,13 @@ def read_deployment(directory: str | Path) -> UserDeployment | Undrivable:
     except DescriptionError as exc:
         return Undrivable(name, str(exc))
     kind = desc.platform or desc.backend
-    if desc.ensemble:
-        return Undrivable(name, "ensemble: its steps are other deployments; drive those")
+    if desc.ensemble:  # driven as one deployment; its reference is its steps composed in-process
+        leaves = [m for m in desc.all_composing() if not m.ensemble]
+        bad = [m for m in leaves if (m.platform or m.backend) not in DRIVABLE or m.python]
+        if bad:
+            return Undrivable(name, f"ensemble with step {bad[0].name} ({bad[0].platform or bad[0].backend}), which "
+                                    f"the suite cannot drive yet")
+        kind = leaves[0].platform or leaves[0].backend
     if desc.decoupled:
         return Undrivable(name, "decoupled (streaming responses): the load generators expect one response per request")
     if desc.sequence:
@@ -111,10 +113,11 @@ def read_deployment(directory: str | Path) -> UserDeployment | Undrivable:
     found = version_directories(directory)
     versions = tuple(str(v) for v in desc.version_policy.served(found))
     if not versions:
-        return Undrivable(name, f"no version directory the version policy {desc.version_policy.describe()} selects "
-                                f"(found {found or 'none'})")
-    filename = desc.default_model_filename or DEFAULT_FILES[backend]
-    missing = [v for v in versions if not (directory / v / filename).exists()]
+        return Undrivable(name, f"{'ensemble: ' if desc.ensemble else ''}no version directory the version policy "
+                                f"{desc.version_policy.describe()} selects (found {found or 'none'}; an ensemble's "
+                                f"may be empty)")
+    filename = "" if desc.ensemble else desc.default_model_filename or DEFAULT_FILES[backend]
+    missing = [v for v in versions if filename and not (directory / v / filename).exists()]
     if missing:
         return Undrivable(name, f"no model file {missing[0]}/{filename}")
     groups = desc.instance_groups
@@ -150,7 +153,12 @@ class Reference:
 
     def __init__(self, dep: UserDeployment, file: str | Path | None = None):
         self.batchless = dep.max_batch_size == 0
-        if file is not None:
+        if dep.description is not None and dep.description.ensemble and file is None:
+            from tritonsuite.deploy.ensemble import ComposedReference
+
+            self._session = ComposedReference(dep.description, lambda model, version: _step_session(
+                dep.directory.parent / model.name, version))
+        elif file is not None:
             from tritonsuite.deploy.backends.standin import open_session
 
             backend = REFERENCE_BACKENDS.get(Path(file).suffix)
@@ -172,6 +180,16 @@ class Reference:
             runs = [self._session({k: v[i] for k, v in inputs.items()}) for i in range(len(next(iter(inputs.values()))))]
             return {k: np.stack([np.asarray(r[k]) for r in runs]) for k in runs[0]}
         return {k: np.asarray(v) for k, v in self._session(inputs).items()}
+
+
+def _step_session(directory: Path, version: int):
+    """A composing model of an ensemble run in-process at ``version`` (-1: the latest its policy serves)."""
+    dep = read_deployment(directory)
+    if isinstance(dep, Undrivable):
+        raise RepositoryError(f"ensemble step {dep.name}: no in-process reference ({dep.reason})")
+    if version > 0 and str(version) not in dep.versions:
+        raise RepositoryError(f"ensemble step {dep.name} asks for version {version}; served: {', '.join(dep.versions)}")
+    return Reference(dep.at_version(str(version)) if version > 0 else dep)
 
 
 def _validation_score(spec_outputs, expected: Mapping[str, np.ndarray], tolerances):
@@ -248,7 +266,8 @@ def user_spec(dep: UserDeployment, data, tolerances: Mapping[str, tuple[float, f
         formats=(dep.format,), precisions=(dep.precision,),
         tolerances={dep.precision: {k: v for k, v in tolerances.items()}}, accuracy_data=accuracy,
         config={"user_repository": str(dep.directory), "version": dep.version, "versions": dep.versions,
-                "model_file_digest": digest},
+                "model_file_digest": digest, "composing": tuple(m.name for m in dep.description.all_composing())
+                if dep.description is not None else ()},
         parameters={"Model repository": str(dep.directory.parent), "Model file": f"{dep.version}/{dep.model_file.name} "
                     f"(served as given, sha256 {str(digest)[:12]})", "Export format": "none (the user's file)",
                     "Input data": data.describe()},
@@ -271,43 +290,26 @@ def deployment_config(dep: UserDeployment):
                             max_queue_delay_microseconds=dep.max_queue_delay_microseconds)
 
 
-def serve(spec: ModelSpec, repository_dir: str | Path) -> Path:
+def serve(spec: ModelSpec, repository_dir: str | Path, skip=()) -> dict[str, Path]:
     """Copy the user's whole deployment directory, byte for byte, to ``<repository_dir>/<name>``: config, label and
     resource files, every version directory its policy selects (:func:`~tritonsuite.deploy.userserve.
-    serve_directory`). Returns the copy."""
+    serve_directory`); for an ensemble, its composing models' directories too (nested ones included). Directories
+    in ``skip`` (already copied) are not copied again. Returns {user directory: its copy} of those copied."""
+    source = Path(spec.config["user_repository"])
+    copied = {}
     try:
-        return serve_directory(spec.config["user_repository"], repository_dir,
-                               spec.config.get("versions") or (spec.config["version"],),
-                               [spec.config["model_file_digest"] or ""])
+        if str(source) not in skip:
+            copied[str(source)] = serve_directory(source, repository_dir, spec.config.get("versions") or (
+                spec.config["version"],), [spec.config["model_file_digest"] or ""])
+        for name in spec.config.get("composing", ()):
+            step = source.parent / name
+            if str(step) not in skip:
+                found = read_deployment(step)
+                versions = found.versions if isinstance(found, UserDeployment) else version_directories(step)
+                copied[str(step)] = serve_directory(step, repository_dir, versions)
     except ValueError as exc:
         raise RepositoryError(str(exc)) from None
-
-
-def parse_tolerances(values) -> dict[str, tuple[float, float]]:
-    """``--tolerance NAME=atol,rtol`` values (repeatable) into {output: (atol, rtol)}."""
-    found = {}
-    for value in values:
-        name, sep, numbers = str(value).partition("=")
-        try:
-            atol, rtol = (float(x) for x in numbers.split(","))
-        except ValueError:
-            atol = rtol = -1.0
-        if not sep or not name or atol < 0 or rtol < 0:
-            raise RepositoryError(f"--tolerance {value!r}: expected OUTPUT=atol,rtol with non-negative numbers")
-        found[name] = (atol, rtol)
-    return found
-
-
-def parse_input_data(values) -> dict[str, str]:
-    """``--input-data [DEPLOYMENT=]VALUE`` values: {deployment or "": value}; "" is every other deployment's."""
-    found = {"": "random"}
-    for value in values:
-        name, sep, rest = str(value).partition("=")
-        if sep and name and "/" not in name and not Path(value).exists():
-            found[name] = rest
-        else:
-            found[""] = value
-    return found
+    return copied
 
 
 def user_models(repository: str | Path, input_data: Mapping[str, str] | None = None, shapes: Mapping | None = None,

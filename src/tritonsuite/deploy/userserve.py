@@ -19,8 +19,10 @@ from typing import Any, Callable, Iterable
 from tritonsuite.spec import file_digest
 
 
-class ServeError(ValueError):
-    """A deployment directory that cannot be read or served; the message names it and what was expected."""
+class RepositoryError(ValueError):
+    """A model repository or deployment that cannot be read; the message names it and what was expected."""
+
+
 
 
 def config_json(directory: str | Path) -> dict[str, Any]:
@@ -36,7 +38,7 @@ def config_json(directory: str | Path) -> dict[str, Any]:
     try:
         cfg = text_format.Parse(config_file.read_text(), mc.ModelConfig())
     except text_format.ParseError as exc:
-        raise ServeError(f"{config_file}: not a ModelConfig: {exc}") from None
+        raise RepositoryError(f"{config_file}: not a ModelConfig: {exc}") from None
     found = json_format.MessageToDict(cfg, preserving_proto_field_name=True)
     found.setdefault("name", directory.name)
     return found
@@ -80,8 +82,35 @@ def serve_directory(source: str | Path, repository_dir: str | Path, versions: It
         missing = [d for d in wanted if d not in copied]
         if missing:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise ServeError(f"{source}: a model file changed while the run copied it (sha256 {missing[0][:12]})")
+            raise RepositoryError(f"{source}: a model file changed while the run copied it (sha256 {missing[0][:12]})")
     if final.exists():
         shutil.rmtree(final)
     os.rename(tmp, final)
     return final
+
+
+def parse_tolerances(values) -> dict[str, tuple[float, float]]:
+    """``--tolerance NAME=atol,rtol`` values (repeatable) into {output: (atol, rtol)}."""
+    found = {}
+    for value in values:
+        name, sep, numbers = str(value).partition("=")
+        try:
+            atol, rtol = (float(x) for x in numbers.split(","))
+        except ValueError:
+            atol = rtol = -1.0
+        if not sep or not name or atol < 0 or rtol < 0:
+            raise RepositoryError(f"--tolerance {value!r}: expected OUTPUT=atol,rtol with non-negative numbers")
+        found[name] = (atol, rtol)
+    return found
+
+
+def parse_input_data(values) -> dict[str, str]:
+    """``--input-data [DEPLOYMENT=]VALUE`` values: {deployment or "": value}; "" is every other deployment's."""
+    found = {"": "random"}
+    for value in values:
+        name, sep, rest = str(value).partition("=")
+        if sep and name and "/" not in name and not Path(value).exists():
+            found[name] = rest
+        else:
+            found[""] = value
+    return found

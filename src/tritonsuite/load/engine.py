@@ -58,7 +58,7 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
             point: LoadPoint, settings: MeasurementSettings = MeasurementSettings(),
             stop_early: StopEarly | None = None, probes: Sequence[Mapping[str, np.ndarray]] = (),
             probe_share: float = 0.0, probe_seed: int = 0, progress: Progress | None = None,
-            batched: bool = True) -> Measurement:
+            batched: bool = True, composing: Sequence[str] = ()) -> Measurement:
     """Measure one load point of ``model`` with ``inputs`` (one request's tensors, batch first). ``stop_early``
     is asked after each window whether to give the point up (its row is then STOPPED, with the reason);
     ``progress`` is told after the warm-up starts and after each window how the point is going and what it waits
@@ -70,7 +70,9 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
     row's throughput, latencies and success counts.
 
     ``model`` may name a version (``name:version``: requests and statistics go to that version); ``batched`` false
-    is a batchless deployment's (``max_batch_size: 0``): batch 1, sent without the batch dimension.
+    is a batchless deployment's (``max_batch_size: 0``): batch 1, sent without the batch dimension. ``composing``
+    (an ensemble's composing models, nested ones included): the row's ``measurement["composing"]`` gives each one's
+    requests, queue and compute per request over the same windows.
     """
     batch = {name: np.ascontiguousarray(array[:point.batch_size]) for name, array in inputs.items()}
     if any(len(a) != point.batch_size for a in batch.values()):
@@ -100,7 +102,7 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
         request = prepare(batch, names, shm)
         prepared = [prepare({k: np.ascontiguousarray(v) for k, v in p.items()}, names) for p in probes]
         gen = LoadGenerator(server, model, request, point, settings, stop_early, prepared, probe_share, probe_seed,
-                            transport, on_progress=progress)
+                            transport, on_progress=progress, composing=composing)
         windows, total, completed = await gen.run()
         measurement = summarise(point, windows, total, completed, settings, point.protocol, gpu,
                                 gen.max_outstanding, gen.stopped_early, gen.pool)

@@ -196,7 +196,7 @@ def run_alone(infer, probes: ProbeSet) -> list[dict[str, np.ndarray]]:
 
 def accuracy_under_load(server, deployment: str, spec: ModelSpec, precision: str, data: AccuracyData, point,
                         settings, share: float = DEFAULT_PROBE_SHARE, seed: int = DEFAULT_PROBE_SEED,
-                        progress: Callable[[str], None] | None = None, batched: bool = True):
+                        progress: Callable[[str], None] | None = None, batched: bool = True, composing=()):
     """Measure ``point`` of ``deployment`` with a ``share`` of its requests carrying ``data``'s samples, and judge
     them against the same requests sent one at a time just before. Returns (Measurement, UnderLoadResult)."""
     from tritonsuite.load.client import served_infer
@@ -217,7 +217,7 @@ def accuracy_under_load(server, deployment: str, spec: ModelSpec, precision: str
         client.close()
     measurement = measure(server, deployment, spec.example_inputs(point.batch_size, 0), spec.outputs, point, settings,
                           probes=probes.requests, probe_share=share, probe_seed=seed, progress=progress,
-                          batched=batched)
+                          batched=batched, composing=composing)
     result = judge(spec, precision, data, probes, alone, measurement.probe_responses, deployment=deployment,
                    batch_size=point.batch_size, concurrency=point.concurrency, share=share, seed=seed)
     return measurement, result
