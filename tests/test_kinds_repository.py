@@ -29,7 +29,7 @@ def make_repository(dest):
 
 
 def test_versions_and_kinds_are_read_from_the_description(tmp_path):
-    from tritonsuite.deploy import userrepo
+    from tritonsuite.deploy import userrepo, userserve
 
     repo = make_repository(tmp_path / "repo")
     found, _ = userrepo.read_repository(repo)
@@ -42,11 +42,12 @@ def test_versions_and_kinds_are_read_from_the_description(tmp_path):
                                                                                "batchless"))
     assert sorted(s.name for s in specs) == ["batchless", "latest_two:2", "latest_two:3"]
     assert profiles["batchless"].offline.batch_sizes == (1,) and profiles["batchless"].batchless
-    served = userrepo.serve(next(s for s in specs if s.name == "latest_two:2"), tmp_path / "served")
+    served = userserve.serve(next(s for s in specs if s.name == "latest_two:2"), tmp_path / "served")[
+        str(repo / "latest_two")]
     assert sorted(p.name for p in served.iterdir()) == ["2", "3", "config.pbtxt"]  # version 1 left out
     labels = userrepo.read_repository(repo)[0]
-    copy = userrepo.serve(userrepo.user_spec(next(d for d in labels if d.name == "labels_specific"),
-                                             _zero_data(), {}), tmp_path / "served")
+    copy = userserve.serve(userrepo.user_spec(next(d for d in labels if d.name == "labels_specific"),
+                                              _zero_data(), {}), tmp_path / "served")[str(repo / "labels_specific")]
     assert sorted(p.name for p in copy.iterdir()) == ["1", "config.pbtxt", "labels.txt"]
 
 
@@ -64,13 +65,13 @@ def test_labels_policies_batchless_strings_and_dtypes_run_offline_online_and_acc
     before = path_digest(repo)
     strings = tmp_path / "strings.json"
     strings.write_text(json.dumps(STRINGS))
-    models = "labels_specific,latest_two:2,latest_two:3,batchless,strings,dtypes"
+    models = "labels_specific,latest_two:2,latest_two:3,batchless,strings,dtypes,no_config"
     result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "--input-data", f"strings={strings}",
                          "-m", "offline or online or accuracy", "--models", models, "--batch-sizes", "1,2",
                          "--concurrency", "2", "-p", "no:warnings"], tmp_path, profile=PROFILE)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
-    # 6 deployments x (offline at 1 and 2, batchless at 1 alone; online at 2; accuracy)
-    assert "23 passed" in result.stdout, result.stdout[-3000:]
+    # 7 deployments x (offline at 1 and 2, batchless at 1 alone; online at 2; accuracy)
+    assert "27 passed" in result.stdout, result.stdout[-3000:]
     assert path_digest(repo) == before  # the user's repository is never written
     served = tmp_path / "repos"
     assert (served / "labels_specific" / "labels.txt").read_bytes() == (repo / "labels_specific" / "labels.txt"
@@ -88,6 +89,11 @@ def test_labels_policies_batchless_strings_and_dtypes_run_offline_online_and_acc
         f"out_{d} max abs error" for d in ("int8", "uint64", "float16", "float64", "bool")}
     offline = sorted((r["deployment"], r["batch"]) for r in rows if r["scenario"] == "offline")
     assert ("batchless", 1) in offline and ("batchless", 2) not in offline
+    # no config.pbtxt: auto-completed by the server (max batch size 4, dynamic batching), read back and driven
+    completed = [r for r in rows if r["deployment"] == "no_config"]
+    assert all("auto-completed" in r["parameters"]["Configuration"] for r in completed)
+    assert accuracy["no_config"]["metrics"]["y max abs error"] == 0.0
+    assert not (repo / "no_config" / "config.pbtxt").exists() and not (served / "no_config" / "config.pbtxt").exists()
     strings_offline = [r for r in rows if r["scenario"] == "offline" and r["deployment"] == "strings"]
     assert all(any("BYTES" in why for why in r["reasons"]) for r in strings_offline), strings_offline
 

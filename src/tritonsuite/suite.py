@@ -30,7 +30,7 @@ from tritonsuite.profiles import ModelProfile, Profile
 from tritonsuite.report.parameters import deployment_parameters
 from tritonsuite.rows import RawWriter, Row, raw_path
 from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name
-from tritonsuite.deploy import userrepo
+from tritonsuite.deploy import userrepo, userserve
 from tritonsuite.server import TritonServer
 from tritonsuite.settings import LatencyBound
 from tritonsuite.spec import ModelSpec
@@ -173,9 +173,7 @@ class Suite:
             raise export_mod.ExportUnsupported(f"{spec.name} ({dep.platform}) on the {self.server.name} server: "
                                                f"{reason}")
         self.server.check_alive()
-        self._served.update(copied := userrepo.serve(spec, self.repository_dir, skip=self._served))
-        if spec.config["user_repository"] in copied:  # every version at once; an ensemble loads its steps with it
-            self.server.load(self.repository_dir / dep.name)
+        userserve.load(spec, self.server, self.repository_dir, self._served)
         artifact = export_mod.Artifact(model=spec.name, size=spec.size, format=fmt, precision=precision,
                                        path=(served := self.repository_dir / dep.name) / spec.config["version"]
                                        / dep.model_file.name, key=spec.config["model_file_digest"] or "",

@@ -62,6 +62,7 @@ class UserDeployment:
     config: Mapping  # the configuration as JSON (what Triton hands a backend)
     versions: tuple[str, ...] = ()  # every version directory the version policy selects, ascending
     description: ModelDescription | None = None
+    auto_completed: bool = False  # shipped without config.pbtxt: the server completes it (read back when loaded)
 
     @property
     def precision(self) -> str:
@@ -80,12 +81,13 @@ def read_deployment(directory: str | Path) -> UserDeployment | Undrivable:
     """One deployment directory: drivable, or why not."""
     directory = Path(directory)
     name = directory.name
-    if not (directory / "config.pbtxt").is_file():
-        return Undrivable(name, "no config.pbtxt (the suite does not auto-complete configurations)")
+    auto_completed = not (directory / "config.pbtxt").is_file()
     try:
-        config = config_json(directory)
+        config = config_json(directory) if not auto_completed else auto_complete(directory)
     except ValueError as exc:
         raise RepositoryError(str(exc)) from None
+    if isinstance(config, Undrivable):
+        return config
     if config["name"] != name:
         return Undrivable(name, f"config.pbtxt names it {config['name']!r}, Triton refuses a name unlike its directory")
     try:
@@ -129,7 +131,25 @@ def read_deployment(directory: str | Path) -> UserDeployment | Undrivable:
         instance_kind="KIND_GPU" if any(g.kind == "KIND_GPU" for g in groups) else "KIND_CPU",
         dynamic_batching=db is not None, preferred_batch_sizes=db.preferred_batch_sizes if db else (),
         max_queue_delay_microseconds=db.max_queue_delay_microseconds if db else 0, config=config,
-        versions=versions, description=desc)
+        versions=versions, description=desc, auto_completed=auto_completed)
+
+
+def auto_complete(directory: Path) -> dict | Undrivable:
+    """A deployment shipped without config.pbtxt, as Triton completes it: the backend from the model file's name,
+    and for ONNX the tensors, max batch size and dynamic batching the onnxruntime backend fills in (the embedded
+    server's stand-in runs the same :func:`~tritonsuite.deploy.backends.standin.onnx_auto_complete`; what the
+    server completed is read back and checked when loaded). The pytorch backend does not complete tensors."""
+    from tritonsuite.deploy.backends.standin import onnx_auto_complete
+
+    versions = version_directories(directory)
+    latest = directory / str(versions[-1]) if versions else directory
+    if (latest / "model.onnx").is_file():
+        return {"name": directory.name, "platform": "onnxruntime_onnx", "backend": "onnxruntime",
+                **onnx_auto_complete(str(latest / "model.onnx"))}
+    if (latest / "model.pt").is_file():
+        return Undrivable(directory.name, "no config.pbtxt: Triton's pytorch backend does not auto-complete a "
+                                          "TorchScript model's inputs and outputs; declare them in config.pbtxt")
+    return Undrivable(directory.name, "no config.pbtxt and no model.onnx to auto-complete it from")
 
 
 def read_repository(repository: str | Path) -> tuple[list[UserDeployment], list[Undrivable]]:
@@ -266,11 +286,14 @@ def user_spec(dep: UserDeployment, data, tolerances: Mapping[str, tuple[float, f
         formats=(dep.format,), precisions=(dep.precision,),
         tolerances={dep.precision: {k: v for k, v in tolerances.items()}}, accuracy_data=accuracy,
         config={"user_repository": str(dep.directory), "version": dep.version, "versions": dep.versions,
-                "model_file_digest": digest, "composing": tuple(m.name for m in dep.description.all_composing())
+                "model_file_digest": digest, "auto_completed": dep.auto_completed,
+                "max_batch_size": dep.max_batch_size, "composing": tuple(m.name for m in dep.description.all_composing())
                 if dep.description is not None else ()},
         parameters={"Model repository": str(dep.directory.parent), "Model file": f"{dep.version}/{dep.model_file.name} "
-                    f"(served as given, sha256 {str(digest)[:12]})", "Export format": "none (the user's file)",
-                    "Input data": data.describe()},
+                    f"(served as given, sha256 {str(digest)[:12]})" if digest else "ensemble of " + ", ".join(
+                        m.name for m in dep.description.all_composing()), "Export format": "none (the user's file)",
+                    "Input data": data.describe(), **({"Configuration": "none shipped: auto-completed by the server, "
+                                                       "read back from it"} if dep.auto_completed else {})},
         description=f"{dep.platform} deployment from {dep.directory}", title=dep.ref)
 
 
@@ -288,28 +311,6 @@ def deployment_config(dep: UserDeployment):
                             preferred_batch_sizes=tuple(b for b in dep.preferred_batch_sizes
                                                         if b <= dep.max_batch_size),
                             max_queue_delay_microseconds=dep.max_queue_delay_microseconds)
-
-
-def serve(spec: ModelSpec, repository_dir: str | Path, skip=()) -> dict[str, Path]:
-    """Copy the user's whole deployment directory, byte for byte, to ``<repository_dir>/<name>``: config, label and
-    resource files, every version directory its policy selects (:func:`~tritonsuite.deploy.userserve.
-    serve_directory`); for an ensemble, its composing models' directories too (nested ones included). Directories
-    in ``skip`` (already copied) are not copied again. Returns {user directory: its copy} of those copied."""
-    source = Path(spec.config["user_repository"])
-    copied = {}
-    try:
-        if str(source) not in skip:
-            copied[str(source)] = serve_directory(source, repository_dir, spec.config.get("versions") or (
-                spec.config["version"],), [spec.config["model_file_digest"] or ""])
-        for name in spec.config.get("composing", ()):
-            step = source.parent / name
-            if str(step) not in skip:
-                found = read_deployment(step)
-                versions = found.versions if isinstance(found, UserDeployment) else version_directories(step)
-                copied[str(step)] = serve_directory(step, repository_dir, versions)
-    except ValueError as exc:
-        raise RepositoryError(str(exc)) from None
-    return copied
 
 
 def user_models(repository: str | Path, input_data: Mapping[str, str] | None = None, shapes: Mapping | None = None,

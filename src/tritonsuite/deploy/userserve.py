@@ -11,12 +11,14 @@ the original would; the user's directory is never written. :func:`config_json` r
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from tritonsuite.spec import file_digest
+from tritonsuite.description import describe
+from tritonsuite.spec import ModelSpec, file_digest
 
 
 class RepositoryError(ValueError):
@@ -114,3 +116,45 @@ def parse_input_data(values) -> dict[str, str]:
         else:
             found[""] = value
     return found
+
+
+def serve(spec: ModelSpec, repository_dir: str | Path, skip=()) -> dict[str, Path]:
+    """Copy the user's whole deployment directory, byte for byte, to ``<repository_dir>/<name>``: config, label and
+    resource files, every version directory its policy selects (:func:`~tritonsuite.deploy.userserve.
+    serve_directory`); for an ensemble, its composing models' directories too (nested ones included). Directories
+    in ``skip`` (already copied) are not copied again. Returns {user directory: its copy} of those copied."""
+    source = Path(spec.config["user_repository"])
+    copied = {}
+    try:
+        if str(source) not in skip:
+            copied[str(source)] = serve_directory(source, repository_dir, spec.config.get("versions") or (
+                spec.config["version"],), [spec.config["model_file_digest"] or ""])
+        for name in spec.config.get("composing", ()):
+            step = source.parent / name
+            if str(step) not in skip:
+                policy = describe(config_json(step), repository_lookup(source.parent)).version_policy
+                copied[str(step)] = serve_directory(step, repository_dir, policy.served(version_directories(step)))
+    except ValueError as exc:
+        raise RepositoryError(str(exc)) from None
+    return copied
+
+
+def load(spec: ModelSpec, server, repository_dir: str | Path, served: dict) -> Path:
+    """Serve (:func:`serve`) and load a user's deployment on ``server`` once per directory (every version at once;
+    an ensemble loads its steps with it); ``served`` ({user directory: copy}) is the run's record of what is.
+    A deployment shipped without config.pbtxt is checked against the configuration the server auto-completed, read
+    back from it (as Model Analyzer does): the tensors the run drives must be the ones the server serves."""
+    served.update(copied := serve(spec, repository_dir, skip=served))
+    name = Path(spec.config["user_repository"]).name
+    if spec.config["user_repository"] in copied:
+        server.load(Path(repository_dir) / name)
+    if spec.config.get("auto_completed"):
+        completed = describe(server.model_config(name))
+        expected = (spec.config["max_batch_size"], spec.inputs, spec.outputs)
+        if (completed.max_batch_size, completed.inputs, tuple(dataclasses.replace(t, max_shape=None)
+                                                              for t in completed.outputs)) != (
+                expected[0], expected[1], tuple(dataclasses.replace(t, max_shape=None) for t in expected[2])):
+            raise RepositoryError(f"{name}: the server auto-completed max_batch_size {completed.max_batch_size}, "
+                                  f"inputs {completed.inputs}, outputs {completed.outputs}; the run expected "
+                                  f"{expected}")
+    return Path(repository_dir) / name
