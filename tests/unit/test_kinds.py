@@ -63,7 +63,7 @@ def test_strings_in_perf_analyzers_json_forms(tmp_path):
 
 def test_strings_compare_exactly():
     from tritonsuite.judge.accuracy import compare_outputs
-    from tritonsuite.deploy.userrepo import _ToleranceView
+    from tritonsuite.deploy.validation import _ToleranceView
 
     view = _ToleranceView((TEXT,), {})
     served = {"text": np.array([[b"ab!", b"cd!"], [b"x!", b"yz!"]], dtype=object)}
@@ -118,3 +118,45 @@ def test_onnx_auto_complete_is_the_onnxruntime_backends(tmp_path):
     assert batchless["max_batch_size"] == 0 and batchless["output"][0]["dims"] == [2, 3]
     strings = onnx_auto_complete(str(repo / "strings" / "1" / "model.onnx"))
     assert strings["input"][0]["data_type"] == "TYPE_STRING"
+
+
+PA_CONSOLE = """Request concurrency: 2
+  Client: 
+    Request count: 5109
+    Throughput: 1412.31 infer/sec
+  Server: 
+    Successful request count: 5107
+    Avg request latency: 1048 usec (overhead 0 usec + queue 204 usec + compute 1509 usec)
+
+  Composing models: 
+  pipeline, version: 1
+      Inference count: 5107
+      Successful request count: 5107
+      Avg request latency: 1007 usec (overhead 0 usec + queue 121 usec + compute 957 usec)
+
+    Composing models: 
+    pool, version: 1
+        Successful request count: 5107
+        Avg request latency: 444 usec (overhead 1 usec + queue 38 usec + compute input 8 usec + compute infer 343 usec + compute output 54 usec)
+
+    scale, version: 1
+        Successful request count: 10214
+        Avg request latency: 636 usec (overhead 1 usec + queue 83 usec + compute input 17 usec + compute infer 446 usec + compute output 87 usec)
+
+  scale, version: 1
+      Successful request count: 10214
+      Avg request latency: 636 usec (overhead 1 usec + queue 83 usec + compute input 17 usec + compute infer 446 usec + compute output 87 usec)
+
+Inferences/Second vs. Client Average Batch Latency
+"""
+
+
+def test_perf_analyzers_composing_figures_are_read_from_its_console():
+    from tritonsuite.load.composing import parse_composing
+
+    steps = parse_composing(PA_CONSOLE)  # (perf_analyzer 2.51 on the nested ensemble of the kinds repository)
+    assert list(steps) == ["pipeline", "pool", "scale"]  # scale printed twice, taken once
+    assert steps["scale"] == {"requests": 10214, "Server Queue": 0.083, "Server Compute Input": 0.017,
+                              "Server Compute Infer": 0.446, "Server Compute Output": 0.087}
+    assert steps["pipeline"] == {"requests": 5107, "Server Queue": 0.121}  # an ensemble's compute is not split
+    assert parse_composing("Request concurrency: 1\n  Client: \n") == {}

@@ -21,9 +21,10 @@ from typing import Mapping
 import numpy as np
 
 from tritonsuite.deploy.userserve import (RepositoryError, config_json, parse_input_data, parse_tolerances,
-                                          repository_lookup, serve_directory, version_directories)
+                                          repository_lookup, version_directories)
+from tritonsuite.deploy.validation import validation_score
 from tritonsuite.description import DescriptionError, ModelDescription, describe
-from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec, file_digest
+from tritonsuite.spec import AccuracyData, ModelSpec, TensorSpec, file_digest
 
 #: the ``size`` a user deployment has in the registry and the profile
 SIZE = "repository"
@@ -212,45 +213,6 @@ def _step_session(directory: Path, version: int):
     return Reference(dep.at_version(str(version)) if version > 0 else dep)
 
 
-def _validation_score(spec_outputs, expected: Mapping[str, np.ndarray], tolerances):
-    """Metrics judging the served outputs against perf_analyzer's ``validation_data``: per output, the elements
-    outside atol + rtol x |expected| (must be 0), with the comparison statistics of judge.accuracy."""
-    def score(served, reference, precision) -> list[Metric]:
-        from tritonsuite.judge.accuracy import compare_outputs
-
-        metrics = []
-        for out in spec_outputs:
-            if out.name not in expected:
-                continue
-            name = f"validation_data {out.name} elements out of tolerance"
-            probe = _ToleranceView((out,), tolerances)
-            if served[out.name].shape != expected[out.name].shape:
-                metrics.append(Metric(name, float("inf"), 0.0, higher_is_better=False,
-                                      worst=f"served shape {served[out.name].shape}, expected "
-                                            f"{expected[out.name].shape}"))
-                continue
-            c = compare_outputs({out.name: served[out.name]}, {out.name: expected[out.name]}, probe, precision)[0]
-            metrics.append(Metric(name, float(c.mismatched), 0.0, higher_is_better=False,
-                                  worst=c.describe() if c.mismatched else ""))
-        return metrics
-
-    return score
-
-
-@dataclass(frozen=True)
-class _ToleranceView:
-    """What judge.accuracy.compare_outputs reads of a spec: outputs and tolerances."""
-
-    outputs: tuple[TensorSpec, ...]
-    tolerances: Mapping[str, tuple[float, float]]
-
-    def tolerance(self, precision: str, output: str) -> tuple[float, float]:
-        return tuple(self.tolerances.get(output, (1e-4, 1e-4))[:2])
-
-    def mismatch_share(self, precision: str, output: str) -> float:
-        return 0.0
-
-
 def _bounded_outputs(dep: UserDeployment, data) -> tuple[TensorSpec, ...]:
     """Outputs with dynamic dims get ``max_shape`` from the reference run on the input data's largest batch (what
     system shared memory is sized by)."""
@@ -274,7 +236,7 @@ def user_spec(dep: UserDeployment, data, tolerances: Mapping[str, tuple[float, f
     expected = data.expected()
 
     def accuracy(dataset, checkpoint) -> AccuracyData:
-        return AccuracyData(inputs=data.all_steps(), score=_validation_score(dep.outputs, expected, tolerances),
+        return AccuracyData(inputs=data.all_steps(), score=validation_score(dep.outputs, expected, tolerances),
                             description=f"input data {data.describe()}; reference: "
                                         f"{reference or dep.model_file.name} run in-process")
 
@@ -293,8 +255,22 @@ def user_spec(dep: UserDeployment, data, tolerances: Mapping[str, tuple[float, f
                     f"(served as given, sha256 {str(digest)[:12]})" if digest else "ensemble of " + ", ".join(
                         m.name for m in dep.description.all_composing()), "Export format": "none (the user's file)",
                     "Input data": data.describe(), **({"Configuration": "none shipped: auto-completed by the server, "
-                                                       "read back from it"} if dep.auto_completed else {})},
+                                                       "read back from it"} if dep.auto_completed else {}),
+                    **_kind_parameters(dep)},
         description=f"{dep.platform} deployment from {dep.directory}", title=dep.ref)
+
+
+def _kind_parameters(dep: UserDeployment) -> dict[str, str]:
+    """The report's rows naming what kind of deployment it is and which version of its policy a row drives."""
+    desc = dep.description
+    if desc is None:
+        return {}
+    found = {"Deployment kind": ", ".join(desc.kinds), "Platform": desc.platform or dep.platform,
+             "Version": f"{dep.version} (version policy {desc.version_policy.describe()}; served: "
+                        f"{', '.join(dep.versions)})"}
+    if desc.ensemble:
+        found["Ensemble steps"] = " -> ".join(s.model for s in desc.steps)
+    return found
 
 
 def is_user_spec(spec: ModelSpec) -> bool:

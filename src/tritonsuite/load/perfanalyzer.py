@@ -51,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tritonsuite.load.composing import parse_composing
 from tritonsuite.load.perfanalyzer_binary import (  # noqa: F401 - the binary's names, re-exported
     DISTRIBUTION, VERSION, WHEEL_PLATFORM, WHEEL_SHA256, MEMBER, MEMBER_SHA256, LOADGEN, LOADGEN_DESCRIPTION,
     LIBRARIES, BINARY_ENV, PerfAnalyzer, PerfAnalyzerUnavailable, check_starts, default, fetch_binary,
@@ -365,6 +366,7 @@ def _measurement(point, settings, pa, argv, result, latencies, passes, factors, 
         "gpu": None,
         "gpu_telemetry": "not sampled while perf_analyzer measures",
         "window_throughputs": [round(t, 3) for t, _ in passes],
+        **({"composing": steps} if (steps := parse_composing(last.output)) else {}),  # an ensemble's steps
     }
     if latencies is not None and len(latencies):
         ms = latencies * 1e3

@@ -22,14 +22,16 @@ def steps_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     measured = [r for r in sorted(rows, key=_sort_key) if composing(r)]
     if not measured:
         return []
+    loadgens = len({r.get("loadgen") for r in measured}) > 1  # perf_analyzer's rows beside the engine's
     body = []
     for row in measured:
         for step, figures in composing(row).items():
-            body.append([str(_coord(row, "Batch")), str(_coord(row, "Concurrency")), step,
-                         str(int(figures.get("requests", 0)))]
+            body.append([str(_coord(row, "Batch")), str(_coord(row, "Concurrency"))]
+                        + [str(row.get("loadgen") or "suite")] * loadgens
+                        + [step, str(int(figures.get("requests", 0)))]
                         + [_format_number(c, figures.get(c)) for c in STEP_COLUMNS])
-    table = _pipe_table(["Batch", "Concurrency", "Composing model", "Requests"] + list(STEP_COLUMNS), body,
-                        align="right")
+    table = _pipe_table(["Batch", "Concurrency"] + ["Load generator"] * loadgens + ["Composing model", "Requests"]
+                        + list(STEP_COLUMNS), body, align="right")
     return ["Per composing model (the ensemble's steps, nested ones included; Triton's statistics over the same "
             "windows, per request of that model: a model used twice per ensemble request counts twice; its own "
             "traffic from outside the ensemble would count too):", "", table, ""]
