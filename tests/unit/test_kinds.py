@@ -160,3 +160,18 @@ def test_perf_analyzers_composing_figures_are_read_from_its_console():
                               "Server Compute Infer": 0.446, "Server Compute Output": 0.087}
     assert steps["pipeline"] == {"requests": 5107, "Server Queue": 0.121}  # an ensemble's compute is not split
     assert parse_composing("Request concurrency: 1\n  Client: \n") == {}
+
+
+def test_bf16_is_tritonclients_ml_dtypes_bfloat16_end_to_end_on_the_client():
+    from tritonclient.utils import np_to_triton_dtype
+
+    from tritonsuite.judge.accuracy import compare_outputs
+    from tritonsuite.deploy.validation import _ToleranceView
+
+    t = TensorSpec("h", "bfloat16", (3,))
+    step = inputdata.generated("random", [t]).batch(1)["h"]
+    assert step.dtype.name == "bfloat16" and np_to_triton_dtype(step.dtype) == "BF16"
+    assert inputdata.to_json(inputdata.InputData("x", ({"h": step[0]},)))["data"][0]["h"]["content"] == [
+        float(v) for v in step[0].astype(np.float32)]
+    view = _ToleranceView((t,), {"h": (0.0, 0.01)})
+    assert compare_outputs({"h": step}, {"h": step.astype(np.float32)}, view, "fp32")[0].mismatched == 0
