@@ -136,3 +136,4 @@ def test_ensembles_and_a_nested_one_run_with_their_steps(tmp_path):
     assert accuracy["nested"]["metrics"]["SCALED max abs error"] < 1e-5
     page = (tmp_path / "reports" / "online" / "nested.md").read_text()
     assert "Per composing model" in page and " pool |" in page, page
+    assert "(nested/steps.png)" in page and (tmp_path / "reports" / "online" / "nested" / "steps.png").is_file()
