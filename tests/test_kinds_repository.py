@@ -137,3 +137,20 @@ def test_ensembles_and_a_nested_one_run_with_their_steps(tmp_path):
     page = (tmp_path / "reports" / "online" / "nested.md").read_text()
     assert "Per composing model" in page and " pool |" in page, page
     assert "(nested/steps.png)" in page and (tmp_path / "reports" / "online" / "nested" / "steps.png").is_file()
+
+
+@pytest.mark.smoke
+def test_perf_analyzer_drives_the_kinds_with_the_same_tensors(tmp_path, pa):
+    """perf_analyzer 2.51 (``--loadgen perf_analyzer``) on the same deployments: strings in its JSON, a version
+    (``-x``), batchless (``-b 1``), an ensemble whose rows carry perf_analyzer's own per-step figures."""
+    repo = make_repository(tmp_path / "repo")
+    result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "-m", "offline or online",
+                         "--models", "strings,latest_two:2,batchless,nested", "--loadgen", "perf_analyzer",
+                         "--batch-sizes", "1", "--concurrency", "2", "-p", "no:warnings"], tmp_path, profile=PROFILE)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
+    rows = raw_rows(tmp_path / "reports")
+    assert len(rows) == 8 and all(r["status"] == "OK" and r["loadgen"] == "perf_analyzer" for r in rows), \
+        [(r["deployment"], r["reasons"]) for r in rows]
+    assert all(" -x 2 " in r["measurement"]["loadgen_command"] for r in rows if r["deployment"] == "latest_two:2")
+    nested = [r["measurement"]["composing"] for r in rows if r["deployment"] == "nested"]
+    assert all(set(c) == {"pipeline", "scale", "pool"} and c["scale"]["requests"] > 0 for c in nested), nested

@@ -313,7 +313,7 @@ def measure_with_perf_analyzer(server, model: str, inputs: Mapping[str, np.ndarr
             if not result_csv.is_file():
                 raise MeasurementError(f"perf_analyzer wrote no CSV: {_last_line(run.output)}")
             result = parse_csv(result_csv.read_text(encoding="utf-8"), point.batch_size)
-            latencies = parse_export(export.read_text(encoding="utf-8")) if export.is_file() else None
+            latencies = parse_export(export.read_text(encoding="utf-8", errors="replace")) if export.is_file() else None
         else:
             result, latencies = _unstable_figures(point, passes[-STABLE_WINDOWS:]), None
     return _measurement(point, settings, pa, argv, result, latencies, passes, factors, factor, runs,
