@@ -116,13 +116,13 @@ def test_a_wrong_string_fails_validation_naming_the_output(tmp_path):
 def test_ensembles_and_a_nested_one_run_with_their_steps(tmp_path):
     repo = make_repository(tmp_path / "repo")
     result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "-m", "offline or online or accuracy",
-                         "--models", "pipeline,nested", "--batch-sizes", "2", "--concurrency", "2",
+                         "--models", "pipeline,nested,mixed", "--batch-sizes", "2", "--concurrency", "2",
                          "-p", "no:warnings"], tmp_path, profile=PROFILE)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
-    assert "6 passed" in result.stdout, result.stdout[-3000:]
+    assert "9 passed" in result.stdout, result.stdout[-3000:]
     rows = raw_rows(tmp_path / "reports")
     assert all(r["status"] == "OK" for r in rows), [(r["deployment"], r["reasons"]) for r in rows]
-    steps = {"pipeline": {"scale", "pool"}, "nested": {"pipeline", "scale", "pool"}}
+    steps = {"pipeline": {"scale", "pool"}, "nested": {"pipeline", "scale", "pool"}, "mixed": {"scale", "ts_tail"}}
     for row in (r for r in rows if r["scenario"] in ("offline", "online")):
         found = row["measurement"]["composing"]
         assert set(found) == steps[row["deployment"]], found
@@ -134,6 +134,7 @@ def test_ensembles_and_a_nested_one_run_with_their_steps(tmp_path):
     # against the steps composed in-process (onnxruntime, step by step through the maps)
     assert accuracy["nested"]["metrics"]["SCORE max abs error"] < 1e-5
     assert accuracy["nested"]["metrics"]["SCALED max abs error"] < 1e-5
+    assert accuracy["mixed"]["metrics"]["PAIR max abs error"] < 1e-5  # onnx -> TorchScript, each by its session
     page = (tmp_path / "reports" / "online" / "nested.md").read_text()
     assert "Per composing model" in page and " pool |" in page, page
     assert "(nested/steps.png)" in page and (tmp_path / "reports" / "online" / "nested" / "steps.png").is_file()
