@@ -73,6 +73,7 @@ def test_labels_policies_batchless_strings_and_dtypes_run_offline_online_and_acc
     # 7 deployments x (offline at 1 and 2, batchless at 1 alone; online at 2; accuracy)
     assert "27 passed" in result.stdout, result.stdout[-3000:]
     assert path_digest(repo) == before  # the user's repository is never written
+    assert "skipped ts_no_config" in result.stdout and "does not auto-complete" in result.stdout, result.stdout[-3000:]
     served = tmp_path / "repos"
     assert (served / "labels_specific" / "labels.txt").read_bytes() == (repo / "labels_specific" / "labels.txt"
                                                                           ).read_bytes()
@@ -155,3 +156,12 @@ def test_perf_analyzer_drives_the_kinds_with_the_same_tensors(tmp_path, pa):
     assert all(" -x 2 " in r["measurement"]["loadgen_command"] for r in rows if r["deployment"] == "latest_two:2")
     nested = [r["measurement"]["composing"] for r in rows if r["deployment"] == "nested"]
     assert all(set(c) == {"pipeline", "scale", "pool"} and c["scale"]["requests"] > 0 for c in nested), nested
+
+
+def test_naming_an_undrivable_deployment_says_why(tmp_path):
+    repo = make_repository(tmp_path / "repo")
+    result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "-m", "offline", "--models",
+                         "ts_no_config", "-p", "no:warnings"], tmp_path, profile=PROFILE)
+    assert result.returncode != 0
+    assert ("--models ts_no_config: in the model repository but not drivable: no config.pbtxt: Triton's pytorch "
+            "backend does not auto-complete") in result.stdout + result.stderr, result.stdout + result.stderr
