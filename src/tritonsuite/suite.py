@@ -34,6 +34,7 @@ from tritonsuite.deploy import userrepo, userserve
 from tritonsuite.server import TritonServer
 from tritonsuite.settings import LatencyBound
 from tritonsuite.spec import ModelSpec
+from tritonsuite.description import ModelDescription
 from tritonsuite.models.training import trained_checkpoint
 from tritonsuite.load.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
 
@@ -45,6 +46,8 @@ class Deployment:
     config: DeploymentConfig
     directory: Path
     served_by: str  # the backend that serves it, as the server reports it
+
+    description: ModelDescription | None = None  # its kind (tritonsuite.description): batchless, an ensemble's steps
 
     @property
     def batched(self) -> bool:  # False: batchless (max_batch_size 0), requests carry no batch dimension
@@ -168,8 +171,7 @@ class Suite:
         dep = userrepo.read_deployment(spec.config["user_repository"])
         config = userrepo.deployment_config(dep)
         backend = backend_for(fmt)
-        reason = backend.refuses(config) or self.server.refuses(backend, config)
-        if reason:
+        if reason := backend.refuses(config) or self.server.refuses(backend, config):
             raise export_mod.ExportUnsupported(f"{spec.name} ({dep.platform}) on the {self.server.name} server: "
                                                f"{reason}")
         self.server.check_alive()
@@ -179,7 +181,8 @@ class Suite:
                                        / dep.model_file.name, key=spec.config["model_file_digest"] or "",
                                        max_abs_error={}, max_rel_error={}, verified_batch_sizes=(), versions={},
                                        export_seconds=0.0)
-        return Deployment(spec.name, spec, artifact, config, served, self.server.backend_description(dep.name))
+        return Deployment(spec.name, spec, artifact, config, served, self.server.backend_description(dep.name),
+                          dep.description)
 
     def parameters(self, deployment: Deployment) -> dict:
         """The report's "Parameter Name | Parameter Value" table for a deployment."""
@@ -231,12 +234,11 @@ class Suite:
                          f"verification against eager, model repository, load on the server")
             deployment = self.deployment(case.model, case.format, case.precision, case.scenario)
             spec = deployment.spec
-            composing = spec.config.get("composing", ())  # an ensemble's steps: per-step columns
             if self.probes_accuracy(case):
                 data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
                 result, under_load = accuracy_under_load(
                     self.server, deployment.name, spec, case.precision, data, point, self.profile.measurement,
-                    self.load_probe_share, self.load_probe_seed, progress, deployment.batched, composing)
+                    self.load_probe_share, self.load_probe_seed, progress, deployment.description)
                 result.accuracy_under_load = under_load
             elif case.loadgen == "perf_analyzer":  # the same point, tensors and settings, NVIDIA's load generator
                 from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
@@ -247,7 +249,7 @@ class Suite:
             else:
                 inputs = spec.example_inputs(case.batch_size, 0)
                 result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement,
-                                 stop_early, progress=progress, batched=deployment.batched, composing=composing)
+                                 stop_early, progress=progress, description=deployment.description)
         except export_mod.ExportUnsupported:
             raise  # not attempted: a skip with its reason
         except Exception as exc:
