@@ -129,8 +129,9 @@ def test_ensembles_and_a_nested_one_run_with_their_steps(tmp_path):
         assert set(found) == steps[row["deployment"]], found
         assert all(f["requests"] > 0 and f["Server Compute Infer"] > 0 for f in found.values()), found
         if row["deployment"] == "nested":  # scale runs twice per request: inside pipeline and as a step of its own
-            # (the counters are read while requests are in flight: a window edge may split one request's steps)
-            assert abs(found["scale"]["requests"] - 2 * found["pipeline"]["requests"]) <= 2 * row["concurrency"], found
+            # (the counters are read while requests are in flight: at each of the pool's two edges a request in
+            # flight may have run either scale and not yet finished pipeline, so up to 2 x 2 per request in flight)
+            assert abs(found["scale"]["requests"] - 2 * found["pipeline"]["requests"]) <= 4 * row["concurrency"], found
     accuracy = {r["deployment"]: r for r in rows if r["scenario"] == "accuracy"}
     # against the steps composed in-process (onnxruntime, step by step through the maps)
     assert accuracy["nested"]["metrics"]["SCORE max abs error"] < 1e-5
