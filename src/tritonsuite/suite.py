@@ -31,10 +31,11 @@ from tritonsuite.profiles import ModelProfile, Profile
 from tritonsuite.report.parameters import deployment_parameters
 from tritonsuite.rows import RawWriter, Row, raw_path
 from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name
-from tritonsuite.deploy import userrepo
+from tritonsuite.deploy import userrepo, userserve
 from tritonsuite.server import TritonServer
 from tritonsuite.settings import LatencyBound
 from tritonsuite.spec import ModelSpec, path_digest
+from tritonsuite.description import ModelDescription
 from tritonsuite.models.training import trained_checkpoint, weights_origin, weights_sha256
 from tritonsuite.load.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
 
@@ -46,6 +47,12 @@ class Deployment:
     config: DeploymentConfig
     directory: Path
     served_by: str  # the backend that serves it, as the server reports it
+
+    description: ModelDescription | None = None  # its kind (tritonsuite.description): batchless, an ensemble's steps
+
+    @property
+    def batched(self) -> bool:  # False: batchless (max_batch_size 0), requests carry no batch dimension
+        return self.config.max_batch_size > 0
 
 
 @dataclass
@@ -73,6 +80,7 @@ class Suite:
     protocol: str = "http"  # how every load generator and the accuracy run reach the server: http or grpc
     _modules: dict = field(default_factory=dict, repr=False)
     _deployments: dict = field(default_factory=dict, repr=False)
+    _served: dict = field(default_factory=dict, repr=False)  # a user's deployment directory -> its copy
     _writers: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------------------------------------- cases
@@ -160,22 +168,22 @@ class Suite:
         return Deployment(name, spec, artifact, config, directory, self.server.backend_description(name))
 
     def _deploy_user(self, spec: ModelSpec, fmt: str, precision: str) -> Deployment:
-        """A user's deployment: its config.pbtxt and model file copied unchanged into the run's repository."""
+        """A user's deployment: its whole directory (an ensemble's steps too) copied unchanged and loaded, once."""
         dep = userrepo.read_deployment(spec.config["user_repository"])
         config = userrepo.deployment_config(dep)
         backend = backend_for(fmt)
-        reason = backend.refuses(config) or self.server.refuses(backend, config)
-        if reason:
+        if reason := backend.refuses(config) or self.server.refuses(backend, config):
             raise export_mod.ExportUnsupported(f"{spec.name} ({dep.platform}) on the {self.server.name} server: "
                                                f"{reason}")
         self.server.check_alive()
-        directory = userrepo.serve(spec, self.repository_dir)
+        userserve.load(spec, self.server, self.repository_dir, self._served)
         artifact = export_mod.Artifact(model=spec.name, size=spec.size, format=fmt, precision=precision,
-                                       path=directory / dep.version / dep.model_file.name,
-                                       key=spec.config["model_file_digest"] or "", max_abs_error={},
-                                       max_rel_error={}, verified_batch_sizes=(), versions={}, export_seconds=0.0)
-        self.server.load(directory)
-        return Deployment(spec.name, spec, artifact, config, directory, self.server.backend_description(spec.name))
+                                       path=(served := self.repository_dir / dep.name) / spec.config["version"]
+                                       / dep.model_file.name, key=spec.config["model_file_digest"] or "",
+                                       max_abs_error={}, max_rel_error={}, verified_batch_sizes=(), versions={},
+                                       export_seconds=0.0)
+        return Deployment(spec.name, spec, artifact, config, served, self.server.backend_description(dep.name),
+                          dep.description)
 
     def parameters(self, deployment: Deployment) -> dict:
         """The report's "Parameter Name | Parameter Value" table for a deployment."""
@@ -209,9 +217,10 @@ class Suite:
 
     # ------------------------------------------------------------------------------------------------- runs
     def _point(self, case: Case, concurrency: int = 0, request_rate: float = 0.0) -> LoadPoint:
-        online = self.model_profile(case.model).online
+        online, spec = self.model_profile(case.model).online, self.spec(case.model)
+        strings = any(t.dtype == "bytes" for t in spec.inputs + spec.outputs)  # in the body: their sizes vary
         return LoadPoint(case.batch_size, concurrency or 1,
-                         shared_memory=case.scenario == "offline" and self.server.local,
+                         shared_memory=case.scenario == "offline" and self.server.local and not strings,
                          request_rate=request_rate or None, distribution=online.distribution, seed=online.seed,
                          protocol=self.protocol)
 
@@ -228,9 +237,9 @@ class Suite:
             spec = deployment.spec
             if self.probes_accuracy(case):
                 data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
-                result, under_load = accuracy_under_load(self.server, deployment.name, spec, case.precision, data,
-                                                         point, self.profile.measurement, self.load_probe_share,
-                                                         self.load_probe_seed, progress)
+                result, under_load = accuracy_under_load(
+                    self.server, deployment.name, spec, case.precision, data, point, self.profile.measurement,
+                    self.load_probe_share, self.load_probe_seed, progress, deployment.description)
                 result.accuracy_under_load = under_load
             elif case.loadgen == "perf_analyzer":  # the same point, tensors and settings, NVIDIA's load generator
                 from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
@@ -240,8 +249,8 @@ class Suite:
                                                     self.profile.measurement)
             else:
                 inputs = spec.example_inputs(case.batch_size, 0)
-                result = measure(self.server, deployment.name, inputs, spec.outputs, point,
-                                 self.profile.measurement, stop_early, progress=progress)
+                result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement,
+                                 stop_early, progress=progress, description=deployment.description)
         except export_mod.ExportUnsupported:
             raise  # not attempted: a skip with its reason
         except Exception as exc:
@@ -250,8 +259,8 @@ class Suite:
                                  request_rate=point.request_rate)
             raise
         if case.scenario == "offline" and not point.shared_memory:
-            result.reasons.append(f"server is not on this host: inputs and outputs sent over {self.protocol}, not shared "
-                                  f"memory")
+            result.reasons.append(f"inputs and outputs sent over {self.protocol}, not shared memory: " + (
+                "the server is not on this host" if not self.server.local else "BYTES tensors"))
         if search is not None:
             result.meta["search"] = search
         if case.round:  # --repeat: which interleaved round this row is (the report gives the median of the rounds)
@@ -340,8 +349,8 @@ class Suite:
             client = self.server.grpc_client() if self.protocol == "grpc" else self.server.client()
             try:
                 result = evaluate(spec, deployment.name, case.precision, data,
-                                  served_infer(client, deployment.name, spec), reference,
-                                  deployment.config.max_batch_size)
+                                  served_infer(client, deployment.name, spec, deployment.batched), reference,
+                                  max(deployment.config.max_batch_size, 1))
             except Exception:
                 if self.server.gone():
                     raise self.server.died(f"during the accuracy run of {deployment.name}") from None

@@ -40,6 +40,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from tritonsuite.description import ModelDescription
 from tritonsuite.load.client import SharedMemoryRegions
 from tritonsuite.load.generator import LoadGenerator, Progress, StopEarly, arrival_gaps
 from tritonsuite.load.http import prepare_request
@@ -57,7 +58,8 @@ __all__ = ["LATENCY_SAMPLES", "LoadPoint", "Measurement", "MeasurementError", "M
 def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[TensorSpec],
             point: LoadPoint, settings: MeasurementSettings = MeasurementSettings(),
             stop_early: StopEarly | None = None, probes: Sequence[Mapping[str, np.ndarray]] = (),
-            probe_share: float = 0.0, probe_seed: int = 0, progress: Progress | None = None) -> Measurement:
+            probe_share: float = 0.0, probe_seed: int = 0, progress: Progress | None = None,
+            description: ModelDescription | None = None) -> Measurement:
     """Measure one load point of ``model`` with ``inputs`` (one request's tensors, batch first). ``stop_early``
     is asked after each window whether to give the point up (its row is then STOPPED, with the reason);
     ``progress`` is told after the warm-up starts and after each window how the point is going and what it waits
@@ -67,6 +69,12 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
     ``probe_share`` of the load requests; their decoded outputs come back in ``Measurement.probe_responses``
     (accuracy under load, :mod:`tritonsuite.load.underload`). They are requests like the others: they count in the
     row's throughput, latencies and success counts.
+
+    ``model`` may name a version (``name:version``: requests and statistics go to that version). ``description``
+    (:mod:`tritonsuite.description`) says what kind of deployment it is: a batchless one (``max_batch_size: 0``) is
+    sent batch 1 without the batch dimension; for an ensemble (its composing models, nested ones included) the
+    row's ``measurement["composing"]`` gives each one's
+    requests, queue and compute per request over the same windows.
     """
     batch = {name: np.ascontiguousarray(array[:point.batch_size]) for name, array in inputs.items()}
     if any(len(a) != point.batch_size for a in batch.values()):
@@ -80,6 +88,8 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
         raise ValueError(f"probe {bad[0]} is not a batch of {point.batch_size} (the point's batch size)")
     server.check_alive()
     host = server.http_url.rsplit(":", 1)[0]
+    batched = description is None or description.batching
+    composing = [m.name for m in description.all_composing()] if description is not None else []
 
     transport = None
     if point.protocol == "grpc":
@@ -88,15 +98,15 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
         transport = GrpcTransport(server.grpc_url, settings.request_timeout_s, shared=point.open_loop)
 
     def prepare(tensors, names, shm=None):
-        return (prepare_grpc_request(model, tensors, names, shm) if transport is not None
-                else prepare_request(host, model, tensors, names, shm))
+        return (prepare_grpc_request(model, tensors, names, shm, batched) if transport is not None
+                else prepare_request(host, model, tensors, names, shm, batched))
 
     async def run(shm, gpu):
         names = [t.name for t in outputs]
         request = prepare(batch, names, shm)
         prepared = [prepare({k: np.ascontiguousarray(v) for k, v in p.items()}, names) for p in probes]
         gen = LoadGenerator(server, model, request, point, settings, stop_early, prepared, probe_share, probe_seed,
-                            transport, on_progress=progress)
+                            transport, on_progress=progress, composing=composing)
         windows, total, completed = await gen.run()
         measurement = summarise(point, windows, total, completed, settings, point.protocol, gpu,
                                 gen.max_outstanding, gen.stopped_early, gen.pool)

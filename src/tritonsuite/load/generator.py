@@ -10,9 +10,9 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from tritonsuite.load.hostload import HostCpu, other_cpu_percent
-from tritonsuite.load.http import Connection, HttpTransport, PreparedRequest
+from tritonsuite.load.http import Connection, HttpTransport, PreparedRequest, model_path
 from tritonsuite.load.point import LoadPoint, MeasurementError
-from tritonsuite.load.windows import Window, delta, progress_line, stability, stats_snapshot, wants_more_samples
+from tritonsuite.load.windows import Window, delta, progress_line, snapshot, stability, wants_more_samples
 from tritonsuite.server import TritonServer
 from tritonsuite.settings import DISTRIBUTIONS, STABLE_WINDOWS, MeasurementSettings
 
@@ -40,8 +40,9 @@ class LoadGenerator:
     def __init__(self, server: TritonServer, model: str, request: PreparedRequest, point: LoadPoint,
                  settings: MeasurementSettings, stop_early: StopEarly | None = None,
                  probes: Sequence[PreparedRequest] = (), probe_share: float = 0.0, probe_seed: int = 0,
-                 transport=None, on_progress: Progress | None = None):
+                 transport=None, on_progress: Progress | None = None, composing: Sequence[str] = ()):
         host, port = server.http_url.rsplit(":", 1)
+        self.composing = tuple(composing)  # an ensemble's composing models: their statistics per window too
         self.host, self.port = host, int(port)
         # how requests travel (HTTP, or load.grpc's gRPC); statistics are read over HTTP either way
         self.transport = transport if transport is not None else HttpTransport(self.host, self.port)
@@ -185,7 +186,11 @@ class LoadGenerator:
     async def run(self) -> tuple[list[Window], dict[str, int], int]:
         """Run warm-up and windows; return (windows, statistics delta over the whole point, requests completed)."""
         control = await Connection(self.host, self.port).open()
-        stats_path = f"/v2/models/{self.model}/stats"
+        # an ensemble's: every model's statistics in one read, so the steps' windows are the ensemble's
+        stats_path = "/v2/models/stats" if self.composing else f"{model_path(self.model)}/stats"
+
+        def stats_snapshot(stats):
+            return snapshot(stats, self.model, self.composing)
         workers: list[asyncio.Task] = []
         try:
             begin = stats_snapshot(await control.get_json(stats_path))

@@ -14,6 +14,7 @@ from tritonsuite.report.common import OFFLINE_PLOTS, ONLINE_PLOTS, SCENARIO_DESC
 from tritonsuite.report.markdown import render_markdown
 from tritonsuite.report.pages import render_crosscheck, render_metrics_markdown, render_summary
 from tritonsuite.report.plots import plot_offline, plot_online
+from tritonsuite.report.steps import plot_steps
 from tritonsuite.report.manifest import header_line, read_manifest
 from tritonsuite.judge.crosscheck import cross_points
 from tritonsuite.rows import safe_component, load_rows
@@ -46,6 +47,8 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
             pngs = plot_online(grows, scenario_dir / model_name)
         else:
             pngs = []
+        if scenario in ("offline", "online"):
+            pngs += plot_steps(grows, scenario_dir / model_name)  # an ensemble's time per composing model
         plots = [f"{model_name}/{p.name}" for p in pngs]
         md_path = scenario_dir / f"{model_name}.md"
         md_path.parent.mkdir(parents=True, exist_ok=True)

@@ -28,6 +28,7 @@ import urllib.request
 from pathlib import Path
 
 from tritonsuite.deploy.backends import STANDIN_FILE, standin_backends
+from tritonsuite.deploy.backends.standin import REPOSITORY_ENV
 import tritonsuite.server.janitor as janitor
 from tritonsuite.server.base import ServerArguments, ServerError, TritonServer, free_ports
 from tritonsuite.server.shm import SHM_DIR, SHM_PREFIX, owned_patterns, sweep_stale_shm
@@ -115,6 +116,7 @@ class EmbeddedServer(TritonServer):
         # when they share a host. FastPitch offline on 2 cores: onnx batch 1 32.6 -> 76.8 inf/s, ts-trace batch 1
         # 1.0 (980 ms) -> 52.6 inf/s with PASSIVE; a user's own setting wins.
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        env[REPOSITORY_ENV] = str(Path(self.model_repository).resolve())  # the stand-ins' auto-complete reads it
         return env
 
     def arguments(self) -> ServerArguments:
