@@ -178,7 +178,7 @@ def _bad_values(tmp_path):
         ([*in_repo, "--reference", f"bert={model}"], f"--reference bert={model}: no such deployment; valid choices: "
                                                      f"onnx_scale, ts_pool"),
         ([*in_repo, "--models", "pipeline"], f"--models pipeline: deployment pipeline in {repo} cannot be driven: "
-                                             f"ensemble: its steps are other deployments"),
+                                             f"ensemble: no version directory the version policy"),
         ([*in_repo, "--repository-dir", str(repo / "out")], f"--model-repository {repo}: --repository-dir "
                                                              f"{repo / 'out'} would lie inside it"),
     ]
