@@ -9,7 +9,7 @@ from tritonsuite.profiles import Profile
 from tritonsuite.rows import LOADGENS
 from tritonsuite.settings import LatencyBound
 
-SCENARIOS = ("offline", "online", "accuracy", "tune")
+SCENARIOS = ("offline", "online", "accuracy", "tune", "mix")
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,8 @@ class Case:
 
     @property
     def id(self) -> str:
+        if self.scenario == "mix":  # a mix of the profile, by its name (model holds the name)
+            return self.model
         parts = [self.model, self.format, self.precision]
         if self.scenario == "offline":
             parts.append(f"batch{self.batch_size}")
@@ -60,6 +62,8 @@ def profile_cases(profile: Profile, scenario: str, loadgens: Sequence[str] = ("s
     bad = [g for g in loadgens if g not in LOADGENS]
     if bad or not loadgens:
         raise ValueError(f"load generator {','.join(bad) or '(none)'}: valid choices: {', '.join(LOADGENS)}")
+    if scenario == "mix":  # one case per mix of the profile's mix: section, named by the mix
+        return [Case(name, "", "", scenario) for name in profile.mixes]
     cases = []
     for model, mp in profile.models.items():
         for fmt in mp.formats:

@@ -382,6 +382,12 @@ class Suite:
         row.extra["baseline"] = note
         return row
 
+    def run_mix(self, name: str, progress: Progress | None = None):
+        """A mix of the profile (:func:`tritonsuite.mixcase.run_mix_case`): rows of scenario ``mix``, ratios."""
+        from tritonsuite.mixcase import run_mix_case
+
+        return run_mix_case(self, name, progress)
+
     def run_tune(self, case: Case, strategy: str = "search", budget: str = ""):
         """The configuration search of a case's online deployment (:func:`tritonsuite.tune.run_tune_case`): rows of
         scenario ``tune``, ``reports/tune/<deployment>/config.pbtxt`` and its pages; returns the TuneResult."""

@@ -13,6 +13,8 @@ MARKERS = {
     "online": "online performance scenario (dynamic batching, HTTP or gRPC, concurrency sweep and request rates)",
     "accuracy": "accuracy of a deployment against its reference, with thresholds",
     "tune": "configuration search of each online deployment for the most throughput within its latency bound",
+    "mix": "deployments of a profile's mix: served together on one server, each measured alone and together in "
+           "interleaved rounds, with its interference ratio",
     "smoke": "short end-to-end run on the embedded server with the tiny model",
     "search": "an online latency-bound search (the most load within the bound); deselected unless -m names it, "
               "or --searches / --latency-bound is given",

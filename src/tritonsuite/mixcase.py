@@ -1,0 +1,107 @@
+"""A mix of the profile run by the suite (``pytest -m mix``, :meth:`tritonsuite.suite.Suite.run_mix`): each
+deployment deployed as its online one, its traffic (the profile's concurrency, request rate or share of a total
+rate), accuracy probes in its own traffic, the interleaved rounds of :func:`tritonsuite.load.mix.run_mix`, one row
+per deployment per measurement (scenario ``mix``, recorded the moment it exists), and each deployment's
+interference ratio (:mod:`tritonsuite.judge.interference`) from those rows."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tritonsuite.judge.interference import Interference, interference
+from tritonsuite.load.engine import LoadPoint, Progress, Traffic
+from tritonsuite.load.mix import Step, run_mix
+from tritonsuite.profiles.mix import MixProfile
+from tritonsuite.rows import Row
+
+
+@dataclass
+class MixResult:
+    name: str
+    rows: list[Row] = field(default_factory=list)
+    ratios: list[Interference] = field(default_factory=list)
+    accuracy: dict[str, Any] = field(default_factory=dict)  # deployment -> its last UnderLoadResult under the mix
+
+    @property
+    def invalid(self) -> list[Row]:
+        return [r for r in self.rows if not r.valid]
+
+    def describe(self) -> str:
+        return f"mix {self.name}: " + "; ".join(r.describe() for r in self.ratios)
+
+
+def _probes(suite, member, deployment, point: LoadPoint):
+    """(ProbeSet, one-at-a-time answers) of a member with an accuracy task, else (None, None)."""
+    from tritonsuite.load.client import served_infer
+    from tritonsuite.load.underload import probe_set, run_alone
+
+    spec = deployment.spec
+    if suite.load_probe_share <= 0 or spec.accuracy_data is None:
+        return None, None
+    data = spec.accuracy_data(suite.datasets.get(member.model), suite.checkpoint(member.model))
+    probes = probe_set({t.name: data.inputs[t.name] for t in spec.inputs}, point.batch_size)
+    client = suite.server.grpc_client() if suite.protocol == "grpc" else suite.server.client()
+    try:
+        return (probes, data), run_alone(served_infer(client, deployment.name, spec), probes)
+    finally:
+        client.close()
+
+
+def run_mix_case(suite, name: str, progress: Progress | None = None) -> MixResult:
+    mixes = suite.profile.mixes
+    if name not in mixes:
+        raise ValueError(f"mix {name!r}: not in profile {suite.profile.name!r}; valid choices: {', '.join(mixes)}")
+    mix: MixProfile = mixes[name]
+    result = MixResult(name)
+    deployments, traffic, references = [], [], []
+    for i, member in enumerate(mix.members):
+        if progress is not None and not suite.deployed(member.model, member.format, member.precision, "online"):
+            progress(f"deploying {member.model} as {member.format} {member.precision} (online)")
+        dep = suite.deployment(member.model, member.format, member.precision, "online")
+        online = suite.model_profile(member.model).online
+        rate = member.rate(mix.total_rate)
+        point = LoadPoint(online.batch_size, member.concurrency or 1, request_rate=rate,
+                          distribution=online.distribution, seed=online.seed + i, protocol=suite.protocol)
+        found, alone = _probes(suite, member, dep, point)
+        deployments.append(dep)
+        references.append((found, alone))
+        traffic.append(Traffic(dep.name, dep.spec.example_inputs(point.batch_size, 0), dep.spec.outputs, point,
+                               found[0].requests if found else (), suite.load_probe_share if found else 0.0,
+                               suite.load_probe_seed))
+
+    def on_measured(step: Step) -> None:
+        members = [step.index] if step.role == "alone" else range(len(mix.members))
+        for i, m in zip(members, step.measurements):
+            member, dep = mix.members[i], deployments[i]
+            row = m.to_row(scenario="mix", model=member.model, title=dep.spec.title or member.model,
+                           format=member.format, precision=member.precision, deployment=dep.name,
+                           parameters=suite.parameters(dep))
+            row.extra["mix"] = {"name": name, "role": step.role, "round": step.round, "rounds": mix.rounds,
+                                "start_s": round(step.start_s, 3), "end_s": round(step.end_s, 3),
+                                "traffic": member.describe(mix.total_rate),
+                                "deployments": [d.name for d in deployments]}
+            found, alone = references[i]
+            if found is not None and step.role == "together":  # accuracy under the mixed load
+                from tritonsuite.load.underload import judge
+
+                verdict = judge(dep.spec, member.precision, found[1], found[0], alone, m.probe_responses,
+                                deployment=dep.name, batch_size=m.point.batch_size,
+                                concurrency=m.point.concurrency, share=traffic[i].probe_share,
+                                seed=traffic[i].probe_seed)
+                m.accuracy_under_load = result.accuracy[dep.name] = verdict
+                row.extra["accuracy_under_load"] = verdict.to_dict()
+            suite.record(row)
+            result.rows.append(row)
+
+    try:
+        run_mix(suite.server, traffic, suite.profile.measurement, mix.rounds, progress, on_measured)
+    except Exception as exc:
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        suite.record(Row.failed(reason=f"{type(exc).__name__}: {first_line}", scenario="mix", model=name,
+                                deployment=name, extra={"mix": {"name": name, "role": "failed"}}))
+        raise
+    for dep in deployments:
+        mine = [r for r in result.rows if r.deployment == dep.name]
+        result.ratios.append(interference(dep.name, [r for r in mine if r.extra["mix"]["role"] == "alone"],
+                                          [r for r in mine if r.extra["mix"]["role"] == "together"]))
+    return result
