@@ -1,8 +1,8 @@
 """Interference measured on the real embedded Triton: a victim deployment served beside a CPU-hungry companion
 must show a throughput ratio (together ÷ alone) significantly below 1, and beside a light companion no significant
 effect. The three deployments are python-backend models written here into tmp_path: the victim spends a fixed
-amount of CPU per request, the hungry companion burns ~25 ms of CPU per request on two instances (two stub
-processes: both cores of a 2-core host), the light one echoes its input at a few requests per second.
+amount of CPU per request, the hungry companion burns ~25 ms of CPU per request on three instances at concurrency 3
+(three stub processes: more than both cores of a 2-core host), the light one echoes its input at a few requests per second.
 
 The verdict is robust on a shared host by design (judge/interference.py): interleaved rounds (alone, together,
 alone, together, ...), windows from every round pooled per side, a Mann-Whitney test at alpha 0.01 and a minimum
@@ -60,7 +60,7 @@ OUTPUTS = [TensorSpec("OUTPUT0", "float32", (4,))]
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     repo = tmp_path_factory.mktemp("mixrepo")
-    for name, burn, count in (("victim", 0.004, 1), ("hungry", 0.025, 2), ("light", 0.0, 1)):
+    for name, burn, count in (("victim", 0.004, 1), ("hungry", 0.025, 3), ("light", 0.0, 1)):
         (repo / name / "1").mkdir(parents=True)
         (repo / name / "1" / "model.py").write_text(MODEL.format(burn=burn))
         (repo / name / "config.pbtxt").write_text(textwrap.dedent(CONFIG.format(count=count)))
@@ -117,7 +117,7 @@ def _judge(served, companion: Traffic):
 
 
 def test_a_cpu_hungry_companion_slows_the_victim_significantly(served):
-    ratio = _judge(served, traffic("hungry", LoadPoint(1, 2)))
+    ratio = _judge(served, traffic("hungry", LoadPoint(1, 3)))
     assert ratio.metric == "Inferences/Second" and ratio.rounds >= 2
     assert ratio.verdict == "interference", ratio.describe()
     assert ratio.high < 1.0 and ratio.p_value < 0.01
