@@ -10,16 +10,17 @@ effect of 10% before anything reads as interference."""
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from tritonsuite.judge.interference import interference
 from tritonsuite.load.engine import LoadPoint, Traffic, measure_together
-from tritonsuite.load.mix import run_mix, scale
+from tritonsuite.load.mix import max_mix, run_mix, scale
 from tritonsuite.rows import Row
 from tritonsuite.server import EmbeddedServer
-from tritonsuite.settings import MeasurementSettings
+from tritonsuite.settings import LatencyBound, MeasurementSettings
 from tritonsuite.spec import TensorSpec
 
 MODEL = '''
@@ -127,3 +128,17 @@ def test_a_light_companion_has_no_significant_effect(served):
     ratio = _judge(served, traffic("light", LoadPoint(1, request_rate=5.0)))
     assert ratio.verdict in ("no significant effect", "improvement"), ratio.describe()
     assert ratio.low <= 1.1 and ratio.high >= 0.9, ratio.describe()
+
+
+def test_the_most_mixed_load_names_the_deployment_whose_bound_broke(served):
+    """Both deployments' traffic scaled together; only the victim has a bound (its single instance queues: 4 ms of
+    CPU per request, so its mean latency grows with its concurrency)."""
+    found = max_mix(served, [VICTIM, traffic("light", LoadPoint(1, request_rate=5.0))],
+                    [LatencyBound.parse("avg <= 25 ms"), None], replace(SETTINGS, search_resolution_percent=25))
+    print(found.describe())
+    assert found.factor is not None and found.factor >= 1, found.describe()
+    assert found.bound_by.startswith("victim over avg <= 25 ms"), found.bound_by
+    assert found.result.steps[0].load == 1.0 and len(found.result.steps) >= 3
+    within = [s for s in found.result.steps if s.within]
+    assert all(len(s.measurement) == 2 for s in found.result.steps)  # every point measures both deployments
+    assert max(s.load for s in within) >= found.factor

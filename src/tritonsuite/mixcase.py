@@ -5,6 +5,7 @@ per deployment per measurement (scenario ``mix``, recorded the moment it exists)
 interference ratio (:mod:`tritonsuite.judge.interference`) from those rows."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,12 +48,12 @@ def _probes(suite, member, deployment, point: LoadPoint):
         client.close()
 
 
-def run_mix_case(suite, name: str, progress: Progress | None = None) -> MixResult:
+def _setup(suite, name: str, progress: Progress | None):
+    """(the mix, its deployments, their traffic, their accuracy references) on the suite's server."""
     mixes = suite.profile.mixes
     if name not in mixes:
         raise ValueError(f"mix {name!r}: not in profile {suite.profile.name!r}; valid choices: {', '.join(mixes)}")
     mix: MixProfile = mixes[name]
-    result = MixResult(name)
     deployments, traffic, references = [], [], []
     for i, member in enumerate(mix.members):
         if progress is not None and not suite.deployed(member.model, member.format, member.precision, "online"):
@@ -68,18 +69,33 @@ def run_mix_case(suite, name: str, progress: Progress | None = None) -> MixResul
         traffic.append(Traffic(dep.name, dep.spec.example_inputs(point.batch_size, 0), dep.spec.outputs, point,
                                found[0].requests if found else (), suite.load_probe_share if found else 0.0,
                                suite.load_probe_seed))
+    return mix, deployments, traffic, references
+
+
+def _row(suite, mix: MixProfile, i: int, dep, m, **where) -> Row:
+    member = mix.members[i]
+    row = m.to_row(scenario="mix", model=member.model, title=dep.spec.title or member.model, format=member.format,
+                   precision=member.precision, deployment=dep.name, parameters=suite.parameters(dep))
+    row.extra["mix"] = {"name": mix.name, "rounds": mix.rounds, "traffic": member.describe(mix.total_rate), **where}
+    return row
+
+
+def _failed(suite, name: str, exc: Exception) -> None:
+    first_line = (str(exc).strip().splitlines() or [""])[0]
+    suite.record(Row.failed(reason=f"{type(exc).__name__}: {first_line}", scenario="mix", model=name,
+                            deployment=name, extra={"mix": {"name": name, "role": "failed"}}))
+
+
+def run_mix_case(suite, name: str, progress: Progress | None = None) -> MixResult:
+    result = MixResult(name)
+    mix, deployments, traffic, references = _setup(suite, name, progress)
 
     def on_measured(step: Step) -> None:
         members = [step.index] if step.role == "alone" else range(len(mix.members))
         for i, m in zip(members, step.measurements):
             member, dep = mix.members[i], deployments[i]
-            row = m.to_row(scenario="mix", model=member.model, title=dep.spec.title or member.model,
-                           format=member.format, precision=member.precision, deployment=dep.name,
-                           parameters=suite.parameters(dep))
-            row.extra["mix"] = {"name": name, "role": step.role, "round": step.round, "rounds": mix.rounds,
-                                "start_s": round(step.start_s, 3), "end_s": round(step.end_s, 3),
-                                "traffic": member.describe(mix.total_rate),
-                                "deployments": [d.name for d in deployments]}
+            row = _row(suite, mix, i, dep, m, role=step.role, round=step.round, start_s=round(step.start_s, 3),
+                       end_s=round(step.end_s, 3), deployments=[d.name for d in deployments])
             found, alone = references[i]
             if found is not None and step.role == "together":  # accuracy under the mixed load
                 from tritonsuite.load.underload import judge
@@ -94,14 +110,53 @@ def run_mix_case(suite, name: str, progress: Progress | None = None) -> MixResul
             result.rows.append(row)
 
     try:
-        run_mix(suite.server, traffic, suite.profile.measurement, mix.rounds, progress, on_measured)
+        run_mix(suite.server, traffic, mix.settings(suite.profile.measurement), mix.rounds, progress, on_measured)
     except Exception as exc:
-        first_line = (str(exc).strip().splitlines() or [""])[0]
-        suite.record(Row.failed(reason=f"{type(exc).__name__}: {first_line}", scenario="mix", model=name,
-                                deployment=name, extra={"mix": {"name": name, "role": "failed"}}))
+        _failed(suite, name, exc)
         raise
     for dep in deployments:
         mine = [r for r in result.rows if r.deployment == dep.name]
         result.ratios.append(interference(dep.name, [r for r in mine if r.extra["mix"]["role"] == "alone"],
                                           [r for r in mine if r.extra["mix"]["role"] == "together"]))
     return result
+
+
+def run_mix_search(suite, name: str, progress: Progress | None = None):
+    """The most mixed load within every bound (:func:`tritonsuite.load.mix.max_mix`): each deployment judged
+    against its model's ``online.latency_bound``. Every point's rows are recorded as evidence (role ``search``,
+    ``factor``, ``within``, ``why``), then the answer's rows again with role ``search-answer`` and the answer line.
+    Returns the MixSearch."""
+    import copy
+
+    from tritonsuite.load.search import judge
+
+    mix, deployments, traffic, _ = _setup(suite, name, progress)
+    traffic = [t.__class__(t.model, t.inputs, t.outputs, t.point) for t in traffic]  # no probes: load only
+    bounds = [suite.model_profile(m.model).online.latency_bound for m in mix.members]
+    rows: dict[float, list[Row]] = {}
+    began = time.perf_counter()
+
+    def on_point(factor: float, found) -> None:
+        step = len(rows) + 1
+        for i, m in enumerate(found):
+            within, why = judge(m, bounds[i]) if bounds[i] is not None else (True, "no bound")
+            row = _row(suite, mix, i, deployments[i], m, role="search", step=step, factor=round(factor, 4),
+                       bound=str(bounds[i]) if bounds[i] else None, within=within, why=why,
+                       end_s=round(time.perf_counter() - began, 3))
+            suite.record(row)
+            rows.setdefault(factor, []).append(row)
+
+    from tritonsuite.load.mix import max_mix
+
+    try:
+        found = max_mix(suite.server, traffic, bounds, mix.settings(suite.profile.measurement), progress, on_point)
+    except Exception as exc:
+        _failed(suite, name, exc)
+        raise
+    answer = found.describe()
+    for row in (rows.get(found.factor) or rows[max(rows)] if rows else [])[-len(mix.members):]:  # the last
+        final = copy.deepcopy(row)
+        final.extra["mix"].update(role="search-answer", answer=answer, bound_by=found.bound_by,
+                                  points=found.result.points)
+        suite.record(final)
+    return found

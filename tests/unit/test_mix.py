@@ -80,7 +80,9 @@ def test_the_cpu_profile_ships_a_mix_of_bert_and_tft():
     mix = profile.mixes["bert_tft"]
     assert mix.models == ("bert", "tft") and mix.rounds >= 2
     assert [m.format for m in mix.members] == ["onnx", "onnx"]
-    assert [c.id for c in profile_cases(profile, "mix")] == ["bert_tft"]
+    assert [c.id for c in profile_cases(profile, "mix")] == ["bert_tft", "bert_tft-maxscale"]  # bounds: a search
+    assert mix.settings(profile.measurement).stability_percentage == 20  # the mix's own change
+    assert mix.settings(profile.measurement).window_ms == profile.measurement.window_ms
     assert narrow(profile, models=["bert"]).mixes == {}  # a member narrowed out: the mix is left out
     assert "bert_tft" in narrow(profile, models=["bert", "tft"], formats=["onnx"]).mixes
     assert narrow(profile, formats=["ts-trace"]).mixes == {}
@@ -92,7 +94,7 @@ def test_the_cpu_profile_ships_a_mix_of_bert_and_tft():
     ({"deployments": {"bert": {"share": 0.5}, "tft": {"share": 0.5}}}, "total_rate"),
     ({"total_rate": 10, "deployments": {"bert": {"share": 0.7}, "tft": {"share": 0.5}}}, "add up to 1.2"),
     ({"rounds": 0, "deployments": {"bert": {"concurrency": 1}, "tft": {"concurrency": 1}}}, "rounds 0"),
-    ({"deployment": {}}, "unknown key deployment; valid keys: rounds, total_rate, deployments"),
+    ({"deployment": {}}, "unknown key deployment; valid keys: rounds, total_rate, measurement, deployments"),
     ({"deployments": {"bert": {"concurrency": 1.5}, "tft": {"concurrency": 1}}}, "concurrency 1.5"),
 ])
 def test_bad_mix_sections_are_one_line_naming_the_choices(body, message):
@@ -144,3 +146,19 @@ def test_merged_hosts_give_one_section_each(tmp_path):
     page = render_mix("m", load_rows(tmp_path / "out"))
     assert "## Host: a" in page and "## Host: b" in page
     assert page.index("interference") < page.index("## Host: b") < page.index("no significant effect")
+
+
+def test_the_page_shows_the_most_mixed_load_and_who_bound_it():
+    rows = []
+    for step, (factor, within) in enumerate(((1.0, True), (2.0, False), (1.5, True)), 1):
+        for dep, bound in (("bert", "p99 <= 500 ms"), ("tft", None)):
+            row = _row(dep, "search", 1, [10.0, 10.0, 10.0])
+            row.extra["mix"].update(role="search", step=step, factor=factor, bound=bound, within=within or dep == "tft",
+                                    why="p99 612 ms > 500 ms" if not within and dep == "bert" else "ok")
+            rows.append(row)
+    answer = _row("bert", "search-answer", 1, [10.0])
+    answer.extra["mix"].update(answer="the most mixed load within every bound: x1.5 ...; above it bert over p99")
+    page = render_mix("m", rows + [answer])
+    assert "### The most mixed load within every bound" in page and "**the most mixed load within every bound: x1.5" in page
+    assert "| 2     | x2     | bert" in page and "p99 612 ms > 500 ms" in page
+    assert mix_summary_lines(rows + [answer])[-1].endswith("above it bert over p99")

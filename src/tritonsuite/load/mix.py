@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 from tritonsuite.load.engine import Measurement, Progress, Traffic, measure, measure_together
 from tritonsuite.server import TritonServer
-from tritonsuite.settings import MeasurementSettings
+from tritonsuite.settings import LatencyBound, MeasurementSettings
 
 ROLES = ("alone", "together")
 DEFAULT_ROUNDS = 3
@@ -101,3 +101,66 @@ def _record(run: MixRun, step: Step, on_measured: OnMeasured | None) -> None:
     run.steps.append(step)
     if on_measured is not None:
         on_measured(step)
+
+
+@dataclass
+class MixSearch:
+    """The most mixed load within every deployment's latency bound: the highest factor on every deployment's traffic
+    (re-measured), and which deployment's bound broke first above it."""
+
+    models: list[str]
+    result: object  # the tritonsuite.load.search.SearchResult of kind "scale" (its steps hold every point)
+    traffic: list[Traffic]  # the mix at factor 1
+
+    @property
+    def factor(self) -> float | None:
+        return self.result.best.load if self.result.best is not None else None
+
+    @property
+    def bound_by(self) -> str:
+        """Why the lowest factor above the answer (or, with no answer, the last point) broke: the deployments over
+        their bounds, each with its statistic."""
+        over = [s for s in self.result.steps if not s.within and (self.factor is None or s.load > self.factor)]
+        return min(over, key=lambda s: s.load).why if over else "no point over a bound was measured"
+
+    def describe(self) -> str:
+        points = self.result.points
+        if self.factor is None:
+            return f"the most mixed load within every bound: none ({self.result.reason}; {points} points measured)"
+        loads = ", ".join(f"{t.model} {_load(scale(t, self.factor))}" for t in self.traffic)
+        return (f"the most mixed load within every bound: x{self.factor:.3g} of the mix's traffic ({loads}); above it "
+                f"{self.bound_by}; {points} points measured")
+
+
+def _load(t: Traffic) -> str:
+    return f"{t.point.request_rate:.3g} req/s" if t.point.open_loop else f"concurrency {t.point.concurrency}"
+
+
+def max_mix(server: TritonServer, traffic: Sequence[Traffic], bounds: Sequence[LatencyBound | None],
+            settings: MeasurementSettings, progress: Progress | None = None,
+            on_point: Callable[[float, list[Measurement]], None] | None = None) -> MixSearch:
+    """Scale every deployment's traffic by one factor (:func:`scale`) until the first deployment's latency bound
+    breaks, with :func:`tritonsuite.load.search.search`'s bracket, bisection and re-measure; a point is within when
+    every deployment with a bound (``bounds[i]``, None: not judged) is within its own (valid row, the bound's count
+    test), and the stability rules apply to the whole mix. ``on_point(factor, measurements)`` gets every point."""
+    from tritonsuite.load.search import judge, search
+
+    judged = [(i, b) for i, b in enumerate(bounds) if b is not None]
+    if not judged:
+        raise ValueError("the most mixed load needs a latency bound on at least one deployment (its model's "
+                         "online.latency_bound in the profile)")
+
+    def at(factor: float) -> list[Measurement]:
+        told = None if progress is None else (lambda line: progress(f"x{factor:.3g}: {line}"))
+        found = measure_together(server, [scale(t, factor) for t in traffic], settings, told)
+        if on_point is not None:
+            on_point(factor, found)
+        return found
+
+    def judge_at(found: list[Measurement]) -> tuple[bool, str]:
+        verdicts = [(traffic[i].model, b, *judge(found[i], b)) for i, b in judged]
+        over = [f"{model} over {b}: {why}" for model, b, within, why in verdicts if not within]
+        return not over, "; ".join(over) if over else "; ".join(f"{m} {why}" for m, _, _, why in verdicts)
+
+    result = search(at, "scale", judged[0][1], 1.0, settings, progress=progress, judge_at=judge_at)
+    return MixSearch([t.model for t in traffic], result, list(traffic))

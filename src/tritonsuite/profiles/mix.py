@@ -4,6 +4,7 @@
     mix:
       bert_tft:
         rounds: 3              # interleaved rounds (each: every deployment alone, then all together); default 3
+        measurement: {stability_percentage: 20}   # the profile's measurement settings, changed for this mix only
         total_rate: 40         # requests/s shared out by the deployments' ``share`` (needed only with shares)
         deployments:
           bert: {format: onnx, concurrency: 2}      # closed loop
@@ -16,10 +17,10 @@ as the profile configures it), at the model's online batch size.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
-MIX_KEYS = ("rounds", "total_rate", "deployments")
+MIX_KEYS = ("rounds", "total_rate", "measurement", "deployments")
 MEMBER_KEYS = ("format", "precision", "concurrency", "request_rate", "share")
 TRAFFIC_KEYS = ("concurrency", "request_rate", "share")
 
@@ -57,6 +58,11 @@ class MixProfile:
     members: tuple[MixMember, ...]
     rounds: int = 3
     total_rate: float | None = None
+    measurement: Mapping[str, Any] = field(default_factory=dict)  # the profile's settings changed for this mix
+
+    def settings(self, base):
+        """The profile's MeasurementSettings ``base`` with this mix's changes."""
+        return replace(base, **self.measurement) if self.measurement else base
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -98,7 +104,23 @@ def _mix(name: str, body: Any, where: str) -> MixProfile:
         raise MixError(f"{where}: deployments with a share need the mix's total_rate (requests/s)")
     if sum(shares) > 1.0 + 1e-9:
         raise MixError(f"{where}: shares add up to {sum(shares):g}; expected at most 1 (of total_rate)")
-    return MixProfile(name, members, rounds, total)
+    return MixProfile(name, members, rounds, total, _measurement(body.get("measurement"), f"{where}.measurement"))
+
+
+def _measurement(value: Any, where: str) -> dict:
+    from tritonsuite.settings import MeasurementSettings
+
+    if value is None:
+        return {}
+    known = [f.name for f in fields(MeasurementSettings)]
+    if not isinstance(value, Mapping) or any(k not in known for k in value):
+        bad = [str(k) for k in value if k not in known] if isinstance(value, Mapping) else [repr(value)]
+        raise MixError(f"{where}: unknown {', '.join(bad)}; valid keys: {', '.join(known)}")
+    try:
+        replace(MeasurementSettings(), **value)
+    except (TypeError, ValueError) as exc:
+        raise MixError(f"{where}.{exc}") from None
+    return dict(value)
 
 
 def _member(model: str, spec: Any, where: str) -> MixMember:
@@ -130,8 +152,6 @@ def load_mixes(data: Any, where: str, models: Mapping[str, Any]) -> dict[str, Mi
 def check_mixes(mixes: Mapping[str, MixProfile], models: Mapping[str, Any]) -> dict[str, MixProfile]:
     """Each mix's members against the profile's ``models`` (ModelProfiles): known models, formats they list,
     precisions they run; members' formats filled in. Raises MixError naming the valid choices."""
-    from dataclasses import replace
-
     checked = {}
     for name, mix in mixes.items():
         members = []

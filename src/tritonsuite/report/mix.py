@@ -44,7 +44,7 @@ def mix_ratios(rows: Sequence[Row]):
 
 def render_mix(name: str, rows: Sequence[Row], plot: str | None = None) -> str:
     out = [f"# Mix: {name}", ""]
-    deployments = list(dict.fromkeys(r.deployment for r in rows if _mix(r).get("role") in ("alone", "together")))
+    deployments = list(dict.fromkeys(r.deployment for r in rows if _mix(r).get("role") != "failed"))
     rounds = max((_mix(r).get("round", 0) for r in rows), default=0)
     out += [f"{len(deployments)} deployments served together on one server ({', '.join(deployments)}), each with its "
             f"own traffic; {rounds} interleaved rounds, each: every deployment alone, then all together over the same "
@@ -101,9 +101,30 @@ def render_mix(name: str, rows: Sequence[Row], plot: str | None = None) -> str:
                 _pipe_table(["round", "role", "deployment", "status", "Inferences/Second", "p50 (ms)", "p99 (ms)",
                              "Samples", "Server Queue (ms)", "Server Compute Infer (ms)", "client CPU % (all / dep.)",
                              "other processes CPU %", "reasons"], measured, align="left"), ""]
+        out += _search_section(hrows)
     if plot:
         out += [f"![throughput and p99 over the run]({plot})", ""]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _search_section(rows: Sequence[Row]) -> list[str]:
+    """The most mixed load within every bound: the answer, then every point (each deployment's row)."""
+    points = [r for r in rows if _mix(r).get("role") == "search"]
+    answers = [r for r in rows if _mix(r).get("role") == "search-answer"]
+    if not points:
+        return []
+    out = ["### The most mixed load within every bound", ""]
+    out += [f"**{_mix(answers[-1]).get('answer')}**" if answers else "The search did not finish: its points below.", ""]
+    table = []
+    for r in points:
+        mx = _mix(r)
+        load = f"{r.request_rate:g} req/s" if r.request_rate else f"concurrency {r.concurrency}"
+        table.append([str(mx.get("step")), f"x{mx.get('factor'):g}", r.deployment, load, r.status,
+                      _format_number("Inferences/Second", r.result.get("Inferences/Second")),
+                      _percentile_cell(_records([r])[0], "p99 latency"), str(mx.get("bound") or "-"),
+                      "yes" if mx.get("within") else "no", str(mx.get("why", ""))])
+    return out + [_pipe_table(["point", "factor", "deployment", "load", "status", "Inferences/Second", "p99 (ms)",
+                               "bound", "within", "why"], table, align="left"), ""]
 
 
 def _by_host(rows: Sequence[Row]) -> dict[str, list[Row]]:
@@ -178,6 +199,8 @@ def mix_summary_lines(rows: Sequence[Row]) -> list[str]:
             by_mix.setdefault(str(_mix(r).get("name") or r.model), []).append(r)
     for name, mrows in by_mix.items():
         for host, hrows in _by_host(mrows).items():
-            for ratio in mix_ratios(hrows):
-                lines.append(f"mix {name}{' on ' + host if host else ''}: {ratio.describe()}")
+            where = f"mix {name}{' on ' + host if host else ''}"
+            lines += [f"{where}: {ratio.describe()}" for ratio in mix_ratios(hrows)]
+            answers = [r for r in hrows if _mix(r).get("role") == "search-answer"]
+            lines += [f"{where}: {_mix(answers[-1]).get('answer')}"] if answers else []
     return lines
