@@ -137,7 +137,7 @@ def test_the_most_mixed_load_names_the_deployment_whose_bound_broke(served):
                     [LatencyBound.parse("avg <= 25 ms"), None], replace(SETTINGS, search_resolution_percent=25))
     print(found.describe())
     assert found.factor is not None and found.factor >= 1, found.describe()
-    assert found.bound_by.startswith("victim over avg <= 25 ms"), found.bound_by
+    assert found.bound_by.startswith("victim not within avg <= 25 ms"), found.bound_by
     assert found.result.steps[0].load == 1.0 and len(found.result.steps) >= 3
     within = [s for s in found.result.steps if s.within]
     assert all(len(s.measurement) == 2 for s in found.result.steps)  # every point measures both deployments

@@ -69,10 +69,14 @@ def test_open_loop_judges_latency_and_one_round_is_undecided():
     assert interference("tft", *_split(_rounds("tft", 10.0, 20.0, rounds=1, rate=20.0))).verdict == "undecided"
 
 
-def test_invalid_rows_are_no_evidence():
+def test_invalid_rows_are_no_evidence_only_an_indicative_figure():
     alone, together = _split(_rounds("bert", 100.0, 50.0))
     together = [Row(**{**t.__dict__, "status": "UNSTABLE"}) for t in together]
-    assert interference("bert", alone, together).verdict == "undecided"
+    found = interference("bert", alone, together)
+    assert found.verdict == "undecided" and found.indicative and found.ratio == pytest.approx(0.5, rel=0.05)
+    assert "~0.5" in found.describe() and "indicative: from measurements that are not valid" in found.describe()
+    failed = [Row.failed(reason="x", scenario="mix", model="bert", deployment="bert") for _ in together]
+    assert not interference("bert", alone, failed).indicative  # a failed row has no figures at all
 
 
 def test_the_cpu_profile_ships_a_mix_of_bert_and_tft():

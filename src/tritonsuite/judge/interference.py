@@ -50,6 +50,7 @@ class Interference:
     confidence: float = DEFAULT_CONFIDENCE
     alpha: float = DEFAULT_ALPHA
     min_effect: float = DEFAULT_MIN_EFFECT
+    indicative: bool = False  # too few valid measurements: the figures come from rows that are not valid (no verdict)
 
     @property
     def higher_is_better(self) -> bool:
@@ -57,9 +58,11 @@ class Interference:
 
     def describe(self) -> str:
         what = "throughput" if self.higher_is_better else "mean latency"
-        return (f"{self.deployment}: {what} together ÷ alone {self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}] "
-                f"({self.confidence * 100:g}% interval; p={self.p_value:.2g}, Mann-Whitney on {self.together_windows}"
-                f" together and {self.alone_windows} alone windows from {self.rounds} rounds): {self.verdict}")
+        return (f"{self.deployment}: {what} together ÷ alone {'~' if self.indicative else ''}{self.ratio:.3f} "
+                f"[{self.low:.3f}, {self.high:.3f}] ({self.confidence * 100:g}% interval; p={self.p_value:.2g}, "
+                f"Mann-Whitney on {self.together_windows} together and {self.alone_windows} alone windows from "
+                f"{self.rounds} rounds{'; indicative: from measurements that are not valid' if self.indicative else ''}"
+                f"): {self.verdict}")
 
     def to_dict(self) -> dict:
         return {**asdict(self), "line": self.describe()}
@@ -81,9 +84,25 @@ def interference(deployment: str, alone: Sequence[Row], together: Sequence[Row],
                  confidence: float = DEFAULT_CONFIDENCE, alpha: float = DEFAULT_ALPHA,
                  min_effect: float = DEFAULT_MIN_EFFECT) -> Interference:
     """The ratio of ``together`` rows ÷ ``alone`` rows of one deployment (valid rows only: an unstable, failed or
-    client-bound measurement is no evidence)."""
-    alone = [r for r in alone if r.valid]
-    together = [r for r in together if r.valid]
+    client-bound measurement is no evidence). When the valid rows cannot decide, the figures of every measured row
+    are given instead, marked indicative, with the verdict "undecided"."""
+    found = _interference(deployment, [r for r in alone if r.valid], [r for r in together if r.valid], confidence,
+                          alpha, min_effect)
+    if found.verdict != "undecided":
+        return found
+    measured = [[r for r in rows if r.status != "FAILED" and r.result] for rows in (alone, together)]
+    if sum(map(len, measured)) <= sum(r.valid for r in [*alone, *together]) or not all(measured):
+        return found
+    from dataclasses import replace
+
+    loose = _interference(deployment, *measured, confidence, alpha, min_effect)
+    if not loose.alone_windows or not loose.together_windows:
+        return found
+    return replace(loose, verdict="undecided", indicative=True)
+
+
+def _interference(deployment: str, alone: Sequence[Row], together: Sequence[Row], confidence: float, alpha: float,
+                  min_effect: float) -> Interference:
     metric = metric_of((alone or together)[0]) if (alone or together) else "Inferences/Second"
     a = [v for r in alone for v in _evidence(r, metric)]
     t = [v for r in together for v in _evidence(r, metric)]

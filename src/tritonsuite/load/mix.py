@@ -159,7 +159,7 @@ def max_mix(server: TritonServer, traffic: Sequence[Traffic], bounds: Sequence[L
 
     def judge_at(found: list[Measurement]) -> tuple[bool, str]:
         verdicts = [(traffic[i].model, b, *judge(found[i], b)) for i, b in judged]
-        over = [f"{model} over {b}: {why}" for model, b, within, why in verdicts if not within]
+        over = [f"{model} not within {b}: {why}" for model, b, within, why in verdicts if not within]
         return not over, "; ".join(over) if over else "; ".join(f"{m} {why}" for m, _, _, why in verdicts)
 
     result = search(at, "scale", judged[0][1], 1.0, settings, progress=progress, judge_at=judge_at)

@@ -69,7 +69,8 @@ def render_mix(name: str, rows: Sequence[Row], plot: str | None = None) -> str:
             table.append([ratio.deployment, _mix(mine[0]).get("traffic", ""), _median(alone, "Inferences/Second"),
                           _median(together, "Inferences/Second"), _median(alone, "p99 latency"),
                           _median(together, "p99 latency"),
-                          f"{'throughput' if ratio.higher_is_better else 'mean latency'} {ratio.ratio:.3f} "
+                          f"{'throughput' if ratio.higher_is_better else 'mean latency'} "
+                          f"{'~' if ratio.indicative else ''}{ratio.ratio:.3f} "
                           f"[{ratio.low:.3f}, {ratio.high:.3f}]", f"{ratio.p_value:.2g}",
                           f"{ratio.together_windows}/{ratio.alone_windows}", ratio.verdict,
                           f"{_cpu(together, 'client_cpu_percent')} / {_cpu(together, 'deployment_client_cpu_percent')}",
@@ -77,7 +78,8 @@ def render_mix(name: str, rows: Sequence[Row], plot: str | None = None) -> str:
                           if accuracy else "-"])
         out += ["### Alone and together", "",
                 "Inferences/Second and p99 are the median over the rounds' valid measurements (how many in "
-                "brackets); the interval is at 99%, the windows are together/alone.", "",
+                "brackets); the interval is at 99%, the windows are together/alone; '~': too few valid measurements to "
+                "decide, the figures come from every measured one (not a verdict).", "",
                 _pipe_table(["deployment", "traffic", "alone inf/s", "together inf/s", "alone p99 (ms)",
                              "together p99 (ms)", "ratio together ÷ alone", "p", "windows", "verdict",
                              "client CPU % together (all / deployment)", "accuracy under the mix"], table,
