@@ -160,3 +160,48 @@ def run_mix_search(suite, name: str, progress: Progress | None = None):
                                   points=found.result.points)
         suite.record(final)
     return found
+
+
+def run_mix_tune(suite, name: str, progress: Progress | None = None):
+    """The configuration search for the set (:func:`tritonsuite.tune.mix.tune_set`): every joint configuration
+    measured is recorded (role ``tune-evidence``, then ``tune-abab-default`` / ``tune-abab-winner``), the configuration
+    to ship goes to ``reports/mix/<mix>/tune/<deployment>/config.pbtxt``, and the answer is recorded on a copy of the
+    last row (role ``tune-answer``). Returns the MixTuneResult."""
+    import copy
+
+    from tritonsuite.tune.mix import tune_set, write_configs
+    from tritonsuite.tune.runner import TuneTarget
+    from tritonsuite.tune.space import Budget, space_for
+
+    mix, deployments, traffic, _ = _setup(suite, name, progress)
+    targets = [TuneTarget(suite.server, d.name, d.spec, d.artifact, d.config, suite.repository_dir, m.precision,
+                          t.point.batch_size) for d, m, t in zip(deployments, mix.members, traffic)]
+    spaces = [space_for(suite.model_profile(m.model)) for m in mix.members]
+    bounds = [suite.model_profile(m.model).online.latency_bound for m in mix.members]
+    rows: list[Row] = []
+
+    def record(m, role, candidate, i, meta):
+        if progress is not None and i == 0:
+            progress(f"{role} {len(rows) // len(targets) + 1}: {meta['label']}: weighted {meta['weighted_score']:g} "
+                     f"inf/s, {'within' if meta['within'] else 'not within'} every bound")
+        row = _row(suite, mix, i, deployments[i], m, role=role, candidate=candidate.members[i].to_dict(),
+                   **{k: v for k, v in meta.items()})
+        suite.record(row)
+        rows.append(row)
+        return row
+
+    budget = Budget(int(mix.tune.get("budget", 6)), float(mix.tune.get("minutes", 15)))
+    try:
+        result = tune_set(targets, spaces, traffic, bounds, mix.weights(), mix.settings(suite.profile.measurement),
+                          record, budget)
+    except Exception as exc:
+        _failed(suite, name, exc)
+        raise
+    out = suite.reports_dir / "mix" / name / "tune"
+    written = write_configs(out, targets, result.shipped)
+    for row in rows[-len(targets):]:
+        final = copy.deepcopy(row)
+        final.extra["mix"].update(role="tune-answer", answer=result.describe(), recommended=result.recommended,
+                                  configs=[str(p) for p in written])
+        suite.record(final)
+    return result

@@ -84,7 +84,8 @@ def test_the_cpu_profile_ships_a_mix_of_bert_and_tft():
     mix = profile.mixes["bert_tft"]
     assert mix.models == ("bert", "tft") and mix.rounds >= 2
     assert [m.format for m in mix.members] == ["onnx", "onnx"]
-    assert [c.id for c in profile_cases(profile, "mix")] == ["bert_tft", "bert_tft-maxscale"]  # bounds: a search
+    assert [c.id for c in profile_cases(profile, "mix")] == ["bert_tft", "bert_tft-maxscale", "bert_tft-tune"]
+    assert mix.weights() == [1.0, 0.1] and mix.tune["budget"] >= 1
     assert mix.settings(profile.measurement).stability_percentage == 20  # the mix's own change
     assert mix.settings(profile.measurement).window_ms == profile.measurement.window_ms
     assert narrow(profile, models=["bert"]).mixes == {}  # a member narrowed out: the mix is left out
@@ -98,7 +99,7 @@ def test_the_cpu_profile_ships_a_mix_of_bert_and_tft():
     ({"deployments": {"bert": {"share": 0.5}, "tft": {"share": 0.5}}}, "total_rate"),
     ({"total_rate": 10, "deployments": {"bert": {"share": 0.7}, "tft": {"share": 0.5}}}, "add up to 1.2"),
     ({"rounds": 0, "deployments": {"bert": {"concurrency": 1}, "tft": {"concurrency": 1}}}, "rounds 0"),
-    ({"deployment": {}}, "unknown key deployment; valid keys: rounds, total_rate, measurement, deployments"),
+    ({"deployment": {}}, "unknown key deployment; valid keys: rounds, total_rate, measurement, tune, deployments"),
     ({"deployments": {"bert": {"concurrency": 1.5}, "tft": {"concurrency": 1}}}, "concurrency 1.5"),
 ])
 def test_bad_mix_sections_are_one_line_naming_the_choices(body, message):
@@ -166,3 +167,29 @@ def test_the_page_shows_the_most_mixed_load_and_who_bound_it():
     assert "### The most mixed load within every bound" in page and "**the most mixed load within every bound: x1.5" in page
     assert "| 2     | x2     | bert" in page and "p99 612 ms > 500 ms" in page
     assert mix_summary_lines(rows + [answer])[-1].endswith("above it bert over p99")
+
+
+@pytest.mark.parametrize("tune, message", [
+    ({"weights": {"nope": 1}}, "weights of the mix's deployments \\(bert, tft\\)"),
+    ({"weights": {"bert": -1}}, "weights.bert -1: expected a number >= 0"),
+    ({"budget": 0}, "budget 0"), ({"objective": "x"}, "expected a mapping with keys weights, budget, minutes"),
+])
+def test_bad_tune_blocks_name_the_choices(tune, message):
+    with pytest.raises(MixError, match=message):
+        parse_mixes({"m": {"tune": tune, "deployments": {"bert": {"concurrency": 1}, "tft": {"concurrency": 1}}}}, "x")
+
+
+def test_the_page_shows_the_set_search_and_its_configs():
+    rows = []
+    for role, score in (("tune-evidence", 120.0), ("tune-abab-default", 100.0), ("tune-abab-winner", 130.0)):
+        for dep in ("bert", "tft"):
+            row = _row(dep, role, 1, [10.0])
+            row.extra["mix"].update(role=role, label="2 inst | 1 inst", within=True, weighted_score=score)
+            rows.append(row)
+    answer = _row("bert", "tune-answer", 1, [10.0])
+    answer.extra["mix"].update(role="tune-answer", answer="ship 2 inst | 1 inst: ...", recommended=True,
+                               configs=["reports/mix/m/tune/bert/config.pbtxt"])
+    page = render_mix("m", rows + [answer])
+    assert "### Configuration search for the set" in page and "**Recommended**: ship 2 inst | 1 inst" in page
+    assert "`reports/mix/m/tune/bert/config.pbtxt`" in page and "| abab-winner  | tft        | 1 inst" in page
+    assert mix_summary_lines(rows + [answer])[-1] == "mix m: configuration search: ship 2 inst | 1 inst: ..."

@@ -151,11 +151,17 @@ def test_mix(suite, mix_case, triton, request, record_property):
     answered as when sent alone. Fails on a wrong answer; a measurement that could not be measured is reported (and
     fails under --strict-stability)."""
     options = request.config.stash[OPTIONS_KEY]
-    if mix_case.search:  # the most mixed load within every bound: fails when no factor stayed within them
+    if mix_case.search == "scale":  # the most mixed load within every bound: fails when no factor stayed within them
         progress = terminal_progress(request.config, mix_case.id)
-        _judge(mix_case.id, lambda: suite.run_mix(mix_case.model, progress, search=True),
+        _judge(mix_case.id, lambda: suite.run_mix(mix_case.model, progress, search="scale"),
                lambda found: None if found.factor is not None else f"{mix_case.id}: {found.describe()}",
                record_property, lambda found: {"answer": found.describe(), "points": found.result.points})
+        return
+    if mix_case.search == "tune":  # the set's configuration search: keeping the profile's is an answer too
+        progress = terminal_progress(request.config, mix_case.id)
+        _judge(mix_case.id, lambda: suite.run_mix(mix_case.model, progress, search="tune"),
+               lambda result: None if result.best is not None else f"{mix_case.id}: {result.describe()}",
+               record_property, lambda result: {"answer": result.describe(), "configurations": len(result.evaluations)})
         return
 
     def verdict(result) -> str | None:

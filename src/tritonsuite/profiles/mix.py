@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
-MIX_KEYS = ("rounds", "total_rate", "measurement", "deployments")
+MIX_KEYS = ("rounds", "total_rate", "measurement", "tune", "deployments")
+TUNE_KEYS = ("weights", "budget", "minutes")
 MEMBER_KEYS = ("format", "precision", "concurrency", "request_rate", "share")
 TRAFFIC_KEYS = ("concurrency", "request_rate", "share")
 
@@ -59,6 +60,12 @@ class MixProfile:
     rounds: int = 3
     total_rate: float | None = None
     measurement: Mapping[str, Any] = field(default_factory=dict)  # the profile's settings changed for this mix
+    tune: Mapping[str, Any] = field(default_factory=dict)  # the set's configuration search: weights, budget, minutes
+
+    def weights(self) -> list[float]:
+        """Each member's weight in the set search's objective (weighted inferences/s; default 1)."""
+        given = self.tune.get("weights") or {}
+        return [float(given.get(m.model, 1.0)) for m in self.members]
 
     def settings(self, base):
         """The profile's MeasurementSettings ``base`` with this mix's changes."""
@@ -104,7 +111,27 @@ def _mix(name: str, body: Any, where: str) -> MixProfile:
         raise MixError(f"{where}: deployments with a share need the mix's total_rate (requests/s)")
     if sum(shares) > 1.0 + 1e-9:
         raise MixError(f"{where}: shares add up to {sum(shares):g}; expected at most 1 (of total_rate)")
-    return MixProfile(name, members, rounds, total, _measurement(body.get("measurement"), f"{where}.measurement"))
+    return MixProfile(name, members, rounds, total, _measurement(body.get("measurement"), f"{where}.measurement"),
+                      _tune(body.get("tune"), f"{where}.tune", [m.model for m in members]))
+
+
+def _tune(value: Any, where: str, models: list[str]) -> dict:
+    """``tune: {weights: {model: w}, budget: N, minutes: M}``: the set search's objective and budget."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or any(k not in TUNE_KEYS for k in value):
+        raise MixError(f"{where}: expected a mapping with keys {', '.join(TUNE_KEYS)}, got {value!r}")
+    weights = value.get("weights") or {}
+    if not isinstance(weights, Mapping) or any(k not in models for k in weights):
+        raise MixError(f"{where}.weights {weights!r}: expected weights of the mix's deployments ({', '.join(models)})")
+    for k, w in weights.items():
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0:
+            raise MixError(f"{where}.weights.{k} {w!r}: expected a number >= 0")
+    if "budget" in value:
+        _number(value["budget"], f"{where}.budget", integer=True)
+    if "minutes" in value:
+        _number(value["minutes"], f"{where}.minutes")
+    return dict(value)
 
 
 def _measurement(value: Any, where: str) -> dict:

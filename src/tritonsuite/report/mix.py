@@ -103,10 +103,34 @@ def render_mix(name: str, rows: Sequence[Row], plot: str | None = None) -> str:
                 _pipe_table(["round", "role", "deployment", "status", "Inferences/Second", "p50 (ms)", "p99 (ms)",
                              "Samples", "Server Queue (ms)", "Server Compute Infer (ms)", "client CPU % (all / dep.)",
                              "other processes CPU %", "reasons"], measured, align="left"), ""]
-        out += _search_section(hrows)
+        out += _search_section(hrows) + _tune_section(hrows)
     if plot:
         out += [f"![throughput and p99 over the run]({plot})", ""]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _tune_section(rows: Sequence[Row]) -> list[str]:
+    """The configuration search for the set: the answer and the configurations to ship, then every joint
+    configuration measured (each deployment's row) and the interleaved re-measure."""
+    points = [r for r in rows if str(_mix(r).get("role", "")).startswith("tune-") and _mix(r)["role"] != "tune-answer"]
+    answers = [r for r in rows if _mix(r).get("role") == "tune-answer"]
+    if not points:
+        return []
+    out = ["### Configuration search for the set", ""]
+    if answers:
+        mx = _mix(answers[-1])
+        out += [f"**{'Recommended' if mx.get('recommended') else 'Not recommended'}**: {mx.get('answer')}", "",
+                "Stock configurations to ship: " + ", ".join(f"`{p}`" for p in mx.get("configs", [])), ""]
+    else:
+        out += ["The search did not finish: what it measured below.", ""]
+    table = [[_mix(r)["role"].replace("tune-", ""), r.deployment, str(_mix(r).get("label", "")).split(" | ")[
+        list(dict.fromkeys(x.deployment for x in points)).index(r.deployment)] if " | " in str(_mix(r).get("label"))
+        else str(_mix(r).get("label", "")), r.status,
+        _format_number("Inferences/Second", r.result.get("Inferences/Second")),
+        _format_number("p99 latency", r.result.get("p99 latency")), "yes" if _mix(r).get("within") else "no",
+        f"{_mix(r).get('weighted_score', 0):g}"] for r in points]
+    return out + [_pipe_table(["step", "deployment", "its configuration", "status", "Inferences/Second",
+                               "p99 (ms)", "every bound held", "weighted inf/s"], table, align="left"), ""]
 
 
 def _search_section(rows: Sequence[Row]) -> list[str]:
@@ -205,4 +229,6 @@ def mix_summary_lines(rows: Sequence[Row]) -> list[str]:
             lines += [f"{where}: {ratio.describe()}" for ratio in mix_ratios(hrows)]
             answers = [r for r in hrows if _mix(r).get("role") == "search-answer"]
             lines += [f"{where}: {_mix(answers[-1]).get('answer')}"] if answers else []
+            tuned = [r for r in hrows if _mix(r).get("role") == "tune-answer"]
+            lines += [f"{where}: configuration search: {_mix(tuned[-1]).get('answer')}"] if tuned else []
     return lines
