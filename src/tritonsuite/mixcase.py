@@ -202,6 +202,6 @@ def run_mix_tune(suite, name: str, progress: Progress | None = None):
     for row in rows[-len(targets):]:
         final = copy.deepcopy(row)
         final.extra["mix"].update(role="tune-answer", answer=result.describe(), recommended=result.recommended,
-                                  configs=[str(p) for p in written])
+                                  configs=[str(p.relative_to(suite.reports_dir)) for p in written])
         suite.record(final)
     return result
