@@ -48,8 +48,9 @@ def _probes(suite, member, deployment, point: LoadPoint):
         client.close()
 
 
-def _setup(suite, name: str, progress: Progress | None):
-    """(the mix, its deployments, their traffic, their accuracy references) on the suite's server."""
+def _setup(suite, name: str, progress: Progress | None, probes: bool = True):
+    """(the mix, its deployments, their traffic, their accuracy references) on the suite's server; without
+    ``probes``, load only (the searches)."""
     mixes = suite.profile.mixes
     if name not in mixes:
         raise ValueError(f"mix {name!r}: not in profile {suite.profile.name!r}; valid choices: {', '.join(mixes)}")
@@ -63,7 +64,7 @@ def _setup(suite, name: str, progress: Progress | None):
         rate = member.rate(mix.total_rate)
         point = LoadPoint(online.batch_size, member.concurrency or 1, request_rate=rate,
                           distribution=online.distribution, seed=online.seed + i, protocol=suite.protocol)
-        found, alone = _probes(suite, member, dep, point)
+        found, alone = _probes(suite, member, dep, point) if probes else (None, None)
         deployments.append(dep)
         references.append((found, alone))
         traffic.append(Traffic(dep.name, dep.spec.example_inputs(point.batch_size, 0), dep.spec.outputs, point,
@@ -130,8 +131,7 @@ def run_mix_search(suite, name: str, progress: Progress | None = None):
 
     from tritonsuite.load.search import judge
 
-    mix, deployments, traffic, _ = _setup(suite, name, progress)
-    traffic = [t.__class__(t.model, t.inputs, t.outputs, t.point) for t in traffic]  # no probes: load only
+    mix, deployments, traffic, _ = _setup(suite, name, progress, probes=False)
     bounds = [suite.model_profile(m.model).online.latency_bound for m in mix.members]
     rows: dict[float, list[Row]] = {}
     began = time.perf_counter()
@@ -173,7 +173,7 @@ def run_mix_tune(suite, name: str, progress: Progress | None = None):
     from tritonsuite.tune.runner import TuneTarget
     from tritonsuite.tune.space import Budget, space_for
 
-    mix, deployments, traffic, _ = _setup(suite, name, progress)
+    mix, deployments, traffic, _ = _setup(suite, name, progress, probes=False)
     targets = [TuneTarget(suite.server, d.name, d.spec, d.artifact, d.config, suite.repository_dir, m.precision,
                           t.point.batch_size) for d, m, t in zip(deployments, mix.members, traffic)]
     spaces = [space_for(suite.model_profile(m.model)) for m in mix.members]
