@@ -133,7 +133,7 @@ def test_the_mix_page_puts_alone_beside_together_with_the_ratio(tmp_path):
     page = render_mix("m", rows, "m/timeline.png")
     assert "# Mix: m" in page and "throughput 0.5" in page and "interference" in page
     assert "mean latency 0.98" in page and "no significant effect" in page and "![throughput and p99" in page
-    assert "30 / 12" in page  # client CPU, the whole generator's and the deployment's part
+    assert "30.0 / 12.0" in page  # client CPU, the whole generator's and the deployment's part
     written = write_mix_pages(tmp_path, rows)
     assert [p.name for p in written] == ["m.md", "timeline.png"]
     lines = mix_summary_lines(rows)

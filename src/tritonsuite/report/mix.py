@@ -31,7 +31,7 @@ def _median(rows: Sequence[Row], column: str) -> str:
 
 def _cpu(rows: Sequence[Row], key: str) -> str:
     values = [r.measurement[key] for r in rows if r.valid and r.measurement.get(key) is not None]
-    return f"{statistics.median(values):.0f}" if values else "-"
+    return f"{statistics.median(values):.1f}" if values else "-"
 
 
 def mix_ratios(rows: Sequence[Row]):
