@@ -406,6 +406,13 @@ class Suite:
         self.record(result.to_row(**self._identity(case), parameters=self.parameters(deployment)))
         return result
 
+    def run_mix(self, name: str, progress: Progress | None = None, search: str = ""):
+        """A mix of the profile (:mod:`tritonsuite.mixcase`): rows of scenario ``mix`` and the ratios; ``search``
+        "scale": the most mixed load within every bound, "tune": the configuration search for the set."""
+        from tritonsuite.mixcase import run_mix_case, run_mix_search, run_mix_tune
+
+        return {"": run_mix_case, "scale": run_mix_search, "tune": run_mix_tune}[search](self, name, progress)
+
     def run_tune(self, case: Case, strategy: str = "search", budget: str = ""):
         """The configuration search of a case's online deployment (:func:`tritonsuite.tune.run_tune_case`)."""
         from tritonsuite.tune import Budget, run_tune_case, space_for

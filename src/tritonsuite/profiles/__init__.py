@@ -20,9 +20,10 @@ from tritonsuite.device import INSTANCE_KINDS as DEVICES  # profile device -> de
 from tritonsuite.deploy.repository import BACKEND_ACCELERATORS, PRECISION_MODES, DeploymentConfig
 from tritonsuite.settings import DISTRIBUTIONS, LatencyBound, MeasurementSettings
 from tritonsuite.spec import rule_precision
+from tritonsuite.profiles.mix import MixError, MixProfile, check_mixes, load_mixes
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-TOP_KEYS = ("device", "gpu", "published", "measurement", "models", "model_repository", "tolerances")
+TOP_KEYS = ("device", "gpu", "published", "measurement", "models", "model_repository", "tolerances", "mix")
 MODEL_KEYS = ("size", "formats", "precisions", "accuracy_precisions", "max_batch_size", "intra_op_threads",
               "instance_kind", "backend_accelerator", "precision_mode", "max_workspace_size_bytes", "offline", "online",
               "tune")
@@ -118,6 +119,7 @@ class Profile:
     published: str = ""  # the seeds' published tables this profile's runs are shown beside (tritonsuite.report.published)
     model_repository: str = ""  # a stock model repository whose every deployment joins the run (deploy.userrepo)
     tolerances: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # its outputs' (atol, rtol)
+    mixes: Mapping[str, MixProfile] = field(default_factory=dict)  # mix: deployments run together (profiles/mix.py)
 
 
 def profile_dirs(directory: str | Path | None = None) -> list[Path]:
@@ -296,8 +298,16 @@ def load_profile(name: str, directory: str | Path | None = None) -> Profile:
     return Profile(name=name, device=device, gpu=str(data.get("gpu", "none")), models=models, measurement=settings,
                    published=_published(data.get("published"), device, path.name),
                    model_repository=_repository(data.get("model_repository"), path),
-                   tolerances=_tolerances(data.get("tolerances"), path.name))
+                   tolerances=_tolerances(data.get("tolerances"), path.name),
+                   mixes=_mixes(data.get("mix"), path.name, models))
 
+
+
+def _mixes(value: Any, where: str, models: Mapping[str, ModelProfile]) -> dict[str, MixProfile]:
+    try:
+        return load_mixes(value, f"{where}:mix", models)
+    except MixError as exc:
+        raise ProfileError(str(exc)) from None
 
 def _repository(value: Any, path: Path) -> str:
     """The profile's ``model_repository``: a directory, relative to the profile file when not absolute."""
@@ -383,4 +393,11 @@ def narrow(profile: Profile, models: Sequence[str] | None = None, formats: Seque
                              accuracy_precisions=tuple(p for p in mp.accuracy_precisions
                                                        if not precisions or p in precisions),
                              offline=offline, online=online)
-    return replace(profile, models=kept)
+    # a mix runs when every deployment it names is still in the run (narrowed out: left out, as its models are)
+    mixes = {n: m for n, m in profile.mixes.items() if all(x.model in kept and x.format in (
+        "", *kept[x.model].formats) and x.precision in kept[x.model].precisions for x in m.members)}
+    try:
+        mixes = check_mixes(mixes, kept)
+    except MixError as exc:
+        raise ProfileError(str(exc)) from None
+    return replace(profile, models=kept, mixes=mixes)
