@@ -60,10 +60,11 @@ def check_models(only, known, run: RepositoryRun) -> None:
     for name in only:
         if name in run.reasons:
             raise RepositoryError(f"--models {name}: {run.reasons[name]}")
-    unknown = [m for m in only if m not in known and m not in run.drivable]
+    refs = {d.at_version(v).ref for d in run.drivable.values() for v in d.versions}  # name:version too
+    unknown = [m for m in only if m not in known and m not in run.drivable and m not in refs]
     if unknown:
         raise RepositoryError(f"--models {','.join(unknown)}: unknown model; valid choices: "
-                              f"{', '.join(sorted(set(known) | set(run.drivable)))}")
+                              f"{', '.join(sorted(set(known) | set(run.drivable) | refs))}")
 
 
 def check_shapes(values, run: RepositoryRun) -> dict[str, tuple[int, ...]]:
