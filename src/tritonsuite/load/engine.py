@@ -40,9 +40,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from tritonsuite.description import ModelDescription
 from tritonsuite.load.client import SharedMemoryRegions
 from tritonsuite.load.generator import LoadGenerator, Progress, StopEarly, arrival_gaps
 from tritonsuite.load.http import prepare_request
+from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.load.point import LoadPoint, Measurement, MeasurementError
 from tritonsuite.load.telemetry import GpuSampler
 from tritonsuite.load.windows import LATENCY_SAMPLES, schedule_tolerance_ms, summarise
@@ -57,7 +59,8 @@ __all__ = ["LATENCY_SAMPLES", "LoadPoint", "Measurement", "MeasurementError", "M
 def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[TensorSpec],
             point: LoadPoint, settings: MeasurementSettings = MeasurementSettings(),
             stop_early: StopEarly | None = None, probes: Sequence[Mapping[str, np.ndarray]] = (),
-            probe_share: float = 0.0, probe_seed: int = 0, progress: Progress | None = None) -> Measurement:
+            probe_share: float = 0.0, probe_seed: int = 0, progress: Progress | None = None,
+            description: ModelDescription | None = None, sequences: SequenceSettings | None = None) -> Measurement:
     """Measure one load point of ``model`` with ``inputs`` (one request's tensors, batch first). ``stop_early``
     is asked after each window whether to give the point up (its row is then STOPPED, with the reason);
     ``progress`` is told after the warm-up starts and after each window how the point is going and what it waits
@@ -67,6 +70,12 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
     ``probe_share`` of the load requests; their decoded outputs come back in ``Measurement.probe_responses``
     (accuracy under load, :mod:`tritonsuite.load.underload`). They are requests like the others: they count in the
     row's throughput, latencies and success counts.
+
+    ``description`` (:mod:`tritonsuite.description`) says what kind of deployment it is: a decoupled one is driven
+    over gRPC bidirectional streams (:mod:`tritonsuite.load.streams`: complete at the final response, the row adds
+    time to first response, inter-response latency, responses per request and per second); a sequence model gets
+    the request pattern of :mod:`tritonsuite.load.sequences` (``sequences``: perf_analyzer's sequence options,
+    their defaults when None).
     """
     batch = {name: np.ascontiguousarray(array[:point.batch_size]) for name, array in inputs.items()}
     if any(len(a) != point.batch_size for a in batch.values()):
@@ -78,28 +87,57 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
     bad = [i for i, p in enumerate(probes) if any(len(a) != point.batch_size for a in p.values())]
     if bad:
         raise ValueError(f"probe {bad[0]} is not a batch of {point.batch_size} (the point's batch size)")
+    decoupled = description is not None and description.decoupled
+    sequence = description is not None and description.sequence
+    if (decoupled or sequence) and probes:
+        raise ValueError(f"{model} is {' and '.join(description.kinds)}: its accuracy is checked by whole sequences "
+                         f"of requests and responses (load.sequences, load.streams), not by probes")
+    if decoupled and point.shared_memory:
+        raise ValueError(f"{model} is decoupled: its responses come over a gRPC stream, not through shared memory")
     server.check_alive()
     host = server.http_url.rsplit(":", 1)[0]
 
     transport = None
-    if point.protocol == "grpc":
-        from tritonsuite.load.grpc import GrpcTransport, prepare_grpc_request
+    if decoupled:
+        from tritonsuite.load.streams import StreamTransport
+
+        transport = StreamTransport(server.grpc_url, settings.request_timeout_s, shared=point.open_loop)
+    elif point.protocol == "grpc":
+        from tritonsuite.load.grpc import GrpcTransport
 
         transport = GrpcTransport(server.grpc_url, settings.request_timeout_s, shared=point.open_loop)
 
     def prepare(tensors, names, shm=None):
-        return (prepare_grpc_request(model, tensors, names, shm) if transport is not None
-                else prepare_request(host, model, tensors, names, shm))
+        if transport is None:
+            return prepare_request(host, model, tensors, names, shm)
+        from tritonsuite.load.grpc import prepare_grpc_request
+
+        return prepare_grpc_request(model, tensors, names, shm)
 
     async def run(shm, gpu):
         names = [t.name for t in outputs]
         request = prepare(batch, names, shm)
         prepared = [prepare({k: np.ascontiguousarray(v) for k, v in p.items()}, names) for p in probes]
+        pattern = None
+        if sequence:
+            from tritonsuite.load.sequences import Sequences, grpc_decorator, http_decorator
+
+            decorate = (http_decorator if transport is None else grpc_decorator)(request)
+            pattern = Sequences(sequences or SequenceSettings(seed=point.seed), decorate)
         gen = LoadGenerator(server, model, request, point, settings, stop_early, prepared, probe_share, probe_seed,
-                            transport, on_progress=progress)
+                            transport, on_progress=progress, sequences=pattern)
         windows, total, completed = await gen.run()
-        measurement = summarise(point, windows, total, completed, settings, point.protocol, gpu,
+        measurement = summarise(point, windows, total, completed, settings,
+                                "grpc (bidirectional stream)" if decoupled else point.protocol, gpu,
                                 gen.max_outstanding, gen.stopped_early, gen.pool)
+        if description is not None:
+            measurement.meta["kind"] = list(description.kinds)
+        if pattern is not None:
+            measurement.meta["sequences"] = pattern.summary(gen.closing_sent)
+        if decoupled:
+            from tritonsuite.load.streams import summarise_streams
+
+            summarise_streams(measurement, windows, gen.pool)
         if prepared:
             measurement.probe_responses = gen.probe_responses
             measurement.meta["accuracy_probes"] = {

@@ -40,7 +40,7 @@ class LoadGenerator:
     def __init__(self, server: TritonServer, model: str, request: PreparedRequest, point: LoadPoint,
                  settings: MeasurementSettings, stop_early: StopEarly | None = None,
                  probes: Sequence[PreparedRequest] = (), probe_share: float = 0.0, probe_seed: int = 0,
-                 transport=None, on_progress: Progress | None = None):
+                 transport=None, on_progress: Progress | None = None, sequences=None):
         host, port = server.http_url.rsplit(":", 1)
         self.host, self.port = host, int(port)
         # how requests travel (HTTP, or load.grpc's gRPC); statistics are read over HTTP either way
@@ -48,6 +48,10 @@ class LoadGenerator:
         self.server, self.model, self.request = server, model, request
         self.point, self.settings, self.stop_early = point, settings, stop_early
         self.on_progress = on_progress
+        # a sequence model's request pattern (load.sequences.Sequences): each slot's requests continue its sequence
+        self.sequences = sequences
+        self.closing_sent = 0  # requests that ended the sequences still open when the point ended
+        self.timings: list = []  # a streaming transport's per-request response timings, beside self.samples
         self.concurrency = 1 if point.open_loop else point.concurrency  # requests the warm-up waits for
         # accuracy probes: each request is, with probability probe_share (one seeded draw per request sent), the
         # next probe of a seeded permutation instead of the load request; its decoded outputs are kept
@@ -68,11 +72,11 @@ class LoadGenerator:
         self.stop = False
         self.progress = asyncio.Event()
 
-    async def _worker(self) -> None:
+    async def _worker(self, slot: int = 0) -> None:
         conn = await self.transport.open()
         try:
             while not self.stop:
-                await self._send(conn)
+                await self._send(conn, slot=slot)
         finally:
             conn.close()
 
@@ -84,22 +88,32 @@ class LoadGenerator:
         self._probes_sent += 1
         return probe, self.probes[probe]
 
-    def _completed(self, t_scheduled: float, t_sent: float, t_written: float, t_head: float) -> None:
+    def _completed(self, t_scheduled: float, t_sent: float, t_written: float, t_head: float, timing=None) -> None:
         t_done = time.perf_counter()
+        if timing is not None:
+            self.timings.append(timing)
         self.samples.append((t_done - t_scheduled, t_written - t_scheduled, t_done - t_head, t_sent - t_scheduled))
         self.finished_at.append(t_done)
         self.completed += 1
         self.progress.set()
 
-    async def _send(self, conn: Connection, t_scheduled: float | None = None) -> None:
-        """One request on an idle connection: the load request, or an accuracy probe in its place. Closed loop, its
-        latency runs from the send; open loop, from ``t_scheduled``."""
-        probe, request = self._next_request()
+    async def _send(self, conn: Connection, t_scheduled: float | None = None, slot: int | None = None) -> None:
+        """One request on an idle connection: the load request, or an accuracy probe in its place (a sequence
+        model: the next request of the slot's sequence; open loop, of a sequence with none in flight). Closed loop,
+        its latency runs from the send; open loop, from ``t_scheduled``."""
+        if self.sequences is not None:
+            slot = self.sequences.free_slot() if slot is None else slot
+            probe, request = None, self.sequences.request(slot)
+        else:
+            probe, request = self._next_request()
         t_sent = time.perf_counter()
-        t_written, t_head, decoded = await self.transport.exchange(conn, request)
+        t_written, t_head, decoded, *timing = await self.transport.exchange(conn, request)
+        if self.sequences is not None:
+            self.sequences.done(slot)
         if decoded is not None and probe is not None:
             self.probe_responses.append((probe, decoded))
-        self._completed(t_sent if t_scheduled is None else t_scheduled, t_sent, t_written, t_head)
+        self._completed(t_sent if t_scheduled is None else t_scheduled, t_sent, t_written, t_head,
+                        timing[0] if timing else None)
 
     async def _scheduler(self) -> None:
         """Open loop: send each request at its scheduled time on an idle connection (a new one when none is idle),
@@ -190,7 +204,7 @@ class LoadGenerator:
         try:
             begin = stats_snapshot(await control.get_json(stats_path))
             workers = ([asyncio.create_task(self._scheduler())] if self.point.open_loop else
-                       [asyncio.create_task(self._worker()) for _ in range(self.point.concurrency)])
+                       [asyncio.create_task(self._worker(slot)) for slot in range(self.point.concurrency)])
             watcher = asyncio.gather(*workers)
             windows: list[Window] = []
 
@@ -228,7 +242,8 @@ class LoadGenerator:
                 current = stats_snapshot(await guarded(control.get_json(stats_path)))
                 host_now = self.host_cpu.read()
                 windows.append(Window(start, end, samples, delta(current, previous), cpu1 - cpu0,
-                                       other_cpu_percent(host, host_now, end - start), factor))
+                                       other_cpu_percent(host, host_now, end - start), factor,
+                                       self.timings[index:stop] if self.timings else None))
                 previous, index, start, host = current, stop, end, host_now
                 if self.pool is not None:  # stable already: a window measured for the samples the point needs
                     if not self._stable(windows[self.pool[0]:]):
@@ -257,6 +272,7 @@ class LoadGenerator:
                     factor *= 2
             self.stop = True
             await watcher  # each connection finishes its in-flight request
+            await self._close_sequences()
             # Triton updates its counters just after sending a response: give the last ones a moment to land
             for _ in range(20):
                 end_stats = stats_snapshot(await control.get_json(stats_path))
@@ -271,6 +287,22 @@ class LoadGenerator:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
             control.close()
+
+    async def _close_sequences(self) -> None:
+        """A sequence model: end every sequence still open (one request with ``sequence_end`` each, unmeasured)."""
+        if self.sequences is None:
+            return
+        closing = self.sequences.closing()
+        if not closing:
+            return
+        conn = await self.transport.open()
+        try:
+            for request in closing:
+                await asyncio.wait_for(self.transport.exchange(conn, request), self.settings.request_timeout_s)
+                self.closing_sent += 1
+                self.completed += 1
+        finally:
+            conn.close()
 
     async def _wait_window_until(self, until: float) -> None:
         self.progress.clear()

@@ -25,6 +25,7 @@ class Window:
     client_cpu: float  # seconds of this process's CPU during the window
     other_cpu: float = 0.0  # % of one core used by other processes than the server's and this one
     factor: int = 1  # how many times the set window length this window lasted
+    timings: list | None = None  # a streaming transport's per-request response timings (load.streams.StreamTiming)
 
 
 def stats_snapshot(stats: dict) -> dict[str, int]:
