@@ -142,10 +142,12 @@ def _write(directory: Path, config: str, model_file: str, body) -> Path:
     return directory
 
 
-def sequence_model(repo: Path, name: str = "seq_direct", strategy: str = "direct") -> Path:
-    """The accumulator; ``strategy`` "direct" or "oldest" (dynamic-batched across sequences)."""
+def sequence_model(repo: Path, name: str = "seq_direct", strategy: str = "direct", broken: bool = False) -> Path:
+    """The accumulator; ``strategy`` "direct" or "oldest" (dynamic-batched across sequences). ``broken``: one state
+    for every sequence (CORRID ignored), the bug the interleaved-vs-alone check exists to catch."""
+    code = SEQUENCE_MODEL.replace("corrid = int(", "corrid = 0 * int(") if broken else SEQUENCE_MODEL
     block = "direct { }" if strategy == "direct" else "oldest { max_candidate_sequences: 8 max_queue_delay_microseconds: 500 }"
-    return _write(Path(repo) / name, SEQUENCE_CONFIG.format(name=name, strategy=block), "model.py", SEQUENCE_MODEL)
+    return _write(Path(repo) / name, SEQUENCE_CONFIG.format(name=name, strategy=block), "model.py", code)
 
 
 def decoupled_model(repo: Path, name: str = "stream_n") -> Path:

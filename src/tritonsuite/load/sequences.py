@@ -198,3 +198,43 @@ class Sequences:
     def summary(self, closing: int) -> dict:
         return {**self.settings.to_json(), "sequences_started": self.started, "sequences_ended": self.ended,
                 "ended_when_the_point_ended": closing}
+
+
+def send_sequences(server, model: str, sequences, outputs, protocol: str = "grpc", together: bool = False,
+                   first_id: int = 1, timeout_s: float = 120.0) -> list[list[dict[str, np.ndarray]]]:
+    """Send whole sequences (each a list of one request's tensors per step) and return each step's decoded outputs.
+    ``together``: every sequence at once, each on its own connection, so their requests interleave on the server
+    (under the load they make); else one sequence after another, alone. Sequence ids run from ``first_id``."""
+    import asyncio
+
+    from tritonsuite.load.grpc import GrpcTransport, prepare_grpc_request
+    from tritonsuite.load.http import HttpTransport, prepare_request
+
+    host, port = server.http_url.rsplit(":", 1)
+    transport = (GrpcTransport(server.grpc_url, timeout_s) if protocol == "grpc"
+                 else HttpTransport(host, int(port)))
+
+    def prepared(step) -> PreparedRequest:
+        tensors = {k: np.ascontiguousarray(v) for k, v in step.items()}
+        return (prepare_grpc_request(model, tensors, outputs) if protocol == "grpc"
+                else prepare_request(host, model, tensors, outputs))
+
+    decorator = grpc_decorator if protocol == "grpc" else http_decorator
+
+    async def one(index: int, steps) -> list[dict[str, np.ndarray]]:
+        conn = await transport.open()
+        try:
+            found = []
+            for i, step in enumerate(steps):
+                request = decorator(prepared(step))(first_id + index, i == 0, i == len(steps) - 1)
+                found.append((await asyncio.wait_for(transport.exchange(conn, request), timeout_s))[2])
+            return found
+        finally:
+            conn.close()
+
+    async def run():
+        if together:
+            return list(await asyncio.gather(*(one(i, s) for i, s in enumerate(sequences))))
+        return [await one(i, s) for i, s in enumerate(sequences)]
+
+    return asyncio.run(run())

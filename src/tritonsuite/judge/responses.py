@@ -1,0 +1,118 @@
+"""Accuracy of the deployments whose answer is more than one response to one request.
+
+- **Sequence models**: each sequence's outputs, sent interleaved with the others under load, must equal the same
+  sequence sent alone: the routing and state check (a sequence batcher that mixed up slots, a model that keyed its
+  state wrongly, an ``oldest`` batch that leaked one sequence's state into another all show here), which no load
+  generator makes. The sequences' steps come from the input data (perf_analyzer's steps, in order), their lengths
+  from the sequence settings.
+- **Decoupled models**: each request's whole sequence of responses (how many, and every output of each, in order)
+  sent multiplexed with the others on one stream must equal the same request sent alone, and, where a reference is
+  given (``reference(inputs) -> [responses]``, e.g. a user's Python callable), equal the reference's.
+
+Both give an :class:`~tritonsuite.judge.accuracy.AccuracyResult` whose metrics count what differs (threshold 0) and
+name the first difference.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from tritonsuite.judge.accuracy import AccuracyResult
+from tritonsuite.spec import Metric
+
+DEFAULT_TOLERANCE = (1e-5, 1e-5)  # floating outputs (an oldest batch may sum in another order); others: exact
+
+
+def _same(a: np.ndarray, b: np.ndarray, tolerance: tuple[float, float]) -> str:
+    """"" when equal, else what differs."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return f"shape {a.shape} vs {b.shape}"
+    if a.dtype.kind == "f" or b.dtype.kind == "f":
+        atol, rtol = tolerance
+        bad = ~np.isclose(a.astype(np.float64), b.astype(np.float64), atol=atol, rtol=rtol, equal_nan=True)
+        return "" if not bad.any() else f"{int(bad.sum())} elements beyond atol {atol:g} + rtol {rtol:g}, max " \
+                                        f"|diff| {float(np.max(np.abs(a.astype(np.float64) - b)[bad])):.3g}"
+    return "" if np.array_equal(a, b) else f"{int(np.sum(a != b))} elements differ"
+
+
+def compare_runs(got: Sequence[Sequence[Mapping[str, np.ndarray]]],
+                 expected: Sequence[Sequence[Mapping[str, np.ndarray]]], unit: str, item: str,
+                 tolerances: Mapping[str, tuple[float, float]] | None = None) -> tuple[int, int, str]:
+    """(units that differ, items compared, the first difference) between two runs of the same units (sequences or
+    requests), each a list of items (steps or responses) of decoded outputs."""
+    tolerances = tolerances or {}
+    differ, compared, first = 0, 0, ""
+    for u, (g, e) in enumerate(zip(got, expected)):
+        why = "" if len(g) == len(e) else f"{len(g)} {item}s vs {len(e)}"
+        for i, (gi, ei) in enumerate(zip(g, e)):
+            compared += 1
+            for name in ei:
+                if why:
+                    break
+                if name not in gi:
+                    why = f"{item} {i}: no output {name}"
+                    continue
+                found = _same(gi[name], ei[name], tolerances.get(name, DEFAULT_TOLERANCE))
+                if found:
+                    why = f"{item} {i} output {name}: {found}"
+        if why:
+            differ += 1
+            first = first or f"{unit} {u}: {why}"
+    return differ, compared, first
+
+
+def sequence_accuracy(server, model: str, precision: str, sequences: Sequence[Sequence[Mapping[str, np.ndarray]]],
+                      outputs: Sequence[str], protocol: str = "grpc",
+                      tolerances: Mapping[str, tuple[float, float]] | None = None, description: str = "",
+                      first_id: int = 1) -> AccuracyResult:
+    """Every sequence sent together (interleaved, each on its own connection), then each alone; their outputs
+    compared step by step."""
+    from tritonsuite.load.sequences import send_sequences
+
+    t0 = time.perf_counter()
+    together = send_sequences(server, model, sequences, outputs, protocol, together=True, first_id=first_id)
+    alone = send_sequences(server, model, sequences, outputs, protocol, together=False,
+                           first_id=first_id + len(sequences))
+    differ, steps, first = compare_runs(together, alone, "sequence", "step", tolerances)
+    metric = Metric("sequences whose outputs interleaved under load differ from the sequence sent alone",
+                    float(differ), 0.0, higher_is_better=False, worst=first)
+    result = AccuracyResult(model=model, deployment=model, precision=precision, samples=steps, comparisons=[],
+                            metrics=[metric], seconds=time.perf_counter() - t0,
+                            description=description or f"{len(sequences)} sequences ({steps} steps) sent "
+                                        f"interleaved on {len(sequences)} connections, then each alone")
+    result.failures += [f"{metric.describe()}"] if not metric.passed else []
+    return result
+
+
+def stream_accuracy(server, model: str, precision: str, requests: Sequence[Mapping[str, np.ndarray]],
+                    outputs: Sequence[str], reference: Callable | None = None,
+                    tolerances: Mapping[str, tuple[float, float]] | None = None,
+                    description: str = "") -> AccuracyResult:
+    """Every request multiplexed on one stream and each alone: the whole sequences of responses compared; and with
+    the reference's, where one is given."""
+    from tritonsuite.load.streams import exchange_alone
+
+    t0 = time.perf_counter()
+    url = server.grpc_url
+    together = exchange_alone(url, model, requests, outputs, together=True)
+    alone = exchange_alone(url, model, requests, outputs, together=False)
+    differ, responses, first = compare_runs(together, alone, "request", "response", tolerances)
+    metrics = [Metric("requests whose responses under load differ from the request sent alone", float(differ), 0.0,
+                      higher_is_better=False, worst=first)]
+    if reference is not None:
+        expected = [list(reference({k: np.asarray(v) for k, v in r.items()})) for r in requests]
+        off, _, worst = compare_runs(alone, expected, "request", "response", tolerances)
+        metrics.append(Metric("requests whose responses differ from the reference's", float(off), 0.0,
+                              higher_is_better=False, worst=worst))
+    counts = [len(a) for a in alone]
+    result = AccuracyResult(model=model, deployment=model, precision=precision, samples=responses, comparisons=[],
+                            metrics=metrics, seconds=time.perf_counter() - t0,
+                            description=description or f"{len(requests)} requests ({sum(counts)} responses, "
+                                        f"{min(counts, default=0)}-{max(counts, default=0)} per request) "
+                                        f"multiplexed on one stream, then each alone"
+                                        + ("; and against the reference" if reference is not None else ""))
+    result.failures += [m.describe() for m in metrics if not m.passed]
+    return result
