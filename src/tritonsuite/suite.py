@@ -1,14 +1,6 @@
 """A run of the suite: profile × model specs × server, turned into cases, deployments and recorded rows.
 
-This is what the pytest glue drives, and what a plain script can drive the same way::
-
-    profile = load_profile("cpu")
-    with EmbeddedServer("model_repos", "reports/logs") as server:
-        suite = Suite(profile, default_registry(), server, Path("model_repos"), Path("model_repos/.cache"),
-                      Path("reports"), run_id="my-run")
-        for case in suite.cases("offline"):
-            suite.run_performance(case)
-    write_reports("reports", "my-run")
+What the pytest glue drives, and a plain script the same way (``examples/script_offline.py``).
 """
 from __future__ import annotations
 
@@ -23,7 +15,7 @@ from tritonsuite.cases import Case, profile_cases
 from tritonsuite.judge.baselines import BaselineStore, provenance
 from tritonsuite.load.client import served_infer
 from tritonsuite.judge.compare import comparable, compare_points, point_key
-from tritonsuite.load.engine import LoadPoint, Measurement, Progress, measure
+from tritonsuite.load.engine import LoadPoint, Measurement, Progress, SequenceSettings, measure
 from tritonsuite.load.search import SearchResult, judge, remeasure_drift, search, stop_when_clearly_over
 from tritonsuite.models import Registry
 from tritonsuite.profiles import ModelProfile, Profile
@@ -36,6 +28,9 @@ from tritonsuite.settings import LatencyBound
 from tritonsuite.spec import ModelSpec
 from tritonsuite.models.training import trained_checkpoint
 from tritonsuite.load.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
+from tritonsuite.description import ModelDescription
+from tritonsuite.judge.responses import (composing_models, described, judged_by_kind, kind_accuracy, kind_point,
+                                         reference_name)
 
 @dataclass
 class Deployment:
@@ -45,6 +40,7 @@ class Deployment:
     config: DeploymentConfig
     directory: Path
     served_by: str  # the backend that serves it, as the server reports it
+    description: ModelDescription | None = None  # its kind, read back from the server (tritonsuite.description)
 
 
 @dataclass
@@ -69,6 +65,8 @@ class Suite:
     load_probe_share: float = DEFAULT_PROBE_SHARE
     load_probe_seed: int = DEFAULT_PROBE_SEED
     protocol: str = "http"  # how every load generator and the accuracy run reach the server: http or grpc
+    sequences: SequenceSettings | None = None  # sequence models: perf_analyzer's --sequence-* options
+    bls_composing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # BLS model ("": any) -> it calls
     _modules: dict = field(default_factory=dict, repr=False)
     _deployments: dict = field(default_factory=dict, repr=False)
     _writers: dict = field(default_factory=dict, repr=False)
@@ -156,7 +154,8 @@ class Suite:
         name = deployment_name(spec, fmt, precision, scenario)
         directory = build_deployment(self.repository_dir, name, spec, artifact, config)
         self.server.load(directory)
-        return Deployment(name, spec, artifact, config, directory, self.server.backend_description(name))
+        return Deployment(name, spec, artifact, config, directory, self.server.backend_description(name),
+                          described(self.server, name))
 
     def _deploy_user(self, spec: ModelSpec, fmt: str, precision: str) -> Deployment:
         """A user's deployment: its config.pbtxt and model file copied unchanged into the run's repository."""
@@ -168,13 +167,16 @@ class Suite:
             raise export_mod.ExportUnsupported(f"{spec.name} ({dep.platform}) on the {self.server.name} server: "
                                                f"{reason}")
         self.server.check_alive()
+        for name in (composing := composing_models(dep, self.bls_composing)):  # a BLS model's callees: served first
+            self.server.load(userrepo.serve(self.registry.get(name.split(":")[0], spec.size), self.repository_dir))
         directory = userrepo.serve(spec, self.repository_dir)
         artifact = export_mod.Artifact(model=spec.name, size=spec.size, format=fmt, precision=precision,
                                        path=directory / dep.version / dep.model_file.name,
                                        key=spec.config["model_file_digest"] or "", max_abs_error={},
                                        max_rel_error={}, verified_batch_sizes=(), versions={}, export_seconds=0.0)
         self.server.load(directory)
-        return Deployment(spec.name, spec, artifact, config, directory, self.server.backend_description(spec.name))
+        return Deployment(spec.name, spec, artifact, config, directory, self.server.backend_description(spec.name),
+                          described(self.server, spec.name, composing))
 
     def parameters(self, deployment: Deployment) -> dict:
         """The report's "Parameter Name | Parameter Value" table for a deployment."""
@@ -224,8 +226,8 @@ class Suite:
                 progress(f"deploying {case.model} as {case.format} {case.precision}: export (cached across runs), "
                          f"verification against eager, model repository, load on the server")
             deployment = self.deployment(case.model, case.format, case.precision, case.scenario)
-            spec = deployment.spec
-            if self.probes_accuracy(case):
+            spec, point, notes = deployment.spec, *kind_point(point, deployment.description)
+            if self.probes_accuracy(case) and not notes:
                 data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
                 result, under_load = accuracy_under_load(self.server, deployment.name, spec, case.precision, data,
                                                          point, self.profile.measurement, self.load_probe_share,
@@ -239,8 +241,9 @@ class Suite:
                                                     self.profile.measurement)
             else:
                 inputs = spec.example_inputs(case.batch_size, 0)
-                result = measure(self.server, deployment.name, inputs, spec.outputs, point,
-                                 self.profile.measurement, stop_early, progress=progress)
+                result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement,
+                                 stop_early, progress=progress, description=deployment.description,
+                                 sequences=self.sequences)
         except export_mod.ExportUnsupported:
             raise  # not attempted: a skip with its reason
         except Exception as exc:
@@ -248,7 +251,8 @@ class Suite:
                                  concurrency=None if point.open_loop else point.concurrency,
                                  request_rate=point.request_rate)
             raise
-        if case.scenario == "offline" and not point.shared_memory:
+        result.reasons += [n for n in notes if n]
+        if case.scenario == "offline" and not point.shared_memory and not notes:
             result.reasons.append(f"server is not on this host: inputs and outputs sent over {self.protocol}, not shared "
                                   f"memory")
         if search is not None:
@@ -317,8 +321,7 @@ class Suite:
         return found
 
     def probes_accuracy(self, case: Case) -> bool:
-        """Whether a case carries accuracy probes: the highest concurrency of an online deployment whose model has
-        an accuracy task, unless the share is 0."""
+        """Whether a case carries accuracy probes: the top concurrency of an online deployment with an accuracy task."""
         online = self.model_profile(case.model).online
         return (case.scenario == "online" and not case.search and not case.request_rate and self.load_probe_share > 0
                 and case.loadgen == "suite"
@@ -334,6 +337,9 @@ class Suite:
             if spec.accuracy_data is None:
                 raise export_mod.ExportUnsupported(f"{spec.key} defines no accuracy task")
             data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
+            if judged_by_kind(deployment.description, spec):  # sequences, streams, python models: judge.responses
+                return self._record_accuracy(case, deployment, kind_accuracy(
+                    self.server, deployment.description, spec, case.precision, data, self.protocol, self.sequences))
             reference = (self.eager_module(case.model) if userrepo.is_user_spec(spec)  # the file, in-process
                          else export_mod.eager_runner(self.eager_module(case.model), spec))
             client = self.server.grpc_client() if self.protocol == "grpc" else self.server.client()
@@ -352,6 +358,9 @@ class Suite:
         except Exception as exc:
             self._record_failure(case, exc, deployment)
             raise
+        return self._record_accuracy(case, deployment, result)
+
+    def _record_accuracy(self, case: Case, deployment: Deployment, result: AccuracyResult) -> AccuracyResult:
         row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
         if self.baselines is not None:
             row = self._against_baseline(case, result, row)
@@ -359,7 +368,7 @@ class Suite:
         row.description += f"; weights: {weights}"  # the report's accuracy line says which
         if weights == "seeded random":
             row.description += " (the verdict is agreement with eager, not a trained model's)"
-        row.extra["reference"] = "fp32 eager model on the CPU"  # every precision is judged against fp32
+        row.extra["reference"] = reference_name(deployment.description, deployment.spec)  # precisions: against fp32
         self.record(row)
         return result
 

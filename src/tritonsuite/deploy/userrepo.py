@@ -28,8 +28,9 @@ SIZE = "repository"
 #: platform or backend in config.pbtxt -> (the suite's format name, Triton backend name)
 DRIVABLE = {"onnxruntime_onnx": ("onnx", "onnxruntime"), "onnxruntime": ("onnx", "onnxruntime"),
             "pytorch_libtorch": ("ts-script", "pytorch"), "pytorch": ("ts-script", "pytorch"),
-            "tensorrt_plan": ("trt", "tensorrt"), "tensorrt": ("trt", "tensorrt")}
-DEFAULT_FILES = {"onnxruntime": "model.onnx", "pytorch": "model.pt", "tensorrt": "model.plan"}
+            "tensorrt_plan": ("trt", "tensorrt"), "tensorrt": ("trt", "tensorrt"),
+            "python": ("python", "python")}  # python backend (BLS included): run for real by the wheel's backend
+DEFAULT_FILES = {"onnxruntime": "model.onnx", "pytorch": "model.pt", "tensorrt": "model.plan", "python": "model.py"}
 _NUMPY = {v: k for k, v in TRITON_DTYPES.items() if k not in ("bytes", "bfloat16")}  # the load generators' types
 
 
@@ -100,12 +101,8 @@ def read_deployment(directory: str | Path) -> UserDeployment | Undrivable:
     kind = cfg.platform or cfg.backend
     if kind == "ensemble" or cfg.HasField("ensemble_scheduling"):
         return Undrivable(name, "ensemble: its steps are other deployments; drive those")
-    if cfg.model_transaction_policy.decoupled:
-        return Undrivable(name, "decoupled (streaming responses): the load generators expect one response per request")
-    if cfg.HasField("sequence_batching"):
-        return Undrivable(name, "sequence batching: requests need sequence ids and start/end flags")
-    if kind == "python":
-        return Undrivable(name, "python backend (model.py, possibly BLS): no in-process reference to judge it against")
+    # decoupled models (load.streams), sequence batching (load.sequences) and python/BLS models are driven: the
+    # description (tritonsuite.description) tells the engine and the judges which they are
     if kind not in DRIVABLE:
         return Undrivable(name, f"platform/backend {kind or '(none)'!r}: the suite drives "
                                 f"{', '.join(sorted(k for k in DRIVABLE if '_' in k))}")
@@ -155,13 +152,17 @@ class Reference:
     deployment should hold), run by the backend its suffix names, under the deployment's tensors."""
 
     def __init__(self, dep: UserDeployment, file: str | Path | None = None):
-        if file is not None:
+        if str(file or "").endswith(".py") or (file is None and dep.backend == "python"):
+            from tritonsuite.deploy.pyreference import python_reference
+
+            self._session = python_reference(dep, file)
+        elif file is not None:
             from tritonsuite.deploy.backends.standin import open_session
 
             backend = REFERENCE_BACKENDS.get(Path(file).suffix)
             if backend is None:
                 raise RepositoryError(f"--reference {dep.name}={file}: unknown model file suffix; valid choices: "
-                                      f"{', '.join(REFERENCE_BACKENDS)}")
+                                      f"{', '.join(REFERENCE_BACKENDS)}, .py")
             self._session = open_session(backend, str(file), dict(dep.config), "cpu")
         elif dep.backend == "tensorrt":
             from tritonsuite.deploy.backends import backend_for
@@ -218,7 +219,7 @@ class _ToleranceView:
 def _bounded_outputs(dep: UserDeployment, data) -> tuple[TensorSpec, ...]:
     """Outputs with dynamic dims get ``max_shape`` from the reference run on the input data's largest batch (what
     system shared memory is sized by)."""
-    if all(d >= 0 for t in dep.outputs for d in t.shape):
+    if all(d >= 0 for t in dep.outputs for d in t.shape) or dep.backend == "python":
         return dep.outputs
     reference = Reference(dep)
     largest: dict[str, np.ndarray] = {}
@@ -249,7 +250,8 @@ def user_spec(dep: UserDeployment, data, tolerances: Mapping[str, tuple[float, f
         example_inputs=lambda batch_size, seed: data.batch(batch_size, seed % len(data.steps)),
         formats=(dep.format,), precisions=(dep.precision,),
         tolerances={dep.precision: {k: v for k, v in tolerances.items()}}, accuracy_data=accuracy,
-        config={"user_repository": str(dep.directory), "version": dep.version, "model_file_digest": digest},
+        config={"user_repository": str(dep.directory), "version": dep.version, "model_file_digest": digest,
+                "reference": str(reference) if reference else None},
         parameters={"Model repository": str(dep.directory.parent), "Model file": f"{dep.version}/{dep.model_file.name} "
                     f"(served as given, sha256 {str(digest)[:12]})", "Export format": "none (the user's file)",
                     "Input data": data.describe()},

@@ -116,3 +116,120 @@ def stream_accuracy(server, model: str, precision: str, requests: Sequence[Mappi
                                         + ("; and against the reference" if reference is not None else ""))
     result.failures += [m.describe() for m in metrics if not m.passed]
     return result
+
+
+# ------------------------------------------------------------------------------ the suite's seam for these kinds
+ACCURACY_SEQUENCES = 4  # sequences sent interleaved (and then alone) by the accuracy run of a sequence model
+ACCURACY_REQUESTS = 16  # requests of a decoupled model's accuracy run
+
+
+def described(server, name: str, composing: Sequence[str] = ()):
+    """The :class:`~tritonsuite.description.ModelDescription` of a loaded model, from the configuration the server
+    runs (auto-completed where it was), composing models resolved through the server as well."""
+    from tritonsuite.description import describe
+
+    def lookup(other: str):
+        try:
+            return server.model_config(other)
+        except Exception as exc:  # the server's own error: not loaded, unknown
+            raise LookupError(str(exc)) from None
+
+    return describe(server.model_config(name), lookup, tuple(c.split(":")[0] for c in composing))
+
+
+def composing_models(deployment, bls_composing: Mapping[str, Sequence[str]]) -> tuple[str, ...]:
+    """The models a python (BLS) deployment calls, as the user named them (``--bls-composing-models``, for this
+    deployment or for every one); none for other backends."""
+    if getattr(deployment, "backend", "") != "python":
+        return ()
+    return tuple(bls_composing.get(deployment.name) or bls_composing.get("") or ())
+
+
+def kind_point(point, description):
+    """A load point as a deployment's kind needs it, and notes: one per kind that changes how the point is measured
+    (a reason for the row, or "" when the kind only turns accuracy probes off: its accuracy is judged by whole
+    sequences of requests and responses instead)."""
+    from dataclasses import replace
+
+    if description is None or not (description.sequence or description.decoupled):
+        return point, []
+    notes = [""]
+    if description.decoupled and point.shared_memory:
+        point = replace(point, shared_memory=False)
+        notes.append("decoupled: inputs and outputs travel on a gRPC stream, not through shared memory")
+    return point, notes
+
+
+def judged_by_kind(description, spec) -> bool:
+    """Whether a deployment's accuracy is this module's: a sequence or decoupled model, or a python model with no
+    reference file (nothing runs its model.py in-process: its validation_data judge it)."""
+    if description is None:
+        return False
+    return description.sequence or description.decoupled or (description.python and
+                                                              not (spec.config or {}).get("reference"))
+
+
+def _samples(inputs: Mapping[str, np.ndarray], batching: bool) -> list[dict[str, np.ndarray]]:
+    count = len(next(iter(inputs.values())))
+    return [{k: (v[i:i + 1] if batching else v[i]) for k, v in inputs.items()} for i in range(count)]
+
+
+def kind_accuracy(server, description, spec, precision: str, data, protocol: str = "grpc",
+                  sequences=None) -> AccuracyResult:
+    """The accuracy run of a sequence, decoupled or python deployment (see the module docstring); ``data`` is the
+    spec's AccuracyData (its inputs, one sample per request), ``sequences`` the run's sequence settings."""
+    from tritonsuite.deploy.export import ExportUnsupported
+    from tritonsuite.load.sequences import SequenceSettings, draw_length
+
+    samples = _samples(data.inputs, description.batching)
+    outputs = [t.name for t in spec.outputs]
+    tolerances = dict((spec.tolerances or {}).get(precision, {}))
+    named = (spec.config or {}).get("reference")
+    if named and str(named).endswith(".py"):  # its responses as the user's reference(inputs) gives them
+        from tritonsuite.deploy.pyreference import reference_callable
+
+        reference = reference_callable(named)
+    else:
+        reference = spec.build(None) if named else None
+    if description.sequence:
+        settings = sequences or SequenceSettings()
+        rng = np.random.default_rng(settings.seed)
+        runs = [[samples[(j + i) % len(samples)] for i in range(draw_length(rng, settings))]
+                for j in range(ACCURACY_SEQUENCES)]
+        return sequence_accuracy(server, description.name, precision, runs, outputs, protocol, tolerances,
+                                 f"{len(runs)} sequences ({sum(map(len, runs))} steps, {settings.describe()}) of "
+                                 f"{data.description} sent interleaved, then each alone", first_id=settings.id_start)
+    if description.decoupled:
+        return stream_accuracy(server, description.name, precision, samples[:ACCURACY_REQUESTS], outputs, reference,
+                               tolerances)
+    # a python model without a reference: its outputs against validation_data
+    client = server.grpc_client() if protocol == "grpc" else server.client()
+    try:
+        from tritonsuite.judge.accuracy import run_batched
+        from tritonsuite.load.client import served_infer
+
+        t0 = time.perf_counter()
+        served = run_batched(served_infer(client, description.name, spec), data.inputs, 1 if not description.batching
+                             else max(1, min(description.max_batch_size, 8)))
+    finally:
+        client.close()
+    metrics = data.score(served, served, precision)
+    if not metrics:
+        raise ExportUnsupported(f"{description.name} is a python-backend model with neither validation_data in its "
+                                f"--input-data nor a --reference {description.name}=FILE: nothing to judge it against")
+    result = AccuracyResult(model=description.name, deployment=description.name, precision=precision,
+                            samples=len(samples), comparisons=[], metrics=metrics, seconds=time.perf_counter() - t0,
+                            description=f"{data.description}; judged against its validation_data")
+    result.failures += [m.describe() for m in metrics if not m.passed]
+    return result
+
+
+def reference_name(description, spec) -> str:
+    """What an accuracy row was judged against, in words."""
+    if not judged_by_kind(description, spec):
+        return "fp32 eager model on the CPU"  # every precision is judged against fp32
+    if description.sequence:
+        return "each sequence sent alone"
+    if description.decoupled:
+        return "each request sent alone" + (" and the reference file" if spec.config.get("reference") else "")
+    return "validation_data"

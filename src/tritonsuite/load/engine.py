@@ -53,7 +53,7 @@ from tritonsuite.settings import MeasurementSettings
 from tritonsuite.spec import TensorSpec
 
 __all__ = ["LATENCY_SAMPLES", "LoadPoint", "Measurement", "MeasurementError", "MeasurementSettings", "StopEarly",
-           "Progress", "arrival_gaps", "measure", "schedule_tolerance_ms"]
+           "Progress", "SequenceSettings", "arrival_gaps", "measure", "schedule_tolerance_ms"]
 
 
 def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[TensorSpec],

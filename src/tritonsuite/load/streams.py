@@ -25,14 +25,12 @@ import numpy as np
 
 from tritonsuite.load.http import PreparedRequest
 from tritonsuite.load.point import MeasurementError
+from tritonsuite.rows import STREAM_COLUMNS
+
+__all__ = ["STREAM_COLUMNS", "StreamTiming", "StreamTransport", "exchange_alone", "stream_columns", "summarise_streams"]
 
 MODEL_STREAM_INFER = "/inference.GRPCInferenceService/ModelStreamInfer"
 _MAX_MESSAGE = 2 ** 31 - 1
-#: The columns a decoupled deployment's rows add (ms, responses, responses/s); percentiles carry their samples in
-#: the row's measurement (``stream``)
-STREAM_COLUMNS = ("Responses/Request", "Responses/Second", "avg time to first response", "p50 time to first response",
-                  "p99 time to first response", "avg inter-response latency", "p50 inter-response latency",
-                  "p99 inter-response latency")
 
 
 @dataclass

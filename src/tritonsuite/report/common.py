@@ -8,7 +8,7 @@ from typing import Any
 from tritonsuite.rows import Row
 from tritonsuite.load.telemetry import GPU_COLUMNS
 
-_UNITLESS_COLUMNS = ("Batch", "Concurrency", "Inferences/Second")
+_UNITLESS_COLUMNS = ("Batch", "Concurrency", "Inferences/Second", "Responses/Request", "Responses/Second")
 _INT_COLUMNS = ("Batch", "Concurrency")
 #: Trailing columns of the results table (after RESULT_COLUMNS).
 _EXTRA_COLUMNS = ("Status", "Client CPU (%)", "Other CPU (%)") + GPU_COLUMNS
