@@ -82,6 +82,11 @@ def test_sequence_decoupled_and_bls_deployments_run_end_to_end(tmp_path):
     assert accuracy["bls_add"]["reference"] == "validation_data"
     page = (tmp_path / "reports" / "online" / "stream_n.md").read_text()  # the stream columns in the table
     assert "p50 time to first response (ms)" in page and "Responses/Request |" in page, page
+    bls = perf["bls_add", "online"]["measurement"]["composing"]["add_onnx"]  # the callee's time, same windows
+    assert abs(bls["per request"] - 1.0) < 0.05 and bls["requests"] > 0 and bls["Server Compute Infer"] > 0
+    bls_page = (tmp_path / "reports" / "online" / "bls_add.md").read_text()
+    assert "| Composing model |" in bls_page.replace("  ", "") or "Composing model" in bls_page
+    assert "one live sequence per slot" in (tmp_path / "reports" / "offline" / "seq_direct.md").read_text()
     parameters = {name: {line.split("|")[1].strip(): line.split("|")[2].strip() for line in
                          (tmp_path / "reports" / "online" / f"{name}.md").read_text().splitlines()
                          if line.startswith("| ") and line.count("|") == 3} for name in ("seq_oldest", "bls_add")}

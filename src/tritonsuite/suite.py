@@ -231,7 +231,7 @@ class Suite:
                 data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
                 result, under_load = accuracy_under_load(self.server, deployment.name, spec, case.precision, data,
                                                          point, self.profile.measurement, self.load_probe_share,
-                                                         self.load_probe_seed, progress)
+                                                         self.load_probe_seed, progress, deployment.description)
                 result.accuracy_under_load = under_load
             elif case.loadgen == "perf_analyzer":  # the same point, tensors and settings, NVIDIA's load generator
                 from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer

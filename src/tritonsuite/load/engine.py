@@ -42,6 +42,7 @@ import numpy as np
 
 from tritonsuite.description import ModelDescription
 from tritonsuite.load.client import SharedMemoryRegions
+from tritonsuite.load.composing import composing_summary
 from tritonsuite.load.generator import LoadGenerator, Progress, StopEarly, arrival_gaps
 from tritonsuite.load.http import prepare_request
 from tritonsuite.load.sequences import SequenceSettings
@@ -125,13 +126,16 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
             decorate = (http_decorator if transport is None else grpc_decorator)(request)
             pattern = Sequences(sequences or SequenceSettings(seed=point.seed), decorate)
         gen = LoadGenerator(server, model, request, point, settings, stop_early, prepared, probe_share, probe_seed,
-                            transport, on_progress=progress, sequences=pattern)
+                            transport, on_progress=progress, sequences=pattern,
+                            composing=[m.name for m in description.all_composing()] if description else ())
         windows, total, completed = await gen.run()
         measurement = summarise(point, windows, total, completed, settings,
                                 "grpc (bidirectional stream)" if decoupled else point.protocol, gpu,
                                 gen.max_outstanding, gen.stopped_early, gen.pool)
         if description is not None:
             measurement.meta["kind"] = list(description.kinds)
+            if description.composing:
+                measurement.meta["composing"] = composing_summary(windows, gen.pool, measurement.result)
         if pattern is not None:
             measurement.meta["sequences"] = pattern.summary(gen.closing_sent)
         if decoupled:

@@ -40,7 +40,7 @@ class LoadGenerator:
     def __init__(self, server: TritonServer, model: str, request: PreparedRequest, point: LoadPoint,
                  settings: MeasurementSettings, stop_early: StopEarly | None = None,
                  probes: Sequence[PreparedRequest] = (), probe_share: float = 0.0, probe_seed: int = 0,
-                 transport=None, on_progress: Progress | None = None, sequences=None):
+                 transport=None, on_progress: Progress | None = None, sequences=None, composing=()):
         host, port = server.http_url.rsplit(":", 1)
         self.host, self.port = host, int(port)
         # how requests travel (HTTP, or load.grpc's gRPC); statistics are read over HTTP either way
@@ -50,6 +50,7 @@ class LoadGenerator:
         self.on_progress = on_progress
         # a sequence model's request pattern (load.sequences.Sequences): each slot's requests continue its sequence
         self.sequences = sequences
+        self.composing = tuple(composing)  # models the deployment calls (ensemble steps, a BLS model's callees)
         self.closing_sent = 0  # requests that ended the sequences still open when the point ended
         self.timings: list = []  # a streaming transport's per-request response timings, beside self.samples
         self.concurrency = 1 if point.open_loop else point.concurrency  # requests the warm-up waits for
@@ -225,6 +226,7 @@ class LoadGenerator:
             while time.perf_counter() < warmup_end or self.completed < self.concurrency:
                 await guarded(self._wait_window_until(min(warmup_end, time.perf_counter() + 0.5)))
             previous = stats_snapshot(await guarded(control.get_json(stats_path)))
+            inner = await guarded(self._composing_stats(control))
             # windows are contiguous; a count-based one holds exactly its count and ends at its last completion
             # (more may complete before this coroutine wakes: they open the next window)
             index, start, factor = len(self.samples), time.perf_counter(), 1
@@ -240,11 +242,13 @@ class LoadGenerator:
                     stop, end = len(self.samples), time.perf_counter()
                 samples = np.asarray(self.samples[index:stop], dtype=np.float64)
                 current = stats_snapshot(await guarded(control.get_json(stats_path)))
+                inner_now = await guarded(self._composing_stats(control))
                 host_now = self.host_cpu.read()
                 windows.append(Window(start, end, samples, delta(current, previous), cpu1 - cpu0,
                                        other_cpu_percent(host, host_now, end - start), factor,
-                                       self.timings[index:stop] if self.timings else None))
-                previous, index, start, host = current, stop, end, host_now
+                                       self.timings[index:stop] if self.timings else None,
+                                       {m: delta(inner_now[m], inner[m]) for m in inner}))
+                previous, index, start, host, inner = current, stop, end, host_now, inner_now
                 if self.pool is not None:  # stable already: a window measured for the samples the point needs
                     if not self._stable(windows[self.pool[0]:]):
                         self._tell(windows, "that window broke the stable pool: the row keeps the pool as it was")
@@ -287,6 +291,9 @@ class LoadGenerator:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
             control.close()
+
+    async def _composing_stats(self, control) -> dict[str, dict[str, int]]:
+        return {m: stats_snapshot(await control.get_json(f"/v2/models/{m}/stats")) for m in self.composing}
 
     async def _close_sequences(self) -> None:
         """A sequence model: end every sequence still open (one request with ``sequence_end`` each, unmeasured)."""

@@ -26,6 +26,7 @@ class Window:
     other_cpu: float = 0.0  # % of one core used by other processes than the server's and this one
     factor: int = 1  # how many times the set window length this window lasted
     timings: list | None = None  # a streaming transport's per-request response timings (load.streams.StreamTiming)
+    composing: dict | None = None  # statistics deltas of the models the deployment calls, by name
 
 
 def stats_snapshot(stats: dict) -> dict[str, int]:

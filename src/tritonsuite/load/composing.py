@@ -1,0 +1,34 @@
+"""The time of the models a deployment calls, attributed over a point's measured windows: an ensemble's steps, or
+the models a BLS script calls (perf_analyzer's ``--bls-composing-models``; a BLS configuration does not name them).
+
+Triton keeps statistics per model (``/v2/models/<m>/stats``); the load generator reads each composing model's
+beside the deployment's at every window boundary, so the figures here cover exactly the stable windows the row is
+made of. Per composing model: the requests it served (and per request of the deployment: a BLS script's calls),
+its queue and compute input / infer / output per request (ms), as the deployment's own columns. A composing model's
+counters also count traffic that did not come through the deployment: the suite's run is alone on its server.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from tritonsuite.settings import STABLE_WINDOWS
+
+PARTS = ("queue", "compute_input", "compute_infer", "compute_output")
+#: the report's names of PARTS
+COLUMNS = {"queue": "Server Queue", "compute_input": "Server Compute Input", "compute_infer": "Server Compute Infer",
+           "compute_output": "Server Compute Output"}
+
+
+def composing_summary(windows: Sequence, pool: tuple[int, int] | None, result: Mapping[str, float]) -> dict:
+    """{model: {"requests", "per request", and the server columns (ms per request of that model)}} over the row's
+    stable windows (as :func:`tritonsuite.load.windows.summarise` pools them)."""
+    stable = windows[-STABLE_WINDOWS:] if pool is None else windows[pool[0]:pool[1]]
+    outer = sum(int(w.server["success_count"]) for w in stable)
+    found = {}
+    for name in (stable[0].composing or {}) if stable else ():
+        total = {k: sum(int((w.composing or {})[name][k]) for w in stable) for k in stable[0].composing[name]}
+        count = total["success_count"]
+        found[name] = {"requests": count, "per request": round(count / outer, 3) if outer else None,
+                       **{COLUMNS[p]: (total[f"{p}_ns"] / count / 1e6 if count else None) for p in PARTS},
+                       "failed": total["fail_count"]}
+    return found
