@@ -142,10 +142,15 @@ def _write(directory: Path, config: str, model_file: str, body) -> Path:
     return directory
 
 
-def sequence_model(repo: Path, name: str = "seq_direct", strategy: str = "direct", broken: bool = False) -> Path:
+def sequence_model(repo: Path, name: str = "seq_direct", strategy: str = "direct", broken: bool = False,
+                   work_ms: float = 0.0) -> Path:
     """The accumulator; ``strategy`` "direct" or "oldest" (dynamic-batched across sequences). ``broken``: one state
-    for every sequence (CORRID ignored), the bug the interleaved-vs-alone check exists to catch."""
+    for every sequence (CORRID ignored), the bug the interleaved-vs-alone check exists to catch. ``work_ms``: time
+    each execution takes (a sleep), so a comparison of load generators measures the server, not the client."""
     code = SEQUENCE_MODEL.replace("corrid = int(", "corrid = 0 * int(") if broken else SEQUENCE_MODEL
+    if work_ms:
+        code = code.replace("        responses = []\n",
+                            f"        responses = []\n        __import__('time').sleep({work_ms / 1000})\n")
     block = "direct { }" if strategy == "direct" else "oldest { max_candidate_sequences: 8 max_queue_delay_microseconds: 500 }"
     return _write(Path(repo) / name, SEQUENCE_CONFIG.format(name=name, strategy=block), "model.py", code)
 

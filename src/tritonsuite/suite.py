@@ -227,6 +227,7 @@ class Suite:
                          f"verification against eager, model repository, load on the server")
             deployment = self.deployment(case.model, case.format, case.precision, case.scenario)
             spec, point, notes = deployment.spec, *kind_point(point, deployment.description)
+            inputs = spec.example_inputs(case.batch_size, 0) if not self.probes_accuracy(case) or notes else None
             if self.probes_accuracy(case) and not notes:
                 data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
                 result, under_load = accuracy_under_load(self.server, deployment.name, spec, case.precision, data,
@@ -234,13 +235,12 @@ class Suite:
                                                          self.load_probe_seed, progress, deployment.description)
                 result.accuracy_under_load = under_load
             elif case.loadgen == "perf_analyzer":  # the same point, tensors and settings, NVIDIA's load generator
+                from tritonsuite.load.composing import kind_arguments
                 from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
-
-                inputs = spec.example_inputs(case.batch_size, 0)
                 result = measure_with_perf_analyzer(self.server, deployment.name, inputs, spec.outputs, point,
-                                                    self.profile.measurement)
+                                                    self.profile.measurement, extra=kind_arguments(
+                                                        deployment.description, self.sequences))
             else:
-                inputs = spec.example_inputs(case.batch_size, 0)
                 result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement,
                                  stop_early, progress=progress, description=deployment.description,
                                  sequences=self.sequences)

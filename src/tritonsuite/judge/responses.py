@@ -154,9 +154,10 @@ def kind_point(point, description):
     if description is None or not (description.sequence or description.decoupled):
         return point, []
     notes = [""]
-    if description.decoupled and point.shared_memory:
-        point = replace(point, shared_memory=False)
-        notes.append("decoupled: inputs and outputs travel on a gRPC stream, not through shared memory")
+    if description.decoupled:  # a gRPC stream, for the engine and perf_analyzer (--streaming -i grpc) alike
+        if point.shared_memory:
+            notes.append("decoupled: inputs and outputs travel on a gRPC stream, not through shared memory")
+        point = replace(point, shared_memory=False, protocol="grpc")
     return point, notes
 
 

@@ -32,3 +32,23 @@ def composing_summary(windows: Sequence, pool: tuple[int, int] | None, result: M
                        **{COLUMNS[p]: (total[f"{p}_ns"] / count / 1e6 if count else None) for p in PARTS},
                        "failed": total["fail_count"]}
     return found
+
+
+def kind_arguments(description, sequences=None) -> list[str]:
+    """perf_analyzer's options for a deployment's kind, the engine's semantics spelled in its names: a sequence
+    model's ``--sequence-length``, ``--sequence-length-variation`` and ``--sequence-id-range``; a decoupled model's
+    ``--streaming`` (over gRPC, asynchronous); a BLS model's ``--bls-composing-models``."""
+    from tritonsuite.load.sequences import SequenceSettings
+
+    found: list[str] = []
+    if description is None:
+        return found
+    if description.sequence:
+        s = sequences or SequenceSettings()
+        found += ["--sequence-length", str(s.length), "--sequence-length-variation", f"{s.variation_percent:g}",
+                  "--sequence-id-range", f"{s.id_start}:{s.id_end}" if s.id_end else str(s.id_start)]
+    if description.decoupled:
+        found += ["--streaming"]
+    if description.composing and description.python:
+        found += [f"--bls-composing-models={','.join(m.name for m in description.composing)}"]
+    return found
