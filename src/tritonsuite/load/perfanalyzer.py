@@ -163,9 +163,13 @@ def parse_passes(output: str) -> list[tuple[float, float]]:
     return [(float(m.group(2)), int(m.group(3)) / 1000.0) for m in _PASS.finditer(output)]
 
 
-def parse_export(text: str) -> np.ndarray:
-    """Request latencies (s) of the measured windows from ``--profile-export-file`` (send to last response)."""
-    data = json.loads(text)
+def parse_export(text: str) -> np.ndarray | None:
+    """Request latencies (s) of the measured windows from ``--profile-export-file`` (send to last response); None
+    when 2.51 left the file truncated (seen at 64 KiB with ``--streaming``): the row then has no latency samples."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None
     latencies = []
     for experiment in data.get("experiments", []):
         for request in experiment.get("requests", []):
