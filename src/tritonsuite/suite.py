@@ -4,7 +4,7 @@ What the pytest glue drives, and a plain script the same way (``examples/script_
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -29,8 +29,7 @@ from tritonsuite.spec import ModelSpec
 from tritonsuite.models.training import trained_checkpoint
 from tritonsuite.load.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
 from tritonsuite.description import ModelDescription
-from tritonsuite.judge.responses import (composing_models, described, judged_by_kind, kind_accuracy, kind_point,
-                                         reference_name)
+from tritonsuite.judge import responses as kinds  # sequences, decoupled, python/BLS, the streaming example
 
 @dataclass
 class Deployment:
@@ -93,8 +92,7 @@ class Suite:
 
     def weights(self, model: str) -> str:
         """Which weights a model's rows come from: the user's checkpoint, the suite-trained one, weights shipped in a
-        package, or seeded random weights (a verdict on those says how a deployment treats these numbers, not a
-        trained model's quality)."""
+        package, or seeded random (a verdict on those says how a deployment treats numbers, not a model's quality)."""
         if model in self.checkpoints:
             return f"user checkpoint ({Path(self.checkpoints[model]).name})"
         spec = self.spec(model)
@@ -111,7 +109,7 @@ class Suite:
     def _deployment_key(self, model: str, fmt: str, precision: str, scenario: str) -> tuple[str, str, str, str]:
         if userrepo.is_user_spec(self.spec(model)):
             return model, fmt, precision, "served"  # a user's deployment: served once, its own config.pbtxt, every case
-        return model, fmt, precision, "online" if scenario == "online" else "offline"  # accuracy: the static one
+        return model, fmt, precision, scenario if scenario in ("online", "stream") else "offline"  # accuracy: static
 
     def deployed(self, model: str, fmt: str, precision: str, scenario: str) -> bool:
         """Whether this session already deployed (or failed to deploy) a case's deployment."""
@@ -137,6 +135,9 @@ class Suite:
 
     def _deploy(self, model: str, fmt: str, precision: str, scenario: str) -> Deployment:
         spec = self.spec(model)
+        if scenario == "stream":  # the streaming example, beside the online deployment (deploy.streaming)
+            return replace(inner := self.deployment(model, fmt, precision, "online"), **kinds.streamed(
+                self.server, inner, precision))
         if userrepo.is_user_spec(spec):
             return self._deploy_user(spec, fmt, precision)
         export_mod.check_supported(spec, fmt, precision)
@@ -155,7 +156,7 @@ class Suite:
         directory = build_deployment(self.repository_dir, name, spec, artifact, config)
         self.server.load(directory)
         return Deployment(name, spec, artifact, config, directory, self.server.backend_description(name),
-                          described(self.server, name))
+                          kinds.described(self.server, name))
 
     def _deploy_user(self, spec: ModelSpec, fmt: str, precision: str) -> Deployment:
         """A user's deployment: its config.pbtxt and model file copied unchanged into the run's repository."""
@@ -167,7 +168,7 @@ class Suite:
             raise export_mod.ExportUnsupported(f"{spec.name} ({dep.platform}) on the {self.server.name} server: "
                                                f"{reason}")
         self.server.check_alive()
-        for name in (composing := composing_models(dep, self.bls_composing)):  # a BLS model's callees: served first
+        for name in (composing := kinds.composing_models(dep, self.bls_composing)):  # a BLS model's callees first
             self.server.load(userrepo.serve(self.registry.get(name.split(":")[0], spec.size), self.repository_dir))
         directory = userrepo.serve(spec, self.repository_dir)
         artifact = export_mod.Artifact(model=spec.name, size=spec.size, format=fmt, precision=precision,
@@ -176,7 +177,7 @@ class Suite:
                                        max_rel_error={}, verified_batch_sizes=(), versions={}, export_seconds=0.0)
         self.server.load(directory)
         return Deployment(spec.name, spec, artifact, config, directory, self.server.backend_description(spec.name),
-                          described(self.server, spec.name, composing))
+                          kinds.described(self.server, spec.name, composing))
 
     def parameters(self, deployment: Deployment) -> dict:
         """The report's "Parameter Name | Parameter Value" table for a deployment."""
@@ -199,7 +200,7 @@ class Suite:
         return {"scenario": case.scenario, "model": case.model, "title": spec.title or case.model,
                 "format": case.format, "precision": case.precision, "loadgen": case.loadgen,
                 "deployment": spec.name if userrepo.is_user_spec(spec) else
-                deployment_name(spec, case.format, case.precision, scenario)}
+                deployment_name(spec, case.format, case.precision, scenario) + "_stream" * case.stream}
 
     def _record_failure(self, case: Case, exc: Exception, deployment: Deployment | None, **coordinates) -> None:
         """A FAILED row for a case that raised; its parameter table only while the server can still answer."""
@@ -218,15 +219,14 @@ class Suite:
 
     def _measure(self, case: Case, point: LoadPoint, stop_early=None, search: dict | None = None,
                  progress: Progress | None = None) -> tuple[Measurement, Row]:
-        """Measure one point of a case's deployment and make its row; a point that raises is recorded at once as a
-        FAILED row with its reason."""
+        """One point of a case's deployment measured, and its row; a point that raises is recorded as FAILED at once."""
         deployment = None
         try:
             if progress is not None and not self.deployed(case.model, case.format, case.precision, case.scenario):
                 progress(f"deploying {case.model} as {case.format} {case.precision}: export (cached across runs), "
                          f"verification against eager, model repository, load on the server")
-            deployment = self.deployment(case.model, case.format, case.precision, case.scenario)
-            spec, point, notes = deployment.spec, *kind_point(point, deployment.description)
+            deployment = self.deployment(case.model, case.format, case.precision, "stream" if case.stream else case.scenario)
+            spec, point, notes = deployment.spec, *kinds.kind_point(point, deployment.description)
             inputs = spec.example_inputs(case.batch_size, 0) if not self.probes_accuracy(case) or notes else None
             if self.probes_accuracy(case) and not notes:
                 data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
@@ -337,8 +337,8 @@ class Suite:
             if spec.accuracy_data is None:
                 raise export_mod.ExportUnsupported(f"{spec.key} defines no accuracy task")
             data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
-            if judged_by_kind(deployment.description, spec):  # sequences, streams, python models: judge.responses
-                return self._record_accuracy(case, deployment, kind_accuracy(
+            if kinds.judged_by_kind(deployment.description, spec):  # sequences, streams, python models
+                return self._record_accuracy(case, deployment, kinds.kind_accuracy(
                     self.server, deployment.description, spec, case.precision, data, self.protocol, self.sequences))
             reference = (self.eager_module(case.model) if userrepo.is_user_spec(spec)  # the file, in-process
                          else export_mod.eager_runner(self.eager_module(case.model), spec))
@@ -368,7 +368,7 @@ class Suite:
         row.description += f"; weights: {weights}"  # the report's accuracy line says which
         if weights == "seeded random":
             row.description += " (the verdict is agreement with eager, not a trained model's)"
-        row.extra["reference"] = reference_name(deployment.description, deployment.spec)  # precisions: against fp32
+        row.extra["reference"] = kinds.reference_name(deployment.description, deployment.spec)
         self.record(row)
         return result
 

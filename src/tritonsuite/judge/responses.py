@@ -234,3 +234,28 @@ def reference_name(description, spec) -> str:
     if description.decoupled:
         return "each request sent alone" + (" and the reference file" if spec.config.get("reference") else "")
     return "validation_data"
+
+
+def streamed(server, inner, precision: str) -> dict:
+    """The streaming example of a written and loaded deployment ``inner`` (a suite Deployment whose spec has a
+    ``stream``): ``<inner>_stream`` written beside it and loaded, then checked before it is measured: the streamed
+    responses of the spec's example requests must equal the deployment's own unary answer chunked the same way.
+    Returns the Deployment fields that differ from ``inner``'s (a stream fails in one line naming the request)."""
+    from tritonsuite.deploy.export import ExportUnsupported
+    from tritonsuite.deploy.streaming import chunked_reference, stream_deployment
+    from tritonsuite.load.client import served_infer
+
+    spec = inner.spec
+    if not spec.stream:
+        raise ExportUnsupported(f"{spec.key} has no streaming example (its spec names no stream)")
+    directory = stream_deployment(inner.directory, spec.stream)
+    name = server.load(directory)
+    unary = served_infer(server.client(), inner.name, spec)
+    requests = [spec.example_inputs(1, seed) for seed in range(4)]
+    check = stream_accuracy(server, name, precision, requests, [t.name for t in spec.outputs],
+                            lambda inputs: chunked_reference(unary(inputs), spec.stream),
+                            dict((spec.tolerances or {}).get(precision, {})))
+    if not check.passed:
+        raise ValueError(f"{name}: the streamed responses are not the unary answer chunked: {check.failures[0]}")
+    return {"name": name, "directory": directory, "served_by": server.backend_description(name),
+            "description": described(server, name)}
