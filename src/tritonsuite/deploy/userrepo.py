@@ -2,9 +2,9 @@
 
 :func:`read_repository` parses each ``<deployment>/config.pbtxt`` with Triton's own protobuf
 (``tritonclient.grpc.model_config_pb2`` + ``text_format``): platform, tensors, dtypes, dims, max batch size,
-instance groups and dynamic batching. Deployments the suite cannot drive (ensembles, python/BLS models, decoupled
-models, sequence batching, no batch dimension, unsupported dtypes or backends) come back as :class:`Undrivable`
-with their reason. :func:`user_spec` turns a drivable deployment and its input data (perf_analyzer's,
+instance groups and dynamic batching. Deployments the suite cannot drive (ensembles, no batch dimension,
+unsupported dtypes or backends) come back as :class:`Undrivable` with their reason; sequence, decoupled and
+python/BLS models are drivable (their kind is read from the served configuration, :mod:`tritonsuite.description`). :func:`user_spec` turns a drivable deployment and its input data (perf_analyzer's,
 :mod:`tritonsuite.load.inputdata`) into a :class:`~tritonsuite.spec.ModelSpec` whose reference is the same model
 file run in-process by the backend's session (onnxruntime, ``torch.jit.load``); :func:`serve` copies the
 deployment's ``config.pbtxt`` and version directory, unchanged, into the run's repository (the user's directory is

@@ -250,11 +250,15 @@ def streamed(server, inner, precision: str) -> dict:
         raise ExportUnsupported(f"{spec.key} has no streaming example (its spec names no stream)")
     directory = stream_deployment(inner.directory, spec.stream)
     name = server.load(directory)
-    unary = served_infer(server.client(), inner.name, spec)
-    requests = [spec.example_inputs(1, seed) for seed in range(4)]
-    check = stream_accuracy(server, name, precision, requests, [t.name for t in spec.outputs],
-                            lambda inputs: chunked_reference(unary(inputs), spec.stream),
-                            dict((spec.tolerances or {}).get(precision, {})))
+    client = server.client()
+    try:
+        unary = served_infer(client, inner.name, spec)
+        check = stream_accuracy(server, name, precision, [spec.example_inputs(1, seed) for seed in range(4)],
+                                [t.name for t in spec.outputs],
+                                lambda inputs: chunked_reference(unary(inputs), spec.stream),
+                                dict((spec.tolerances or {}).get(precision, {})))
+    finally:
+        client.close()
     if not check.passed:
         raise ValueError(f"{name}: the streamed responses are not the unary answer chunked: {check.failures[0]}")
     return {"name": name, "directory": directory, "served_by": server.backend_description(name),
