@@ -47,7 +47,15 @@ def test_settings_follow_perf_analyzer():
                      lambda i, s, e: (seen.append((i, s, e)), None)[1])
     for slot in range(5):
         seqs.request(slot)
+        seqs.done(slot)
     assert [i for i, _, _ in seen] == [3, 4, 5, 3, 4] and all(s and e for _, s, e in seen)
+    # an ended sequence keeps its id until its end request is answered: a new sequence never takes it meanwhile
+    seen.clear()
+    seqs.request(0)  # id 5: starts and ends, its answer not yet in
+    seqs.request(1), seqs.done(1)  # id 3
+    assert [i for i, _, _ in seen] == [5, 3] and 5 in {q.sequence_id for q in seqs.live.values()}
+    seqs.done(0)
+    assert not seqs.live
     long = Sequences(SequenceSettings(length=100, variation_percent=0, id_start=1, id_end=3), lambda *a: a)
     long.request(0), long.request(1)
     with pytest.raises(SequenceSettingsError, match="all live"):

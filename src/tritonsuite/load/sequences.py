@@ -179,18 +179,24 @@ class Sequences:
         live.sent += 1
         live.in_flight = True
         if end:
-            del self.live[slot]
             self.ended += 1
         return self.decorate(live.sequence_id, start, end)
 
     def done(self, slot: int) -> None:
-        """The slot's request was answered: its sequence may take the next one."""
-        if slot in self.live:
-            self.live[slot].in_flight = False
+        """The slot's request was answered: its sequence may take the next one. An ended sequence leaves only now,
+        so its id is not taken again while its end request is still on its way (a new sequence's START could
+        otherwise reach the server before the old one's END, which would then end the new one)."""
+        live = self.live.get(slot)
+        if live is None:
+            return
+        live.in_flight = False
+        if live.sent >= live.length:
+            del self.live[slot]
 
     def closing(self) -> list[PreparedRequest]:
         """One request with ``sequence_end`` for every sequence still open (started, not ended); they are then ended."""
-        requests = [self.decorate(q.sequence_id, q.sent == 0, True) for q in self.live.values() if q.sent > 0]
+        requests = [self.decorate(q.sequence_id, q.sent == 0, True) for q in self.live.values()
+                    if 0 < q.sent < q.length]
         self.ended += len(requests)
         self.live.clear()
         return requests
