@@ -5,7 +5,7 @@ are measured and reported (docs/measurements.md), not asserted."""
 import numpy as np
 import pytest
 
-from tests.kinds import decoupled_model, sequence_model
+from tests.kinds import bls_models, decoupled_model, sequence_model
 from tritonsuite.judge.responses import described
 from tritonsuite.load.composing import kind_arguments
 from tritonsuite.load.engine import LoadPoint
@@ -22,9 +22,10 @@ def server(tmp_path_factory):
     repo = tmp_path_factory.mktemp("repo")
     sequence_model(repo, "seq_direct", work_ms=1)
     decoupled_model(repo)
+    bls_models(repo)
     with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
-        server.load(repo / "seq_direct")
-        server.load(repo / "stream_n")
+        for name in ("seq_direct", "stream_n", "add_onnx", "bls_add"):
+            server.load(repo / name)
         yield server
 
 
@@ -43,3 +44,20 @@ def test_perf_analyzer_drives_the_kind(server, pa, model, inputs, flags):
     assert all(flag in command for flag in flags) and ("--async" in command) == ("--streaming" in flags)
     assert found.status in ("OK", "UNSTABLE"), found.reasons
     assert found.meta["server_fail_delta"] == 0 and found.result["Inferences/Second"] > 0
+
+
+def test_bls_composing_models_side_by_side(server, pa):
+    """--bls-composing-models: the engine and perf_analyzer (its console's "Composing models", which reaches no CSV)
+    both attribute the ONNX model's time to the BLS model that calls it once per request."""
+    from tritonsuite.load.engine import measure
+
+    description = described(server, "bls_add", ["add_onnx"])
+    inputs = {"X": np.ones((1, 4), np.float32)}
+    point = LoadPoint(1, 2)
+    ours = measure(server, "bls_add", inputs, description.outputs, point, SETTINGS, description=description)
+    theirs = measure_with_perf_analyzer(server, "bls_add", inputs, description.outputs, point, SETTINGS, pa,
+                                        extra=kind_arguments(description))
+    assert "--bls-composing-models=add_onnx" in theirs.meta["loadgen_command"]
+    for found in (ours.meta["composing"], theirs.meta["composing"]):
+        assert set(found) == {"add_onnx"} and abs(found["add_onnx"]["per request"] - 1.0) < 0.05
+        assert found["add_onnx"]["Server Compute Infer"] > 0 and found["add_onnx"]["requests"] > 0

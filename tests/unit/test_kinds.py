@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tritonsuite.description import describe
-from tritonsuite.load.composing import kind_arguments
+from tritonsuite.load.composing import composing_from_perf_analyzer, kind_arguments
 from tritonsuite.load.grpc import prepare_grpc_request
 from tritonsuite.load.http import prepare_request
 from tritonsuite.load.sequences import SequenceSettings, grpc_decorator, http_decorator
@@ -75,3 +75,28 @@ def test_bls_composing_models_option():
         parse_bls_composing(["a,c"], known)
     with pytest.raises(pytest.UsageError, match="NAME or NAME:VERSION"):
         parse_bls_composing(["a:x"], known)
+
+
+PA_CONSOLE = """
+  Server:
+    Inference count: 200
+    Successful request count: 200
+    Avg request latency: 937 usec (overhead 673 usec + queue 56 usec + compute 208 usec)
+
+  Composing models:
+  add_onnx, version: 1
+      Inference count: 400
+      Successful request count: 400
+      Avg request latency: 265 usec (overhead 1 usec + queue 56 usec + compute input 15 usec + compute infer 159 usec + compute output 33 usec)
+
+Inferences/Second vs. Client Average Batch Latency
+Concurrency: 2, throughput: 1582.87 infer/sec, latency 1254 usec
+"""
+
+
+def test_perf_analyzers_composing_models_read_from_its_console():
+    found = composing_from_perf_analyzer(PA_CONSOLE)["composing"]
+    assert found == {"add_onnx": {"version": "1", "requests": 400, "per request": 2.0, "Server Queue": 0.056,
+                                  "Server Compute Input": 0.015, "Server Compute Infer": 0.159,
+                                  "Server Compute Output": 0.033}}
+    assert composing_from_perf_analyzer("Server:\n  Successful request count: 3\n") == {}

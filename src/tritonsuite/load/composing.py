@@ -9,6 +9,7 @@ counters also count traffic that did not come through the deployment: the suite'
 """
 from __future__ import annotations
 
+import re
 from typing import Mapping, Sequence
 
 from tritonsuite.settings import STABLE_WINDOWS
@@ -52,3 +53,36 @@ def kind_arguments(description, sequences=None) -> list[str]:
     if description.composing and description.python:
         found += [f"--bls-composing-models={','.join(m.name for m in description.composing)}"]
     return found
+
+
+_PA_MODEL = re.compile(r"^\s+(\S+), version: (\S*)\s*$")
+_PA_COUNT = re.compile(r"Successful request count: (\d+)")
+_PA_PART = re.compile(r"(queue|compute input|compute infer|compute output) (\d+) usec")
+
+
+def composing_from_perf_analyzer(output: str) -> dict:
+    """perf_analyzer's "Composing models:" figures (its console only: perf_analyzer#296), in this module's form:
+    ``{"composing": {model: {...}}}`` from its final summary, or {} when it printed none."""
+    head, found_block, block = output.rpartition("Composing models:")
+    if not found_block:
+        return {}
+    outer = _PA_COUNT.findall(head.rpartition("Server:")[2])
+    outer_count = int(outer[0]) if outer else 0
+    found: dict[str, dict] = {}
+    current = None
+    for line in block.splitlines():
+        model = _PA_MODEL.match(line)
+        if model:
+            current = found.setdefault(model.group(1), {"version": model.group(2)})
+            continue
+        if current is None:
+            continue
+        count = _PA_COUNT.search(line)
+        if count:
+            current["requests"] = int(count.group(1))
+            current["per request"] = round(int(count.group(1)) / outer_count, 3) if outer_count else None
+        for part, usec in _PA_PART.findall(line):
+            current[COLUMNS[part.replace(" ", "_")]] = int(usec) / 1000.0
+        if not line.strip() and current.get("requests") is not None and "Server Queue" in current:
+            current = None
+    return {"composing": found} if found else {}

@@ -310,8 +310,12 @@ def measure_with_perf_analyzer(server, model: str, inputs: Mapping[str, np.ndarr
             latencies = parse_export(export.read_text(encoding="utf-8")) if export.is_file() else None
         else:
             result, latencies = _unstable_figures(point, passes[-STABLE_WINDOWS:]), None
-    return _measurement(point, settings, pa, argv, result, latencies, passes, factors, factor, runs,
-                        {k: end[k] - begin[k] for k in end}, unstable)
+    from tritonsuite.load.composing import composing_from_perf_analyzer
+
+    found = _measurement(point, settings, pa, argv, result, latencies, passes, factors, factor, runs,
+                         {k: end[k] - begin[k] for k in end}, unstable)
+    found.meta.update(composing_from_perf_analyzer(run.output))  # --bls-composing-models, an ensemble's steps
+    return found
 
 
 def _unstable_figures(point: LoadPoint, last: Sequence[tuple[float, float]]) -> dict[str, float | None]:
