@@ -12,7 +12,7 @@ from tests.kinds import bls_models, decoupled_model, sequence_model
 from tritonsuite.server.embedded import EmbeddedServer
 from tritonsuite.load.engine import measure, LoadPoint
 from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
-from tritonsuite.load.composing import kind_arguments
+from tritonsuite.load.kinds import kind_arguments
 from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.settings import MeasurementSettings
 from tritonsuite.judge.responses import described

@@ -7,7 +7,7 @@ import pytest
 
 from tests.kinds import bls_models, decoupled_model, sequence_model
 from tritonsuite.judge.responses import described
-from tritonsuite.load.composing import kind_arguments
+from tritonsuite.load.kinds import kind_arguments
 from tritonsuite.load.engine import LoadPoint
 from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
 from tritonsuite.load.sequences import SequenceSettings

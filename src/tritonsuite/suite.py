@@ -235,7 +235,7 @@ class Suite:
                                                          self.load_probe_seed, progress, deployment.description)
                 result.accuracy_under_load = under_load
             elif case.loadgen == "perf_analyzer":  # the same point, tensors and settings, NVIDIA's load generator
-                from tritonsuite.load.composing import kind_arguments
+                from tritonsuite.load.kinds import kind_arguments
                 from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
                 result = measure_with_perf_analyzer(self.server, deployment.name, inputs, spec.outputs, point,
                                                     self.profile.measurement, extra=kind_arguments(

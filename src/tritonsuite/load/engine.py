@@ -42,7 +42,7 @@ import numpy as np
 
 from tritonsuite.description import ModelDescription
 from tritonsuite.load.client import SharedMemoryRegions
-from tritonsuite.load.composing import composing_summary
+from tritonsuite.load.kinds import composing_summary
 from tritonsuite.load.generator import LoadGenerator, Progress, StopEarly, arrival_gaps
 from tritonsuite.load.http import prepare_request
 from tritonsuite.load.sequences import SequenceSettings

@@ -310,7 +310,7 @@ def measure_with_perf_analyzer(server, model: str, inputs: Mapping[str, np.ndarr
             latencies = parse_export(export.read_text(encoding="utf-8")) if export.is_file() else None
         else:
             result, latencies = _unstable_figures(point, passes[-STABLE_WINDOWS:]), None
-    from tritonsuite.load.composing import composing_from_perf_analyzer
+    from tritonsuite.load.kinds import composing_from_perf_analyzer
 
     found = _measurement(point, settings, pa, argv, result, latencies, passes, factors, factor, runs,
                          {k: end[k] - begin[k] for k in end}, unstable)

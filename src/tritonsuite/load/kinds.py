@@ -1,5 +1,7 @@
-"""The time of the models a deployment calls, attributed over a point's measured windows: an ensemble's steps, or
-the models a BLS script calls (perf_analyzer's ``--bls-composing-models``; a BLS configuration does not name them).
+"""What the load side adds for the deployment kinds beyond one stateless model: the time of the models a deployment
+calls over a point's measured windows (an ensemble's steps, or the models a BLS script calls: perf_analyzer's
+``--bls-composing-models``; a BLS configuration does not name them), perf_analyzer's own figures of them, and
+perf_analyzer's options per kind.
 
 Triton keeps statistics per model (``/v2/models/<m>/stats``); the load generator reads each composing model's
 beside the deployment's at every window boundary, so the figures here cover exactly the stable windows the row is

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tritonsuite.description import describe
-from tritonsuite.load.composing import composing_from_perf_analyzer, kind_arguments
+from tritonsuite.load.kinds import composing_from_perf_analyzer, kind_arguments
 from tritonsuite.load.grpc import prepare_grpc_request
 from tritonsuite.load.http import prepare_request
 from tritonsuite.load.sequences import SequenceSettings, grpc_decorator, http_decorator
