@@ -36,7 +36,7 @@ def test_tft_offline_and_accuracy_on_a_user_csv(tmp_path):
     assert {r["deployment"] for r in accuracy} == {"tft_tiny_onnx_fp32_offline", "tft_tiny_ts_trace_fp32_offline"}
     for r in accuracy:
         assert "load.csv" in r["description"] and r["samples"] == 2 * (14 * 24 - 24 + 1)
-        assert r["description"].endswith("; weights: suite-trained") and r["weights"] == "suite-trained"
+        assert r["description"].endswith("; weights: trained here") and r["weights"] == "trained here"
         for q in ("P10", "P50", "P90"):
             assert r["metric_status"][f"q_risk_{q}_relative_to_eager"] == "OK", r
         assert r["metric_status"]["target__0 max abs error"] == "OK", r

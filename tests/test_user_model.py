@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import ROOT, raw_rows, run_pytest
+from tritonsuite.spec import file_digest, path_digest
 
 pytestmark = pytest.mark.smoke
 
@@ -92,8 +93,9 @@ def test_any_tensor_names_pass_offline_online_and_accuracy_on_both_platforms(tmp
 
 
 def test_the_accuracy_gate_against_committed_baselines(tmp_path):
-    """CI gating: a new checkpoint that still matches its own eager reference (so every absolute check passes)
-    but scores worse than the accepted baseline fails, naming metric, baseline, now, delta and allowance."""
+    """CI gating: a deployment of the accepted checkpoint that scores worse than its baseline fails, naming metric,
+    baseline, now, delta and allowance; a new checkpoint (other weights) is not judged against a baseline measured
+    with the accepted one: one line names both sha256 and the way out, and --require-baselines fails it."""
     import torch
 
     def mlp(seed):
@@ -126,8 +128,20 @@ def test_the_accuracy_gate_against_committed_baselines(tmp_path):
     stored = json.loads((baselines / "tiny" / "mlp.json").read_text())["deployments"]["mlp_cpu_onnx_fp32_offline"]
     assert stored["metrics"]["top1_accuracy"]["value"] == 100.0 and stored["provenance"]["samples"] == 100
     assert accuracy("accepted.pt").returncode == 0  # the same checkpoint passes against its baseline
-    regressed = accuracy("candidate.pt")
+    assert stored["weights_sha256"] == file_digest(tmp_path / "accepted.pt")
+    assert stored["dataset_sha256"] == path_digest(tmp_path / "data.npz")
+    candidate_sha = file_digest(tmp_path / "candidate.pt")
+    for extra, code in (((), 0), (("--require-baselines",), 1)):
+        other = accuracy("candidate.pt", *extra)  # scores worse, but on other weights: refused, not a regression
+        assert other.returncode == code and "regressed against its baseline" not in other.stdout, other.stdout
+        line = next(l for l in other.stdout.splitlines() if "not judged against its baseline" in l)
+        assert (f"measured with weights sha256 {stored['weights_sha256'][:12]}, this run's weights sha256 "
+                f"{candidate_sha[:12]}") in line and "--update-baselines" in line and "accepted.pt" in line
+    path = baselines / "tiny" / "mlp.json"
+    data = json.loads(path.read_text())
+    data["deployments"]["mlp_cpu_onnx_fp32_offline"]["metrics"]["top1_accuracy"]["value"] = 101.0  # as if it scored more
+    path.write_text(json.dumps(data))
+    regressed = accuracy("accepted.pt")  # the same weights and data, scoring less than its baseline
     assert regressed.returncode == 1, regressed.stdout
     line = next(l for l in regressed.stdout.splitlines() if "regressed against its baseline: top1_accuracy" in l)
-    assert "top1_accuracy: baseline 100, now " in line and ", allowed -0.001 (" in line and "mlp.json" in line
-    assert "top1_agreement_with_reference" not in line  # the candidate still matches its own eager reference
+    assert "top1_accuracy: baseline 101, now 100, delta -1, allowed -0.001 (" in line and "mlp.json" in line

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from tests.test_user_repository import FIXTURE, _make
-from tritonsuite.deploy import userrepo
+from tritonsuite.deploy import userrepo, userserve
 from tritonsuite.server import EmbeddedServer
 
 pytestmark = pytest.mark.smoke
@@ -32,7 +32,7 @@ def test_the_same_json_drives_perf_analyzer(tmp_path, pa):
     doc["validation_data"][1]["OUTPUT__0"]["content"][2] += 0.25
     bad.write_text(json.dumps(doc))
     with EmbeddedServer(tmp_path / "served", tmp_path / "logs") as server:
-        server.load(userrepo.serve(specs[0], tmp_path / "served"))
+        userserve.load(specs[0], server, tmp_path / "served", {})
         for protocol, url in (("http", server.http_url), ("grpc", server.grpc_url)):
             good = _run(pa, url, protocol, FIXTURE / "ts_pool.json")
             assert good.returncode == 0, good.stdout + good.stderr

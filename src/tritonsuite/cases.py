@@ -9,7 +9,11 @@ from tritonsuite.profiles import Profile
 from tritonsuite.rows import LOADGENS
 from tritonsuite.settings import LatencyBound
 
-SCENARIOS = ("offline", "online", "accuracy", "tune")
+SCENARIOS = ("offline", "online", "accuracy", "tune", "conformance")
+#: the conformance checks a shipped model's offline deployment runs (the online one runs every check)
+OFFLINE_CHECKS = ("identity", "batching", "refusals", "counters")
+#: the size of a --model-repository deployment (tritonsuite.deploy.userrepo.SIZE): served once, as given
+USER_SIZE = "repository"
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,8 @@ class Case:
     rounds: int = 0
     order: str = ""  # --order of the sweep's points within a round
     stream: bool = False  # online: the streaming example of the deployment (deploy.streaming), at this concurrency
+    check: str = ""  # conformance: which check (tritonsuite.judge.conformance.CHECKS)
+    serving: str = ""  # conformance: which deployment of the model, "online" or "offline" ("" for a user's)
 
     @property
     def id(self) -> str:
@@ -46,6 +52,8 @@ class Case:
             parts.append(f"{'stream-' if self.stream else ''}concurrency{self.concurrency}")
         elif self.scenario == "tune":
             parts.append(f"tune-{LatencyBound.parse(self.bound).slug}")
+        elif self.scenario == "conformance":
+            parts += [p for p in (self.serving, self.check) if p]
         if self.loadgen != "suite":
             parts.append(self.loadgen)
         if self.round:
@@ -53,9 +61,11 @@ class Case:
         return "-".join(parts)
 
 
-def profile_cases(profile: Profile, scenario: str, loadgens: Sequence[str] = ("suite",)) -> list[Case]:
+def profile_cases(profile: Profile, scenario: str, loadgens: Sequence[str] = ("suite",),
+                  checks: Sequence[str] = ()) -> list[Case]:
     """The cases a profile asks for in a scenario, in a stable order (model, format, precision, sweep value, load
-    generator: with several, they measure each point back to back, so a busy spell hits both alike)."""
+    generator: with several, they measure each point back to back, so a busy spell hits both alike). Conformance:
+    one case per check in ``checks`` (:data:`tritonsuite.judge.conformance.CHECKS`) and deployment."""
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; valid choices: {', '.join(SCENARIOS)}")
     bad = [g for g in loadgens if g not in LOADGENS]
@@ -63,8 +73,9 @@ def profile_cases(profile: Profile, scenario: str, loadgens: Sequence[str] = ("s
         raise ValueError(f"load generator {','.join(bad) or '(none)'}: valid choices: {', '.join(LOADGENS)}")
     cases = []
     for model, mp in profile.models.items():
-        for fmt in mp.formats:
-            for precision in mp.scenario_precisions(scenario):
+        for fmt in mp.formats[:1] if scenario == "conformance" else mp.formats:
+            for precision in mp.scenario_precisions(scenario)[:1] if scenario == "conformance" else \
+                    mp.scenario_precisions(scenario):
                 if scenario == "offline":
                     cases += [Case(model, fmt, precision, scenario, batch_size=b, loadgen=g)
                               for b in mp.offline.batch_sizes for g in loadgens]
@@ -79,6 +90,8 @@ def profile_cases(profile: Profile, scenario: str, loadgens: Sequence[str] = ("s
                     if on.latency_bound is not None:
                         cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, search=kind,
                                        bound=str(on.latency_bound)) for kind in on.search]
+                elif scenario == "conformance":
+                    cases += _conformance_cases(mp, model, fmt, precision, checks)
                 elif scenario == "tune":  # one per online deployment with a latency bound: its configuration search
                     on = mp.online
                     if on.latency_bound is not None and (on.concurrency or on.request_rates):
@@ -87,6 +100,22 @@ def profile_cases(profile: Profile, scenario: str, loadgens: Sequence[str] = ("s
                 else:
                     cases.append(Case(model, fmt, precision, scenario, batch_size=mp.max_batch_size))
     return cases
+
+
+def _conformance_cases(mp, model: str, fmt: str, precision: str, checks: Sequence[str]) -> list[Case]:
+    """One case per check of each deployment a model's performance scenarios serve (its online one with dynamic
+    batching, its offline one without), in the first format and precision (``--formats`` chooses another); a
+    user's deployment once, as given. A model the profile only checks for accuracy has none. The offline deployment
+    differs from the online one only by its scheduler: it runs the checks that read it (:data:`OFFLINE_CHECKS`);
+    instances and reload, the same model file and backend over again, run on the online one."""
+    if mp.size == USER_SIZE:
+        servings = [("", 1, checks)]
+    else:
+        servings = ([("online", mp.online.batch_size, checks)] if mp.online.concurrency or mp.online.request_rates
+                    else []) + ([("offline", 1, [c for c in checks if c in OFFLINE_CHECKS])]
+                                if mp.offline.batch_sizes else [])
+    return [Case(model, fmt, precision, "conformance", batch_size=b, check=c, serving=s)
+            for s, b, wanted in servings for c in wanted]
 
 
 #: Orders of a sweep's points within a round (``--order``).

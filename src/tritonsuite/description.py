@@ -31,6 +31,13 @@ CONTROL_KINDS = ("CONTROL_SEQUENCE_START", "CONTROL_SEQUENCE_READY", "CONTROL_SE
 NUMPY_DTYPES = {**{v: k for k, v in TRITON_DTYPES.items()}, "STRING": "bytes"}
 
 
+def model_and_version(ref: str) -> tuple[str, str]:
+    """A model reference as rows and requests carry it, ``name`` or ``name:version`` (perf_analyzer's
+    ``--bls-composing-models`` syntax), into (name, version; "" for the latest the policy serves)."""
+    name, sep, version = str(ref).rpartition(":")
+    return (name, version) if sep and version.isdigit() else (str(ref), "")
+
+
 class DescriptionError(ValueError):
     """A configuration that cannot be described; the message names the model and the problem."""
 

@@ -37,8 +37,9 @@ STREAM_COLUMNS = ("Responses/Request", "Responses/Second", "avg time to first re
 LATENCY_PARTS = ("Client Send", "Network+Server Send/Recv", "Server Queue", "Server Compute Input",
                  "Server Compute Infer", "Server Compute Output", "Client Recv")
 #: Row statuses; only "OK" rows are valid.
-#: STOPPED: given up early on purpose (a search's point clearly over its latency bound).
-STATUSES = ("OK", "UNSTABLE", "INVALID", "STOPPED", "FAILED")
+#: STOPPED: given up early on purpose (a search's point clearly over its latency bound). SKIPPED: a check that does
+#: not apply or cannot be shown here (a conformance row; its reason says why).
+STATUSES = ("OK", "UNSTABLE", "INVALID", "STOPPED", "FAILED", "SKIPPED")
 
 
 def not_measured(status: str, measurement: Mapping[str, Any]) -> bool:

@@ -41,6 +41,17 @@ TRITON_DTYPES = {
 }
 
 
+def numpy_dtype(name: str) -> np.dtype:
+    """The numpy type of a :class:`TensorSpec` dtype name (see :attr:`TensorSpec.numpy_dtype`)."""
+    if name == "bytes":
+        return np.dtype(object)
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     """One input or output of the serving signature; ``shape`` excludes the batch dimension (-1 = dynamic)."""
@@ -67,6 +78,12 @@ class TensorSpec:
     @property
     def triton_dtype(self) -> str:
         return TRITON_DTYPES[self.dtype]
+
+    @property
+    def numpy_dtype(self) -> np.dtype:
+        """The numpy type of the tensor's arrays: ``object`` for BYTES (elements are ``bytes``), ml_dtypes'
+        ``bfloat16`` for BF16 (as tritonclient takes and returns them), else the dtype of that name."""
+        return numpy_dtype(self.dtype)
 
     def max_elements(self) -> int:
         """Elements per sample at most: the shape's product, with ``max_shape`` bounding the dynamic dims."""
@@ -108,6 +125,7 @@ class AccuracyData:
     inputs: dict[str, np.ndarray]
     score: Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray], str], list[Metric]]
     description: str = ""
+    data_sha256: str = ""  # sha256 of the data file the inputs and labels come from ("" for generated data)
 
 
 @dataclass(frozen=True)

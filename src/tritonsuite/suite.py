@@ -13,6 +13,7 @@ from tritonsuite.judge.accuracy import AccuracyResult, evaluate
 from tritonsuite.deploy.backends import backend_for
 from tritonsuite.cases import Case, profile_cases
 from tritonsuite.judge.baselines import BaselineStore, provenance
+from tritonsuite.judge.conformance import CHECKS, CheckResult, Target, run_check
 from tritonsuite.load.client import served_infer
 from tritonsuite.judge.compare import comparable, compare_points, point_key
 from tritonsuite.load.engine import LoadPoint, Measurement, Progress, SequenceSettings, measure
@@ -22,11 +23,12 @@ from tritonsuite.profiles import ModelProfile, Profile
 from tritonsuite.report.parameters import deployment_parameters
 from tritonsuite.rows import RawWriter, Row, raw_path
 from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name
-from tritonsuite.deploy import userrepo
+from tritonsuite.deploy import userrepo, userserve
 from tritonsuite.server import TritonServer
 from tritonsuite.settings import LatencyBound
-from tritonsuite.spec import ModelSpec
-from tritonsuite.models.training import trained_checkpoint
+from tritonsuite.spec import ModelSpec, path_digest
+from tritonsuite.description import ModelDescription
+from tritonsuite.models.training import trained_checkpoint, weights_origin, weights_sha256
 from tritonsuite.load.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
 from tritonsuite.description import ModelDescription
 from tritonsuite.judge import responses as kinds  # sequences, decoupled, python/BLS, the streaming example
@@ -40,6 +42,12 @@ class Deployment:
     directory: Path
     served_by: str  # the backend that serves it, as the server reports it
     description: ModelDescription | None = None  # its kind, read back from the server (tritonsuite.description)
+
+    description: ModelDescription | None = None  # its kind (tritonsuite.description): batchless, an ensemble's steps
+
+    @property
+    def batched(self) -> bool:  # False: batchless (max_batch_size 0), requests carry no batch dimension
+        return self.config.max_batch_size > 0
 
 
 @dataclass
@@ -57,6 +65,7 @@ class Suite:
     baselines: BaselineStore | None = None  # accuracy baselines to compare with (or to rewrite)
     update_baselines: bool = False  # rewrite the baselines of deployments that passed their absolute checks
     require_baselines: bool = False  # a deployment with no baseline fails instead of passing with a note
+    retrain: bool = False  # train the suite's models here instead of using the checkpoints shipped with tritonsuite
     compare_with: Sequence[Row] = ()  # a stored run's performance rows: each measured point is judged against them
     compare_label: str = ""
     # accuracy under load: this share of the requests of each online deployment's highest-concurrency point carries
@@ -68,6 +77,7 @@ class Suite:
     bls_composing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # BLS model ("": any) -> it calls
     _modules: dict = field(default_factory=dict, repr=False)
     _deployments: dict = field(default_factory=dict, repr=False)
+    _served: dict = field(default_factory=dict, repr=False)  # a user's deployment directory -> its copy
     _writers: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------------------------------------- cases
@@ -78,28 +88,28 @@ class Suite:
         return self.registry.get(model, self.model_profile(model).size)
 
     def cases(self, scenario: str, loadgens: Sequence[str] = ("suite",)) -> list[Case]:
-        return profile_cases(self.profile, scenario, loadgens)
+        return profile_cases(self.profile, scenario, loadgens, CHECKS)
 
     # ------------------------------------------------------------------------------------------- deployments
     def checkpoint(self, model: str) -> Path | None:
-        """The user's checkpoint for ``model``; else the suite-trained one if the spec trains; else None."""
+        """The user's checkpoint for ``model``; else, if the spec trains, the one shipped with tritonsuite (unless
+        ``retrain`` or a dataset asks for training here) or the one trained here; else None."""
         if model in self.checkpoints:
             return self.checkpoints[model]
         spec = self.spec(model)
         if spec.train is None:
             return None
-        return trained_checkpoint(spec, self.cache_dir, self.datasets.get(model))
+        return trained_checkpoint(spec, self.cache_dir, self.datasets.get(model), self.retrain)
 
     def weights(self, model: str) -> str:
-        """Which weights a model's rows come from: the user's checkpoint, the suite-trained one, weights shipped in a
-        package, or seeded random (a verdict on those says how a deployment treats numbers, not a model's quality)."""
-        if model in self.checkpoints:
-            return f"user checkpoint ({Path(self.checkpoints[model]).name})"
+        """Which weights a model's rows come from: the user's checkpoint, the one shipped with tritonsuite (short
+        sha256), one trained here, weights shipped in another package, or seeded random (a verdict on those says
+        how a deployment treats these numbers, not a trained model's quality)."""
         spec = self.spec(model)
-        if spec.train is not None:
-            return "suite-trained"
-        files = list(spec.weights_files())
-        return f"shipped weights ({', '.join(p.name for p in files)})" if files else "seeded random"
+        if model not in self.checkpoints and spec.train is None:
+            files = list(spec.weights_files())
+            return f"shipped weights ({', '.join(p.name for p in files)})" if files else "seeded random"
+        return weights_origin(self.checkpoint(model), user=model in self.checkpoints)
 
     def eager_module(self, model: str):
         if model not in self._modules:
@@ -159,25 +169,28 @@ class Suite:
                           kinds.described(self.server, name))
 
     def _deploy_user(self, spec: ModelSpec, fmt: str, precision: str) -> Deployment:
-        """A user's deployment: its config.pbtxt and model file copied unchanged into the run's repository."""
+        """A user's deployment: its whole directory (an ensemble's steps too) copied unchanged and loaded, once."""
         dep = userrepo.read_deployment(spec.config["user_repository"])
         config = userrepo.deployment_config(dep)
         backend = backend_for(fmt)
-        reason = backend.refuses(config) or self.server.refuses(backend, config)
-        if reason:
+        if reason := backend.refuses(config) or self.server.refuses(backend, config):
             raise export_mod.ExportUnsupported(f"{spec.name} ({dep.platform}) on the {self.server.name} server: "
                                                f"{reason}")
         self.server.check_alive()
         for name in (composing := kinds.composing_models(dep, self.bls_composing)):  # a BLS model's callees first
-            self.server.load(userrepo.serve(self.registry.get(name.split(":")[0], spec.size), self.repository_dir))
-        directory = userrepo.serve(spec, self.repository_dir)
+            userserve.load(self.registry.get(name.split(":")[0], spec.size), self.server, self.repository_dir,
+                           self._served)
+        userserve.load(spec, self.server, self.repository_dir, self._served)
         artifact = export_mod.Artifact(model=spec.name, size=spec.size, format=fmt, precision=precision,
-                                       path=directory / dep.version / dep.model_file.name,
-                                       key=spec.config["model_file_digest"] or "", max_abs_error={},
-                                       max_rel_error={}, verified_batch_sizes=(), versions={}, export_seconds=0.0)
-        self.server.load(directory)
-        return Deployment(spec.name, spec, artifact, config, directory, self.server.backend_description(spec.name),
-                          kinds.described(self.server, spec.name, composing))
+                                       path=(served := self.repository_dir / dep.name) / spec.config["version"]
+                                       / dep.model_file.name, key=spec.config["model_file_digest"] or "",
+                                       max_abs_error={}, max_rel_error={}, verified_batch_sizes=(), versions={},
+                                       export_seconds=0.0)
+        # a python model's kind is read from the configuration the server runs (its model.py may complete it)
+        description = (kinds.described(self.server, dep.name, composing) if dep.backend == "python"
+                       else dep.description)
+        return Deployment(spec.name, spec, artifact, config, served, self.server.backend_description(dep.name),
+                          description)
 
     def parameters(self, deployment: Deployment) -> dict:
         """The report's "Parameter Name | Parameter Value" table for a deployment."""
@@ -196,7 +209,7 @@ class Suite:
     def _identity(self, case: Case) -> dict:
         """What names a case's row, known before anything is deployed (so a failure still has a row)."""
         spec = self.spec(case.model)
-        scenario = "online" if case.scenario == "online" else "offline"
+        scenario = case.serving or ("online" if case.scenario == "online" else "offline")
         return {"scenario": case.scenario, "model": case.model, "title": spec.title or case.model,
                 "format": case.format, "precision": case.precision, "loadgen": case.loadgen,
                 "deployment": spec.name if userrepo.is_user_spec(spec) else
@@ -211,9 +224,10 @@ class Suite:
 
     # ------------------------------------------------------------------------------------------------- runs
     def _point(self, case: Case, concurrency: int = 0, request_rate: float = 0.0) -> LoadPoint:
-        online = self.model_profile(case.model).online
+        online, spec = self.model_profile(case.model).online, self.spec(case.model)
+        strings = any(t.dtype == "bytes" for t in spec.inputs + spec.outputs)  # in the body: their sizes vary
         return LoadPoint(case.batch_size, concurrency or 1,
-                         shared_memory=case.scenario == "offline" and self.server.local,
+                         shared_memory=case.scenario == "offline" and self.server.local and not strings,
                          request_rate=request_rate or None, distribution=online.distribution, seed=online.seed,
                          protocol=self.protocol)
 
@@ -230,9 +244,9 @@ class Suite:
             inputs = spec.example_inputs(case.batch_size, 0) if not self.probes_accuracy(case) or notes else None
             if self.probes_accuracy(case) and not notes:
                 data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
-                result, under_load = accuracy_under_load(self.server, deployment.name, spec, case.precision, data,
-                                                         point, self.profile.measurement, self.load_probe_share,
-                                                         self.load_probe_seed, progress, deployment.description)
+                result, under_load = accuracy_under_load(
+                    self.server, deployment.name, spec, case.precision, data, point, self.profile.measurement,
+                    self.load_probe_share, self.load_probe_seed, progress, deployment.description)
                 result.accuracy_under_load = under_load
             elif case.loadgen == "perf_analyzer":  # the same point, tensors and settings, NVIDIA's load generator
                 from tritonsuite.load.kinds import kind_arguments
@@ -253,8 +267,8 @@ class Suite:
             raise
         result.reasons += [n for n in notes if n]
         if case.scenario == "offline" and not point.shared_memory and not notes:
-            result.reasons.append(f"server is not on this host: inputs and outputs sent over {self.protocol}, not shared "
-                                  f"memory")
+            result.reasons.append(f"inputs and outputs sent over {self.protocol}, not shared memory: " + (
+                "the server is not on this host" if not self.server.local else "BYTES tensors"))
         if search is not None:
             result.meta["search"] = search
         if case.round:  # --repeat: which interleaved round this row is (the report gives the median of the rounds)
@@ -345,8 +359,8 @@ class Suite:
             client = self.server.grpc_client() if self.protocol == "grpc" else self.server.client()
             try:
                 result = evaluate(spec, deployment.name, case.precision, data,
-                                  served_infer(client, deployment.name, spec), reference,
-                                  deployment.config.max_batch_size)
+                                  served_infer(client, deployment.name, spec, deployment.batched), reference,
+                                  max(deployment.config.max_batch_size, 1))
             except Exception:
                 if self.server.gone():
                     raise self.server.died(f"during the accuracy run of {deployment.name}") from None
@@ -362,9 +376,14 @@ class Suite:
 
     def _record_accuracy(self, case: Case, deployment: Deployment, result: AccuracyResult) -> AccuracyResult:
         row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
+        weights = self.weights(case.model)  # which weights, and their and the data's sha256: what a baseline records
+        known = {"weights": weights, "dataset_sha256": data.data_sha256 or path_digest(self.datasets.get(case.model))
+                 or "", "weights_sha256": weights_sha256(self.checkpoint(case.model), self.eager_module(case.model))
+                 or spec.config.get("model_file_digest") or ""}
+        row.extra.update(known)
         if self.baselines is not None:
             row = self._against_baseline(case, result, row)
-        row.extra["weights"] = weights = self.weights(case.model)
+            row.extra.update(known)
         row.description += f"; weights: {weights}"  # the report's accuracy line says which
         if weights == "seeded random":
             row.description += " (the verdict is agreement with eager, not a trained model's)"
@@ -383,17 +402,25 @@ class Suite:
             if result.passed:
                 note["updated"] = str(self.baselines.update(row, provenance(row, self.server.version())))
         else:
-            if comparison.missing and self.require_baselines:
-                result.failures.append(f"{comparison.missing} (--require-baselines)")
+            if (comparison.missing or comparison.refused) and self.require_baselines:
+                result.failures.append(f"{comparison.missing or comparison.refused} (--require-baselines)")
             result.failures += [f"regressed against its baseline: {v.describe()} ({comparison.file})"
                                 for v in comparison.regressions]
         row = result.to_row(**self._identity(case), parameters=row.parameters)
         row.extra["baseline"] = note
         return row
 
+    def run_conformance(self, case: Case, allow_reload: bool = False) -> CheckResult:
+        """One conformance check (:mod:`tritonsuite.judge.conformance`) of a case's deployment; its row recorded."""
+        deployment = self.deployment(case.model, case.format, case.precision, case.serving or "served")
+        inputs = deployment.spec.example_inputs
+        result = run_check(Target(self.server, deployment.directory, lambda b, seed=0: inputs(b, seed),
+                                  case.batch_size or 1, allow_reload), case.check)
+        self.record(result.to_row(**self._identity(case), parameters=self.parameters(deployment)))
+        return result
+
     def run_tune(self, case: Case, strategy: str = "search", budget: str = ""):
-        """The configuration search of a case's online deployment (:func:`tritonsuite.tune.run_tune_case`): rows of
-        scenario ``tune``, ``reports/tune/<deployment>/config.pbtxt`` and its pages; returns the TuneResult."""
+        """The configuration search of a case's online deployment (:func:`tritonsuite.tune.run_tune_case`)."""
         from tritonsuite.tune import Budget, run_tune_case, space_for
 
         limit = Budget.parse(budget, space_for(self.model_profile(case.model)).budget) if budget else None

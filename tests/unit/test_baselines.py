@@ -66,3 +66,44 @@ def test_an_unreadable_baseline_file_is_one_line(tmp_path):
     (tmp_path / "cpu" / "m.json").write_text("{not json")
     with pytest.raises(BaselineError, match=r"cpu/m\.json: not a readable baseline file"):
         BaselineStore(tmp_path, "cpu").compare(_row(auc=0.9))
+
+
+def test_a_baseline_measured_with_other_weights_or_data_is_refused_in_one_line_not_judged(tmp_path):
+    store = BaselineStore(tmp_path, "cpu")
+    base = _row(q_risk_P50=0.0200, auc=0.912)
+    base.extra.update(weights_sha256="a" * 64, dataset_sha256="d" * 64)
+    store.update(base, {"run_id": "r1", "checkpoint": "shipped with tritonsuite (m.pt, sha256 aaaaaaaaaaaa)"})
+    stored = json.loads(store.path("m").read_text())["deployments"]["m_cpu_onnx_fp32_offline"]
+    assert stored["weights_sha256"] == "a" * 64 and stored["dataset_sha256"] == "d" * 64
+    same = _row(q_risk_P50=0.0300, auc=0.912)  # the same weights and data, worse: a regression
+    same.extra.update(weights_sha256="a" * 64, dataset_sha256="d" * 64)
+    assert [v.metric for v in store.compare(same).regressions] == ["q_risk_P50"]
+    other = _row(q_risk_P50=0.0300, auc=0.80)  # other weights: much worse, yet not judged as a regression
+    other.extra.update(weights_sha256="b" * 64, dataset_sha256="d" * 64)
+    refused = store.compare(other)
+    assert not refused.verdicts and not refused.regressions and not refused.missing
+    assert "\n" not in refused.refused and refused.to_dict()["refused"] == refused.refused
+    assert refused.refused.startswith("m_cpu_onnx_fp32_offline: not judged against its baseline: measured with "
+                                      "weights sha256 aaaaaaaaaaaa, this run's weights sha256 bbbbbbbbbbbb")
+    assert "--update-baselines" in refused.refused and "(shipped with tritonsuite (m.pt" in refused.refused
+    data = _row(q_risk_P50=0.0200)
+    data.extra.update(weights_sha256="a" * 64, dataset_sha256="e" * 64)
+    assert "dataset sha256 dddddddddddd, this run's dataset sha256 eeeeeeeeeeee" in store.compare(data).refused
+    unrecorded = _row(q_risk_P50=0.0200)  # a baseline that recorded no weights cannot vouch for a row that has them
+    store.update(_row(q_risk_P50=0.0200), {"run_id": "old"})
+    unrecorded.extra.update(weights_sha256="a" * 64, dataset_sha256="d" * 64)
+    assert "weights sha256 unrecorded, this run's weights sha256 aaaaaaaaaaaa" in store.compare(unrecorded).refused
+
+
+def test_the_report_names_a_refused_baseline_not_as_metrics_within_allowances():
+    from tritonsuite.report.pages import render_metrics_markdown, render_summary
+
+    line = ("m_cpu_onnx_fp32_offline: not judged against its baseline: measured with weights sha256 aaaaaaaaaaaa, "
+            "this run's weights sha256 bbbbbbbbbbbb (m.json); rewrite it with --update-baselines, or run with ...")
+    row = _row(auc=0.9)
+    row.extra["baseline"] = {"file": "m.json", "missing": "", "refused": line, "regressions": [], "improvements": [],
+                             "compared": 0}
+    data = row.to_dict()
+    assert f"- m_cpu_onnx_fp32_offline: {line}" in render_metrics_markdown("m", "accuracy", [data])
+    assert "within their allowances" not in render_metrics_markdown("m", "accuracy", [data])
+    assert "not judged: measured with other weights or data" in render_summary([data], "r1")

@@ -215,3 +215,25 @@ def test_tensorrt_mixed_pins_the_listed_layers_to_fp32():
     assert [i for i, layer in enumerate(layers) if layer.precision == float32] == [1, 2, 3, 5, 7]
     assert all(layers[i].set_types == {0: float32} for i in (1, 2, 3, 5, 7))
     assert flags == ["obey"]
+
+
+def test_trace_refuses_an_lstm_under_cpu_autocast_on_every_cpu():
+    """CPU autocast's fp16 LSTM is oneDNN's: refused by a CPU without AVX512-FP16, mis-traced (float times half) on
+    one with it, so the verdict would depend on the host: the case skips with its reason everywhere."""
+    import torch
+
+    from tritonsuite.deploy.formats import get_format
+
+    class Recurrent(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(WIDTH, WIDTH, batch_first=True)
+
+        def forward(self, x):
+            return (self.lstm(x.unsqueeze(1))[0][:, 0],)
+
+    spec = _spec()
+    with pytest.raises(ExportUnsupported, match=r"mixednet:tiny as ts-trace mixed on the CPU: autocast's fp16 LSTM "
+                                                r"is oneDNN's, refused or mis-traced depending on the CPU"):
+        get_format("ts-trace").prepare(Recurrent().eval(), spec, "mixed", "cpu")
+    assert get_format("ts-trace").prepare(_build(), spec, "mixed", "cpu") is not None  # no LSTM: traced as before

@@ -68,5 +68,6 @@ def test_bad_deployment_settings_are_rejected():
         DeploymentConfig(max_batch_size=8, preferred_batch_sizes=(4, 16))
     with pytest.raises(ValueError, match="valid choices: KIND_CPU, KIND_GPU"):
         DeploymentConfig(max_batch_size=8, instance_kind="KIND_TPU")
-    with pytest.raises(ValueError, match="max_batch_size must be >= 1"):
-        DeploymentConfig(max_batch_size=0)
+    with pytest.raises(ValueError, match="max_batch_size must be >= 0"):
+        DeploymentConfig(max_batch_size=-1)
+    assert DeploymentConfig(max_batch_size=0).max_batch_size == 0  # batchless: a user's config.pbtxt may say so

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from tritonsuite.description import describe
-from tritonsuite.load.kinds import composing_from_perf_analyzer, kind_arguments
+from tritonsuite.load.composing import parse_composing
+from tritonsuite.load.kinds import kind_arguments
 from tritonsuite.load.grpc import prepare_grpc_request
 from tritonsuite.load.http import prepare_request
 from tritonsuite.load.sequences import SequenceSettings, grpc_decorator, http_decorator
@@ -94,9 +95,10 @@ Concurrency: 2, throughput: 1582.87 infer/sec, latency 1254 usec
 """
 
 
-def test_perf_analyzers_composing_models_read_from_its_console():
-    found = composing_from_perf_analyzer(PA_CONSOLE)["composing"]
-    assert found == {"add_onnx": {"version": "1", "requests": 400, "per request": 2.0, "Server Queue": 0.056,
+def test_perf_analyzers_bls_composing_models_read_from_its_console():
+    """--bls-composing-models: the callee's block, read as an ensemble's steps are, per request of the BLS model."""
+    found = parse_composing(PA_CONSOLE)
+    assert found == {"add_onnx": {"requests": 400, "per request": 2.0, "Server Queue": 0.056,
                                   "Server Compute Input": 0.015, "Server Compute Infer": 0.159,
                                   "Server Compute Output": 0.033}}
-    assert composing_from_perf_analyzer("Server:\n  Successful request count: 3\n") == {}
+    assert parse_composing("Server:\n  Successful request count: 3\n") == {}

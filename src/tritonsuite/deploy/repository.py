@@ -40,8 +40,8 @@ class DeploymentConfig:
     max_workspace_size_bytes: int = 0  # the TensorRT accelerator's workspace; 0 = the backend's default (1 GiB)
 
     def __post_init__(self):
-        if self.max_batch_size < 1:
-            raise ValueError(f"max_batch_size must be >= 1, got {self.max_batch_size}")
+        if self.max_batch_size < 0:  # 0: batchless (a user's deployment as its config.pbtxt declares it)
+            raise ValueError(f"max_batch_size must be >= 0, got {self.max_batch_size}")
         if self.instance_kind not in INSTANCE_KINDS.values():
             raise ValueError(f"instance_kind {self.instance_kind!r}; valid choices: "
                              f"{', '.join(INSTANCE_KINDS.values())}")

@@ -1,27 +1,31 @@
 """Bring your own deployment: every deployment of a stock Triton model repository, driven with no Python spec.
 
-:func:`read_repository` parses each ``<deployment>/config.pbtxt`` with Triton's own protobuf
-(``tritonclient.grpc.model_config_pb2`` + ``text_format``): platform, tensors, dtypes, dims, max batch size,
-instance groups and dynamic batching. Deployments the suite cannot drive (ensembles, no batch dimension,
-unsupported dtypes or backends) come back as :class:`Undrivable` with their reason; sequence, decoupled and
-python/BLS models are drivable (their kind is read from the served configuration, :mod:`tritonsuite.description`). :func:`user_spec` turns a drivable deployment and its input data (perf_analyzer's,
+:func:`read_repository` reads each ``<deployment>/config.pbtxt`` with Triton's own protobuf into the one
+description of a deployment (:func:`tritonsuite.description.describe`): platform, tensors of every Triton dtype
+(BYTES, BOOL, FP16, BF16, the integer widths), max batch size (0: batchless), instance groups, dynamic batching,
+version policy. Sequence, decoupled and python/BLS models are drivable (their kind is read from the served
+configuration); deployments the suite cannot drive yet come back as :class:`Undrivable` with their reason.
+:func:`user_spec` turns a drivable deployment and its input data (perf_analyzer's,
 :mod:`tritonsuite.load.inputdata`) into a :class:`~tritonsuite.spec.ModelSpec` whose reference is the same model
-file run in-process by the backend's session (onnxruntime, ``torch.jit.load``); :func:`serve` copies the
-deployment's ``config.pbtxt`` and version directory, unchanged, into the run's repository (the user's directory is
-never written).
+file run in-process by the backend's session (onnxruntime, ``torch.jit.load``); a policy serving several versions
+gives one spec per version, named ``name:version``. :func:`serve` copies the whole deployment directory (label
+and resource files, every version directory the policy selects) into the run's repository
+(:mod:`tritonsuite.deploy.userserve`; the user's directory is never written).
 """
 from __future__ import annotations
 
 import dataclasses
-import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
 import numpy as np
 
-from tritonsuite.spec import TRITON_DTYPES, AccuracyData, Metric, ModelSpec, TensorSpec, file_digest
+from tritonsuite.deploy.userserve import (RepositoryError, config_json, parse_input_data, parse_tolerances,
+                                          repository_lookup, version_directories)
+from tritonsuite.deploy.validation import validation_score
+from tritonsuite.description import DescriptionError, ModelDescription, describe
+from tritonsuite.spec import AccuracyData, ModelSpec, TensorSpec, file_digest
 
 #: the ``size`` a user deployment has in the registry and the profile
 SIZE = "repository"
@@ -31,11 +35,6 @@ DRIVABLE = {"onnxruntime_onnx": ("onnx", "onnxruntime"), "onnxruntime": ("onnx",
             "tensorrt_plan": ("trt", "tensorrt"), "tensorrt": ("trt", "tensorrt"),
             "python": ("python", "python")}  # python backend (BLS included): run for real by the wheel's backend
 DEFAULT_FILES = {"onnxruntime": "model.onnx", "pytorch": "model.pt", "tensorrt": "model.plan", "python": "model.py"}
-_NUMPY = {v: k for k, v in TRITON_DTYPES.items() if k not in ("bytes", "bfloat16")}  # the load generators' types
-
-
-class RepositoryError(ValueError):
-    """A model repository or deployment that cannot be read; the message names it and what was expected."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,7 @@ class UserDeployment:
 
     name: str
     directory: Path  # the user's <repository>/<name>
-    version: str  # the version directory served (the highest, as Triton's default version policy)
+    version: str  # the version this entry drives (of ``versions``)
     model_file: Path
     format: str
     backend: str
@@ -64,72 +63,92 @@ class UserDeployment:
     preferred_batch_sizes: tuple[int, ...]
     max_queue_delay_microseconds: int
     config: Mapping  # the configuration as JSON (what Triton hands a backend)
+    versions: tuple[str, ...] = ()  # every version directory the version policy selects, ascending
+    description: ModelDescription | None = None
+    auto_completed: bool = False  # shipped without config.pbtxt: the server completes it (read back when loaded)
 
     @property
     def precision(self) -> str:
         return "fp16" if any(t.dtype == "float16" for t in self.inputs + self.outputs) else "fp32"
 
+    @property
+    def ref(self) -> str:
+        """How rows and requests name it: ``name``, or ``name:version`` when the policy serves several versions."""
+        return f"{self.name}:{self.version}" if len(self.versions) > 1 else self.name
 
-def _tensors(entries, where: str) -> tuple[tuple[TensorSpec, ...], str | None]:
-    from tritonclient.grpc import model_config_pb2 as mc
-
-    tensors = []
-    for t in entries:
-        dtype = mc.DataType.Name(t.data_type).removeprefix("TYPE_")
-        if dtype not in _NUMPY:
-            return (), f"{where} {t.name} is {dtype}; the suite drives {', '.join(sorted(_NUMPY))}"
-        tensors.append(TensorSpec(t.name, _NUMPY[dtype], tuple(int(d) for d in t.dims)))
-    return tuple(tensors), None
+    def at_version(self, version: str) -> "UserDeployment":
+        return dataclasses.replace(self, version=version, model_file=self.directory / version / self.model_file.name)
 
 
 def read_deployment(directory: str | Path) -> UserDeployment | Undrivable:
     """One deployment directory: drivable, or why not."""
-    from google.protobuf import json_format, text_format
-    from tritonclient.grpc import model_config_pb2 as mc
-
     directory = Path(directory)
     name = directory.name
-    config_file = directory / "config.pbtxt"
-    if not config_file.is_file():
-        return Undrivable(name, "no config.pbtxt (the suite does not auto-complete configurations)")
+    auto_completed = not (directory / "config.pbtxt").is_file()
     try:
-        cfg = text_format.Parse(config_file.read_text(), mc.ModelConfig())
-    except text_format.ParseError as exc:
-        raise RepositoryError(f"{config_file}: not a ModelConfig: {exc}") from None
-    if cfg.name and cfg.name != name:
-        return Undrivable(name, f"config.pbtxt names it {cfg.name!r}, Triton refuses a name unlike its directory")
-    kind = cfg.platform or cfg.backend
-    if kind == "ensemble" or cfg.HasField("ensemble_scheduling"):
-        return Undrivable(name, "ensemble: its steps are other deployments; drive those")
+        config = config_json(directory) if not auto_completed else auto_complete(directory)
+    except ValueError as exc:
+        raise RepositoryError(str(exc)) from None
+    if isinstance(config, Undrivable):
+        return config
+    if config["name"] != name:
+        return Undrivable(name, f"config.pbtxt names it {config['name']!r}, Triton refuses a name unlike its directory")
+    try:
+        desc = describe(config, repository_lookup(directory.parent))
+    except DescriptionError as exc:
+        return Undrivable(name, str(exc))
+    kind = desc.platform or desc.backend
+    if desc.ensemble:  # driven as one deployment; its reference is its steps composed in-process
+        leaves = [m for m in desc.all_composing() if not m.ensemble]
+        bad = [m for m in leaves if (m.platform or m.backend) not in DRIVABLE or m.python]
+        if bad:
+            return Undrivable(name, f"ensemble with step {bad[0].name} ({bad[0].platform or bad[0].backend}), which "
+                                    f"the suite cannot drive yet")
+        kind = leaves[0].platform or leaves[0].backend
     # decoupled models (load.streams), sequence batching (load.sequences) and python/BLS models are driven: the
-    # description (tritonsuite.description) tells the engine and the judges which they are
+    # description tells the engine and the judges which they are
     if kind not in DRIVABLE:
         return Undrivable(name, f"platform/backend {kind or '(none)'!r}: the suite drives "
-                                f"{', '.join(sorted(k for k in DRIVABLE if '_' in k))}")
-    if cfg.max_batch_size < 1:
-        return Undrivable(name, "max_batch_size 0 (no batch dimension): the suite's load points are batched")
+                                f"{', '.join(sorted(k for k in DRIVABLE if '_' in k or k == 'python'))}")
     fmt, backend = DRIVABLE[kind]
-    inputs, why = _tensors(cfg.input, "input")
-    outputs, why_out = _tensors(cfg.output, "output")
-    if why or why_out:
-        return Undrivable(name, why or why_out)
-    versions = sorted((p for p in directory.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
+    found = version_directories(directory)
+    versions = tuple(str(v) for v in desc.version_policy.served(found))
     if not versions:
-        return Undrivable(name, "no numeric version directory")
-    model_file = versions[-1] / (cfg.default_model_filename or DEFAULT_FILES[backend])
-    if not model_file.exists():
-        return Undrivable(name, f"no model file {model_file.relative_to(directory)}")
-    groups = list(cfg.instance_group)
-    kinds = {mc.ModelInstanceGroup.Kind.Name(g.kind) for g in groups}
-    db = cfg.dynamic_batching
+        return Undrivable(name, f"{'ensemble: ' if desc.ensemble else ''}no version directory the version policy "
+                                f"{desc.version_policy.describe()} selects (found {found or 'none'}; an ensemble's "
+                                f"may be empty)")
+    filename = "" if desc.ensemble else desc.default_model_filename or DEFAULT_FILES[backend]
+    missing = [v for v in versions if filename and not (directory / v / filename).exists()]
+    if missing:
+        return Undrivable(name, f"no model file {missing[0]}/{filename}")
+    groups = desc.instance_groups
+    db = desc.dynamic_batching
     return UserDeployment(
-        name=name, directory=directory, version=versions[-1].name, model_file=model_file, format=fmt,
-        backend=backend, platform=cfg.platform or f"{backend} backend", inputs=inputs, outputs=outputs,
-        max_batch_size=cfg.max_batch_size, instance_count=sum(g.count or 1 for g in groups) or 1,
-        instance_kind="KIND_GPU" if "KIND_GPU" in kinds else "KIND_CPU", dynamic_batching=cfg.HasField(
-            "dynamic_batching"), preferred_batch_sizes=tuple(db.preferred_batch_size),
-        max_queue_delay_microseconds=int(db.max_queue_delay_microseconds),
-        config=json_format.MessageToDict(cfg, preserving_proto_field_name=True))
+        name=name, directory=directory, version=versions[-1], model_file=directory / versions[-1] / filename,
+        format=fmt, backend=backend, platform=desc.platform or f"{backend} backend", inputs=desc.inputs,
+        outputs=desc.outputs, max_batch_size=desc.max_batch_size, instance_count=desc.instance_count,
+        instance_kind="KIND_GPU" if any(g.kind == "KIND_GPU" for g in groups) else "KIND_CPU",
+        dynamic_batching=db is not None, preferred_batch_sizes=db.preferred_batch_sizes if db else (),
+        max_queue_delay_microseconds=db.max_queue_delay_microseconds if db else 0, config=config,
+        versions=versions, description=desc, auto_completed=auto_completed)
+
+
+def auto_complete(directory: Path) -> dict | Undrivable:
+    """A deployment shipped without config.pbtxt, as Triton completes it: the backend from the model file's name,
+    and for ONNX the tensors, max batch size and dynamic batching the onnxruntime backend fills in (the embedded
+    server's stand-in runs the same :func:`~tritonsuite.deploy.backends.standin.onnx_auto_complete`; what the
+    server completed is read back and checked when loaded). The pytorch backend does not complete tensors."""
+    from tritonsuite.deploy.backends.standin import onnx_auto_complete
+
+    versions = version_directories(directory)
+    latest = directory / str(versions[-1]) if versions else directory
+    if (latest / "model.onnx").is_file():
+        return {"name": directory.name, "platform": "onnxruntime_onnx", "backend": "onnxruntime",
+                **onnx_auto_complete(str(latest / "model.onnx"))}
+    if (latest / "model.pt").is_file():
+        return Undrivable(directory.name, "no config.pbtxt: Triton's pytorch backend does not auto-complete a "
+                                          "TorchScript model's inputs and outputs; declare them in config.pbtxt")
+    return Undrivable(directory.name, "no config.pbtxt and no model.onnx to auto-complete it from")
 
 
 def read_repository(repository: str | Path) -> tuple[list[UserDeployment], list[Undrivable]]:
@@ -152,10 +171,16 @@ class Reference:
     deployment should hold), run by the backend its suffix names, under the deployment's tensors."""
 
     def __init__(self, dep: UserDeployment, file: str | Path | None = None):
+        self.batchless = dep.max_batch_size == 0
         if str(file or "").endswith(".py") or (file is None and dep.backend == "python"):
             from tritonsuite.deploy.pyreference import python_reference
 
             self._session = python_reference(dep, file)
+        elif dep.description is not None and dep.description.ensemble and file is None:
+            from tritonsuite.deploy.ensemble import ComposedReference
+
+            self._session = ComposedReference(dep.description, lambda model, version: _step_session(
+                dep.directory.parent / model.name, version))
         elif file is not None:
             from tritonsuite.deploy.backends.standin import open_session
 
@@ -174,46 +199,20 @@ class Reference:
             self._session = open_session(dep.backend, str(dep.model_file), dict(dep.config), "cpu")
 
     def __call__(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if self.batchless:  # batch first in and out, as every runner; the model sees one sample at a time
+            runs = [self._session({k: v[i] for k, v in inputs.items()}) for i in range(len(next(iter(inputs.values()))))]
+            return {k: np.stack([np.asarray(r[k]) for r in runs]) for k in runs[0]}
         return {k: np.asarray(v) for k, v in self._session(inputs).items()}
 
 
-def _validation_score(spec_outputs, expected: Mapping[str, np.ndarray], tolerances):
-    """Metrics judging the served outputs against perf_analyzer's ``validation_data``: per output, the elements
-    outside atol + rtol x |expected| (must be 0), with the comparison statistics of judge.accuracy."""
-    def score(served, reference, precision) -> list[Metric]:
-        from tritonsuite.judge.accuracy import compare_outputs
-
-        metrics = []
-        for out in spec_outputs:
-            if out.name not in expected:
-                continue
-            name = f"validation_data {out.name} elements out of tolerance"
-            probe = _ToleranceView((out,), tolerances)
-            if served[out.name].shape != expected[out.name].shape:
-                metrics.append(Metric(name, float("inf"), 0.0, higher_is_better=False,
-                                      worst=f"served shape {served[out.name].shape}, expected "
-                                            f"{expected[out.name].shape}"))
-                continue
-            c = compare_outputs({out.name: served[out.name]}, {out.name: expected[out.name]}, probe, precision)[0]
-            metrics.append(Metric(name, float(c.mismatched), 0.0, higher_is_better=False,
-                                  worst=c.describe() if c.mismatched else ""))
-        return metrics
-
-    return score
-
-
-@dataclass(frozen=True)
-class _ToleranceView:
-    """What judge.accuracy.compare_outputs reads of a spec: outputs and tolerances."""
-
-    outputs: tuple[TensorSpec, ...]
-    tolerances: Mapping[str, tuple[float, float]]
-
-    def tolerance(self, precision: str, output: str) -> tuple[float, float]:
-        return tuple(self.tolerances.get(output, (1e-4, 1e-4))[:2])
-
-    def mismatch_share(self, precision: str, output: str) -> float:
-        return 0.0
+def _step_session(directory: Path, version: int):
+    """A composing model of an ensemble run in-process at ``version`` (-1: the latest its policy serves)."""
+    dep = read_deployment(directory)
+    if isinstance(dep, Undrivable):
+        raise RepositoryError(f"ensemble step {dep.name}: no in-process reference ({dep.reason})")
+    if version > 0 and str(version) not in dep.versions:
+        raise RepositoryError(f"ensemble step {dep.name} asks for version {version}; served: {', '.join(dep.versions)}")
+    return Reference(dep.at_version(str(version)) if version > 0 else dep)
 
 
 def _bounded_outputs(dep: UserDeployment, data) -> tuple[TensorSpec, ...]:
@@ -239,23 +238,42 @@ def user_spec(dep: UserDeployment, data, tolerances: Mapping[str, tuple[float, f
     expected = data.expected()
 
     def accuracy(dataset, checkpoint) -> AccuracyData:
-        return AccuracyData(inputs=data.all_steps(), score=_validation_score(dep.outputs, expected, tolerances),
+        return AccuracyData(inputs=data.all_steps(), score=validation_score(dep.outputs, expected, tolerances),
                             description=f"input data {data.describe()}; reference: "
                                         f"{reference or dep.model_file.name} run in-process")
 
     digest = file_digest(dep.model_file) if dep.model_file.is_file() else None
     return ModelSpec(
-        name=dep.name, size=SIZE, build=lambda checkpoint: Reference(dep, reference), inputs=dep.inputs,
+        name=dep.ref, size=SIZE, build=lambda checkpoint: Reference(dep, reference), inputs=dep.inputs,
         outputs=_bounded_outputs(dep, data) if dep.backend != "tensorrt" else dep.outputs,
         example_inputs=lambda batch_size, seed: data.batch(batch_size, seed % len(data.steps)),
         formats=(dep.format,), precisions=(dep.precision,),
         tolerances={dep.precision: {k: v for k, v in tolerances.items()}}, accuracy_data=accuracy,
-        config={"user_repository": str(dep.directory), "version": dep.version, "model_file_digest": digest,
-                "reference": str(reference) if reference else None},
+        config={"user_repository": str(dep.directory), "version": dep.version, "versions": dep.versions,
+                "model_file_digest": digest,
+                "reference": str(reference) if reference else None, "auto_completed": dep.auto_completed,
+                "max_batch_size": dep.max_batch_size, "composing": tuple(m.name for m in dep.description.all_composing())
+                if dep.description is not None else ()},
         parameters={"Model repository": str(dep.directory.parent), "Model file": f"{dep.version}/{dep.model_file.name} "
-                    f"(served as given, sha256 {str(digest)[:12]})", "Export format": "none (the user's file)",
-                    "Input data": data.describe()},
-        description=f"{dep.platform} deployment from {dep.directory}", title=dep.name)
+                    f"(served as given, sha256 {str(digest)[:12]})" if digest else "ensemble of " + ", ".join(
+                        m.name for m in dep.description.all_composing()), "Export format": "none (the user's file)",
+                    "Input data": data.describe(), **({"Configuration": "none shipped: auto-completed by the server, "
+                                                       "read back from it"} if dep.auto_completed else {}),
+                    **_kind_parameters(dep)},
+        description=f"{dep.platform} deployment from {dep.directory}", title=dep.ref)
+
+
+def _kind_parameters(dep: UserDeployment) -> dict[str, str]:
+    """The report's rows naming what kind of deployment it is and which version of its policy a row drives."""
+    desc = dep.description
+    if desc is None:
+        return {}
+    found = {"Deployment kind": ", ".join(desc.kinds), "Platform": desc.platform or dep.platform,
+             "Version": f"{dep.version} (version policy {desc.version_policy.describe()}; served: "
+                        f"{', '.join(dep.versions)})"}
+    if desc.ensemble:
+        found["Ensemble steps"] = " -> ".join(s.model for s in desc.steps)
+    return found
 
 
 def is_user_spec(spec: ModelSpec) -> bool:
@@ -267,58 +285,11 @@ def deployment_config(dep: UserDeployment):
     report's parameter table; the served config.pbtxt is the user's, unchanged)."""
     from tritonsuite.deploy.repository import DeploymentConfig
 
-    return DeploymentConfig(max_batch_size=dep.max_batch_size, instance_count=dep.instance_count,
+    return DeploymentConfig(max_batch_size=dep.max_batch_size, instance_count=dep.instance_count,  # 0: batchless
                             instance_kind=dep.instance_kind, dynamic_batching=dep.dynamic_batching,
                             preferred_batch_sizes=tuple(b for b in dep.preferred_batch_sizes
                                                         if b <= dep.max_batch_size),
                             max_queue_delay_microseconds=dep.max_queue_delay_microseconds)
-
-
-def serve(spec: ModelSpec, repository_dir: str | Path) -> Path:
-    """Copy the user's config.pbtxt and served version directory, byte for byte, to ``<repository_dir>/<name>``
-    (hard links where the file system allows: the suite never writes to them). Returns the copy."""
-    source = Path(spec.config["user_repository"])
-    final = Path(repository_dir) / source.name
-    tmp = final.with_name(f".{source.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    shutil.copy2(source / "config.pbtxt", tmp / "config.pbtxt")
-    shutil.copytree(source / spec.config["version"], tmp / spec.config["version"], copy_function=shutil.copy2)
-    if spec.config["model_file_digest"]:
-        served = [p for p in (tmp / spec.config["version"]).rglob("*") if p.is_file()]
-        if spec.config["model_file_digest"] not in {file_digest(p) for p in served}:
-            raise RepositoryError(f"{source}: the model file changed while the run copied it")
-    if final.exists():
-        shutil.rmtree(final)
-    os.rename(tmp, final)
-    return final
-
-
-def parse_tolerances(values) -> dict[str, tuple[float, float]]:
-    """``--tolerance NAME=atol,rtol`` values (repeatable) into {output: (atol, rtol)}."""
-    found = {}
-    for value in values:
-        name, sep, numbers = str(value).partition("=")
-        try:
-            atol, rtol = (float(x) for x in numbers.split(","))
-        except ValueError:
-            atol = rtol = -1.0
-        if not sep or not name or atol < 0 or rtol < 0:
-            raise RepositoryError(f"--tolerance {value!r}: expected OUTPUT=atol,rtol with non-negative numbers")
-        found[name] = (atol, rtol)
-    return found
-
-
-def parse_input_data(values) -> dict[str, str]:
-    """``--input-data [DEPLOYMENT=]VALUE`` values: {deployment or "": value}; "" is every other deployment's."""
-    found = {"": "random"}
-    for value in values:
-        name, sep, rest = str(value).partition("=")
-        if sep and name and "/" not in name and not Path(value).exists():
-            found[name] = rest
-        else:
-            found[""] = value
-    return found
 
 
 def user_models(repository: str | Path, input_data: Mapping[str, str] | None = None, shapes: Mapping | None = None,
@@ -335,28 +306,25 @@ def user_models(repository: str | Path, input_data: Mapping[str, str] | None = N
 
     deployments, undrivable = read_repository(repository)
     input_data = {"": "random", **(input_data or {})}
-    tolerances = dict(tolerances or {})
-    outputs = {t.name for d in deployments for t in d.outputs}
-    unknown = [k for k in tolerances if k not in outputs]
-    if unknown:
-        raise RepositoryError(f"--tolerance {unknown[0]}: not an output of {repository}; valid choices: "
-                              f"{', '.join(sorted(outputs))}")
+    tolerances = dict(tolerances or {})  # checked against the run's outputs by deploy.repooptions
     specs, profiles = [], {}
-    for dep in deployments:
-        if only and dep.name not in only:  # --models names others: this one's input data is not asked for
+    versioned = [found.at_version(v) for found in deployments for v in found.versions]  # one entry per version
+    for dep in versioned:
+        if only and dep.name not in only and dep.ref not in only:  # --models names others: no input data asked for
             continue
         data = inputdata.load(input_data.get(dep.name, input_data[""]), dep.inputs, dep.outputs, shapes)
         specs.append(user_spec(dep, data, tolerances, (references or {}).get(dep.name)))
-        if named and dep.name in named:
-            profiles[dep.name] = named[dep.name]
+        if named and dep.ref in named:
+            profiles[dep.ref] = named[dep.ref]
             continue
-        too_big = [b for b in batch_sizes if b > dep.max_batch_size]
+        too_big = [b for b in batch_sizes if b > dep.max_batch_size] if dep.max_batch_size else []
         if too_big:
             raise RepositoryError(f"--batch-sizes {too_big} exceed {dep.name}'s max_batch_size {dep.max_batch_size}")
-        offline = tuple(batch_sizes) or tuple(sorted({1, dep.max_batch_size}))
-        profiles[dep.name] = ModelProfile(
-            model=dep.name, size=SIZE, formats=(dep.format,), precisions=(dep.precision,),
-            max_batch_size=dep.max_batch_size, offline=OfflineProfile(offline, dep.instance_count),
+        # batchless (max_batch_size 0): requests carry no batch dimension, so offline is batch 1 alone
+        offline = (1,) if not dep.max_batch_size else tuple(batch_sizes) or tuple(sorted({1, dep.max_batch_size}))
+        profiles[dep.ref] = ModelProfile(
+            model=dep.ref, size=SIZE, formats=(dep.format,), precisions=(dep.precision,), batchless=not dep.max_batch_size,
+            max_batch_size=max(dep.max_batch_size, 1), offline=OfflineProfile(offline, dep.instance_count),
             online=OnlineProfile(concurrency=tuple(concurrency) or (1, 2, 4), batch_size=1,
                                  instance_count=dep.instance_count,
                                  preferred_batch_sizes=deployment_config(dep).preferred_batch_sizes,
@@ -364,37 +332,3 @@ def user_models(repository: str | Path, input_data: Mapping[str, str] | None = N
             instance_kind=dep.instance_kind)
     return specs, profiles, undrivable
 
-
-def add_repositories(registry, profile, repositories, input_data=(), shapes=(), tolerances=(), references=None,
-                     only=()):
-    """Every deployment of ``repositories`` (and the profile's ``model_repository``) into ``registry`` and the
-    profile: ``input_data``, ``shapes``, ``tolerances`` as their command-line values. Returns (profile, the
-    deployments that cannot be driven as (repository, name, reason))."""
-    from dataclasses import replace
-
-    from tritonsuite.load.inputdata import parse_shapes
-
-    repositories = list(dict.fromkeys(([profile.model_repository] if profile.model_repository else [])
-                                      + [str(r) for r in repositories]))
-    if not repositories:
-        return profile, ()
-    models, undrivable = dict(profile.models), []
-    tolerances = {**profile.tolerances, **parse_tolerances(tolerances)}
-    shapes, data = parse_shapes(shapes), parse_input_data(input_data)
-    names = {d.name for r in repositories if Path(r).is_dir() for d in Path(r).iterdir() if d.is_dir()}
-    unknown = [n for n in data if n and n not in names]
-    if unknown:
-        raise RepositoryError(f"--input-data {unknown[0]}=...: no such deployment; valid choices: "
-                              f"{', '.join(sorted(names))}")
-    for repository in repositories:
-        named = {m: mp for m, mp in profile.models.items() if mp.size == SIZE}
-        specs, found, skipped = user_models(repository, data, shapes, tolerances, named=named,
-                                            references=references, only=only)
-        for spec in specs:
-            if spec.name in registry.names():
-                raise RepositoryError(f"--model-repository {repository}: deployment {spec.name} has the name of a "
-                                      f"model already in the run; rename its directory")
-            registry.add(spec)
-        models.update(found)
-        undrivable += [(repository, u.name, u.reason) for u in skipped]
-    return replace(profile, models=models), tuple(undrivable)

@@ -53,8 +53,7 @@ def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.
     for out in spec.outputs:
         if out.name not in actual:
             raise KeyError(f"output {out.name!r} missing; got {sorted(actual)}")
-        a = np.asarray(actual[out.name], dtype=np.float64)
-        e = np.asarray(expected[out.name], dtype=np.float64)
+        a, e = _comparable(actual[out.name], expected[out.name])
         valid = None
         if out.valid_length is not None:  # compare the reference's valid frames only (padding is not output)
             a, e, valid = _valid_region(a, e, expected[out.valid_length[0]], out.valid_length[1] + 1)
@@ -81,6 +80,24 @@ def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.
             worst_index=tuple(int(i) for i in worst), allowed_share=spec.mismatch_share(precision, out.name),
             worst_sample=int(np.argmax(per_sample)), worst_sample_share=float(per_sample.max())))
     return results
+
+
+def _comparable(actual, expected) -> tuple[np.ndarray, np.ndarray]:
+    """Both as float64 arrays to compare with a tolerance. Strings (BYTES, compared as UTF-8 bytes) compare exactly:
+    each element becomes its distance, 0.0 where equal and 1.0 where not, against 0.0; BOOL, the integer widths,
+    FP16 and BF16 compare as numbers."""
+    a, e = np.asarray(actual), np.asarray(expected)
+    if a.dtype != object and e.dtype != object and a.dtype.kind not in "SU" and e.dtype.kind not in "SU":
+        return a.astype(np.float64), e.astype(np.float64)
+
+    def encoded(x: np.ndarray) -> np.ndarray:
+        return np.array([v if isinstance(v, bytes) else str(v).encode() for v in x.reshape(-1)],
+                        dtype=object).reshape(x.shape)
+
+    a, e = encoded(a), encoded(e)
+    if a.shape != e.shape:
+        return np.zeros(a.shape), np.zeros(e.shape)  # the caller names the shapes
+    return (a != e).astype(np.float64), np.zeros(e.shape)
 
 
 def _valid_region(actual: np.ndarray, expected: np.ndarray, lengths: np.ndarray, axis: int):

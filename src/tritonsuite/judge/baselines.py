@@ -8,6 +8,11 @@ allowance is a regression (named with baseline, now, delta and allowance); bette
 never failed. Allowances default per metric kind (:data:`DEFAULT_ALLOWANCES`) and can be edited in the file.
 Triton-vs-eager errors are recorded and their deltas shown, but they are gated by the absolute tolerances of the
 accuracy scenario, not here.
+
+A baseline knows what it measured: each deployment's entry records the sha256 of the weights and of the dataset
+(:data:`DIGESTS`, from the row's ``extra``). A row measured with other weights or data is not judged against it (its
+deltas would say nothing about the deployment): the comparison is *refused* with one line naming both hashes and
+the way out, which ``--require-baselines`` turns into a failure.
 """
 from __future__ import annotations
 
@@ -21,7 +26,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 # (fragment of the metric name, absolute allowance, relative allowance): the first match wins. Points on a 0-100
-# scale (SQuAD F1 and exact match) may drop 0.1 point, dice 0.002, AUC and MAP 0.001, q-risk may grow 1%.
+# scale (SQuAD F1 and exact match) may drop 0.1 point, dice 0.002, AUC and MAP 0.001, q-risk may grow 1%. These are
+# floors (the smallest change worth failing): a committed baseline's allowance is raised above its floor where 5x
+# the spread the host's math alone gives that metric is more (examples/accuracy_spread.py, docs/accuracy.md)
 DEFAULT_ALLOWANCES: tuple[tuple[str, float | None, float | None], ...] = (
     ("relative_to_eager", 0.001, None),
     ("difference_to_reference", 0.001, None),
@@ -35,7 +42,8 @@ DEFAULT_ALLOWANCES: tuple[tuple[str, float | None, float | None], ...] = (
     ("agreement", 0.001, None),
 )
 FALLBACK_ALLOWANCE = (0.001, None)
-INFORMATIONAL = ("max abs error", "max rel error")  # Triton-vs-eager errors: gated by tolerances, not baselines
+INFORMATIONAL = ("max abs error", "max rel error")
+DIGESTS = (("weights", "weights_sha256"), ("dataset", "dataset_sha256"))  # what a baseline was measured with  # Triton-vs-eager errors: gated by tolerances, not baselines
 
 
 def informational(metric: str) -> bool:
@@ -101,6 +109,7 @@ class Comparison:
     file: Path
     verdicts: list[Verdict] = field(default_factory=list)
     missing: str = ""  # why there is no baseline, when there is none
+    refused: str = ""  # why the baseline cannot judge this row (other weights or data), when it cannot
 
     @property
     def regressions(self) -> list[Verdict]:
@@ -111,7 +120,7 @@ class Comparison:
         return [v for v in self.verdicts if v.kind == "improvement"]
 
     def to_dict(self) -> dict:
-        return {"file": str(self.file), "missing": self.missing,
+        return {"file": str(self.file), "missing": self.missing, "refused": self.refused,
                 "regressions": [v.describe() for v in self.regressions],
                 "improvements": [v.describe() for v in self.improvements],
                 "compared": len([v for v in self.verdicts if v.kind != "informational"])}
@@ -144,6 +153,9 @@ class BaselineStore:
         entry = self.read(row.model).get("deployments", {}).get(row.deployment)
         if entry is None:
             return Comparison(path, missing=f"no baseline for {row.deployment} in {path}")
+        refused = refusal(row, entry, path)
+        if refused:
+            return Comparison(path, refused=refused)
         verdicts = []
         for metric, stored in entry.get("metrics", {}).items():
             if metric not in row.metrics or row.metrics[metric] is None:
@@ -174,11 +186,27 @@ class BaselineStore:
                                    "better": previous.get("better") or direction(metric, row.thresholds.get(metric)),
                                    "allowance": previous.get("allowance") or (
                                        None if informational(metric) else default_allowance(metric))}
-            data["deployments"][row.deployment] = {"metrics": metrics, "provenance": dict(provenance)}
+            data["deployments"][row.deployment] = {"metrics": metrics, "provenance": dict(provenance),
+                                                   **{k: row.extra[k] for _, k in DIGESTS if row.extra.get(k)}}
             tmp = path.with_name(f".{path.name}.{os.getpid()}")
             tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
             os.replace(tmp, path)
         return path
+
+
+def refusal(row, entry: Mapping[str, Any], path: Path) -> str:
+    """Why the baseline ``entry`` cannot judge ``row`` ("" when it can): the weights or the dataset it was measured
+    with are not this row's, by sha256 (a baseline that recorded none cannot vouch for a row that has one)."""
+    for what, key in DIGESTS:
+        then, now = entry.get(key) or "", row.extra.get(key) or ""
+        if then != now:
+            told = entry.get("provenance", {})
+            named = (told.get("checkpoint") if told.get("checkpoint", "-") != "-" else told.get("weights", "-")) \
+                if what == "weights" else "its dataset"
+            return (f"{row.deployment}: not judged against its baseline: measured with {what} sha256 "
+                    f"{then[:12] or 'unrecorded'}, this run's {what} sha256 {now[:12] or 'unrecorded'} ({path}); "
+                    f"rewrite it with --update-baselines, or run with the {what} it names ({named})")
+    return ""
 
 
 def provenance(row, server_version: str) -> dict:
@@ -193,4 +221,5 @@ def provenance(row, server_version: str) -> dict:
             pass
     return {"run_id": row.run_id, "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(),
             "machine": platform.machine(), "tritonserver": server_version, "versions": versions,
-            "checkpoint": row.parameters.get("Checkpoint", "-"), "samples": row.samples}
+            "checkpoint": row.parameters.get("Checkpoint", "-"), "weights": row.extra.get("weights", "-"),
+            "samples": row.samples}

@@ -25,9 +25,12 @@ PROTOCOLS = ("http", "grpc")
 
 
 def infer_tensors(inputs: Mapping[str, np.ndarray], outputs: Sequence[str], shm: "SharedMemoryRegions | None" = None,
-                  protocol: str = "http"):
+                  protocol: str = "http", batched: bool = True):
     """tritonclient input and requested-output objects (HTTP's, or gRPC's) for one request: tensors in the request
-    body, or, with ``shm``, references into its registered regions. The one place the suite builds them."""
+    body, or, with ``shm``, references into its registered regions. The one place the suite builds them.
+
+    ``inputs`` are batch first; a batchless deployment's (``batched`` false, ``max_batch_size: 0``) is a batch of
+    one sent without its batch dimension, as the configuration's dims declare it."""
     import importlib
 
     from tritonclient.utils import np_to_triton_dtype
@@ -38,6 +41,11 @@ def infer_tensors(inputs: Mapping[str, np.ndarray], outputs: Sequence[str], shm:
     binary = {"binary_data": True} if protocol == "http" else {}
 
     infer_inputs, infer_outputs = [], []
+    if not batched:
+        if any(len(a) != 1 for a in inputs.values()):
+            raise ClientError(f"a batchless deployment (max_batch_size 0) takes one sample per request; got "
+                              f"{sorted({len(a) for a in inputs.values()})}")
+        inputs = {name: array[0] for name, array in inputs.items()}
     for name, array in inputs.items():
         tensor = httpclient.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
         if shm is not None:
@@ -76,7 +84,7 @@ class SharedMemoryRegions:
                 raise ClientError(f"output {t.name} has a dynamic shape {t.shape} and no max_shape: "
                                        f"shared-memory output needs an upper bound")
             self.output_offsets[t.name] = offset
-            self.output_sizes[t.name] = t.max_elements() * batch_size * np.dtype(t.dtype).itemsize
+            self.output_sizes[t.name] = t.max_elements() * batch_size * t.numpy_dtype.itemsize
             offset += self.output_sizes[t.name]
         self.output_size = offset
         self._inputs = inputs
@@ -132,14 +140,20 @@ class SharedMemoryRegions:
 
 
 
-def served_infer(client, model_name: str, spec: ModelSpec) -> Callable[[dict], dict]:
-    """A dict-in/dict-out callable that runs one batch through Triton over the client's protocol (HTTP or gRPC)."""
+def served_infer(client, model_name: str, spec: ModelSpec, batched: bool = True) -> Callable[[dict], dict]:
+    """A dict-in/dict-out callable that runs one batch through Triton over the client's protocol (HTTP or gRPC).
+    ``model_name`` may name a version (``name:version``); a batchless deployment's outputs come back with a batch
+    dimension of one added, like every other's."""
+    from tritonsuite.description import model_and_version
+
     names = [t.name for t in spec.outputs]
     protocol = "grpc" if type(client).__module__.startswith("tritonclient.grpc") else "http"
+    name, version = model_and_version(model_name)
 
     def infer(inputs):
-        tensors, requested = infer_tensors({t.name: inputs[t.name] for t in spec.inputs}, names, protocol=protocol)
-        result = client.infer(model_name, tensors, outputs=requested)
-        return {name: result.as_numpy(name) for name in names}
+        tensors, requested = infer_tensors({t.name: inputs[t.name] for t in spec.inputs}, names, protocol=protocol,
+                                           batched=batched)
+        result = client.infer(name, tensors, model_version=version, outputs=requested)
+        return {n: result.as_numpy(n) if batched else result.as_numpy(n)[None] for n in names}
 
     return infer

@@ -42,7 +42,6 @@ import numpy as np
 
 from tritonsuite.description import ModelDescription
 from tritonsuite.load.client import SharedMemoryRegions
-from tritonsuite.load.kinds import composing_summary
 from tritonsuite.load.generator import LoadGenerator, Progress, StopEarly, arrival_gaps
 from tritonsuite.load.http import prepare_request
 from tritonsuite.load.sequences import SequenceSettings
@@ -72,11 +71,15 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
     (accuracy under load, :mod:`tritonsuite.load.underload`). They are requests like the others: they count in the
     row's throughput, latencies and success counts.
 
-    ``description`` (:mod:`tritonsuite.description`) says what kind of deployment it is: a decoupled one is driven
-    over gRPC bidirectional streams (:mod:`tritonsuite.load.streams`: complete at the final response, the row adds
-    time to first response, inter-response latency, responses per request and per second); a sequence model gets
-    the request pattern of :mod:`tritonsuite.load.sequences` (``sequences``: perf_analyzer's sequence options,
-    their defaults when None).
+    ``model`` may name a version (``name:version``: requests and statistics go to that version). ``description``
+    (:mod:`tritonsuite.description`) says what kind of deployment it is: a batchless one (``max_batch_size: 0``) is
+    sent batch 1 without the batch dimension; for an ensemble (its composing models, nested ones included) or a BLS
+    model (the models it calls, as ``--bls-composing-models`` names them) the row's ``measurement["composing"]``
+    gives each one's requests, queue and compute per request over the same windows; a decoupled one is driven over
+    gRPC bidirectional streams (:mod:`tritonsuite.load.streams`: complete at the final response, the row adds time
+    to first response, inter-response latency, responses per request and per second); a sequence model gets the
+    request pattern of :mod:`tritonsuite.load.sequences` (``sequences``: perf_analyzer's sequence options, their
+    defaults when None).
     """
     batch = {name: np.ascontiguousarray(array[:point.batch_size]) for name, array in inputs.items()}
     if any(len(a) != point.batch_size for a in batch.values()):
@@ -97,6 +100,8 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
         raise ValueError(f"{model} is decoupled: its responses come over a gRPC stream, not through shared memory")
     server.check_alive()
     host = server.http_url.rsplit(":", 1)[0]
+    batched = description is None or description.batching
+    composing = [m.name for m in description.all_composing()] if description is not None else []
 
     transport = None
     if decoupled:
@@ -110,10 +115,10 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
 
     def prepare(tensors, names, shm=None):
         if transport is None:
-            return prepare_request(host, model, tensors, names, shm)
+            return prepare_request(host, model, tensors, names, shm, batched)
         from tritonsuite.load.grpc import prepare_grpc_request
 
-        return prepare_grpc_request(model, tensors, names, shm)
+        return prepare_grpc_request(model, tensors, names, shm, batched)
 
     async def run(shm, gpu):
         names = [t.name for t in outputs]
@@ -126,16 +131,13 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
             decorate = (http_decorator if transport is None else grpc_decorator)(request)
             pattern = Sequences(sequences or SequenceSettings(seed=point.seed), decorate)
         gen = LoadGenerator(server, model, request, point, settings, stop_early, prepared, probe_share, probe_seed,
-                            transport, on_progress=progress, sequences=pattern,
-                            composing=[m.name for m in description.all_composing()] if description else ())
+                            transport, on_progress=progress, sequences=pattern, composing=composing)
         windows, total, completed = await gen.run()
         measurement = summarise(point, windows, total, completed, settings,
                                 "grpc (bidirectional stream)" if decoupled else point.protocol, gpu,
                                 gen.max_outstanding, gen.stopped_early, gen.pool)
         if description is not None:
             measurement.meta["kind"] = list(description.kinds)
-            if description.composing:
-                measurement.meta["composing"] = composing_summary(windows, gen.pool, measurement.result)
         if pattern is not None:
             measurement.meta["sequences"] = pattern.summary(gen.closing_sent)
         if decoupled:

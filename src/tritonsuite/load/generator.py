@@ -10,9 +10,9 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from tritonsuite.load.hostload import HostCpu, other_cpu_percent
-from tritonsuite.load.http import Connection, HttpTransport, PreparedRequest
+from tritonsuite.load.http import Connection, HttpTransport, PreparedRequest, model_path
 from tritonsuite.load.point import LoadPoint, MeasurementError
-from tritonsuite.load.windows import Window, delta, progress_line, stability, stats_snapshot, wants_more_samples
+from tritonsuite.load.windows import Window, delta, progress_line, snapshot, stability, wants_more_samples
 from tritonsuite.server import TritonServer
 from tritonsuite.settings import DISTRIBUTIONS, STABLE_WINDOWS, MeasurementSettings
 
@@ -40,7 +40,8 @@ class LoadGenerator:
     def __init__(self, server: TritonServer, model: str, request: PreparedRequest, point: LoadPoint,
                  settings: MeasurementSettings, stop_early: StopEarly | None = None,
                  probes: Sequence[PreparedRequest] = (), probe_share: float = 0.0, probe_seed: int = 0,
-                 transport=None, on_progress: Progress | None = None, sequences=None, composing=()):
+                 transport=None, on_progress: Progress | None = None, sequences=None,
+                 composing: Sequence[str] = ()):
         host, port = server.http_url.rsplit(":", 1)
         self.host, self.port = host, int(port)
         # how requests travel (HTTP, or load.grpc's gRPC); statistics are read over HTTP either way
@@ -50,7 +51,8 @@ class LoadGenerator:
         self.on_progress = on_progress
         # a sequence model's request pattern (load.sequences.Sequences): each slot's requests continue its sequence
         self.sequences = sequences
-        self.composing = tuple(composing)  # models the deployment calls (ensemble steps, a BLS model's callees)
+        # models the deployment calls (an ensemble's steps, a BLS model's callees): their statistics per window too
+        self.composing = tuple(composing)
         self.closing_sent = 0  # requests that ended the sequences still open when the point ended
         self.timings: list = []  # a streaming transport's per-request response timings, beside self.samples
         self.concurrency = 1 if point.open_loop else point.concurrency  # requests the warm-up waits for
@@ -200,7 +202,12 @@ class LoadGenerator:
     async def run(self) -> tuple[list[Window], dict[str, int], int]:
         """Run warm-up and windows; return (windows, statistics delta over the whole point, requests completed)."""
         control = await Connection(self.host, self.port).open()
-        stats_path = f"/v2/models/{self.model}/stats"
+        # with composing models (an ensemble's steps, a BLS model's callees): every model's statistics in one read,
+        # so their windows are the deployment's
+        stats_path = "/v2/models/stats" if self.composing else f"{model_path(self.model)}/stats"
+
+        def stats_snapshot(stats):
+            return snapshot(stats, self.model, self.composing)
         workers: list[asyncio.Task] = []
         try:
             begin = stats_snapshot(await control.get_json(stats_path))
@@ -226,7 +233,6 @@ class LoadGenerator:
             while time.perf_counter() < warmup_end or self.completed < self.concurrency:
                 await guarded(self._wait_window_until(min(warmup_end, time.perf_counter() + 0.5)))
             previous = stats_snapshot(await guarded(control.get_json(stats_path)))
-            inner = await guarded(self._composing_stats(control))
             # windows are contiguous; a count-based one holds exactly its count and ends at its last completion
             # (more may complete before this coroutine wakes: they open the next window)
             index, start, factor = len(self.samples), time.perf_counter(), 1
@@ -242,13 +248,11 @@ class LoadGenerator:
                     stop, end = len(self.samples), time.perf_counter()
                 samples = np.asarray(self.samples[index:stop], dtype=np.float64)
                 current = stats_snapshot(await guarded(control.get_json(stats_path)))
-                inner_now = await guarded(self._composing_stats(control))
                 host_now = self.host_cpu.read()
                 windows.append(Window(start, end, samples, delta(current, previous), cpu1 - cpu0,
                                        other_cpu_percent(host, host_now, end - start), factor,
-                                       self.timings[index:stop] if self.timings else None,
-                                       {m: delta(inner_now[m], inner[m]) for m in inner}))
-                previous, index, start, host, inner = current, stop, end, host_now, inner_now
+                                       self.timings[index:stop] if self.timings else None))
+                previous, index, start, host = current, stop, end, host_now
                 if self.pool is not None:  # stable already: a window measured for the samples the point needs
                     if not self._stable(windows[self.pool[0]:]):
                         self._tell(windows, "that window broke the stable pool: the row keeps the pool as it was")
@@ -291,9 +295,6 @@ class LoadGenerator:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
             control.close()
-
-    async def _composing_stats(self, control) -> dict[str, dict[str, int]]:
-        return {m: stats_snapshot(await control.get_json(f"/v2/models/{m}/stats")) for m in self.composing}
 
     async def _close_sequences(self) -> None:
         """A sequence model: end every sequence still open (one request with ``sequence_end`` each, unmeasured)."""

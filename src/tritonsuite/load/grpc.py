@@ -24,15 +24,18 @@ _MAX_MESSAGE = 2 ** 31 - 1  # tritonclient's own channel limit
 
 
 def prepare_grpc_request(model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[str],
-                         shm: "SharedMemoryRegions | None" = None) -> PreparedRequest:
+                         shm: "SharedMemoryRegions | None" = None, batched: bool = True) -> PreparedRequest:
     """Serialise one ``ModelInferRequest`` with tritonclient's protocol code, once, for repeated sending."""
     from tritonclient.grpc._utils import _get_inference_request
 
-    infer_inputs, infer_outputs = infer_tensors(inputs, outputs, shm, protocol="grpc")
-    request = _get_inference_request(model_name=model, inputs=infer_inputs, model_version="", request_id="",
+    from tritonsuite.description import model_and_version
+
+    name, version = model_and_version(model)
+    infer_inputs, infer_outputs = infer_tensors(inputs, outputs, shm, protocol="grpc", batched=batched)
+    request = _get_inference_request(model_name=name, inputs=infer_inputs, model_version=version, request_id="",
                                      outputs=infer_outputs, sequence_id=0, sequence_start=False, sequence_end=False,
                                      priority=0, timeout=None, parameters=None)
-    return PreparedRequest(request.SerializeToString(), [] if shm is not None else list(outputs))
+    return PreparedRequest(request.SerializeToString(), [] if shm is not None else list(outputs), batched)
 
 
 class GrpcConnection:
@@ -91,6 +94,5 @@ class GrpcTransport:
         if request.decode_outputs:
             from tritonclient.grpc import InferResult, service_pb2
 
-            result = InferResult(service_pb2.ModelInferResponse.FromString(body))
-            decoded = {name: result.as_numpy(name) for name in request.decode_outputs}
+            decoded = request.decode(InferResult(service_pb2.ModelInferResponse.FromString(body)))
         return t_written, t_head, decoded

@@ -85,7 +85,7 @@ class HttpTransport:
         decoded = None
         if request.decode_outputs:
             result = httpclient.InferenceServerClient.parse_response_body(body, header_length=header_length)
-            decoded = {name: result.as_numpy(name) for name in request.decode_outputs}
+            decoded = request.decode(result)
         return t_written, t_head, decoded
 
 
@@ -93,17 +93,29 @@ class HttpTransport:
 class PreparedRequest:
     data: bytes
     decode_outputs: Sequence[str]  # outputs returned in the body (not through shared memory)
+    batched: bool = True  # False: a batchless deployment's; decoded outputs get a batch dimension of one
+
+    def decode(self, result) -> dict[str, np.ndarray]:
+        return {n: result.as_numpy(n) if self.batched else result.as_numpy(n)[None] for n in self.decode_outputs}
+
+
+def model_path(model: str) -> str:
+    """``/v2/models/<name>`` or, for ``name:version``, ``/v2/models/<name>/versions/<version>``."""
+    from tritonsuite.description import model_and_version
+
+    name, version = model_and_version(model)
+    return f"/v2/models/{name}" + (f"/versions/{version}" if version else "")
 
 
 def prepare_request(host: str, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[str],
-                    shm: "SharedMemoryRegions | None" = None) -> PreparedRequest:
+                    shm: "SharedMemoryRegions | None" = None, batched: bool = True) -> PreparedRequest:
     """Serialise one inference request with tritonclient's protocol code, once, for repeated sending."""
     import tritonclient.http as httpclient
 
-    infer_inputs, infer_outputs = infer_tensors(inputs, outputs, shm)
+    infer_inputs, infer_outputs = infer_tensors(inputs, outputs, shm, batched=batched)
     body, json_size = httpclient.InferenceServerClient.generate_request_body(infer_inputs, infer_outputs)
-    head = f"POST /v2/models/{model}/infer HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/octet-stream\r\n"
+    head = f"POST {model_path(model)}/infer HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/octet-stream\r\n"
     if json_size is not None:
         head += f"Inference-Header-Content-Length: {json_size}\r\n"
     head += f"Content-Length: {len(body)}\r\n\r\n"
-    return PreparedRequest(head.encode() + body, [] if shm is not None else list(outputs))
+    return PreparedRequest(head.encode() + body, [] if shm is not None else list(outputs), batched)

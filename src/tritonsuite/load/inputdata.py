@@ -25,6 +25,24 @@ import numpy as np
 from tritonsuite.spec import TensorSpec
 
 MODES = ("random", "zero")
+STRING_LENGTH = 128  # perf_analyzer's --string-length default
+
+
+def _strings(values) -> np.ndarray:
+    """BYTES elements as tritonclient sends them: ``bytes`` (perf_analyzer's JSON holds strings)."""
+    flat = np.asarray(values, dtype=object).reshape(-1)
+    return np.array([v if isinstance(v, bytes) else str(v).encode() for v in flat], dtype=object).reshape(
+        np.shape(values))
+
+
+def _from_bytes(raw: bytes, t: TensorSpec) -> np.ndarray:
+    """Raw little-endian bytes of a tensor (``b64``, a directory's file); BYTES in Triton's serialised form (each
+    element a 4-byte length and its bytes)."""
+    if t.dtype == "bytes":
+        from tritonclient.utils import deserialize_bytes_tensor
+
+        return deserialize_bytes_tensor(raw)
+    return np.frombuffer(raw, dtype=t.numpy_dtype.newbyteorder("<"))
 
 
 class InputDataError(ValueError):
@@ -103,10 +121,15 @@ def generated(mode: str, inputs: Sequence[TensorSpec], shapes: Mapping[str, tupl
     step = {}
     for t in inputs:
         shape = _shape_of(t, shapes or {})
-        if mode == "zero":
-            step[t.name] = np.zeros(shape, dtype=t.dtype)
-        elif np.issubdtype(np.dtype(t.dtype), np.floating):
-            step[t.name] = rng.random(shape).astype(t.dtype)
+        if t.dtype == "bytes":  # perf_analyzer: random strings of --string-length (128) characters, or ""
+            letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz", dtype=np.uint8)
+            count = int(np.prod(shape, dtype=np.int64))
+            words = [b"" if mode == "zero" else rng.choice(letters, STRING_LENGTH).tobytes() for _ in range(count)]
+            step[t.name] = np.array(words, dtype=object).reshape(shape)
+        elif mode == "zero":
+            step[t.name] = np.zeros(shape, dtype=t.numpy_dtype)
+        elif np.issubdtype(np.dtype(t.dtype), np.floating) or t.dtype == "bfloat16":
+            step[t.name] = rng.random(shape).astype(t.numpy_dtype)
         elif t.dtype == "bool":
             step[t.name] = rng.integers(0, 2, shape).astype(bool)
         else:  # perf_analyzer's random integers are small non-negative values; keep them valid as indices too
@@ -120,14 +143,15 @@ def _tensor(value, t: TensorSpec, shapes: Mapping[str, tuple[int, ...]], where: 
     shape = None
     if isinstance(value, dict):
         if "b64" in value:
-            array = np.frombuffer(base64.b64decode(value["b64"]), dtype=np.dtype(t.dtype).newbyteorder("<"))
+            array = _from_bytes(base64.b64decode(value["b64"]), t)
         elif "content" in value:
-            array = np.asarray(value["content"], dtype=t.dtype)
+            array = _strings(value["content"]) if t.dtype == "bytes" else np.asarray(value["content"],
+                                                                                     dtype=t.numpy_dtype)
         else:
             raise InputDataError(f"{where}: {t.name} has neither 'content' nor 'b64' (keys: {', '.join(value)})")
         shape = value.get("shape")
     else:
-        array = np.asarray(value, dtype=t.dtype)
+        array = _strings(value) if t.dtype == "bytes" else np.asarray(value, dtype=t.numpy_dtype)
     if shape is None and infer and sum(d < 0 for d in t.shape) == 1 and t.name not in shapes:
         fixed = int(np.prod([d for d in t.shape if d >= 0], dtype=np.int64))
         shape = tuple(array.size // max(fixed, 1) if d < 0 else d for d in t.shape)
@@ -142,7 +166,7 @@ def _tensor(value, t: TensorSpec, shapes: Mapping[str, tuple[int, ...]], where: 
                              f"{int(np.prod(shape, dtype=np.int64))}")
     if len(shape) != len(t.shape) or any(d >= 0 and s != d for d, s in zip(t.shape, shape)):
         raise InputDataError(f"{where}: {t.name} shape {list(shape)} does not fit its configured dims {list(t.shape)}")
-    return array.reshape(shape).astype(t.dtype, copy=False)
+    return array.reshape(shape).astype(t.numpy_dtype, copy=False)
 
 
 def read_json(path: str | Path, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
@@ -192,7 +216,7 @@ def read_directory(path: str | Path, inputs: Sequence[TensorSpec], outputs: Sequ
                 if needed:
                     raise InputDataError(f"--input-data {path}: no file {t.name} for input {t.name}")
                 continue
-            array = np.fromfile(file, dtype=np.dtype(t.dtype).newbyteorder("<"))
+            array = _from_bytes(file.read_bytes(), t)
             target[t.name] = _tensor({"content": array.tolist()}, t, shapes or {}, f"{path.name}/{t.name}",
                                      infer=not needed)
     return InputData(str(path), (step,), (expected,) if expected else ())
@@ -212,7 +236,11 @@ def load(value: str, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec]
 
 
 def _content(array: np.ndarray) -> dict:
-    return {"content": np.asarray(array).reshape(-1).tolist(), "shape": list(array.shape)}
+    flat = np.asarray(array).reshape(-1)
+    if flat.dtype == object:  # BYTES: perf_analyzer's JSON strings
+        return {"content": [v.decode() if isinstance(v, bytes) else str(v) for v in flat], "shape": list(array.shape)}
+    return {"content": flat.astype(np.float32).tolist() if flat.dtype.name == "bfloat16" else flat.tolist(),
+            "shape": list(array.shape)}
 
 
 def to_json(data: InputData) -> dict:

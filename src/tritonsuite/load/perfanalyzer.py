@@ -51,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tritonsuite.load.composing import parse_composing
 from tritonsuite.load.perfanalyzer_binary import (  # noqa: F401 - the binary's names, re-exported
     DISTRIBUTION, VERSION, WHEEL_PLATFORM, WHEEL_SHA256, MEMBER, MEMBER_SHA256, LOADGEN, LOADGEN_DESCRIPTION,
     LIBRARIES, BINARY_ENV, PerfAnalyzer, PerfAnalyzerUnavailable, check_starts, default, fetch_binary,
@@ -95,6 +96,10 @@ def write_input_data(inputs: Mapping[str, np.ndarray], path: Path) -> Path:
         step = {}
         for name, array in inputs.items():
             sample = np.ascontiguousarray(array[i])
+            if sample.dtype == object:  # BYTES: perf_analyzer's JSON strings
+                step[name] = {"content": [v.decode() if isinstance(v, bytes) else str(v) for v in sample.reshape(-1)],
+                              "shape": list(sample.shape)}
+                continue
             step[name] = {"b64": base64.b64encode(sample.tobytes()).decode("ascii"), "shape": list(sample.shape)}
         steps.append(step)
     path.write_text(json.dumps({"data": steps}), encoding="utf-8")
@@ -111,7 +116,7 @@ def output_region_bytes(outputs: Sequence[TensorSpec]) -> int | None:
         if t.max_shape is None:
             raise MeasurementError(f"output {t.name} has a dynamic shape {t.shape} and no max_shape: perf_analyzer "
                                    f"cannot size its shared-memory region")
-        sizes.append(int(np.prod(t.max_shape)) * np.dtype(t.dtype).itemsize)
+        sizes.append(int(np.prod(t.max_shape)) * t.numpy_dtype.itemsize)
     return max(sizes) if sizes else None
 
 
@@ -120,9 +125,13 @@ def build_command(pa: PerfAnalyzer, model: str, url: str, point: LoadPoint, sett
                   output_bytes: int | None = None, extra: Sequence[str] = ()) -> list[str]:
     """perf_analyzer's argv for one point (no shell): the suite's window lengthened ``factor`` times; ``extra``: a
     deployment kind's own options (``kind_arguments``: sequences, streaming, BLS composing models)."""
+    from tritonsuite.description import model_and_version
+
     c = point.concurrency
-    argv = [str(pa.binary), "-m", model, "-u", url, "-i", point.protocol, "-b", str(point.batch_size),
-            "--concurrency-range", f"{c}:{c}", "--async" if "--streaming" in extra else "--sync", *extra]
+    name, version = model_and_version(model)
+    argv = [str(pa.binary), "-m", name] + (["-x", version] if version else []) + [
+        "-u", url, "-i", point.protocol, "-b", str(point.batch_size), "--concurrency-range", f"{c}:{c}",
+        "--async" if "--streaming" in extra else "--sync", *extra]
     if settings.window_requests > 0:
         argv += ["--measurement-mode", "count_windows",
                  "--measurement-request-count", str(settings.window_requests * factor)]
@@ -255,9 +264,12 @@ def _run(argv: list[str], env: dict, server, timeout_s: float, log: Path) -> _Ru
 
 
 def _server_counts(server, model: str) -> dict[str, int]:
+    from tritonsuite.description import model_and_version
+
     client = server.client(timeout=30.0)
     try:
-        stats = client.get_inference_statistics(model)
+        name, version = model_and_version(model)
+        stats = client.get_inference_statistics(name, version) if version else client.get_inference_statistics(name)
     finally:
         client.close()
     s = stats["model_stats"][0]["inference_stats"]
@@ -307,15 +319,11 @@ def measure_with_perf_analyzer(server, model: str, inputs: Mapping[str, np.ndarr
             if not result_csv.is_file():
                 raise MeasurementError(f"perf_analyzer wrote no CSV: {_last_line(run.output)}")
             result = parse_csv(result_csv.read_text(encoding="utf-8"), point.batch_size)
-            latencies = parse_export(export.read_text(encoding="utf-8")) if export.is_file() else None
+            latencies = parse_export(export.read_text(encoding="utf-8", errors="replace")) if export.is_file() else None
         else:
             result, latencies = _unstable_figures(point, passes[-STABLE_WINDOWS:]), None
-    from tritonsuite.load.kinds import composing_from_perf_analyzer
-
-    found = _measurement(point, settings, pa, argv, result, latencies, passes, factors, factor, runs,
-                         {k: end[k] - begin[k] for k in end}, unstable)
-    found.meta.update(composing_from_perf_analyzer(run.output))  # --bls-composing-models, an ensemble's steps
-    return found
+    return _measurement(point, settings, pa, argv, result, latencies, passes, factors, factor, runs,
+                        {k: end[k] - begin[k] for k in end}, unstable)
 
 
 def _unstable_figures(point: LoadPoint, last: Sequence[tuple[float, float]]) -> dict[str, float | None]:
@@ -364,6 +372,7 @@ def _measurement(point, settings, pa, argv, result, latencies, passes, factors, 
         "gpu": None,
         "gpu_telemetry": "not sampled while perf_analyzer measures",
         "window_throughputs": [round(t, 3) for t, _ in passes],
+        **({"composing": steps} if (steps := parse_composing(last.output)) else {}),  # an ensemble's steps
     }
     if latencies is not None and len(latencies):
         ms = latencies * 1e3

@@ -14,6 +14,7 @@ from tritonsuite.rows import LATENCY_PARTS, RESULT_COLUMNS
 from tritonsuite.settings import STABLE_WINDOWS, MeasurementSettings
 
 SERVER_STATS = ("queue", "compute_input", "compute_infer", "compute_output")
+SERVER_COLUMNS = ("Server Queue", "Server Compute Input", "Server Compute Infer", "Server Compute Output")
 
 
 @dataclass
@@ -26,7 +27,6 @@ class Window:
     other_cpu: float = 0.0  # % of one core used by other processes than the server's and this one
     factor: int = 1  # how many times the set window length this window lasted
     timings: list | None = None  # a streaming transport's per-request response timings (load.streams.StreamTiming)
-    composing: dict | None = None  # statistics deltas of the models the deployment calls, by name
 
 
 def stats_snapshot(stats: dict) -> dict[str, int]:
@@ -35,6 +35,40 @@ def stats_snapshot(stats: dict) -> dict[str, int]:
     for part in SERVER_STATS:
         snap[f"{part}_ns"] = s[part]["ns"]
     return snap
+
+
+def snapshot(stats: dict, model: str, composing: Sequence[str] = ()) -> dict[str, int]:
+    """The counters of ``model`` (``name`` or ``name:version``) and, for an ensemble, of each composing model as
+    ``<composing>|<counter>`` (summed over its versions), from one statistics response (``/v2/models/stats`` when
+    ``composing`` is given; the model's own otherwise)."""
+    if not composing:
+        return stats_snapshot(stats)
+    name, _, version = model.partition(":")
+    entries = stats["model_stats"]
+    own = [e for e in entries if e["name"] == name and (not version or e["version"] == version)]
+    snap = stats_snapshot({"model_stats": own[-1:]})
+    for step in composing:
+        for entry in (e for e in entries if e["name"] == step):
+            for key, value in stats_snapshot({"model_stats": [entry]}).items():
+                snap[f"{step}|{key}"] = snap.get(f"{step}|{key}", 0) + value
+    return snap
+
+
+def composing_columns(server: dict[str, int]) -> dict[str, dict[str, float]]:
+    """Per composing model (the ``<model>|<counter>`` sums of the pooled windows): its requests, those per request of
+    the deployment ("per request": a BLS model's calls) and its Server Queue and Compute Input/Infer/Output per
+    request in ms (Triton's statistics, perf_analyzer's per-composing figures)."""
+    found: dict[str, dict[str, float]] = {}
+    outer = server.get("success_count", 0)
+    for key in server:
+        step, sep, counter = key.partition("|")
+        if not sep or counter != "success_count":
+            continue
+        count = server[key]
+        found[step] = {"requests": count, "per request": round(count / outer, 3) if outer else None,
+                       **{column: server[f"{step}|{part}_ns"] / max(count, 1) / 1e6
+                          for part, column in zip(SERVER_STATS, SERVER_COLUMNS)}}
+    return found
 
 
 def delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
@@ -123,7 +157,8 @@ def summarise(point: LoadPoint, windows: list[Window], total: dict[str, int], co
     result = {c: result[c] for c in RESULT_COLUMNS}
 
     client_cpu = sum(w.client_cpu for w in stable_windows) / duration * 100.0
-    meta = {
+    steps = composing_columns(server)
+    meta = {**({"composing": steps} if steps else {}),
         "loadgen": "tritonsuite engine",
         "protocol": protocol,
         "shared_memory": "system" if point.shared_memory else "none",

@@ -20,7 +20,7 @@ from typing import Mapping
 import numpy as np
 
 from tritonsuite.models import squad
-from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec
+from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec, file_digest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -151,7 +151,7 @@ def _accuracy_data(size: str, checkpoint_tokenizer: Path | None, dataset: Path |
 
     inputs = {"input__0": features.input_ids, "input__1": features.token_type_ids, "input__2": features.attention_mask}
     source = dataset or "the bundled hand-written QA set"
-    return AccuracyData(inputs=inputs, score=score,
+    return AccuracyData(inputs=inputs, score=score, data_sha256=file_digest(Path(dataset or squad.bundled_qa_set())),
                         description=f"{len(examples)} SQuAD v1.1-style questions from {source}, seq {seq_len}")
 
 

@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from tritonsuite.models.datasets import DatasetError, wheel_member
-from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec
+from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec, file_digest
 
 HORIZON = 24
 QUANTILES = (0.1, 0.5, 0.9)
@@ -495,6 +495,7 @@ def _accuracy_data(size: str, dataset: Path | None) -> AccuracyData:
     naive_text = ", ".join(f"{name}-naive P50 q-risk {r[1]:.4f}" for name, r in naive_risk.items())
     source = dataset or "load_taylor (England and Wales demand, hourly)"
     return AccuracyData(inputs=windows.inputs, score=score,
+                        data_sha256=TAYLOR_SHA256 if dataset is None else file_digest(Path(dataset)),
                         description=f"{len(windows.actual)} held-out {cfg['history']}+{HORIZON} h windows of {source}"
                                     f" (last {TEST_HOURS // 24} days); {naive_text}; model must reach "
                                     f"{NAIVE_SHARE:g} x the better naive q-risk")

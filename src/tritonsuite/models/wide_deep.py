@@ -34,7 +34,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from tritonsuite.models import adult
-from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec
+from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec, file_digest
 from tritonsuite.models.training import load_weights
 
 OUTPUT = "wide_deep_model"
@@ -472,7 +472,7 @@ def _accuracy_adult(dataset: Path | None, checkpoint: Path | None) -> AccuracyDa
                 Metric("auc_abs_difference_to_reference", abs(served_auc - reference_auc), tol,
                        higher_is_better=False, worst=note)]
 
-    return AccuracyData(inputs=test.inputs(), score=score,
+    return AccuracyData(inputs=test.inputs(), score=score, data_sha256=file_digest(adult.locate(dataset)),
                         description=f"{len(test)} held-out Adult census rows ({ADULT_TRAINING['test_fraction']:.0%} "
                                     f"split, seed {ADULT_TRAINING['split_seed']}) from {test.source}")
 

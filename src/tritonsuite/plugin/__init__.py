@@ -14,12 +14,20 @@ import pytest
 from tritonsuite.plugin.fixtures import XdistRunId, suite, suite_options, triton, write_session_reports
 from tritonsuite.plugin.flags import MARKERS, add_options
 from tritonsuite.plugin.options import OPTIONS_KEY, SCENARIO_MARKERS, SERVER_KEY, cases_for, resolve_options
+from tritonsuite.plugin.rootdir import correct_rootdir
 
 __all__ = ["suite", "suite_options", "triton"]  # fixtures, found by pytest in this module
 
 
 def pytest_addoption(parser):
     add_options(parser)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    """Before conftests load: root the run where its test paths put it, not in a directory an option named
+    (``--model-repository DIR`` as two words made DIR pytest's rootdir; tritonsuite.plugin.rootdir)."""
+    correct_rootdir(early_config, args)
 
 
 def _terminated(signum, frame):

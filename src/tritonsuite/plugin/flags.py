@@ -13,6 +13,8 @@ MARKERS = {
     "online": "online performance scenario (dynamic batching, HTTP or gRPC, concurrency sweep and request rates)",
     "accuracy": "accuracy of a deployment against its reference, with thresholds",
     "tune": "configuration search of each online deployment for the most throughput within its latency bound",
+    "conformance": "the deployment, live on the server, does what its config.pbtxt declares (identity, batching, "
+                   "instances, refusals, counters, response cache, reload without loss)",
     "smoke": "short end-to-end run on the embedded server with the tiny model",
     "search": "an online latency-bound search (the most load within the bound); deselected unless -m names it, "
               "or --searches / --latency-bound is given",
@@ -48,13 +50,16 @@ def add_options(parser) -> None:
                     "searches (the maxrate/maxconcurrency cases, minutes each; also: -m search, or --latency-bound)")
     group.addoption("--model-spec", action="append", default=[], help="a python file defining SPECS (repeatable)")
     group.addoption("--checkpoint", action="append", default=[], help="MODEL=PATH of user weights (repeatable)")
+    group.addoption("--retrain", action="store_true", default=False, help="train the suite's trained models "
+                    "(TFT, nnU-Net, the Adult Wide & Deep) here, cached per host, instead of using the checkpoints "
+                    "shipped with tritonsuite (baselines name the shipped ones)")
     group.addoption("--dataset", action="append", default=[], help="MODEL=PATH of a user dataset (repeatable)")
     group.addoption("--reports-dir", default=None, help="where tables, plots and raw rows go (default: reports/ "
-                    "under pytest's rootdir)")
+                    "under pytest's rootdir as the test paths and ini file decide it, never an option's value)")
     group.addoption("--repository-dir", default=None, help="where model repositories go (default: model_repos/ "
-                    "under pytest's rootdir)")
+                    "under pytest's rootdir, as --reports-dir)")
     group.addoption("--baselines-dir", default=None, help="accuracy baselines, <dir>/<profile>/<model>.json "
-                    "(default: fixtures/baselines under pytest's rootdir)")
+                    "(default: fixtures/baselines under pytest's rootdir, as --reports-dir)")
     group.addoption("--update-baselines", action="store_true", help="rewrite the baselines of deployments that "
                     "passed their absolute accuracy checks")
     group.addoption("--require-baselines", action="store_true", help="fail a deployment that has no baseline")
@@ -77,14 +82,16 @@ def add_options(parser) -> None:
                     "engine, perf_analyzer's -i) and the accuracy run reach the server; shared memory on both "
                     "(default http)")
     group.addoption("--model-repository", action="append", default=[], metavar="DIR", help="a stock Triton model "
-                    "repository: every deployment in it joins the run, read from its config.pbtxt and served as "
-                    "given (repeatable; the profile's model_repository key too)")
+                    "repository: its deployments run, read from their config.pbtxt and served as given; the "
+                    "profile's models join only when named (--models, or a profile of your own) (repeatable; the "
+                    "profile's model_repository key too)")
     group.addoption("--input-data", action="append", default=[], metavar="[DEPLOYMENT=]random|zero|FILE.json|DIR",
                     help="input data of the --model-repository deployments, as perf_analyzer's --input-data (its "
                     "JSON layout, validation_data honoured); DEPLOYMENT= for one deployment (repeatable; default "
                     "random)")
     group.addoption("--shape", action="append", default=[], metavar="NAME:d1,d2", help="dims of a dynamic input "
-                    "without the batch dim, as perf_analyzer's --shape (repeatable)")
+                    "of a --model-repository deployment, without the batch dim, as perf_analyzer's --shape "
+                    "(repeatable)")
     group.addoption("--reference", action="append", default=[], metavar="DEPLOYMENT=FILE", help="accuracy "
                     "reference of a --model-repository deployment: this model file (.onnx, .pt) run in-process "
                     "instead of the served file (e.g. the ONNX a plan was built from)")
@@ -104,6 +111,10 @@ def add_options(parser) -> None:
                     "and/or M minutes per deployment (default: the profile's tune block, else 9 and 15m)")
     group.addoption("--tune-strategy", default="search", metavar="search|grid", help="-m tune: the coordinate "
                     "search (default) or the full grid of the tune space (to compare)")
+    group.addoption("--checks", default="", metavar="CHECK,...", help="-m conformance: the checks to run (identity, "
+                    "batching, instances, refusals, counters, cache, reload; default: all)")
+    group.addoption("--allow-reload", action="store_true", default=False, help="-m conformance with --server remote: "
+                    "let the reload check add a version to and reload the remote server's deployments (never unasked)")
     group.addoption("--window-ms", type=float, default=None, help="measurement window length (overrides profile)")
     group.addoption("--window-requests", type=int, default=None, help="count-based windows of N requests")
     group.addoption("--stability-percentage", type=float, default=None, help="stability criterion (default 10)")

@@ -1,5 +1,5 @@
 """The scenario tests, for any project to collect: ``from tritonsuite.plugin.scenarios import test_offline,
-test_online, test_accuracy`` in one of its test modules. Each is parametrised by the plugin from the profile
+test_online, test_accuracy, test_conformance`` in one of its test modules. Each is parametrised by the plugin from the profile
 (``offline_case``, ``online_case``, ``accuracy_case``) and marked, so ``pytest -m offline`` selects it.
 
 A failure says why in one message: an invalid row's status and reasons, the metrics that missed their thresholds,
@@ -123,6 +123,23 @@ def test_accuracy(suite, accuracy_case, triton, record_property):
            lambda r: None if r.passed else (f"{r.deployment} ({r.samples} samples, {r.description}) missed its "
                                             f"thresholds:\n  " + "\n  ".join(r.failures)), record_property,
            lambda r: {**{m.name: round(m.value, 6) for m in r.metrics}, "passed": r.passed})
+
+
+@pytest.mark.conformance
+def test_conformance(suite, conformance_case, triton, request, record_property):
+    """One check of a deployment, live on the server, against what its config.pbtxt declares
+    (:mod:`tritonsuite.judge.conformance`): fails with the check's one-line reason, skips with the reason where the
+    check does not apply or cannot be shown on this host."""
+    allow_reload = request.config.stash[OPTIONS_KEY].allow_reload
+
+    def verdict(result) -> str | None:
+        if result.verdict == "skipped":
+            pytest.skip(result.line())
+        return None if result.passed else result.line()
+
+    _judge(conformance_case.id, lambda: suite.run_conformance(conformance_case, allow_reload), verdict,
+           record_property, lambda r: {"check": r.check, "declared": r.declared, "observed": r.observed,
+                                       "verdict": r.verdict, "reason": r.reason})
 
 
 @pytest.mark.tune

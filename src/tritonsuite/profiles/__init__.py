@@ -78,6 +78,9 @@ class ModelProfile:
     # precisions the accuracy scenario checks besides ``precisions`` (the cpu profile judges fp16 in CI without
     # doubling its performance points); () = ``precisions``
     accuracy_precisions: tuple[str, ...] = ()
+    # a user deployment with max_batch_size 0: requests carry no batch dimension, offline is batch 1 whatever
+    # --batch-sizes asks (deploy.userrepo)
+    batchless: bool = False
 
     def scenario_precisions(self, scenario: str) -> tuple[str, ...]:
         """The precisions a scenario runs: ``precisions``, and for accuracy also ``accuracy_precisions``."""
@@ -362,7 +365,7 @@ def narrow(profile: Profile, models: Sequence[str] | None = None, formats: Seque
         if models and name not in models:
             continue
         offline, online = mp.offline, mp.online
-        if batch_sizes and offline.batch_sizes:  # a model the profile runs only for accuracy stays so
+        if batch_sizes and offline.batch_sizes and not mp.batchless:  # accuracy-only models stay so; batchless: 1
             too_big = [b for b in batch_sizes if b > mp.max_batch_size]
             if too_big:
                 raise ProfileError(f"--batch-sizes {too_big} exceed {name}'s max batch size {mp.max_batch_size} in "

@@ -14,6 +14,7 @@ from tritonsuite.report.common import OFFLINE_PLOTS, ONLINE_PLOTS, SCENARIO_DESC
 from tritonsuite.report.markdown import render_markdown
 from tritonsuite.report.pages import render_crosscheck, render_metrics_markdown, render_summary
 from tritonsuite.report.plots import plot_offline, plot_online
+from tritonsuite.report.steps import plot_steps
 from tritonsuite.report.manifest import header_line, read_manifest
 from tritonsuite.judge.crosscheck import cross_points
 from tritonsuite.rows import safe_component, load_rows
@@ -36,7 +37,7 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
     written: list[Path] = []
     groups = _group(rows, lambda r: (r.scenario, r.model))
     for (scenario, model), grows in groups.items():
-        if scenario == "tune":  # pages per tuned deployment (tritonsuite.report.tune), below
+        if scenario in ("tune", "conformance"):  # pages per deployment (report.tune, report.conformance), below
             continue
         scenario_dir = reports_dir / safe_component(scenario)
         model_name = safe_component(model)
@@ -46,6 +47,8 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
             pngs = plot_online(grows, scenario_dir / model_name)
         else:
             pngs = []
+        if scenario in ("offline", "online"):
+            pngs += plot_steps(grows, scenario_dir / model_name)  # an ensemble's time per composing model
         plots = [f"{model_name}/{p.name}" for p in pngs]
         md_path = scenario_dir / f"{model_name}.md"
         md_path.parent.mkdir(parents=True, exist_ok=True)
@@ -57,6 +60,10 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
         from tritonsuite.report.tune import write_tune_pages
 
         written += write_tune_pages(reports_dir, [r for r in rows if r.scenario == "tune"])
+    if "conformance" in {scenario for scenario, _ in groups}:
+        from tritonsuite.report.conformance import write_conformance_pages
+
+        written += write_conformance_pages(reports_dir, [r for r in rows if r.scenario == "conformance"])
     if cross_points(rows):  # points both load generators measured: perf_analyzer side by side with the engine
         page = reports_dir / "crosscheck.md"
         page.write_text(_with_header(render_crosscheck(rows), header), encoding="utf-8")

@@ -16,6 +16,7 @@ from tritonsuite.rows import RESULT_COLUMNS, STATUSES, STREAM_COLUMNS
 from tritonsuite.load.telemetry import GPU_COLUMNS
 from tritonsuite.report.pages import _under_load, render_metrics_markdown
 from tritonsuite.report.kinds import kinds_section
+from tritonsuite.report.steps import steps_section
 
 
 def _measured_line(scenario: str, rows: Sequence[Mapping[str, Any]]) -> str:
@@ -318,8 +319,9 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
             out += ["Request rates (open loop: arrivals on a seeded schedule, latency from each request's scheduled "
                     "send time; a point whose late sends are significantly above the limit, by a one-sided binomial test "
                     "on their count, is INVALID). " + _percentile_note(rates), "", _rate_table(rates), ""]
+        out += steps_section(sweep + rates)
         out += _repeats_section(sweep + rates)
-        out += kinds_section(sweep + rates)  # composing models, sequences
+        out += kinds_section(sweep + rates)  # a sequence model's sequences
         out += _published_section(sweep)
         out += _search_sections(drows)
         drifting = [f"- {_row_label(r)}: throughput {d['throughput_change_percent']:+.1f}%, mean latency "

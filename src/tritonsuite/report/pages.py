@@ -9,6 +9,7 @@ from tritonsuite.report.common import (_distinct, _format_number, _format_value,
                                        _is_number, _load_kind, _pipe_table, _records, _result, _row_label, _search,
                                        _series, _status, _title)
 from tritonsuite.judge.crosscheck import cross_points
+from tritonsuite.report.conformance import summary_lines as conformance_summary
 from tritonsuite.rows import not_measured
 
 
@@ -77,8 +78,8 @@ def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[st
         note = row.get("baseline") or {}
         lines = [f"regression: {line}" for line in note.get("regressions", [])] + \
                 [f"improvement: {line}" for line in note.get("improvements", [])]
-        if note.get("missing"):
-            lines.append(f"{note['missing']}")
+        if note.get("missing") or note.get("refused"):
+            lines.append(note.get("missing") or note["refused"])
         elif note.get("compared") is not None and not lines:
             lines.append(f"{note['compared']} metrics within their allowances")
         if note.get("updated"):
@@ -121,6 +122,8 @@ def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
                 standing = "regressed: " + "; ".join(note["regressions"])
             elif note.get("missing"):
                 standing = "no baseline"
+            elif note.get("refused"):
+                standing = "not judged: measured with other weights or data"
             elif note:
                 standing = f"{note.get('compared', 0)} metrics within allowances" + (
                     "; improved: " + "; ".join(note["improvements"]) if note.get("improvements") else "")
@@ -129,6 +132,7 @@ def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
             table.append([str(r.get("title") or r.get("model")), str(r.get("deployment")), _status(r), standing])
         out += ["## Accuracy", "", _pipe_table(["model", "deployment", "status", "against the baseline"], table,
                                                align="left"), ""]
+    out += conformance_summary(rows)
     tuned = [r for r in rows if r.get("scenario") == "tune"
              and ((r.get("measurement") or {}).get("tune") or {}).get("role") == "answer"]
     if tuned:  # tritonsuite.tune: the configuration to ship, per deployment

@@ -6,7 +6,7 @@ from pathlib import Path
 from tritonsuite.deploy.backends import backend_for
 from tritonsuite.deploy.formats import FORMATS, get_format
 from tritonsuite.device import gpu_description, host_description
-from tritonsuite.models.training import training_stats
+from tritonsuite.models.training import shipped_record, training_stats
 from tritonsuite.report.published import PUBLISHED_PARAMETER
 
 
@@ -46,7 +46,10 @@ def deployment_parameters(deployment, server, profile, weights: str, checkpoint:
     params.update(deployment.spec.parameters)
     if checkpoint is not None:
         trained = training_stats(checkpoint)
-        params["Checkpoint"] = (f"trained by the suite ({', '.join(f'{k} {v}' for k, v in trained.items() if k != 'training')})"
-                                if trained else str(checkpoint))
+        stats = ", ".join(f"{k} {v}" for k, v in trained.items() if k != "training")
+        shipped = shipped_record(checkpoint)
+        params["Checkpoint"] = (str(checkpoint) if not trained else f"trained here ({stats})" if shipped is None else
+                                f"shipped with tritonsuite: {shipped['file']}, sha256 {shipped['sha256'][:12]} "
+                                f"(trained {shipped['trained']}, torch {shipped['torch']}: {stats})")
     params["Export max abs error"] = ", ".join(f"{k} {v:.2g}" for k, v in art.max_abs_error.items())
     return params

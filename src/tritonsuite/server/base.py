@@ -99,6 +99,15 @@ class TritonServer(ABC):
             raise ValueError(f"{self.describe()}: its gRPC address is not known; valid choices here: --protocol http")
         return f"{self.http_url.rsplit(':', 1)[0]}:{ports['grpc']}"
 
+    @property
+    def metrics_url(self) -> str:
+        """``http://host:port/metrics`` of the server's Prometheus endpoint, or "" where its port is not known (a
+        remote server: its metrics port is the operator's)."""
+        ports = getattr(self, "ports", None) or {}
+        if "metrics" not in ports or not self.http_url:
+            return ""
+        return f"http://{self.http_url.rsplit(':', 1)[0]}:{ports['metrics']}/metrics"
+
     def grpc_client(self):
         """A tritonclient gRPC client of this server."""
         import tritonclient.grpc as grpcclient

@@ -28,12 +28,14 @@ import urllib.request
 from pathlib import Path
 
 from tritonsuite.deploy.backends import STANDIN_FILE, standin_backends
+from tritonsuite.deploy.backends.standin import REPOSITORY_ENV
 import tritonsuite.server.janitor as janitor
 from tritonsuite.server.base import ServerArguments, ServerError, TritonServer, free_ports
 from tritonsuite.server.shm import SHM_DIR, SHM_PREFIX, owned_patterns, sweep_stale_shm
 
 _launch_counter = itertools.count(1)
 WATCHDOG_INTERVAL_S = 0.2
+CACHE_BYTES = 64 * 1024 * 1024  # the local response cache's size
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -114,6 +116,7 @@ class EmbeddedServer(TritonServer):
         # when they share a host. FastPitch offline on 2 cores: onnx batch 1 32.6 -> 76.8 inf/s, ts-trace batch 1
         # 1.0 (980 ms) -> 52.6 inf/s with PASSIVE; a user's own setting wins.
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        env[REPOSITORY_ENV] = str(Path(self.model_repository).resolve())  # the stand-ins' auto-complete reads it
         return env
 
     def arguments(self) -> ServerArguments:
@@ -122,7 +125,17 @@ class EmbeddedServer(TritonServer):
             model_repository=str(self.model_repository), http_port=p["http"], grpc_port=p["grpc"],
             metrics_port=p["metrics"], backend_directory=str(self._backend_dir),
             model_control_mode=self.model_control_mode,
-            backend_config=(f"python,shm-region-prefix-name={self.shm_prefix}",), extra=self.extra_args)
+            backend_config=(f"python,shm-region-prefix-name={self.shm_prefix}",),
+            extra=self._cache_arguments() + self.extra_args)
+
+    def _cache_arguments(self) -> tuple[str, ...]:
+        """The wheel ships Triton's local response cache (``caches/local/libtritoncache_local.so``): the server starts
+        with it (64 MiB), so a deployment whose config enables ``response_cache`` is cached as on a stock server
+        started with ``--cache-config``. A user's own ``--cache-config`` in ``extra_args`` wins."""
+        caches = pytriton_paths()["binary"].parent.parent / "caches"
+        if any(a.startswith("--cache-config") for a in self.extra_args) or not (caches / "local").is_dir():
+            return ()
+        return (f"--cache-directory={caches}", f"--cache-config=local,size={CACHE_BYTES}")
 
     def choose_ports(self) -> dict[str, int]:
         return free_ports()

@@ -62,9 +62,12 @@ class RemoteServer(TritonServer):
     def _load_arguments(self, deployment_dir: Path) -> dict:
         from tritonsuite.deploy.repository import config_json, read_config
 
-        config = json.dumps(config_json(read_config(deployment_dir)))
         files = {f"file:{p.relative_to(deployment_dir)}": p.read_bytes()
                  for p in sorted(deployment_dir.rglob("*")) if p.is_file() and p.name != "config.pbtxt"}
-        return {"config": config, "files": files}
+        if not (deployment_dir / "config.pbtxt").is_file():  # shipped without one: the server auto-completes it
+            # (Triton takes uploaded files only with a config: the platform alone, as it would infer from the name)
+            return {"config": json.dumps({"name": deployment_dir.name, "platform": "onnxruntime_onnx"}),
+                    "files": files}
+        return {"config": json.dumps(config_json(read_config(deployment_dir))), "files": files}
 
 

@@ -33,6 +33,35 @@ import os
 import numpy as np
 
 DEFAULT_MODEL_FILENAMES = {"onnxruntime": "model.onnx", "pytorch": "model.pt"}
+#: the environment variable the embedded launcher names its model repository in (for auto-complete)
+REPOSITORY_ENV = "TRITONSUITE_MODEL_REPOSITORY"
+#: the onnxruntime backend's ``default-max-batch-size`` (what auto-complete gives a model that can batch)
+DEFAULT_MAX_BATCH_SIZE = 4
+_ORT_TYPES = {"float": "FP32", "float16": "FP16", "double": "FP64", "bfloat16": "BF16", "bool": "BOOL",
+              "string": "STRING", **{f"{s}int{b}": f"{s.upper()}INT{b}" for s in ("", "u") for b in (8, 16, 32, 64)}}
+
+
+def onnx_auto_complete(path: str, default_max_batch_size: int = DEFAULT_MAX_BATCH_SIZE) -> dict:
+    """What the onnxruntime backend's auto-complete fills in for an ONNX file: its inputs and outputs (Triton data
+    types, dims), ``max_batch_size`` (``default_max_batch_size`` when every input and output has a dynamic first
+    dimension, else 0 with the full shapes) and, for a model that batches, dynamic batching."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+
+    def tensors(values):
+        return [(v.name, _ORT_TYPES[v.type[len("tensor("):-1]],
+                 [d if isinstance(d, int) and d >= 0 else -1 for d in v.shape]) for v in values]
+
+    inputs, outputs = tensors(session.get_inputs()), tensors(session.get_outputs())
+    batching = all(dims and dims[0] == -1 for _, _, dims in inputs + outputs)
+    written = [[{"name": n, "data_type": f"TYPE_{t}", "dims": d[1:] if batching else d} for n, t, d in found]
+               for found in (inputs, outputs)]
+    completed = {"max_batch_size": default_max_batch_size if batching else 0, "input": written[0],
+                 "output": written[1]}
+    if batching and default_max_batch_size > 1:
+        completed["dynamic_batching"] = {}
+    return completed
 _TRUE = ("1", "true", "yes", "on")
 
 
@@ -116,8 +145,25 @@ class OnnxRuntimeSession:
         self._feeds = [i.name for i in self._session.get_inputs()]
 
     def __call__(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        outputs = self._session.run(self.output_names, {n: inputs[n] for n in self._feeds})
-        return dict(zip(self.output_names, outputs))
+        outputs = self._session.run(self.output_names, {n: _ort_strings(inputs[n]) for n in self._feeds})
+        return {n: _triton_bytes(v) for n, v in zip(self.output_names, outputs)}
+
+
+def _ort_strings(array: np.ndarray) -> np.ndarray:
+    """BYTES elements (``bytes``, as Triton hands them) as the ``str`` onnxruntime's string tensors take (it would
+    turn ``b"ab"`` into ``"b'ab'"``), decoded as UTF-8 as the stock backend does."""
+    if array.dtype != object:
+        return array
+    return np.array([v.decode("utf-8") if isinstance(v, bytes) else v for v in array.reshape(-1)],
+                    dtype=object).reshape(array.shape)
+
+
+def _triton_bytes(array: np.ndarray) -> np.ndarray:
+    """onnxruntime's ``str`` outputs as the UTF-8 ``bytes`` a BYTES tensor holds."""
+    if array.dtype != object:
+        return array
+    return np.array([v.encode("utf-8") if isinstance(v, str) else v for v in array.reshape(-1)],
+                    dtype=object).reshape(array.shape)
 
 
 def _convention_index(name: str) -> int | None:
@@ -206,6 +252,32 @@ def open_session(backend: str, path: str, config: dict, device: str = "cpu"):
 
 class TritonPythonModel:
     """The python-based backend entry point: Triton calls it for every model of this backend."""
+
+    @staticmethod
+    def auto_complete_config(auto_complete_model_config):
+        """The onnxruntime backend's auto-complete of a deployment shipped without its tensors (no config.pbtxt):
+        inputs, outputs, max batch size and dynamic batching from the model file (:func:`onnx_auto_complete`). The
+        model's directory comes from the launcher (``REPOSITORY_ENV``: a python-based backend is not told it)."""
+        cfg = auto_complete_model_config
+        config = cfg.as_dict()
+        repository = os.environ.get(REPOSITORY_ENV, "")
+        if config.get("backend") != "onnxruntime" or config.get("input") or config.get("output") or not repository:
+            return cfg  # a configuration that declares its tensors is served as written
+        directory = os.path.join(repository, config["name"])
+        versions = sorted(int(d) for d in os.listdir(directory) if d.isdigit())
+        if not versions:
+            return cfg
+        path = os.path.join(directory, str(versions[-1]), config.get("default_model_filename") or "model.onnx")
+        completed = onnx_auto_complete(path)
+        if not config.get("max_batch_size"):
+            cfg.set_max_batch_size(completed["max_batch_size"])
+        for tensor in completed["input"]:
+            cfg.add_input(tensor)
+        for tensor in completed["output"]:
+            cfg.add_output(tensor)
+        if "dynamic_batching" in completed and "dynamic_batching" not in config:
+            cfg.set_dynamic_batching()
+        return cfg
 
     def initialize(self, args):
         config = json.loads(args["model_config"])

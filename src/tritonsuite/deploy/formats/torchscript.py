@@ -102,8 +102,16 @@ class TorchScriptTrace(_TorchScript):
         serve on: the casts are recorded in the graph."""
         if precision != "mixed":
             return super().prepare(module, spec, precision, device)
+        import torch
+
         from tritonsuite.deploy.formats.mixed import autocast_module, keep_fp32
 
+        if device.startswith("cpu") and any(isinstance(m, torch.nn.RNNBase) for m in module.modules()):
+            # measured: CPU autocast sends an LSTM to oneDNN's fp16 LSTM, which a CPU without AVX512-FP16 refuses
+            # ("could not create a primitive descriptor for the LSTM forward propagation primitive") and one with it
+            # (Sapphire Rapids) traces into a graph that then multiplies float by half: one verdict on every host
+            raise ExportUnsupported(f"{spec.key} as ts-trace mixed on the CPU: autocast's fp16 LSTM is oneDNN's, "
+                                    f"refused or mis-traced depending on the CPU (use ts-script or onnx)")
         keep_fp32(module, tuple(spec.fp32_modules))
         return autocast_module(module, spec, device.split(":")[0])
 

@@ -1,0 +1,83 @@
+"""Check 7, the response cache: where the configuration enables it and the server has a cache, a repeated input is
+a hit (the statistics' ``cache_hit``) with the identical answer, a different input is a miss, and the cached
+answer is what the model computes for that input (the same sample sent in a batch of two, a request the cache has
+not seen): a non-deterministic model behind a cache would answer the first random draw for ever."""
+from __future__ import annotations
+
+import numpy as np
+
+from tritonsuite.judge.conformance.result import CheckResult, Target
+from tritonsuite.judge.conformance.traffic import client, infer, outputs_of, same, settled_statistics, stats_delta
+
+#: a fresh computation of the cached sample must agree this closely (a batch may take other kernels)
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def _other(request: dict) -> dict:
+    """The request with its first input changed (another input: a miss)."""
+    first, array = next(iter(request.items()))
+    changed = array.copy()
+    if changed.dtype == object:
+        changed.reshape(-1)[0] = bytes(changed.reshape(-1)[0]) + b"!"
+    elif changed.dtype == bool:
+        changed.reshape(-1)[0] = not changed.reshape(-1)[0]
+    else:
+        changed.reshape(-1)[0] = changed.reshape(-1)[0] + 1
+    return {**request, first: changed}
+
+
+def check_cache(target: Target) -> CheckResult:
+    d = target.description
+    if not d.response_cache:
+        return CheckResult(target.name, "cache", "response_cache not enabled", "-", "skipped",
+                           "the configuration does not enable response_cache")
+    if d.decoupled:
+        return CheckResult(target.name, "cache", "response_cache enabled", "-", "skipped",
+                           "decoupled: Triton does not cache decoupled responses")
+    names = [t.name for t in d.outputs]
+    request = target.request(1)
+    conn = client(target.server)
+    try:
+        before = settled_statistics(target.server, target.name)
+        first = outputs_of(infer(conn, target.name, request, names), names)
+        after_first = settled_statistics(target.server, target.name)
+        second = outputs_of(infer(conn, target.name, request, names), names)
+        after_second = settled_statistics(target.server, target.name)
+        infer(conn, target.name, _other(request), names)
+        after_other = settled_statistics(target.server, target.name)
+        fresh = None
+        if d.batching and d.max_batch_size >= 2:  # the same sample in a request the cache has not seen
+            pair = {k: np.concatenate([v, v]) for k, v in request.items()}
+            fresh = {k: v[:1] for k, v in outputs_of(infer(conn, target.name, pair, names), names).items()}
+    finally:
+        conn.close()
+    one, two, three = (stats_delta(a, b) for a, b in ((after_first, before), (after_second, after_first),
+                                                      (after_other, after_second)))
+    lookups = sum(x.get("cache_hit_count", 0) + x.get("cache_miss_count", 0) for x in (one, two, three))
+    declared = "response_cache { enable: true }"
+    evidence = {"first": {k: one.get(k, 0) for k in ("cache_hit_count", "cache_miss_count")},
+                "repeat": {k: two.get(k, 0) for k in ("cache_hit_count", "cache_miss_count")},
+                "other_input": {k: three.get(k, 0) for k in ("cache_hit_count", "cache_miss_count")}}
+    if lookups == 0:
+        return CheckResult(target.name, "cache", declared, "no cache lookup counted", "skipped",
+                           "the server has no response cache (start it with --cache-config local,size=...)",
+                           evidence)
+    problems = []
+    if two.get("cache_hit_count", 0) != 1:
+        problems.append("the repeated input was not a cache hit")
+    if not same(first, second):
+        problems.append("the repeated input was answered differently")
+    if three.get("cache_hit_count", 0) != 0 or three.get("cache_miss_count", 0) != 1:
+        problems.append("a different input was answered from the cache")
+    if fresh is not None:
+        agree = all(np.allclose(fresh[n], first[n], rtol=RTOL, atol=ATOL) for n in names
+                    if first[n].dtype.kind in "fiub") and all(np.array_equal(fresh[n], first[n]) for n in names
+                                                              if first[n].dtype.kind not in "fiub")
+        evidence["fresh_equals_cached"] = agree
+        if not agree:
+            problems.append("the cached answer differs from what the model computes for the same input now "
+                            "(a non-deterministic model: caching freezes one draw)")
+    observed = (f"repeat: {evidence['repeat']}, other input: {evidence['other_input']}"
+                + ("" if fresh is None else f", fresh computation {'agrees' if evidence['fresh_equals_cached'] else 'differs'}"))
+    return CheckResult(target.name, "cache", declared, observed, "fail" if problems else "pass",
+                       "; ".join(problems), evidence)

@@ -1,0 +1,101 @@
+"""Check 6, counters: the statistics extension and the Prometheus metrics agree with what the client sent and
+received, over a known mix of requests (answered ones of two batch sizes, and refused ones).
+
+Triton's counters: a request answered counts once in ``success`` (``nv_inference_request_success``); its samples
+count in ``inference_count`` (``nv_inference_count``) unless the response cache answered them; an execution (one
+batch the scheduler formed) counts once in ``execution_count`` (``nv_inference_exec_count``) and once in the
+batch-size histogram. A request refused before it reaches the scheduler (its shape is wrong) counts nowhere; one
+that reaches the model and fails counts in ``fail`` and ``nv_inference_request_failure``.
+"""
+from __future__ import annotations
+
+import time
+
+from tritonsuite.judge.conformance.result import CheckResult, Target
+from tritonsuite.judge.conformance.refusals import probes, send_http
+from tritonsuite.judge.conformance.traffic import client, infer, metrics, settled_statistics, statistics, stats_delta
+
+REQUESTS = 5  # answered requests of each batch size
+SETTLE_S = 3.0  # how long the counters may take to show the last requests
+
+
+def check_counters(target: Target) -> CheckResult:
+    d = target.description
+    if d.decoupled:
+        return CheckResult(target.name, "counters", "-", "-", "skipped", "decoupled: one request, many responses")
+    names = [t.name for t in d.outputs]
+    batches = [1] + ([min(2, d.max_batch_size)] if d.max_batch_size >= 2 else [])
+    before_stats = settled_statistics(target.server, target.name)
+    before_metrics = metrics(target.server, target.name)
+    conn = client(target.server)
+    answered = failed = samples = 0
+    try:
+        for b in batches:
+            for i in range(REQUESTS):  # distinct requests where a response cache would answer repeats
+                request = target.fresh_request(b) if d.response_cache else target.request(b)
+                try:
+                    infer(conn, target.name, request, names)
+                    answered += 1
+                    samples += b if d.batching else 1
+                except Exception:
+                    failed += 1
+    finally:
+        conn.close()
+    shape_probe = next(p for p in probes(target) if p[0] == "wrong shape")
+    refused = sum(send_http(target.server, target.name, *shape_probe[1:])[0] != 200 for _ in range(2))
+    sent = answered + failed + 2
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        s = stats_delta(statistics(target.server, target.name), before_stats)
+        m = metrics(target.server, target.name)
+        m = None if m is None else {k: m[k] - before_metrics[k] for k in m}
+        problems = _compare(s, m, answered, failed, samples)
+        if not problems or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    evidence = {"client": {"sent": sent, "answered": answered, "failed": failed, "refused_before_scheduling": refused,
+                           "samples_answered": samples, "batch_sizes": batches},
+                "statistics": {k: s.get(k, 0) for k in ("success_count", "fail_count", "inference_count",
+                                                        "execution_count", "cache_hit_count")}
+                | {"batch_stats": s["batch_stats"]},
+                "metrics": m if m is not None else "not known (remote server: its metrics port is the operator's)"}
+    observed = (f"statistics: success {s.get('success_count', 0)}, fail {s.get('fail_count', 0)}, inferences "
+                f"{s.get('inference_count', 0)}, executions {s.get('execution_count', 0)}"
+                + ("" if m is None else f"; metrics: success {m['nv_inference_request_success']:g}, failure "
+                   f"{m['nv_inference_request_failure']:g}, inferences {m['nv_inference_count']:g}, executions "
+                   f"{m['nv_inference_exec_count']:g}"))
+    declared = (f"client: {answered} answered ({samples} samples, batches {batches}), {failed} failed, {refused} "
+                f"refused for a wrong shape")
+    if m is None and not problems:
+        return CheckResult(target.name, "counters", declared, observed, "pass",
+                           "", evidence | {"note": "statistics only: the metrics endpoint is not known"})
+    return CheckResult(target.name, "counters", declared, observed, "fail" if problems else "pass",
+                       "; ".join(problems), evidence)
+
+
+def _compare(s: dict, m: dict | None, answered: int, failed: int, samples: int) -> list[str]:
+    problems = []
+    hits = s.get("cache_hit_count", 0)
+    if s.get("success_count", 0) != answered:
+        problems.append(f"statistics count {s.get('success_count', 0)} successes, the client got {answered} answers")
+    if s.get("fail_count", 0) != failed:
+        problems.append(f"statistics count {s.get('fail_count', 0)} failures, the client saw {failed}")
+    if hits:
+        problems.append(f"{hits} cache hits for requests never sent before")
+    if s.get("inference_count", 0) != samples:
+        problems.append(f"statistics count {s.get('inference_count', 0)} inferences, the client sent {samples} "
+                        f"answered samples")
+    executions = s.get("execution_count", 0)
+    if executions != sum(s["batch_stats"].values()):
+        problems.append(f"{executions} executions, but the batch-size histogram counts "
+                        f"{sum(s['batch_stats'].values())}")
+    if executions > answered + failed:
+        problems.append(f"{executions} executions for {answered + failed} requests")
+    if m is not None:
+        pairs = (("nv_inference_request_success", s.get("success_count", 0)),
+                 ("nv_inference_request_failure", s.get("fail_count", 0)),
+                 ("nv_inference_count", s.get("inference_count", 0)),
+                 ("nv_inference_exec_count", executions))
+        problems += [f"{name} rose by {m[name]:g}, the statistics by {value}" for name, value in pairs
+                     if m[name] != value]
+    return problems

@@ -1,0 +1,91 @@
+"""Check 1, identity: the server serves what the repository's config.pbtxt declares, in the versions its policy
+selects, and each of those versions answers with the declared outputs."""
+from __future__ import annotations
+
+from tritonsuite.description import describe
+from tritonsuite.judge.conformance.result import CheckResult, Target
+from tritonsuite.judge.conformance.traffic import client, infer, outputs_of, response_version
+
+
+def _tensors(tensors) -> str:
+    return ", ".join(f"{t.name} {t.dtype} {list(t.shape)}" for t in tensors)
+
+
+def _signature(d) -> dict[str, str]:
+    return {"platform/backend": d.platform or d.backend, "max_batch_size": str(d.max_batch_size),
+            "scheduler": d.scheduler,
+            "inputs": _tensors(d.inputs), "outputs": _tensors(d.outputs)}
+
+
+def _versions_on_disk(target: Target) -> list[int]:
+    return sorted(int(p.name) for p in target.directory.iterdir() if p.is_dir() and p.name.isdigit())
+
+
+def _fits(shape, dims, batching: bool) -> bool:
+    """Whether an answered output shape fits the declared dims (a batch dim first when the model batches)."""
+    expected = ([-1] if batching else []) + list(dims)
+    return len(shape) == len(expected) and all(e < 0 or s == e for s, e in zip(shape, expected))
+
+
+def check_identity(target: Target) -> CheckResult:
+    declared = target.description
+    served = describe(target.server.model_config(target.name))
+    problems = []
+    want, got = _signature(declared), _signature(served)
+    if (not declared.platform or not served.platform) and declared.backend == served.backend:
+        got["platform/backend"] = want["platform/backend"]  # a platform and the backend it maps to: the same thing
+    problems += [f"{k}: declared {want[k]}, served {got[k]}" for k in want if want[k] != got[k]]
+    conn = target.server.client(timeout=30)
+    try:
+        metadata = conn.get_model_metadata(target.name)
+        index = conn.get_model_repository_index()
+    finally:
+        conn.close()
+    meta_inputs = {t["name"]: (t["datatype"], t["shape"]) for t in metadata.get("inputs", [])}
+    for t in declared.inputs:
+        shape = ([-1] if declared.batching else []) + list(t.shape)
+        if t.name not in meta_inputs:
+            problems.append(f"metadata has no input {t.name}")
+        elif [int(d) for d in meta_inputs[t.name][1]] != shape:
+            problems.append(f"metadata: input {t.name} shape {meta_inputs[t.name][1]}, declared {shape}")
+    on_disk = _versions_on_disk(target)
+    selected = list(declared.version_policy.served(on_disk))
+    ready = sorted(int(m["version"]) for m in index if m.get("name") == target.name and m.get("state") == "READY"
+                   and str(m.get("version", "")).isdigit())
+    if ready != selected:
+        problems.append(f"READY versions {ready}, but version policy {declared.version_policy.describe()} selects "
+                        f"{selected} of the version directories {on_disk}")
+    answers = {}
+    names = [t.name for t in declared.outputs]
+    request = target.request(1)
+    with_client = client(target.server)
+    try:
+        for version in ready:
+            try:
+                result = infer(with_client, target.name, request, names, version=str(version))
+            except Exception as exc:
+                answers[version] = f"refused: {(str(exc).strip().splitlines() or [''])[0][:200]}"
+                problems.append(f"version {version} did not answer a request of the declared inputs "
+                                f"({answers[version]})")
+                continue
+            outputs = outputs_of(result, names)
+            bad = [f"{t.name} {list(outputs[t.name].shape)} {outputs[t.name].dtype}" for t in declared.outputs
+                   if outputs[t.name] is None or not _fits(outputs[t.name].shape, t.shape, declared.batching)
+                   or (t.dtype not in ("bytes", "bfloat16") and str(outputs[t.name].dtype) != t.dtype)]
+            answered_by = response_version(result)
+            answers[version] = f"answered (version {answered_by})"
+            if bad:
+                problems.append(f"version {version} answered outputs unlike the declared ones: {', '.join(bad)}")
+            if answered_by and answered_by != str(version):
+                problems.append(f"a request for version {version} was answered by version {answered_by}")
+    finally:
+        with_client.close()
+    evidence = {"declared": want, "served": got, "versions_on_disk": on_disk, "selected": selected, "ready": ready,
+                "answers": answers, "server_platform": served.platform, "server_backend": served.backend}
+    return CheckResult(
+        target.name, "identity",
+        declared=f"{want['platform/backend']}, max_batch_size {declared.max_batch_size}, inputs {want['inputs']}; "
+                 f"outputs {want['outputs']}; {declared.version_policy.describe()} of versions {on_disk} -> {selected}",
+        observed=f"{got['platform/backend']}, max_batch_size {served.max_batch_size}; READY {ready}; "
+                 + "; ".join(f"v{v} {a}" for v, a in answers.items()),
+        verdict="fail" if problems else "pass", reason="; ".join(problems), evidence=evidence)

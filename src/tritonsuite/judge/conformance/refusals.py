@@ -1,0 +1,213 @@
+"""Check 4, refusals: malformed requests are refused cleanly and harmlessly, over HTTP and gRPC.
+
+Each malformed request is written on the wire by hand (HTTP: the binary tensor extension's JSON header and raw
+bytes; gRPC: a ``ModelInferRequest`` with ``raw_input_contents``), so a truncated or oversized body is exactly that,
+not something a client library would refuse before sending. It must come back as an error (HTTP 4xx, gRPC
+INVALID_ARGUMENT or another non-OK status) whose message names the problem, within :data:`BOUND_S`; right after,
+the server is live, the model ready, and a reference request is answered exactly as before.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from tritonsuite.judge.conformance.result import CheckResult, Target
+from tritonsuite.judge.conformance.traffic import client, infer, outputs_of, same
+
+BOUND_S = 10.0  # an error later than this is a hang
+#: a dtype of the same item size (so the bytes fit and only the type is wrong)
+OTHER_DTYPE = {"FP32": "INT32", "INT32": "FP32", "FP16": "INT16", "INT16": "FP16", "FP64": "INT64",
+               "INT64": "FP64", "UINT8": "INT8", "INT8": "UINT8", "BOOL": "INT8", "UINT32": "INT32",
+               "UINT64": "INT64", "UINT16": "INT16", "BF16": "FP16", "BYTES": "INT32"}
+#: words an error about each problem names (any of them, case-insensitive)
+NAMES = {"batch above max_batch_size": ("batch",), "wrong dtype": ("datatype", "data-type", "data type", "dtype"),
+         "wrong shape": ("shape", "dims"), "missing input": ("input",), "unknown output": ("output",),
+         "truncated body": ("byte", "size", "unexpected", "expected"),
+         "oversized body": ("byte", "size", "unexpected", "expected"),
+         "other size of a variable dim": ()}
+#: problems a deployment may also answer (the configuration allows them): only harm afterwards fails them
+MAY_ANSWER = ("other size of a variable dim",)
+
+
+@dataclass
+class Tensor:
+    name: str
+    datatype: str
+    shape: list[int]
+    data: bytes
+
+
+def _wire(array: np.ndarray) -> bytes:
+    if array.dtype == object:
+        return b"".join(len(v).to_bytes(4, "little") + bytes(v) for v in array.reshape(-1))
+    return np.ascontiguousarray(array).tobytes()
+
+
+def probes(target: Target) -> list[tuple[str, list[Tensor], list[str]]]:
+    """(problem, the request's tensors, requested outputs) for every malformed request that applies."""
+    from tritonclient.utils import np_to_triton_dtype
+
+    d = target.description
+    request = target.request(1)
+    good = [Tensor(n, "BYTES" if a.dtype == object else np_to_triton_dtype(a.dtype), list(a.shape), _wire(a))
+            for n, a in request.items()]
+    outputs = [t.name for t in d.outputs]
+    first = good[0]
+    found = []
+    if d.batching:
+        over = d.max_batch_size + 1
+        found.append(("batch above max_batch_size", [
+            Tensor(t.name, t.datatype, [over] + t.shape[1:], t.data * over) for t in good], outputs))
+    found.append(("wrong dtype", [Tensor(first.name, OTHER_DTYPE.get(first.datatype, "FP32"), first.shape,
+                                         first.data)] + good[1:], outputs))
+    spec = d.input(first.name)
+    offset = 1 if d.batching else 0
+    fixed = [i for i, dim in enumerate(spec.shape) if dim > 0]
+    if fixed:
+        shape = list(first.shape)
+        shape[offset + fixed[0]] += 1
+    else:
+        shape = list(first.shape) + [2]
+    elements = int(np.prod(shape)) if shape else 1
+    itemsize = len(first.data) // max(int(np.prod(first.shape)) if first.shape else 1, 1)
+    data = (first.data * (elements // max(len(first.data) // max(itemsize, 1), 1) + 1))[:elements * itemsize]
+    found.append(("wrong shape", [Tensor(first.name, first.datatype, shape, data)] + good[1:], outputs))
+    for index, tensor in enumerate(good):  # the first input with a variable dim: any size of it is valid, so it
+        dims = d.input(tensor.name).shape  # reaches the model, which must answer or refuse it, unharmed
+        variable = [i for i, dim in enumerate(dims) if dim < 0]
+        if not variable:
+            continue
+        shape = list(tensor.shape)
+        shape[offset + variable[0]] += 1
+        size = len(tensor.data) // max(int(np.prod(tensor.shape)), 1)
+        wanted = int(np.prod(shape)) * size
+        data = (tensor.data * (wanted // max(len(tensor.data), 1) + 1))[:wanted]
+        found.append(("other size of a variable dim", good[:index] + [Tensor(tensor.name, tensor.datatype, shape,
+                                                                             data)] + good[index + 1:], outputs))
+        break
+    found.append(("missing input", good[1:], outputs))
+    found.append(("unknown output", good, outputs[:1] + ["conformance_no_such_output"]))
+    cut = max(len(first.data) // 2, 1) if len(first.data) > 1 else 0
+    found.append(("truncated body", [Tensor(first.name, first.datatype, first.shape, first.data[:cut])]
+                  + good[1:], outputs))
+    found.append(("oversized body", [Tensor(first.name, first.datatype, first.shape, first.data + first.data)]
+                  + good[1:], outputs))
+    return found
+
+
+def send_http(server, model: str, tensors: list[Tensor], outputs: list[str]) -> tuple[int, str]:
+    header = json.dumps({
+        "inputs": [{"name": t.name, "shape": t.shape, "datatype": t.datatype,
+                    "parameters": {"binary_data_size": len(t.data)}} for t in tensors],
+        "outputs": [{"name": n, "parameters": {"binary_data": True}} for n in outputs]}).encode()
+    body = header + b"".join(t.data for t in tensors)
+    host, port = server.http_url.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=BOUND_S)
+    try:
+        conn.request("POST", f"/v2/models/{model}/infer", body=body,
+                     headers={"Inference-Header-Content-Length": str(len(header)),
+                              "Content-Type": "application/octet-stream"})
+        response = conn.getresponse()
+        text = response.read()
+        if response.status == 200:
+            return 200, ""
+        try:
+            return response.status, str(json.loads(text).get("error", text[:300]))
+        except ValueError:
+            return response.status, text[:300].decode("utf-8", "replace")
+    finally:
+        conn.close()
+
+
+def send_grpc(server, model: str, tensors: list[Tensor], outputs: list[str]) -> tuple[str, str]:
+    import grpc
+    from tritonclient.grpc import service_pb2, service_pb2_grpc
+
+    request = service_pb2.ModelInferRequest(model_name=model)
+    for t in tensors:
+        request.inputs.add(name=t.name, datatype=t.datatype, shape=t.shape)
+        request.raw_input_contents.append(t.data)
+    for n in outputs:
+        request.outputs.add(name=n)
+    with grpc.insecure_channel(server.grpc_url) as channel:
+        try:
+            service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelInfer(request, timeout=BOUND_S)
+        except grpc.RpcError as exc:
+            return exc.code().name, str(exc.details())
+    return "OK", ""
+
+
+def _healthy(target: Target, conn, reference, names) -> str:
+    """"" when the server is live, the model ready and the reference request answered as before; else why not."""
+    if not target.server.is_alive():
+        return "the server died"
+    try:
+        if not conn.is_server_live():
+            return "the server is not live"
+        if not conn.is_model_ready(target.name):
+            return "the model is not ready"
+        answer = outputs_of(infer(conn, target.name, target.request(1), names), names)
+    except Exception as exc:
+        return f"the reference request failed ({(str(exc).strip().splitlines() or [''])[0][:200]})"
+    return "" if same(answer, reference) else "the reference request was answered differently than before"
+
+
+def check_refusals(target: Target) -> CheckResult:
+    d = target.description
+    if d.decoupled:
+        return CheckResult(target.name, "refusals", "decoupled", "-", "skipped",
+                           "decoupled: HTTP and unary gRPC refuse every request of a decoupled model")
+    names = [t.name for t in d.outputs]
+    conn = client(target.server)
+    problems, seen = [], []
+    try:
+        reference = outputs_of(infer(conn, target.name, target.request(1), names), names)
+        grpc_known = True
+        try:
+            target.server.grpc_url
+        except ValueError:
+            grpc_known = False
+        for protocol in ("http", "grpc") if grpc_known else ("http",):
+            for problem, tensors, outputs in probes(target):
+                start = time.monotonic()
+                try:
+                    code, message = (send_http if protocol == "http" else send_grpc)(target.server, target.name,
+                                                                                    tensors, outputs)
+                except Exception as exc:
+                    code, message = "no answer", f"{type(exc).__name__}: {exc}"
+                took = time.monotonic() - start
+                refused = code not in (200, "OK", "no answer")
+                named = any(w in message.lower() for w in NAMES[problem])
+                harm = _healthy(target, conn, reference, names)
+                seen.append({"protocol": protocol, "problem": problem, "code": code, "message": message[:200],
+                             "seconds": round(took, 3), "after": harm or "healthy, same answer"})
+                what = f"{protocol} {problem}"
+                if harm:
+                    problems.append(f"{what}: {harm} afterwards")
+                    if not target.server.is_alive():
+                        break
+                if problem in MAY_ANSWER:
+                    pass
+                elif not refused:
+                    problems.append(f"{what}: {'accepted' if code in (200, 'OK') else code} ({message[:120]})")
+                elif not named:
+                    problems.append(f"{what}: error {code} does not name the problem: {message[:120]!r}")
+                elif took > BOUND_S:
+                    problems.append(f"{what}: refused after {took:.1f} s (bound {BOUND_S:g} s)")
+            if not target.server.is_alive():
+                break
+    finally:
+        conn.close()
+    kinds = sorted({s["problem"] for s in seen})
+    observed = (f"{sum(s['code'] not in (200, 'OK') for s in seen)}/{len(seen)} refused, slowest "
+                f"{max((s['seconds'] for s in seen), default=0):.3f} s; "
+                f"{sum(s['after'].startswith('healthy') for s in seen)}/{len(seen)} followed by a healthy reference "
+                f"answer")
+    return CheckResult(target.name, "refusals", f"{len(kinds)} malformed requests ({', '.join(kinds)}) over "
+                       f"{' and '.join(sorted({s['protocol'] for s in seen}))}: each refused naming the problem, "
+                       f"the deployment unharmed", observed, "fail" if problems else "pass", "; ".join(problems),
+                       {"probes": seen})

@@ -1,0 +1,187 @@
+"""Check 5, reload without loss: under closed-loop load, a new version is added and the model reloaded through the
+repository API, then (separately) a changed configuration is loaded. No request may fail, answers must switch from
+the old version to the new without an old answer to a request sent after the first new answer came back, and the
+latency during the switch is reported against before (p99 and max, with their sample counts). The deployment is
+restored afterwards (the added version removed, the configuration written back, loaded once more).
+
+A server the suite did not start (``--server remote``) is reloaded only when the target allows it: never reload a
+team's server unasked.
+"""
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+
+from tritonsuite.judge.conformance.result import CheckResult, Target
+from tritonsuite.judge.conformance.traffic import closed_loop, percentile, statistics
+
+CONCURRENCY = 2
+BEFORE_S = 0.6  # load before the reload (the latency "before"): at least this long...
+BEFORE_ANSWERS = 8  # ...and this many answers (at most MAX_BEFORE_S)
+MAX_BEFORE_S = 5.0
+AFTER_S = 0.4  # load after the reload returned
+MARK = "tritonsuite_conformance_reload"  # the parameter the changed configuration adds
+
+
+def _under_load(target: Target, action) -> tuple[list, float, float, object]:
+    """Run ``action()`` while the closed loop runs; returns the answers, when the action began and ended, and what
+    it returned."""
+    names = [t.name for t in target.description.outputs]
+    stop = threading.Event()
+    found: list = []
+    baseline = _answered(target)
+    loop = threading.Thread(target=lambda: found.extend(closed_loop(
+        target.server, target.name, target.load_requests(), names, CONCURRENCY, stop=stop,
+        deadline_s=600.0)), daemon=True)
+    loop.start()
+    started = time.monotonic()
+    time.sleep(BEFORE_S)
+    while time.monotonic() - started < MAX_BEFORE_S and _answered(target) - baseline < BEFORE_ANSWERS:
+        time.sleep(0.05)
+    begin = time.monotonic()
+    try:
+        returned = action()
+    except Exception as exc:  # a reload the server refused: the deployment's verdict, not the check's error
+        returned = exc
+    finally:
+        end = time.monotonic()
+        time.sleep(AFTER_S)
+        stop.set()
+        loop.join(120)
+    return found, begin, end, returned
+
+
+def _restore(target: Target) -> str:
+    """Load the deployment as it is on disk again; "" when that worked, else the first line of why not."""
+    try:
+        target.server.load(target.directory)
+    except Exception as exc:
+        if not target.server.is_alive():
+            raise
+        return _first(exc)
+    return ""
+
+
+def _answered(target: Target) -> int:
+    return statistics(target.server, target.name).get("success_count", 0)
+
+
+def _latency(answers, begin: float, end: float) -> dict:
+    before = [a.latency_ms for a in answers if a.ok and a.end < begin]
+    during = [a.latency_ms for a in answers if a.ok and a.start <= end and a.end >= begin]
+
+    def summary(values):
+        return {"samples": len(values), "p99_ms": _round(percentile(values, 99)),
+                "max_ms": _round(max(values) if values else None)}
+
+    return {"before": summary(before), "during": summary(during)}
+
+
+def _first(exc) -> str:
+    lines = [l for l in str(exc).strip().splitlines() if l.strip()]
+    return (lines[0] if lines else type(exc).__name__)[:200]
+
+
+def _round(value):
+    return None if value is None else round(value, 2)
+
+
+def _describe(name: str, answers, latency: dict) -> str:
+    failed = sum(not a.ok for a in answers)
+    b, d = latency["before"], latency["during"]
+    return (f"{name}: {len(answers)} requests, {failed} failed; latency before p99 {b['p99_ms']} ms / max "
+            f"{b['max_ms']} ms ({b['samples']} samples), during p99 {d['p99_ms']} ms / max {d['max_ms']} ms "
+            f"({d['samples']} samples)")
+
+
+def _new_version(target: Target, evidence: dict) -> list[str]:
+    d = target.description
+    on_disk = sorted(int(p.name) for p in target.directory.iterdir() if p.is_dir() and p.name.isdigit())
+    if d.version_policy.kind == "specific":
+        evidence["new_version"] = "not tried: a specific version policy serves no new version"
+        return []
+    old = str(max(d.version_policy.served(on_disk)))
+    new = target.directory / str(max(on_disk) + 1)
+    shutil.copytree(target.directory / old, new)  # removed by check_reload, which restores the deployment
+    evidence["added"] = str(new)
+    answers, begin, end, refused = _under_load(target, lambda: target.server.load(target.directory))
+    latency = _latency(answers, begin, end)
+    versions = [a.version for a in answers if a.ok]
+    first_new = min((a.end for a in answers if a.ok and a.version == new.name), default=None)
+    late_old = [a for a in answers if a.ok and a.version == old and first_new is not None and a.start > first_new]
+    evidence["new_version"] = {"old": old, "new": new.name, "answers_by_version": {
+        v: versions.count(v) for v in sorted(set(versions))}, "old_after_new": len(late_old),
+        "failed": sum(not a.ok for a in answers), "reload_s": round(end - begin, 3), "latency": latency,
+        "errors": sorted({a.error for a in answers if not a.ok})[:3]}
+    evidence["observed_new_version"] = _describe(f"version {old} -> {new.name}", answers, latency)
+    refused = refused if isinstance(refused, Exception) else None
+    problems = [f"loading version {new.name} under load failed: {_first(refused)}"] if refused else []
+    failed = [a for a in answers if not a.ok]
+    if failed:
+        problems.append(f"{len(failed)} of {len(answers)} requests failed while version {new.name} was added "
+                        f"({failed[0].error[:120]})")
+    if first_new is None and not refused:
+        problems.append(f"no answer came from the new version {new.name} after the reload")
+    if late_old:
+        problems.append(f"{len(late_old)} request(s) sent after the first answer of version {new.name} were answered "
+                        f"by version {old} (a mixed switch)")
+    return problems
+
+
+def _changed_config(target: Target, evidence: dict) -> list[str]:
+    from google.protobuf import text_format
+
+    from tritonsuite.deploy.repository import read_config
+
+    path = target.directory / "config.pbtxt"
+    original = path.read_text()
+    changed = read_config(target.directory)
+    changed.parameters[MARK].string_value = "1"
+    path.write_text(text_format.MessageToString(changed))
+    try:
+        answers, begin, end, refused = _under_load(target, lambda: target.server.load(target.directory))
+        try:
+            served = target.server.model_config(target.name).get("parameters", {})
+        except Exception:
+            served = {}
+    finally:
+        path.write_text(original)  # loaded again by check_reload
+    latency = _latency(answers, begin, end)
+    failed = [a for a in answers if not a.ok]
+    evidence["changed_config"] = {"failed": len(failed), "requests": len(answers), "reload_s": round(end - begin, 3),
+                                  "latency": latency, "served_change": MARK in served,
+                                  "errors": sorted({a.error for a in answers if not a.ok})[:3]}
+    evidence["observed_changed_config"] = _describe(f"config with parameter {MARK}", answers, latency)
+    refused = refused if isinstance(refused, Exception) else None
+    problems = [f"loading the changed configuration under load failed: {_first(refused)}"] if refused else []
+    if failed:
+        problems.append(f"{len(failed)} of {len(answers)} requests failed while a changed configuration was loaded "
+                        f"({failed[0].error[:120]})")
+    if MARK not in served and not refused:
+        problems.append("the server did not serve the changed configuration after the reload")
+    return problems
+
+
+def check_reload(target: Target) -> CheckResult:
+    d = target.description
+    declared = (f"reloads under load at concurrency {CONCURRENCY}: a new version ({d.version_policy.describe()}) "
+                f"and a changed configuration, zero failed requests, no old answer after a new one")
+    if getattr(target.server, "name", "") == "remote" and not target.allow_reload:
+        return CheckResult(target.name, "reload", declared, "-", "skipped", "a remote server is reloaded only with "
+                           "--allow-reload (never a team's server unasked)")
+    if d.decoupled or d.sequence or d.ensemble:
+        return CheckResult(target.name, "reload", declared, "-", "skipped",
+                           f"{', '.join(d.kinds)}: the load here is one stateless request per response")
+    evidence: dict = {}
+    try:
+        problems = _new_version(target, evidence)
+        problems += _changed_config(target, evidence)
+    finally:  # the deployment as it was: the added version removed, the configuration as written, loaded once
+        if evidence.get("added"):
+            shutil.rmtree(evidence["added"], ignore_errors=True)
+        restored = _restore(target)
+    problems += [f"restoring the deployment afterwards failed: {restored}"] if restored else []
+    observed = "; ".join(evidence[k] for k in ("observed_new_version", "observed_changed_config") if k in evidence)
+    return CheckResult(target.name, "reload", declared, observed, "fail" if problems else "pass",
+                       "; ".join(problems), evidence)

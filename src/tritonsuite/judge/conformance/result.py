@@ -1,0 +1,122 @@
+"""What a conformance check takes and gives: the :class:`Target` (a deployment loaded on a running server) and the
+:class:`CheckResult` (declared, observed, verdict, evidence), which becomes a row of scenario ``conformance``."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from tritonsuite.description import ModelDescription
+from tritonsuite.rows import Row
+
+VERDICTS = ("pass", "fail", "skipped")
+_LOAD_SEEDS = itertools.count(1000)  # requests never sent before, for a cached deployment's load
+#: verdict -> row status
+STATUS = {"pass": "OK", "fail": "FAILED", "skipped": "SKIPPED"}
+
+
+class ConformanceError(ValueError):
+    """A check that cannot be asked for (unknown name); the message names the valid choices."""
+
+
+@dataclass
+class CheckResult:
+    """One check of one deployment: what its configuration declares, what the live server showed, the verdict."""
+
+    deployment: str
+    check: str
+    declared: str
+    observed: str
+    verdict: str  # VERDICTS
+    reason: str = ""  # one line: why it failed or was skipped (empty when it passed)
+    evidence: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def __post_init__(self):
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict {self.verdict!r}; valid choices: {', '.join(VERDICTS)}")
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+    def line(self) -> str:
+        why = f": {self.reason}" if self.reason else ""
+        return f"{self.deployment} {self.check}: {self.verdict}{why}"
+
+    def to_row(self, **identity: Any) -> Row:
+        """The check as a row of scenario ``conformance`` (``identity``: model, title, format, precision...)."""
+        fields = {"model": self.deployment, "deployment": self.deployment, **identity, "scenario": "conformance"}
+        row = Row(status=STATUS[self.verdict], reasons=[self.reason] if self.reason else [],
+                  seconds=round(self.seconds, 3), **fields)
+        row.extra.update({"check": self.check, "declared": self.declared, "observed": self.observed,
+                          "verdict": self.verdict, "evidence": self.evidence})
+        return row
+
+
+@dataclass
+class Target:
+    """A deployment loaded on a running server: ``directory`` is its repository directory as served (the checks
+    read its config.pbtxt and version directories; the reload check adds a version there and restores it).
+    ``inputs(batch_size, seed)`` gives one request's tensors (default: seeded random data of the declared dims, a
+    variable dim 1); ``batch_size`` is the load requests' batch; ``allow_reload`` lets the reload check change a
+    server the suite did not start (remote)."""
+
+    server: Any  # tritonsuite.server.TritonServer
+    directory: Path
+    inputs: Callable[[int, int], Mapping[str, np.ndarray]] | None = None
+    batch_size: int = 1
+    allow_reload: bool = False
+    description: ModelDescription | None = None
+
+    def __post_init__(self):
+        from tritonsuite.deploy.repository import describe_deployment
+
+        self.directory = Path(self.directory)
+        if self.description is None:
+            self.description = describe_deployment(self.directory)
+        if self.inputs is None:
+            self.inputs = lambda batch, seed=0: declared_inputs(self.description, batch, seed)
+
+    def load_requests(self, count: int = 32) -> list[dict[str, np.ndarray]]:
+        """The requests a check's load cycles through: one, or ``count`` distinct ones (never sent before by this
+        process) where the response cache would otherwise answer the repeats."""
+        if not self.description.response_cache:
+            return [self.request(self.batch_size)]
+        return [self.fresh_request(self.batch_size) for _ in range(count)]
+
+    def fresh_request(self, batch_size: int = 1) -> dict[str, np.ndarray]:
+        """A request this process has not sent before (another seed each call): one the response cache has not
+        seen."""
+        return self.request(batch_size, next(_LOAD_SEEDS))
+
+    @property
+    def name(self) -> str:
+        return self.description.name
+
+    def request(self, batch_size: int = 1, seed: int = 0) -> dict[str, np.ndarray]:
+        """One request's tensors of ``batch_size`` (no batch dimension for a batchless deployment)."""
+        found = {k: np.ascontiguousarray(v) for k, v in self.inputs(max(batch_size, 1), seed).items()}
+        if not self.description.batching:
+            return found
+        return {k: v[:batch_size] for k, v in found.items()}
+
+
+def declared_inputs(description: ModelDescription, batch_size: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded data of the declared dtypes and dims (a variable dim 1), with a batch dim when the model batches."""
+    rng = np.random.default_rng(seed)
+    found = {}
+    for t in description.inputs:
+        shape = ((batch_size,) if description.batching else ()) + tuple(d if d > 0 else 1 for d in t.shape)
+        if t.dtype == "bytes":
+            found[t.name] = np.array([b"conformance"] * int(np.prod(shape)), dtype=object).reshape(shape)
+        elif t.dtype == "bool":
+            found[t.name] = rng.integers(0, 2, shape).astype(bool)
+        elif np.issubdtype(np.dtype(t.dtype), np.integer):
+            found[t.name] = rng.integers(0, 8, shape).astype(t.dtype)
+        else:
+            found[t.name] = rng.standard_normal(shape).astype("float32" if t.dtype == "bfloat16" else t.dtype)
+    return found

@@ -1,0 +1,81 @@
+"""Conformance pages: ``reports/conformance/<deployment>.md``, one per deployment, from its ``conformance`` rows
+(:mod:`tritonsuite.judge.conformance`): a table of check, what the configuration declares, what the live server
+showed and the verdict with its reason, then the evidence that needs more than a cell (the batch-size histogram,
+the latency around a reload, each refused request)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from tritonsuite.rows import Row, safe_component
+
+VERDICT_WORDS = {"pass": "pass", "fail": "**FAIL**", "skipped": "skipped"}
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_conformance(deployment: str, rows: Sequence[Row]) -> str:
+    out = [f"# Conformance of {deployment}", ""]
+    verdicts = [r.extra.get("verdict", "fail") for r in rows]
+    out += [f"{len(rows)} checks on the live server: {verdicts.count('pass')} passed, {verdicts.count('fail')} "
+            f"failed, {verdicts.count('skipped')} skipped. Declared: what the deployment's config.pbtxt says; "
+            "observed: what the server showed.", ""]
+    out += ["| check | declared | observed | verdict | reason | seconds |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append("| " + " | ".join(_cell(x) for x in (
+            r.extra.get("check", "-"), r.extra.get("declared", "-"), r.extra.get("observed", "-"),
+            VERDICT_WORDS.get(r.extra.get("verdict", ""), r.status), "; ".join(r.reasons) or "-",
+            r.seconds if r.seconds is not None else "-")) + " |")
+    out.append("")
+    for r in rows:
+        evidence = r.extra.get("evidence") or {}
+        if not evidence:
+            continue
+        out += [f"## {r.extra.get('check')}: evidence", ""]
+        hist = evidence.get("batch_stats")
+        if hist:
+            out += ["| batch size | executions |", "|---|---|"] + [f"| {k} | {v} |" for k, v in hist.items()] + [""]
+        for probe in evidence.get("probes", []):
+            out.append(f"- {probe['protocol']} {probe['problem']}: {probe['code']} in {probe['seconds']} s, "
+                       f"\"{_cell(probe['message'])}\"; then {probe['after']}")
+        if evidence.get("probes"):
+            out.append("")
+        rest = {k: v for k, v in evidence.items() if k not in ("batch_stats", "probes")}
+        if rest:
+            out += ["```json", json.dumps(rest, indent=1, default=str), "```", ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def write_conformance_pages(reports_dir: str | Path, rows: Sequence[Row]) -> list[Path]:
+    """``<reports_dir>/conformance/<deployment>.md`` for every deployment with conformance rows."""
+    written = []
+    by_deployment: dict[str, list[Row]] = {}
+    for r in rows:
+        by_deployment.setdefault(r.deployment, []).append(r)
+    for deployment, drows in by_deployment.items():
+        page = Path(reports_dir) / "conformance" / f"{safe_component(deployment)}.md"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(render_conformance(deployment, drows), encoding="utf-8")
+        written.append(page)
+    return written
+
+
+def summary_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """summary.md's conformance section: per deployment its verdicts, and each failed check's reason."""
+    found = [r for r in rows if r.get("scenario") == "conformance"]
+    if not found:
+        return []
+    out = ["## Conformance", ""]
+    by_deployment: dict[str, list] = {}
+    for r in found:
+        by_deployment.setdefault(str(r.get("deployment")), []).append(r)
+    for deployment, drows in by_deployment.items():
+        verdicts = [r.get("verdict", "fail") for r in drows]
+        out.append(f"- {deployment}: {verdicts.count('pass')} passed, {verdicts.count('fail')} failed, "
+                   f"{verdicts.count('skipped')} skipped (conformance/{safe_component(deployment)}.md)")
+        out += [f"  - {r.get('check')}: {'; '.join(r.get('reasons') or [])}" for r in drows
+                if r.get("verdict", "fail") == "fail"]
+    return out + [""]

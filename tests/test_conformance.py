@@ -1,0 +1,2 @@
+"""The conformance scenario, as the plugin ships it (any project collects it the same way)."""
+from tritonsuite.plugin.scenarios import test_conformance  # noqa: F401

@@ -1,0 +1,38 @@
+"""`pytest -m conformance` as a user runs it, on a hand-written stock repository (--model-repository): one test per
+check and deployment, the rows, the page per deployment, the summary section and the JUnit properties."""
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tests.helpers import raw_rows, run_pytest
+from tests.test_user_repository import PROFILE, _args, _make
+from tritonsuite.judge.conformance import CHECKS
+from tritonsuite.spec import path_digest
+
+pytestmark = pytest.mark.smoke
+
+
+def test_conformance_of_a_hand_written_repository(tmp_path):
+    repo = _make(tmp_path)
+    before = path_digest(repo)
+    junit = tmp_path / "junit.xml"
+    result = run_pytest(_args(repo, "-m", "conformance", "-rs", f"--junitxml={junit}"), tmp_path, profile=PROFILE)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = [r for r in raw_rows(tmp_path / "reports", "conformance")]
+    assert sorted((r["deployment"], r["check"]) for r in rows) == sorted(
+        (d, c) for d in ("onnx_scale", "ts_pool") for c in CHECKS)
+    verdicts = {(r["deployment"], r["check"]): r["verdict"] for r in rows}
+    assert verdicts[("onnx_scale", "cache")] == "skipped"  # its config does not enable the response cache
+    assert all(v == "pass" for k, v in verdicts.items() if k[1] != "cache"), \
+        [(r["deployment"], r["check"], r["reasons"]) for r in rows if r["verdict"] != "pass"]
+    assert f"{len(rows) - 2} passed, 2 skipped" in result.stdout, result.stdout
+    assert path_digest(repo) == before  # the reload check wrote to the run's copy, never to the user's repository
+    page = (tmp_path / "reports" / "conformance" / "onnx_scale.md").read_text()
+    assert "| identity |" in page and "| reload |" in page and "batch size | executions" in page
+    summary = (tmp_path / "reports" / "summary.md").read_text()
+    assert "## Conformance" in summary and "- ts_pool: 6 passed, 0 failed, 1 skipped" in summary
+    case = next(c for c in ET.parse(junit).iter("testcase")
+                if c.get("name") == "test_conformance[onnx_scale-onnx-fp32-batching]")
+    properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert properties["verdict"] == "pass" and properties["check"] == "batching"
+    assert "histogram" in properties["observed"] and properties["declared"]

@@ -1,0 +1,168 @@
+"""Deployments as teams ship them, from --model-repository on the real embedded server: a label file and a
+``specific`` version policy, ``latest {num_versions: 2}`` driven per version, batchless, BYTES (perf_analyzer's JSON
+strings, with validation_data), every numeric dtype and BOOL; and the ensembles with their steps
+(fixtures/kinds_repository/make_repository.py writes the repository)."""
+import json
+
+import pytest
+
+from tests.helpers import ROOT, raw_rows, run_pytest
+from tritonsuite.spec import path_digest
+
+FIXTURE = ROOT / "fixtures" / "kinds_repository"
+PROFILE = """
+device: cpu
+gpu: none (CPU only)
+measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 100, max_trials: 8, warmup_ms: 200}
+"""
+STRINGS = {"data": [{"text": ["ab", "cd"]}, {"text": {"content": ["x", "yz"], "shape": [2]}}],
+           "validation_data": [{"shout": ["ab!", "cd!"]}, {"shout": ["x!", "yz!"]}]}
+
+
+def make_repository(dest):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_repository", FIXTURE / "make_repository.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.make(dest)
+
+
+def test_versions_and_kinds_are_read_from_the_description(tmp_path):
+    from tritonsuite.deploy import userrepo, userserve
+
+    repo = make_repository(tmp_path / "repo")
+    found, _ = userrepo.read_repository(repo)
+    by_name = {d.name: d for d in found}
+    assert by_name["labels_specific"].versions == ("1",)  # specific [1]: version 2 is on disk, not served
+    assert by_name["latest_two"].versions == ("2", "3")
+    assert by_name["batchless"].max_batch_size == 0
+    assert [t.dtype for t in by_name["strings"].inputs] == ["bytes"]
+    specs, profiles, _ = userrepo.user_models(repo, {"strings": "zero"}, only=("latest_two:2", "latest_two:3",
+                                                                               "batchless"))
+    assert sorted(s.name for s in specs) == ["batchless", "latest_two:2", "latest_two:3"]
+    assert profiles["batchless"].offline.batch_sizes == (1,) and profiles["batchless"].batchless
+    served = userserve.serve(next(s for s in specs if s.name == "latest_two:2"), tmp_path / "served")[
+        str(repo / "latest_two")]
+    assert sorted(p.name for p in served.iterdir()) == ["2", "3", "config.pbtxt"]  # version 1 left out
+    labels = userrepo.read_repository(repo)[0]
+    copy = userserve.serve(userrepo.user_spec(next(d for d in labels if d.name == "labels_specific"),
+                                              _zero_data(), {}), tmp_path / "served")[str(repo / "labels_specific")]
+    assert sorted(p.name for p in copy.iterdir()) == ["1", "config.pbtxt", "labels.txt"]
+
+
+def _zero_data():
+    from tritonsuite.load.inputdata import InputData
+
+    import numpy as np
+
+    return InputData("zero", ({"x": np.zeros(4, np.float32)},))
+
+
+@pytest.mark.smoke
+def test_labels_policies_batchless_strings_and_dtypes_run_offline_online_and_accuracy(tmp_path):
+    repo = make_repository(tmp_path / "repo")
+    before = path_digest(repo)
+    strings = tmp_path / "strings.json"
+    strings.write_text(json.dumps(STRINGS))
+    models = "labels_specific,latest_two:2,latest_two:3,batchless,strings,dtypes,no_config"
+    result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "--input-data", f"strings={strings}",
+                         "-m", "offline or online or accuracy", "--models", models, "--batch-sizes", "1,2",
+                         "--concurrency", "2", "-p", "no:warnings"], tmp_path, profile=PROFILE)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
+    # 7 deployments x (offline at 1 and 2, batchless at 1 alone; online at 2; accuracy)
+    assert "27 passed" in result.stdout, result.stdout[-3000:]
+    assert path_digest(repo) == before  # the user's repository is never written
+    assert "skipped ts_no_config" in result.stdout and "does not auto-complete" in result.stdout, result.stdout[-3000:]
+    served = tmp_path / "repos"
+    assert (served / "labels_specific" / "labels.txt").read_bytes() == (repo / "labels_specific" / "labels.txt"
+                                                                          ).read_bytes()
+    assert not (served / "labels_specific" / "2").exists() and not (served / "latest_two" / "1").exists()
+    rows = raw_rows(tmp_path / "reports")
+    assert all(r["status"] == "OK" for r in rows), [(r["deployment"], r["reasons"]) for r in rows if r["status"] != "OK"]
+    assert {r["deployment"] for r in rows} == set(models.split(","))
+    accuracy = {r["deployment"]: r for r in rows if r["scenario"] == "accuracy"}
+    # each version answers as its own file: y = 2x and y = 3x, compared with that version's model run in-process
+    assert accuracy["latest_two:2"]["metrics"]["y max abs error"] == 0.0
+    assert accuracy["strings"]["samples"] == 2
+    assert accuracy["strings"]["metrics"]["validation_data shout elements out of tolerance"] == 0.0
+    assert {k for k in accuracy["dtypes"]["metrics"] if k.endswith("max abs error")} >= {
+        f"out_{d} max abs error" for d in ("int8", "uint64", "float16", "float64", "bool")}
+    offline = sorted((r["deployment"], r["batch"]) for r in rows if r["scenario"] == "offline")
+    assert ("batchless", 1) in offline and ("batchless", 2) not in offline
+    # no config.pbtxt: auto-completed by the server (max batch size 4, dynamic batching), read back and driven
+    completed = [r for r in rows if r["deployment"] == "no_config"]
+    assert all("auto-completed" in r["parameters"]["Configuration"] for r in completed)
+    assert accuracy["no_config"]["metrics"]["y max abs error"] == 0.0
+    assert not (repo / "no_config" / "config.pbtxt").exists() and not (served / "no_config" / "config.pbtxt").exists()
+    strings_offline = [r for r in rows if r["scenario"] == "offline" and r["deployment"] == "strings"]
+    assert all(any("BYTES" in why for why in r["reasons"]) for r in strings_offline), strings_offline
+
+
+@pytest.mark.smoke
+def test_a_wrong_string_fails_validation_naming_the_output(tmp_path):
+    repo = make_repository(tmp_path / "repo")
+    doc = json.loads(json.dumps(STRINGS))
+    doc["validation_data"][1]["shout"][1] = "yz?"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "--input-data", f"strings={bad}",
+                         "-m", "accuracy", "--models", "strings", "-p", "no:warnings"], tmp_path, profile=PROFILE)
+    assert result.returncode != 0 and "1 failed" in result.stdout, result.stdout[-3000:]
+    assert any(x.strip().startswith("validation_data shout elements out of tolerance = 1.0000")
+               for x in result.stdout.splitlines()), result.stdout[-3000:]
+
+
+@pytest.mark.smoke
+def test_ensembles_and_a_nested_one_run_with_their_steps(tmp_path):
+    repo = make_repository(tmp_path / "repo")
+    result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "-m", "offline or online or accuracy",
+                         "--models", "pipeline,nested,mixed", "--batch-sizes", "2", "--concurrency", "2",
+                         "-p", "no:warnings"], tmp_path, profile=PROFILE)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
+    assert "9 passed" in result.stdout, result.stdout[-3000:]
+    rows = raw_rows(tmp_path / "reports")
+    assert all(r["status"] == "OK" for r in rows), [(r["deployment"], r["reasons"]) for r in rows]
+    steps = {"pipeline": {"scale", "pool"}, "nested": {"pipeline", "scale", "pool"}, "mixed": {"scale", "ts_tail"}}
+    for row in (r for r in rows if r["scenario"] in ("offline", "online")):
+        found = row["measurement"]["composing"]
+        assert set(found) == steps[row["deployment"]], found
+        assert all(f["requests"] > 0 and f["Server Compute Infer"] > 0 for f in found.values()), found
+        if row["deployment"] == "nested":  # scale runs twice per request: inside pipeline and as a step of its own
+            # (the counters are read while requests are in flight: at each of the pool's two edges a request in
+            # flight may have run either scale and not yet finished pipeline, so up to 2 x 2 per request in flight)
+            assert abs(found["scale"]["requests"] - 2 * found["pipeline"]["requests"]) <= 4 * row["concurrency"], found
+    accuracy = {r["deployment"]: r for r in rows if r["scenario"] == "accuracy"}
+    # against the steps composed in-process (onnxruntime, step by step through the maps)
+    assert accuracy["nested"]["metrics"]["SCORE max abs error"] < 1e-5
+    assert accuracy["nested"]["metrics"]["SCALED max abs error"] < 1e-5
+    assert accuracy["mixed"]["metrics"]["PAIR max abs error"] < 1e-5  # onnx -> TorchScript, each by its session
+    page = (tmp_path / "reports" / "online" / "nested.md").read_text()
+    assert "Per composing model" in page and " pool |" in page, page
+    assert "(nested/steps.png)" in page and (tmp_path / "reports" / "online" / "nested" / "steps.png").is_file()
+
+
+@pytest.mark.smoke
+def test_perf_analyzer_drives_the_kinds_with_the_same_tensors(tmp_path, pa):
+    """perf_analyzer 2.51 (``--loadgen perf_analyzer``) on the same deployments: strings in its JSON, a version
+    (``-x``), batchless (``-b 1``), an ensemble whose rows carry perf_analyzer's own per-step figures."""
+    repo = make_repository(tmp_path / "repo")
+    result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "-m", "offline or online",
+                         "--models", "strings,latest_two:2,batchless,nested", "--loadgen", "perf_analyzer",
+                         "--batch-sizes", "1", "--concurrency", "2", "-p", "no:warnings"], tmp_path, profile=PROFILE)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
+    rows = raw_rows(tmp_path / "reports")
+    assert len(rows) == 8 and all(r["status"] == "OK" and r["loadgen"] == "perf_analyzer" for r in rows), \
+        [(r["deployment"], r["reasons"]) for r in rows]
+    assert all(" -x 2 " in r["measurement"]["loadgen_command"] for r in rows if r["deployment"] == "latest_two:2")
+    nested = [r["measurement"]["composing"] for r in rows if r["deployment"] == "nested"]
+    assert all(set(c) == {"pipeline", "scale", "pool"} and c["scale"]["requests"] > 0 for c in nested), nested
+
+
+def test_naming_an_undrivable_deployment_says_why(tmp_path):
+    repo = make_repository(tmp_path / "repo")
+    result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "-m", "offline", "--models",
+                         "ts_no_config", "-p", "no:warnings"], tmp_path, profile=PROFILE)
+    assert result.returncode != 0
+    assert ("--models ts_no_config: in the model repository but not drivable: no config.pbtxt: Triton's pytorch "
+            "backend does not auto-complete") in result.stdout + result.stderr, result.stdout + result.stderr

@@ -1,0 +1,90 @@
+"""The conformance scenario's plain parts, without a server: results as rows and pages, the cases a profile asks
+for, the malformed requests the refusals check sends (the checks themselves run on the real server in
+tests/test_conformance_checks.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tritonsuite.cases import OFFLINE_CHECKS, profile_cases
+from tritonsuite.description import describe
+from tritonsuite.judge.conformance import CHECKS, CheckResult, ConformanceError, Target, parse_checks
+from tritonsuite.judge.conformance.refusals import probes
+from tritonsuite.profiles import load_profile
+from tritonsuite.report.conformance import render_conformance, summary_lines, write_conformance_pages
+from tritonsuite.rows import RawWriter, load_rows, raw_path
+
+CONFIG = {"name": "m", "platform": "onnxruntime_onnx", "max_batch_size": 8,
+          "input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [4]},
+                    {"name": "y", "data_type": "TYPE_INT64", "dims": [-1]}],
+          "output": [{"name": "z", "data_type": "TYPE_FP32", "dims": [4]}],
+          "dynamic_batching": {"preferred_batch_size": [4]}}
+
+
+def results() -> list[CheckResult]:
+    return [CheckResult("m", "identity", "declared a", "observed a", "pass"),
+            CheckResult("m", "batching", "dynamic", "{1: 30}", "fail", "every execution held one request",
+                        {"batch_stats": {1: 30}}),
+            CheckResult("m", "cache", "not enabled", "-", "skipped", "the configuration does not enable it")]
+
+
+def test_results_are_rows_that_round_trip_and_become_a_page_and_a_summary(tmp_path):
+    path = raw_path(tmp_path, "conformance", "run1")
+    for result in results():
+        RawWriter(path).append(result.to_row(model="mymodel", title="My model", run_id="run1"))
+    rows = load_rows(tmp_path, "run1")
+    assert [r.status for r in rows] == ["OK", "FAILED", "SKIPPED"]
+    assert rows[1].extra["check"] == "batching" and rows[1].extra["evidence"] == {"batch_stats": {"1": 30}}
+    assert rows[1].reasons == ["every execution held one request"] and rows[1].deployment == "m"
+    page = render_conformance("m", rows)
+    assert "| batching | dynamic | {1: 30} | **FAIL** | every execution held one request |" in page
+    assert "| 1 | 30 |" in page  # the histogram
+    assert "1 passed, 1 failed, 1 skipped" in page
+    lines = summary_lines([r.to_dict() for r in rows])
+    assert lines[:3] == ["## Conformance", "", "- m: 1 passed, 1 failed, 1 skipped (conformance/m.md)"]
+    assert "  - batching: every execution held one request" in lines
+    written = write_conformance_pages(tmp_path, rows)
+    assert written == [tmp_path / "conformance" / "m.md"] and written[0].read_text() == page
+
+
+def test_a_verdict_outside_the_choices_is_refused():
+    with pytest.raises(ValueError, match="valid choices: pass, fail, skipped"):
+        CheckResult("m", "identity", "", "", "maybe")
+
+
+def test_checks_are_chosen_by_name_with_the_choices_named():
+    assert parse_checks("") == CHECKS and parse_checks("reload, identity") == ("reload", "identity")
+    with pytest.raises(ConformanceError, match="'idnetity'; valid choices: identity, batching"):
+        parse_checks("idnetity")
+
+
+def test_the_cpu_profile_asks_every_check_of_each_online_deployment_and_some_of_each_offline_one():
+    cases = profile_cases(load_profile("cpu"), "conformance", checks=CHECKS)
+    models = {c.model for c in cases}
+    assert models == {"bert", "wide_deep", "fastpitch", "nnunet", "tft"}  # wide_deep_adult: accuracy only
+    bert = [c for c in cases if c.model == "bert"]
+    assert [c.check for c in bert if c.serving == "online"] == list(CHECKS)
+    assert [c.check for c in bert if c.serving == "offline"] == list(OFFLINE_CHECKS)
+    assert {c.format for c in bert} == {"onnx"} and {c.precision for c in bert} == {"fp32"}
+    assert bert[0].id == "bert-onnx-fp32-online-identity"
+    wide = next(c for c in cases if c.model == "wide_deep" and c.serving == "online")
+    assert wide.batch_size == 512  # the profile's online batch
+    assert len({c.id for c in cases}) == len(cases)
+
+
+def test_the_refusals_check_sends_exactly_the_malformed_requests_it_names():
+    d = describe(CONFIG)
+    target = Target(server=None, directory=".", description=d)
+    sent = {problem: (tensors, outputs) for problem, tensors, outputs in probes(target)}
+    assert list(sent) == ["batch above max_batch_size", "wrong dtype", "wrong shape", "other size of a variable dim",
+                          "missing input", "unknown output", "truncated body", "oversized body"]
+    good = target.request(1)
+    assert good["x"].shape == (1, 4) and good["y"].shape == (1, 1) and good["y"].dtype == np.int64
+    batch = sent["batch above max_batch_size"][0]
+    assert batch[0].shape == [9, 4] and len(batch[0].data) == 9 * 16
+    assert sent["wrong dtype"][0][0].datatype == "INT32" and sent["wrong dtype"][0][0].data == good["x"].tobytes()
+    shape = sent["wrong shape"][0][0]
+    assert shape.shape == [1, 5] and len(shape.data) == 5 * 4
+    assert [t.name for t in sent["missing input"][0]] == ["y"]
+    assert sent["unknown output"][1] == ["z", "conformance_no_such_output"]
+    assert len(sent["truncated body"][0][0].data) == 8 and len(sent["oversized body"][0][0].data) == 32
