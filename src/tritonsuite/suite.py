@@ -352,7 +352,7 @@ class Suite:
                 raise export_mod.ExportUnsupported(f"{spec.key} defines no accuracy task")
             data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
             if kinds.judged_by_kind(deployment.description, spec):  # sequences, streams, python models
-                return self._record_accuracy(case, deployment, kinds.kind_accuracy(
+                return self._record_accuracy(case, deployment, data, kinds.kind_accuracy(
                     self.server, deployment.description, spec, case.precision, data, self.protocol, self.sequences))
             reference = (self.eager_module(case.model) if userrepo.is_user_spec(spec)  # the file, in-process
                          else export_mod.eager_runner(self.eager_module(case.model), spec))
@@ -372,9 +372,10 @@ class Suite:
         except Exception as exc:
             self._record_failure(case, exc, deployment)
             raise
-        return self._record_accuracy(case, deployment, result)
+        return self._record_accuracy(case, deployment, data, result)
 
-    def _record_accuracy(self, case: Case, deployment: Deployment, result: AccuracyResult) -> AccuracyResult:
+    def _record_accuracy(self, case: Case, deployment: Deployment, data, result: AccuracyResult) -> AccuracyResult:
+        spec = deployment.spec
         row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
         weights = self.weights(case.model)  # which weights, and their and the data's sha256: what a baseline records
         known = {"weights": weights, "dataset_sha256": data.data_sha256 or path_digest(self.datasets.get(case.model))

@@ -60,10 +60,11 @@ def check_models(only, known, run: RepositoryRun) -> None:
     for name in only:
         if name in run.reasons:
             raise RepositoryError(f"--models {name}: {run.reasons[name]}")
-    unknown = [m for m in only if m not in known and m not in run.drivable]
+    refs = {d.at_version(v).ref for d in run.drivable.values() for v in d.versions}  # name:version too
+    unknown = [m for m in only if m not in known and m not in run.drivable and m not in refs]
     if unknown:
         raise RepositoryError(f"--models {','.join(unknown)}: unknown model; valid choices: "
-                              f"{', '.join(sorted(set(known) | set(run.drivable)))}")
+                              f"{', '.join(sorted(set(known) | set(run.drivable) | refs))}")
 
 
 def check_shapes(values, run: RepositoryRun) -> dict[str, tuple[int, ...]]:
@@ -112,7 +113,8 @@ def check_input_data(values, run: RepositoryRun) -> dict[str, str]:
 
 
 def check_references(values, run: RepositoryRun) -> dict[str, Path]:
-    """``--reference DEPLOYMENT=FILE``: DEPLOYMENT of the repositories; FILE a model file of a known suffix."""
+    """``--reference DEPLOYMENT=FILE``: DEPLOYMENT of the repositories; FILE a model file of a known suffix, or a
+    ``.py`` defining ``reference(inputs)`` (:mod:`tritonsuite.deploy.pyreference`)."""
     found = {}
     for value in values:
         name, sep, file = str(value).partition("=")
@@ -121,9 +123,9 @@ def check_references(values, run: RepositoryRun) -> dict[str, Path]:
         run.deployment("--reference", value, name)
         if not Path(file).is_file():
             raise RepositoryError(f"--reference {value}: {file} is not a file")
-        if Path(file).suffix not in REFERENCE_BACKENDS:
+        if Path(file).suffix not in REFERENCE_BACKENDS and Path(file).suffix != ".py":
             raise RepositoryError(f"--reference {value}: unknown model file suffix; valid choices: "
-                                  f"{', '.join(REFERENCE_BACKENDS)}")
+                                  f"{', '.join(REFERENCE_BACKENDS)}, .py")
         found[name] = Path(file).resolve()
     return found
 
