@@ -164,5 +164,6 @@ def test_naming_an_undrivable_deployment_says_why(tmp_path):
     result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "-m", "offline", "--models",
                          "ts_no_config", "-p", "no:warnings"], tmp_path, profile=PROFILE)
     assert result.returncode != 0
-    assert ("--models ts_no_config: in the model repository but not drivable: no config.pbtxt: Triton's pytorch "
-            "backend does not auto-complete") in result.stdout + result.stderr, result.stdout + result.stderr
+    out = result.stdout + result.stderr  # deploy.repooptions.check_models: before anything starts
+    assert f"--models ts_no_config: deployment ts_no_config in {repo} cannot be driven: no config.pbtxt: Triton's " \
+           "pytorch backend does not auto-complete" in out, out

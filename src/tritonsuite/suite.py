@@ -30,8 +30,8 @@ from tritonsuite.spec import ModelSpec, path_digest
 from tritonsuite.description import ModelDescription
 from tritonsuite.models.training import trained_checkpoint, weights_origin, weights_sha256
 from tritonsuite.load.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
-from tritonsuite.description import ModelDescription
 from tritonsuite.judge import responses as kinds  # sequences, decoupled, python/BLS, the streaming example
+
 
 @dataclass
 class Deployment:
@@ -379,8 +379,9 @@ class Suite:
         row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
         weights = self.weights(case.model)  # which weights, and their and the data's sha256: what a baseline records
         known = {"weights": weights, "dataset_sha256": data.data_sha256 or path_digest(self.datasets.get(case.model))
-                 or "", "weights_sha256": weights_sha256(self.checkpoint(case.model), self.eager_module(case.model))
-                 or spec.config.get("model_file_digest") or ""}
+                 or "", "weights_sha256": spec.config.get("model_file_digest") or ""
+                 if userrepo.is_user_spec(spec)  # its model file is its weights (a python model may have no reference)
+                 else weights_sha256(self.checkpoint(case.model), self.eager_module(case.model)) or ""}
         row.extra.update(known)
         if self.baselines is not None:
             row = self._against_baseline(case, result, row)

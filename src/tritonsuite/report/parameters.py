@@ -33,17 +33,18 @@ def deployment_parameters(deployment, server, profile, weights: str, checkpoint:
         "Weights": weights,
     }
     params["Profile"] = profile.name
-    description = getattr(deployment, "description", None)
-    if description is not None and description.kinds != ("model",):  # sequence (direct), decoupled, BLS, ...
-        params["Deployment kind"] = ", ".join(description.kinds)
-        if description.composing:
-            params["Composing models"] = ", ".join(m.name for m in description.all_composing())
     if profile.published:  # the join key of tritonsuite.report.published: whose published tables these rows meet
         params[PUBLISHED_PARAMETER] = profile.published
     if cfg.dynamic_batching:
         params["Preferred batch sizes"] = " ".join(map(str, cfg.preferred_batch_sizes)) or "-"
         params["Max queue delay (us)"] = cfg.max_queue_delay_microseconds
     params.update(deployment.spec.parameters)
+    # the served deployment's kind (a python model's config as the server completed it, a BLS model's callees)
+    description = getattr(deployment, "description", None)
+    if description is not None and description.kinds != ("model",):  # sequence (direct), decoupled, BLS, ...
+        params["Deployment kind"] = ", ".join(description.kinds)
+        if description.composing:
+            params["Composing models"] = ", ".join(m.name for m in description.all_composing())
     if checkpoint is not None:
         trained = training_stats(checkpoint)
         stats = ", ".join(f"{k} {v}" for k, v in trained.items() if k != "training")
