@@ -1,5 +1,6 @@
-"""perf_analyzer's figures per composing model of an ensemble or a BLS model (``--bls-composing-models``), read from its console (perf_analyzer 2.51 prints them
-under "Composing models:" for every measured point and writes none of them to ``-f``'s CSV, perf_analyzer#296),
+"""perf_analyzer's figures per composing model of an ensemble or a BLS model (``--bls-composing-models``), read from
+its console (perf_analyzer 2.51 prints them under "Composing models:" for every measured point and writes none of
+them to ``-f``'s CSV, perf_analyzer#296),
 in the form of the engine's ``measurement["composing"]`` (:func:`tritonsuite.load.windows.composing_columns`), so
 the two load generators' per-step rows sit side by side.
 

@@ -27,7 +27,8 @@ _PLOT_ALT = {
     "latency_vs_batch.png": "latency vs batch size",
     "latency_vs_concurrency.png": "latency breakdown and throughput vs concurrency",
     "latency_vs_throughput.png": "p99 latency vs throughput: concurrency sweep, request rates, latency-bound search",
-    "steps.png": "an ensemble's (or a BLS model's) time per composing model: Server Queue and Compute Input / Infer / Output",
+    "steps.png": "an ensemble's (or a BLS model's) time per composing model: Server Queue and Compute Input / Infer / "
+                 "Output",
 }
 
 
