@@ -9,7 +9,7 @@ from tritonsuite.profiles import Profile
 from tritonsuite.rows import LOADGENS
 from tritonsuite.settings import LatencyBound
 
-SCENARIOS = ("offline", "online", "accuracy", "tune", "conformance")
+SCENARIOS = ("offline", "online", "accuracy", "tune", "conformance", "mix")
 #: the conformance checks a shipped model's offline deployment runs (the online one runs every check)
 OFFLINE_CHECKS = ("identity", "batching", "refusals", "counters")
 #: the size of a --model-repository deployment (tritonsuite.deploy.userrepo.SIZE): served once, as given
@@ -40,6 +40,8 @@ class Case:
 
     @property
     def id(self) -> str:
+        if self.scenario == "mix":  # a mix of the profile, by its name (model holds the name)
+            return f"{self.model}-{'maxscale' if self.search == 'scale' else self.search}" if self.search else self.model
         parts = [self.model, self.format, self.precision]
         if self.scenario == "offline":
             parts.append(f"batch{self.batch_size}")
@@ -71,6 +73,13 @@ def profile_cases(profile: Profile, scenario: str, loadgens: Sequence[str] = ("s
     bad = [g for g in loadgens if g not in LOADGENS]
     if bad or not loadgens:
         raise ValueError(f"load generator {','.join(bad) or '(none)'}: valid choices: {', '.join(LOADGENS)}")
+    if scenario == "mix":  # one case per mix of the profile's mix: section, named by the mix
+        # and, when a deployment of it has a latency bound, the most mixed load within every bound (a search)
+        # and, when it has a tune: block, the configuration search for the set (both take minutes: --searches)
+        return [c for name, mix in profile.mixes.items() for c in [Case(name, "", "", scenario)] + (
+            [Case(name, "", "", scenario, search="scale")] if any(
+                profile.models[m].online.latency_bound is not None for m in mix.models if m in profile.models) else [])
+            + ([Case(name, "", "", scenario, search="tune")] if mix.tune else [])]
     cases = []
     for model, mp in profile.models.items():
         for fmt in mp.formats[:1] if scenario == "conformance" else mp.formats:

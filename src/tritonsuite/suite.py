@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from tritonsuite.deploy import export as export_mod
-from tritonsuite.judge.accuracy import AccuracyResult, evaluate
+from tritonsuite.judge.accuracy import AccuracyResult
 from tritonsuite.deploy.backends import backend_for
 from tritonsuite.cases import Case, profile_cases
-from tritonsuite.judge.baselines import BaselineStore, provenance
+from tritonsuite.judge.baselines import BaselineStore
 from tritonsuite.judge.conformance import CHECKS, CheckResult, Target, run_check
-from tritonsuite.load.client import served_infer
 from tritonsuite.judge.compare import comparable, compare_points, point_key
 from tritonsuite.load.engine import LoadPoint, Measurement, Progress, SequenceSettings, measure
 from tritonsuite.load.search import SearchResult, judge, remeasure_drift, search, stop_when_clearly_over
@@ -26,9 +25,9 @@ from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, de
 from tritonsuite.deploy import userrepo, userserve
 from tritonsuite.server import TritonServer
 from tritonsuite.settings import LatencyBound
-from tritonsuite.spec import ModelSpec, path_digest
+from tritonsuite.spec import ModelSpec
 from tritonsuite.description import ModelDescription
-from tritonsuite.models.training import trained_checkpoint, weights_origin, weights_sha256
+from tritonsuite.models.training import trained_checkpoint, weights_origin
 from tritonsuite.load.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
 from tritonsuite.judge import responses as kinds  # sequences, decoupled, python/BLS, the streaming example
 
@@ -343,74 +342,11 @@ class Suite:
                 and self.spec(case.model).accuracy_data is not None)
 
     def run_accuracy(self, case: Case) -> AccuracyResult:
-        """Run the model's accuracy data through Triton at the max batch size and judge it against eager."""
-        deployment = None
-        try:
-            deployment = self.deployment(case.model, case.format, case.precision, "accuracy")
-            spec = deployment.spec
-            if spec.accuracy_data is None:
-                raise export_mod.ExportUnsupported(f"{spec.key} defines no accuracy task")
-            data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
-            if kinds.judged_by_kind(deployment.description, spec):  # sequences, streams, python models
-                return self._record_accuracy(case, deployment, data, kinds.kind_accuracy(
-                    self.server, deployment.description, spec, case.precision, data, self.protocol, self.sequences))
-            reference = (self.eager_module(case.model) if userrepo.is_user_spec(spec)  # the file, in-process
-                         else export_mod.eager_runner(self.eager_module(case.model), spec))
-            client = self.server.grpc_client() if self.protocol == "grpc" else self.server.client()
-            try:
-                result = evaluate(spec, deployment.name, case.precision, data,
-                                  served_infer(client, deployment.name, spec, deployment.batched), reference,
-                                  max(deployment.config.max_batch_size, 1))
-            except Exception:
-                if self.server.gone():
-                    raise self.server.died(f"during the accuracy run of {deployment.name}") from None
-                raise
-            finally:
-                client.close()
-        except export_mod.ExportUnsupported:
-            raise
-        except Exception as exc:
-            self._record_failure(case, exc, deployment)
-            raise
-        return self._record_accuracy(case, deployment, data, result)
+        """Run the model's accuracy data through Triton at the max batch size and judge it against eager and its
+        baseline (:func:`tritonsuite.accuracycase.run_accuracy_case`)."""
+        from tritonsuite.accuracycase import run_accuracy_case
 
-    def _record_accuracy(self, case: Case, deployment: Deployment, data, result: AccuracyResult) -> AccuracyResult:
-        spec = deployment.spec
-        row = result.to_row(**self._identity(case), parameters=self.parameters(deployment))
-        weights = self.weights(case.model)  # which weights, and their and the data's sha256: what a baseline records
-        known = {"weights": weights, "dataset_sha256": data.data_sha256 or path_digest(self.datasets.get(case.model))
-                 or "", "weights_sha256": spec.config.get("model_file_digest") or ""
-                 if userrepo.is_user_spec(spec)  # its model file is its weights (a python model may have no reference)
-                 else weights_sha256(self.checkpoint(case.model), self.eager_module(case.model)) or ""}
-        row.extra.update(known)
-        if self.baselines is not None:
-            row = self._against_baseline(case, result, row)
-            row.extra.update(known)
-        row.description += f"; weights: {weights}"  # the report's accuracy line says which
-        if weights == "seeded random":
-            row.description += " (the verdict is agreement with eager, not a trained model's)"
-        row.extra["reference"] = kinds.reference_name(deployment.description, deployment.spec)
-        self.record(row)
-        return result
-
-    def _against_baseline(self, case: Case, result: AccuracyResult, row: Row) -> Row:
-        """Compare with the deployment's stored baseline: a regression beyond its allowance is a failure naming
-        the metric, baseline, now, delta and allowance; or, under ``update_baselines``, store this run's metrics
-        when the absolute checks passed."""
-        row.run_id = self.run_id
-        comparison = self.baselines.compare(row)
-        note = comparison.to_dict()
-        if self.update_baselines:
-            if result.passed:
-                note["updated"] = str(self.baselines.update(row, provenance(row, self.server.version())))
-        else:
-            if (comparison.missing or comparison.refused) and self.require_baselines:
-                result.failures.append(f"{comparison.missing or comparison.refused} (--require-baselines)")
-            result.failures += [f"regressed against its baseline: {v.describe()} ({comparison.file})"
-                                for v in comparison.regressions]
-        row = result.to_row(**self._identity(case), parameters=row.parameters)
-        row.extra["baseline"] = note
-        return row
+        return run_accuracy_case(self, case)
 
     def run_conformance(self, case: Case, allow_reload: bool = False) -> CheckResult:
         """One conformance check (:mod:`tritonsuite.judge.conformance`) of a case's deployment; its row recorded."""
@@ -420,6 +356,13 @@ class Suite:
                                   case.batch_size or 1, allow_reload), case.check)
         self.record(result.to_row(**self._identity(case), parameters=self.parameters(deployment)))
         return result
+
+    def run_mix(self, name: str, progress: Progress | None = None, search: str = ""):
+        """A mix of the profile (:mod:`tritonsuite.mixcase`): rows of scenario ``mix`` and the ratios; ``search``
+        "scale": the most mixed load within every bound, "tune": the configuration search for the set."""
+        from tritonsuite.mixcase import run_mix_case, run_mix_search, run_mix_tune
+
+        return {"": run_mix_case, "scale": run_mix_search, "tune": run_mix_tune}[search](self, name, progress)
 
     def run_tune(self, case: Case, strategy: str = "search", budget: str = ""):
         """The configuration search of a case's online deployment (:func:`tritonsuite.tune.run_tune_case`)."""

@@ -36,24 +36,44 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from tritonsuite.description import ModelDescription
 from tritonsuite.load.client import SharedMemoryRegions
-from tritonsuite.load.generator import LoadGenerator, Progress, StopEarly, arrival_gaps
+from tritonsuite.load.generator import LoadGenerator, Progress, StopEarly, arrival_gaps, run_together
 from tritonsuite.load.http import prepare_request
 from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.load.point import LoadPoint, Measurement, MeasurementError
 from tritonsuite.load.telemetry import GpuSampler
 from tritonsuite.load.windows import LATENCY_SAMPLES, schedule_tolerance_ms, summarise
+from tritonsuite.settings import STABLE_WINDOWS
 from tritonsuite.server import TritonServer
 from tritonsuite.settings import MeasurementSettings
 from tritonsuite.spec import TensorSpec
 
 __all__ = ["LATENCY_SAMPLES", "LoadPoint", "Measurement", "MeasurementError", "MeasurementSettings", "StopEarly",
-           "Progress", "SequenceSettings", "arrival_gaps", "measure", "schedule_tolerance_ms"]
+           "Progress", "SequenceSettings", "Traffic", "arrival_gaps", "measure", "measure_together",
+           "schedule_tolerance_ms"]
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """One deployment's share of a point measured together with others (:func:`measure_together`): the model, one
+    request's tensors, its load point (a concurrency or a request rate), optional accuracy probes, its kind
+    (``description``) and, for a sequence model, perf_analyzer's sequence options (``sequences``)."""
+
+    model: str
+    inputs: Mapping[str, np.ndarray]
+    outputs: Sequence[TensorSpec]
+    point: LoadPoint
+    probes: Sequence[Mapping[str, np.ndarray]] = ()
+    probe_share: float = 0.0
+    probe_seed: int = 0
+    description: ModelDescription | None = None  # its kind: batchless, composing models, sequence, decoupled
+    sequences: SequenceSettings | None = None  # a sequence model's pattern (their defaults when None)
 
 
 def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[TensorSpec],
@@ -81,89 +101,144 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
     request pattern of :mod:`tritonsuite.load.sequences` (``sequences``: perf_analyzer's sequence options, their
     defaults when None).
     """
-    batch = {name: np.ascontiguousarray(array[:point.batch_size]) for name, array in inputs.items()}
-    if any(len(a) != point.batch_size for a in batch.values()):
-        raise ValueError(f"inputs hold fewer than {point.batch_size} samples")
-    if not 0.0 <= probe_share <= 1.0:
-        raise ValueError(f"probe share {probe_share!r}: expected a share from 0 to 1")
-    if probes and point.shared_memory:
-        raise ValueError("accuracy probes need outputs in the response body; the point uses shared memory")
-    bad = [i for i, p in enumerate(probes) if any(len(a) != point.batch_size for a in p.values())]
-    if bad:
-        raise ValueError(f"probe {bad[0]} is not a batch of {point.batch_size} (the point's batch size)")
-    decoupled = description is not None and description.decoupled
-    sequence = description is not None and description.sequence
-    if (decoupled or sequence) and probes:
-        raise ValueError(f"{model} is {' and '.join(description.kinds)}: its accuracy is checked by whole sequences "
-                         f"of requests and responses (load.sequences, load.streams), not by probes")
-    if decoupled and point.shared_memory:
-        raise ValueError(f"{model} is decoupled: its responses come over a gRPC stream, not through shared memory")
+    return _measure(server, [Traffic(model, inputs, outputs, point, probes, probe_share, probe_seed, description,
+                                     sequences)], settings, stop_early, progress)[0]
+
+
+def measure_together(server: TritonServer, traffic: Sequence[Traffic],
+                     settings: MeasurementSettings = MeasurementSettings(),
+                     progress: Progress | None = None) -> list[Measurement]:
+    """Several deployments on one server at once (a mix, :mod:`tritonsuite.load.mix`): each one's load generator
+    started together in one event loop, measured over the same windows (time-based) until every deployment's last
+    windows agree. One Measurement per deployment, in order, each with its own rows' columns and status; its
+    ``client_cpu_percent`` is the whole load generator's (judged against the client-bound limit: on a small host
+    the generator competes with the server), ``deployment_client_cpu_percent`` the part this deployment's traffic
+    took (thread CPU of its own task steps)."""
+    if not traffic:
+        raise ValueError("measure_together needs at least one deployment's traffic")
+    names = [t.model for t in traffic]
+    if len(set(names)) != len(names):
+        raise ValueError(f"a deployment appears twice in one mix: {', '.join(names)}")
+    if any(t.point.shared_memory for t in traffic):
+        raise ValueError("a mix sends its tensors over the network; shared memory is for one offline point")
+    return _measure(server, traffic, settings, None, progress)
+
+
+def _measure(server: TritonServer, traffic: Sequence[Traffic], settings: MeasurementSettings,
+             stop_early: StopEarly | None, progress: Progress | None) -> list[Measurement]:
+    for t in traffic:
+        _check(t)
     server.check_alive()
     host = server.http_url.rsplit(":", 1)[0]
-    batched = description is None or description.batching
-    composing = [m.name for m in description.all_composing()] if description is not None else []
-
-    transport = None
-    if decoupled:
-        from tritonsuite.load.streams import StreamTransport
-
-        transport = StreamTransport(server.grpc_url, settings.request_timeout_s, shared=point.open_loop)
-    elif point.protocol == "grpc":
-        from tritonsuite.load.grpc import GrpcTransport
-
-        transport = GrpcTransport(server.grpc_url, settings.request_timeout_s, shared=point.open_loop)
-
-    def prepare(tensors, names, shm=None):
-        if transport is None:
-            return prepare_request(host, model, tensors, names, shm, batched)
-        from tritonsuite.load.grpc import prepare_grpc_request
-
-        return prepare_grpc_request(model, tensors, names, shm, batched)
+    mixed = len(traffic) > 1
 
     async def run(shm, gpu):
-        names = [t.name for t in outputs]
-        request = prepare(batch, names, shm)
-        prepared = [prepare({k: np.ascontiguousarray(v) for k, v in p.items()}, names) for p in probes]
-        pattern = None
-        if sequence:
-            from tritonsuite.load.sequences import Sequences, grpc_decorator, http_decorator
+        generators = []
+        for i, t in enumerate(traffic):
+            batch = _batch(t)
+            transport = None
+            if _decoupled(t):
+                from tritonsuite.load.streams import StreamTransport
 
-            decorate = (http_decorator if transport is None else grpc_decorator)(request)
-            pattern = Sequences(sequences or SequenceSettings(seed=point.seed), decorate)
-        gen = LoadGenerator(server, model, request, point, settings, stop_early, prepared, probe_share, probe_seed,
-                            transport, on_progress=progress, sequences=pattern, composing=composing)
-        windows, total, completed = await gen.run()
-        measurement = summarise(point, windows, total, completed, settings,
-                                "grpc (bidirectional stream)" if decoupled else point.protocol, gpu,
-                                gen.max_outstanding, gen.stopped_early, gen.pool)
-        if description is not None:
-            measurement.meta["kind"] = list(description.kinds)
-        if pattern is not None:
-            measurement.meta["sequences"] = pattern.summary(gen.closing_sent)
-        if decoupled:
-            from tritonsuite.load.streams import summarise_streams
+                transport = StreamTransport(server.grpc_url, settings.request_timeout_s, shared=t.point.open_loop)
+            elif t.point.protocol == "grpc":
+                from tritonsuite.load.grpc import GrpcTransport
 
-            summarise_streams(measurement, windows, gen.pool)
-        if prepared:
-            measurement.probe_responses = gen.probe_responses
-            measurement.meta["accuracy_probes"] = {
-                "share": probe_share, "seed": probe_seed, "probes": len(prepared),
-                "answered": len(gen.probe_responses),
-                "latencies": "counted: probe requests are in the row's throughput and latency columns"}
-        return measurement
+                transport = GrpcTransport(server.grpc_url, settings.request_timeout_s, shared=t.point.open_loop)
 
+            batched = t.description is None or t.description.batching
+            composing = [m.name for m in t.description.all_composing()] if t.description is not None else []
+
+            def prepare(tensors, names, shm=None, model=t.model, grpc=transport is not None, batched=batched):
+                if grpc:
+                    from tritonsuite.load.grpc import prepare_grpc_request
+
+                    return prepare_grpc_request(model, tensors, names, shm, batched)
+                return prepare_request(host, model, tensors, names, shm, batched)
+
+            names = [o.name for o in t.outputs]
+            request = prepare(batch, names, shm)
+            prepared = [prepare({k: np.ascontiguousarray(v) for k, v in p.items()}, names) for p in t.probes]
+            pattern = None
+            if t.description is not None and t.description.sequence:
+                from tritonsuite.load.sequences import Sequences, grpc_decorator, http_decorator
+
+                decorate = (http_decorator if transport is None else grpc_decorator)(request)
+                pattern = Sequences(t.sequences or SequenceSettings(seed=t.point.seed), decorate)
+            generators.append(LoadGenerator(server, t.model, request, t.point, settings, stop_early, prepared,
+                                            t.probe_share, t.probe_seed, transport,
+                                            on_progress=progress if i == 0 else None, sequences=pattern,
+                                            composing=composing))
+        results = await run_together(generators)
+        measurements = []
+        for t, gen, (windows, total, completed) in zip(traffic, generators, results):
+            decoupled = _decoupled(t)
+            measurement = summarise(t.point, windows, total, completed, settings,
+                                    "grpc (bidirectional stream)" if decoupled else t.point.protocol, gpu,
+                                    gen.max_outstanding, gen.stopped_early, gen.pool)
+            if t.description is not None:
+                measurement.meta["kind"] = list(t.description.kinds)
+            if gen.sequences is not None:
+                measurement.meta["sequences"] = gen.sequences.summary(gen.closing_sent)
+            if decoupled:
+                from tritonsuite.load.streams import summarise_streams
+
+                summarise_streams(measurement, windows, gen.pool)
+            if mixed:
+                stable = windows[-STABLE_WINDOWS:] if gen.pool is None else windows[gen.pool[0]:gen.pool[1]]
+                duration = sum(w.end - w.start for w in stable)
+                measurement.meta["deployment_client_cpu_percent"] = round(
+                    sum(w.own_cpu for w in stable) / duration * 100.0, 1)
+                measurement.meta["window_bounds_s"] = [[round(w.start - windows[0].start, 3),
+                                                        round(w.end - windows[0].start, 3)] for w in windows]
+            if t.probes:
+                measurement.probe_responses = gen.probe_responses
+                measurement.meta["accuracy_probes"] = {
+                    "share": t.probe_share, "seed": t.probe_seed, "probes": len(t.probes),
+                    "answered": len(gen.probe_responses),
+                    "latencies": "counted: probe requests are in the row's throughput and latency columns"}
+            measurements.append(measurement)
+        return measurements
+
+    point, names = traffic[0].point, ", ".join(t.model for t in traffic)
     try:
         with GpuSampler() if server.local else contextlib.nullcontext() as gpu:
             if point.shared_memory:
                 if not server.local:
                     raise MeasurementError(f"system shared memory needs a server on this host; "
                                            f"{server.describe()} is not")
-                with SharedMemoryRegions(server, batch, outputs, point.batch_size) as shm:
+                with SharedMemoryRegions(server, _batch(traffic[0]), traffic[0].outputs, point.batch_size) as shm:
                     return asyncio.run(run(shm, gpu))
             return asyncio.run(run(None, gpu))
     except Exception as exc:
         if server.gone():
-            raise server.died(f"while measuring {model} at {point.describe()} ({type(exc).__name__}: {exc})") from None
+            raise server.died(f"while measuring {names} at {point.describe()} ({type(exc).__name__}: {exc})") from None
         if isinstance(exc, (OSError, asyncio.IncompleteReadError)):
-            raise MeasurementError(f"measuring {model} at {point}: {type(exc).__name__}: {exc}") from None
+            raise MeasurementError(f"measuring {names} at {point}: {type(exc).__name__}: {exc}") from None
         raise
+
+
+def _batch(t: Traffic) -> dict[str, np.ndarray]:
+    return {name: np.ascontiguousarray(array[:t.point.batch_size]) for name, array in t.inputs.items()}
+
+
+def _decoupled(t: Traffic) -> bool:
+    return t.description is not None and t.description.decoupled
+
+
+def _check(t: Traffic) -> None:
+    point, probes, description = t.point, t.probes, t.description
+    if any(len(a) != point.batch_size for a in _batch(t).values()):
+        raise ValueError(f"inputs hold fewer than {point.batch_size} samples")
+    if not 0.0 <= t.probe_share <= 1.0:
+        raise ValueError(f"probe share {t.probe_share!r}: expected a share from 0 to 1")
+    if probes and point.shared_memory:
+        raise ValueError("accuracy probes need outputs in the response body; the point uses shared memory")
+    bad = [i for i, p in enumerate(probes) if any(len(a) != point.batch_size for a in p.values())]
+    if bad:
+        raise ValueError(f"probe {bad[0]} is not a batch of {point.batch_size} (the point's batch size)")
+    if description is not None and (description.decoupled or description.sequence) and probes:
+        raise ValueError(f"{t.model} is {' and '.join(description.kinds)}: its accuracy is checked by whole sequences "
+                         f"of requests and responses (load.sequences, load.streams), not by probes")
+    if _decoupled(t) and point.shared_memory:
+        raise ValueError(f"{t.model} is decoupled: its responses come over a gRPC stream, not through shared memory")

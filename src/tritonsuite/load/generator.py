@@ -11,6 +11,7 @@ import numpy as np
 
 from tritonsuite.load.hostload import HostCpu, other_cpu_percent
 from tritonsuite.load.http import Connection, HttpTransport, PreparedRequest, model_path
+from tritonsuite.load.metered import metered
 from tritonsuite.load.point import LoadPoint, MeasurementError
 from tritonsuite.load.windows import Window, delta, progress_line, snapshot, stability, wants_more_samples
 from tritonsuite.server import TritonServer
@@ -74,6 +75,9 @@ class LoadGenerator:
         self.completed = 0
         self.stop = False
         self.progress = asyncio.Event()
+        self.metered = False  # in a mix (run_together with others): each task's CPU counted to its generator
+        self.cpu_s = 0.0  # thread CPU seconds of this generator's own task steps, when metered
+        self._cpu_mark = 0.0
 
     async def _worker(self, slot: int = 0) -> None:
         conn = await self.transport.open()
@@ -160,7 +164,7 @@ class LoadGenerator:
                 else:
                     conn = await self.transport.open()
                     opened.append(conn)
-                task = asyncio.create_task(one(conn, t_next))
+                task = self._task(one(conn, t_next))
                 in_flight.add(task)
                 task.add_done_callback(in_flight.discard)
                 outstanding += 1
@@ -178,129 +182,30 @@ class LoadGenerator:
             for conn in opened:
                 conn.close()
 
-    async def _wait_window(self, start_count: int, factor: int = 1) -> None:
-        s = self.settings
-        deadline = time.perf_counter() + s.window_ms * factor / 1000.0 if s.window_requests <= 0 else None
-        target = start_count + factor * (s.window_requests if s.window_requests > 0 else s.min_requests_per_window)
-        last_progress = time.perf_counter()
-        seen = self.completed
-        while True:
-            now = time.perf_counter()
-            if self.completed >= target and (deadline is None or now >= deadline):
-                return
-            if self.completed != seen:
-                seen, last_progress = self.completed, now
-            elif now - last_progress > s.request_timeout_s:
-                raise MeasurementError(f"no response within {s.request_timeout_s:.0f} s")
-            self.progress.clear()
-            timeout = max(0.001, deadline - now) if deadline is not None and now < deadline else 0.5
-            try:
-                await asyncio.wait_for(self.progress.wait(), timeout)
-            except asyncio.TimeoutError:
-                pass
-
     async def run(self) -> tuple[list[Window], dict[str, int], int]:
         """Run warm-up and windows; return (windows, statistics delta over the whole point, requests completed)."""
-        control = await Connection(self.host, self.port).open()
-        # with composing models (an ensemble's steps, a BLS model's callees): every model's statistics in one read,
-        # so their windows are the deployment's
-        stats_path = "/v2/models/stats" if self.composing else f"{model_path(self.model)}/stats"
+        return (await run_together([self]))[0]
 
-        def stats_snapshot(stats):
-            return snapshot(stats, self.model, self.composing)
-        workers: list[asyncio.Task] = []
-        try:
-            begin = stats_snapshot(await control.get_json(stats_path))
-            workers = ([asyncio.create_task(self._scheduler())] if self.point.open_loop else
-                       [asyncio.create_task(self._worker(slot)) for slot in range(self.point.concurrency)])
-            watcher = asyncio.gather(*workers)
-            windows: list[Window] = []
+    def _task(self, coro) -> asyncio.Task:
+        """A task of this generator's traffic; in a mix, the CPU time of its steps is counted to it (``cpu_s``)."""
+        return asyncio.create_task(metered(coro, self) if self.metered else coro)
 
-            async def guarded(coro):
-                done, _ = await asyncio.wait([asyncio.ensure_future(coro), watcher],
-                                             return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    if task is watcher:
-                        watcher.result()  # a worker failed: raise its error
-                        raise MeasurementError("all load-generator workers stopped")
-                return next(iter(done)).result()
-
-            # warm-up: a time span and at least one completed request per connection
-            if self.on_progress is not None:
-                self.on_progress(f"warming up: {self.settings.warmup_ms:g} ms and a response on each of "
-                                 f"{self.concurrency} connection{'s' if self.concurrency > 1 else ''}")
-            warmup_end = time.perf_counter() + self.settings.warmup_ms / 1000.0
-            while time.perf_counter() < warmup_end or self.completed < self.concurrency:
-                await guarded(self._wait_window_until(min(warmup_end, time.perf_counter() + 0.5)))
-            previous = stats_snapshot(await guarded(control.get_json(stats_path)))
-            # windows are contiguous; a count-based one holds exactly its count and ends at its last completion
-            # (more may complete before this coroutine wakes: they open the next window)
-            index, start, factor = len(self.samples), time.perf_counter(), 1
-            host = self.host_cpu.read()
-            for _ in range(self.settings.max_trials):
-                cpu0 = time.process_time()
-                await guarded(self._wait_window(index, factor))
-                cpu1 = time.process_time()
-                if self.settings.window_requests > 0:
-                    stop = index + self.settings.window_requests * factor
-                    end = self.finished_at[stop - 1]
-                else:
-                    stop, end = len(self.samples), time.perf_counter()
-                samples = np.asarray(self.samples[index:stop], dtype=np.float64)
-                current = stats_snapshot(await guarded(control.get_json(stats_path)))
-                host_now = self.host_cpu.read()
-                windows.append(Window(start, end, samples, delta(current, previous), cpu1 - cpu0,
-                                       other_cpu_percent(host, host_now, end - start), factor,
-                                       self.timings[index:stop] if self.timings else None))
-                previous, index, start, host = current, stop, end, host_now
-                if self.pool is not None:  # stable already: a window measured for the samples the point needs
-                    if not self._stable(windows[self.pool[0]:]):
-                        self._tell(windows, "that window broke the stable pool: the row keeps the pool as it was")
-                        break  # it broke the pool's stability: the row keeps the pool as it was
-                    self.pool = (self.pool[0], len(windows))
-                    more = self._wants_more(windows)
-                    self._tell(windows, f"{len(windows) - self.pool[0]} stable windows pooled"
-                               + ("; measuring on for the samples its percentiles need" if more else ""))
-                    if not more:
-                        break
-                    continue
-                if len(windows) >= STABLE_WINDOWS and self._stable(windows[-STABLE_WINDOWS:]):
-                    self.pool = (len(windows) - STABLE_WINDOWS, len(windows))
-                    more = self._wants_more(windows)
-                    self._tell(windows, "measuring on for the samples its percentiles need" if more else None)
-                    if not more:
-                        break
-                    continue
-                self.stopped_early = self.stop_early(windows) if self.stop_early is not None else None
-                self._tell(windows)
-                if self.stopped_early:
-                    break
-                # a busy host: lengthen the windows before giving up, after each STABLE_WINDOWS that disagreed
-                if len(windows) % STABLE_WINDOWS == 0 and factor * 2 <= self.settings.max_window_factor:
-                    factor *= 2
-            self.stop = True
-            await watcher  # each connection finishes its in-flight request
-            await self._close_sequences()
-            # Triton updates its counters just after sending a response: give the last ones a moment to land
-            for _ in range(20):
-                end_stats = stats_snapshot(await control.get_json(stats_path))
-                total = delta(end_stats, begin)
-                if total["success_count"] + total["fail_count"] >= self.completed:
-                    break
-                await asyncio.sleep(0.01)
-            return windows, total, self.completed
-        finally:
-            self.stop = True
-            for task in workers:
-                task.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
-            control.close()
+    def _window(self, index: int, factor: int, start: float, end: float | None, stats: dict, previous: dict,
+                cpu: float, other: float) -> tuple[Window, int]:
+        """Cut this generator's next window from sample ``index``: count-based (its own end) or ending at ``end``."""
+        if self.settings.window_requests > 0 and end is None:
+            stop = index + self.settings.window_requests * factor
+            end = self.finished_at[stop - 1]
+        else:
+            stop = len(self.samples)
+        samples = np.asarray(self.samples[index:stop], dtype=np.float64).reshape(-1, 4)
+        own, self._cpu_mark = self.cpu_s - self._cpu_mark, self.cpu_s
+        timings = self.timings[index:stop] if self.timings else None  # a streaming transport's, per sample
+        return Window(start, end, samples, delta(stats, previous), cpu, other, factor, own, timings), stop
 
     async def _close_sequences(self) -> None:
         """A sequence model: end every sequence still open (one request with ``sequence_end`` each, unmeasured)."""
-        if self.sequences is None:
-            return
-        closing = self.sequences.closing()
+        closing = self.sequences.closing() if self.sequences is not None else []
         if not closing:
             return
         conn = await self.transport.open()
@@ -335,3 +240,160 @@ class LoadGenerator:
 
     def _stable(self, windows: Sequence[Window]) -> bool:
         return stability(windows, self.settings.stability_percentage, self.point.open_loop)[0]
+
+
+async def run_together(generators: Sequence[LoadGenerator]) -> list[tuple[list[Window], dict[str, int], int]]:
+    """The one window loop, for one generator or several started together on one server (a mix,
+    :mod:`tritonsuite.load.mix`): warm-up until every generator has answers on all its connections, then windows
+    cut at the same instants for all, until the last STABLE_WINDOWS of *every* generator agree (the stability rules
+    apply to the whole mix), lengthening on a busy host. The first generator's ``stop_early`` and progress speak for
+    the point. Returns each generator's (windows, statistics delta over the whole point, requests completed).
+
+    Several generators need time-based windows (a count ends each generator's window at a different instant)."""
+    lead, s = generators[0], generators[0].settings
+    mixed = len(generators) > 1
+    if mixed and s.window_requests > 0:
+        raise ValueError("measuring several deployments together needs time-based windows (window_ms), not "
+                         f"window_requests={s.window_requests}")
+    event = lead.progress
+    for gen in generators:
+        gen.progress, gen.metered = event, mixed  # one wake-up for all: any completion re-checks every target
+    control = await Connection(lead.host, lead.port).open()
+    # an ensemble's: every model's statistics in one read, so the steps' windows are the ensemble's
+    paths = ["/v2/models/stats" if gen.composing else f"{model_path(gen.model)}/stats" for gen in generators]
+    workers: list[asyncio.Task] = []
+
+    async def snapshots() -> list[dict[str, int]]:
+        return [snapshot(await control.get_json(path), gen.model, gen.composing)
+                for path, gen in zip(paths, generators)]
+
+    try:
+        begin = await snapshots()
+        for gen in generators:
+            workers += ([gen._task(gen._scheduler())] if gen.point.open_loop else
+                        [gen._task(gen._worker(slot)) for slot in range(gen.point.concurrency)])
+        watcher = asyncio.gather(*workers)
+        windows: list[list[Window]] = [[] for _ in generators]
+
+        async def guarded(coro):
+            done, _ = await asyncio.wait([asyncio.ensure_future(coro), watcher], return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task is watcher:
+                    watcher.result()  # a worker failed: raise its error
+                    raise MeasurementError("all load-generator workers stopped")
+            return next(iter(done)).result()
+
+        def waiting_for(gens) -> int:
+            return sum(g.concurrency for g in gens)
+
+        # warm-up: a time span and at least one completed request per connection
+        if lead.on_progress is not None:
+            n = waiting_for(generators)
+            lead.on_progress(f"warming up: {s.warmup_ms:g} ms and a response on each of {n} connection"
+                             f"{'s' if n > 1 else ''}" + (f" of {len(generators)} deployments" if mixed else ""))
+        warmup_end = time.perf_counter() + s.warmup_ms / 1000.0
+        while time.perf_counter() < warmup_end or any(g.completed < g.concurrency for g in generators):
+            await guarded(lead._wait_window_until(min(warmup_end, time.perf_counter() + 0.5)))
+        previous = await guarded(snapshots())
+        # windows are contiguous; a count-based one holds exactly its count and ends at its last completion
+        # (more may complete before this coroutine wakes: they open the next window)
+        indexes, start, factor = [len(g.samples) for g in generators], time.perf_counter(), 1
+        starts = [start] * len(generators)
+        host = lead.host_cpu.read()
+        for gen in generators:
+            gen._cpu_mark = gen.cpu_s
+
+        def stable(member: int, lo: int) -> bool:
+            return generators[member]._stable(windows[member][lo:])
+
+        for _ in range(s.max_trials):
+            cpu0 = time.process_time()
+            await guarded(_wait_windows(generators, indexes, factor))
+            cpu1 = time.process_time()
+            end = None if mixed is False and s.window_requests > 0 else time.perf_counter()
+            current = await guarded(snapshots())
+            host_now = lead.host_cpu.read()
+            for i, gen in enumerate(generators):
+                window, indexes[i] = gen._window(indexes[i], factor, starts[i], end, current[i], previous[i],
+                                                 cpu1 - cpu0, 0.0)
+                window.other_cpu = other_cpu_percent(host, host_now, window.end - starts[i])
+                windows[i].append(window)
+                starts[i] = window.end
+            previous, host, n = current, host_now, len(windows[0])
+            if lead.pool is not None:  # stable already: a window measured for the samples the point needs
+                if not all(stable(i, lead.pool[0]) for i in range(len(generators))):
+                    lead._tell(windows[0], "that window broke the stable pool: the row keeps the pool as it was")
+                    break
+                pool = (lead.pool[0], n)
+                for gen in generators:
+                    gen.pool = pool
+                more = any(g._wants_more(w) for g, w in zip(generators, windows))
+                lead._tell(windows[0], f"{n - pool[0]} stable windows pooled"
+                           + ("; measuring on for the samples its percentiles need" if more else ""))
+                if not more:
+                    break
+                continue
+            if n >= STABLE_WINDOWS and all(stable(i, n - STABLE_WINDOWS) for i in range(len(generators))):
+                for gen in generators:
+                    gen.pool = (n - STABLE_WINDOWS, n)
+                more = any(g._wants_more(w) for g, w in zip(generators, windows))
+                lead._tell(windows[0], "measuring on for the samples its percentiles need" if more else None)
+                if not more:
+                    break
+                continue
+            lead.stopped_early = lead.stop_early(windows[0]) if lead.stop_early is not None else None
+            unsettled = [g.model for i, g in enumerate(generators) if n >= STABLE_WINDOWS
+                         and not stable(i, n - STABLE_WINDOWS)] if mixed else []
+            lead._tell(windows[0], f"not yet stable: {', '.join(unsettled)}" if unsettled else None)
+            if lead.stopped_early:
+                break
+            # a busy host: lengthen the windows before giving up, after each STABLE_WINDOWS that disagreed
+            if n % STABLE_WINDOWS == 0 and factor * 2 <= s.max_window_factor:
+                factor *= 2
+        for gen in generators:
+            gen.stop = True
+        await watcher  # each connection finishes its in-flight request
+        for gen in generators:  # a sequence model's sequences still open are ended (unmeasured, counted)
+            await gen._close_sequences()
+        # Triton updates its counters just after sending a response: give the last ones a moment to land
+        totals = [{} for _ in generators]
+        for _ in range(20):
+            ends = await snapshots()
+            totals = [delta(e, b) for e, b in zip(ends, begin)]
+            if all(t["success_count"] + t["fail_count"] >= g.completed for t, g in zip(totals, generators)):
+                break
+            await asyncio.sleep(0.01)
+        return [(w, t, g.completed) for w, t, g in zip(windows, totals, generators)]
+    finally:
+        for gen in generators:
+            gen.stop = True
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        control.close()
+
+
+async def _wait_windows(generators: Sequence[LoadGenerator], indexes: Sequence[int], factor: int) -> None:
+    """Until every generator's window is done: the window's time (``window_ms`` x factor) and each generator's least
+    count of requests (or, count-based, its count). No completion at all for ``request_timeout_s`` is an error."""
+    s, event = generators[0].settings, generators[0].progress
+    deadline = time.perf_counter() + s.window_ms * factor / 1000.0 if s.window_requests <= 0 else None
+    per = s.window_requests if s.window_requests > 0 else s.min_requests_per_window
+    targets = [index + factor * per for index in indexes]
+    last_progress = time.perf_counter()
+    seen = sum(g.completed for g in generators)
+    while True:
+        now = time.perf_counter()
+        if all(g.completed >= t for g, t in zip(generators, targets)) and (deadline is None or now >= deadline):
+            return
+        completed = sum(g.completed for g in generators)
+        if completed != seen:
+            seen, last_progress = completed, now
+        elif now - last_progress > s.request_timeout_s:
+            raise MeasurementError(f"no response within {s.request_timeout_s:.0f} s")
+        event.clear()
+        timeout = max(0.001, deadline - now) if deadline is not None and now < deadline else 0.5
+        try:
+            await asyncio.wait_for(event.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass

@@ -59,7 +59,7 @@ class SearchResult:
 
     @property
     def unit(self) -> str:
-        return "req/s" if self.kind == "request_rate" else "concurrency"
+        return {"request_rate": "req/s", "concurrency": "concurrency"}.get(self.kind, "x")
 
     def headline(self) -> str:
         """ "max req/s at p99 <= 50 ms" / "max concurrency at p99 <= 50 ms" """
@@ -137,15 +137,19 @@ def stop_when_clearly_over(bound: LatencyBound) -> StopEarly:
 
 
 def search(measure_at: Callable[[float], Measurement], kind: str, bound: LatencyBound, start: float,
-           settings: MeasurementSettings, measured_before: int = 0, progress: Progress | None = None
-           ) -> SearchResult:
+           settings: MeasurementSettings, measured_before: int = 0, progress: Progress | None = None,
+           judge_at: Callable[[object], tuple[bool, str]] | None = None) -> SearchResult:
     """Search for the highest load within ``bound``; ``measure_at(load)`` measures one point (a request rate in
     requests/s for ``kind`` "request_rate", an integer concurrency for "concurrency"). ``measured_before`` counts
     the points the caller measured to choose ``start``, so the answer's count of points measured includes them.
     ``progress`` is told each point's verdict and what the search does next, e.g. "point 5: 12.5 req/s (bisect):
-    within: p99 310.2 ms; bracket 12.5..25 req/s, bisecting to 5%"."""
-    if kind not in ("request_rate", "concurrency"):
-        raise ValueError(f"search kind {kind!r}; valid choices: request_rate, concurrency")
+    within: p99 310.2 ms; bracket 12.5..25 req/s, bisecting to 5%".
+
+    Kind "scale" searches a factor (continuous, as a rate) applied to several deployments' traffic at once
+    (:func:`tritonsuite.load.mix.max_mix`): ``measure_at`` then returns what ``judge_at`` judges (every
+    deployment's measurement against its own bound)."""
+    if kind not in ("request_rate", "concurrency", "scale"):
+        raise ValueError(f"search kind {kind!r}; valid choices: request_rate, concurrency, scale")
     integer = kind == "concurrency"
     result = SearchResult(kind, bound, measured_before=measured_before)
 
@@ -154,10 +158,10 @@ def search(measure_at: Callable[[float], Measurement], kind: str, bound: Latency
 
     def probe(load: float, role: str) -> bool:
         m = measure_at(int(load) if integer else load)
-        within, why = judge(m, bound)
+        within, why = judge(m, bound) if judge_at is None else judge_at(m)
         result.steps.append(SearchStep(load, m, within, why, role))
         if progress is not None:
-            unit = "" if integer else " req/s"
+            unit = "" if integer else " req/s" if kind == "request_rate" else "x"
             if role == "re-measure":
                 next_ = "the answer" if within else "next: a lower point that was within it"
             else:  # the bracket as the caller is about to update it with this point
@@ -201,7 +205,7 @@ def search(measure_at: Callable[[float], Measurement], kind: str, bound: Latency
             hi = mid
     if lo is None:
         last = result.steps[-1]
-        result.reason = f"even {'concurrency ' if integer else ''}{last.load:g}{'' if integer else ' req/s'} " \
+        result.reason = f"even {'concurrency ' if integer else ''}{last.load:g}{'' if integer else ' ' + result.unit} " \
                         f"is not within it: {last.why}"
         return result
     # confirm: the highest point within the bound is measured again; when it now breaks the bound, the next lower

@@ -26,6 +26,7 @@ class Window:
     client_cpu: float  # seconds of this process's CPU during the window
     other_cpu: float = 0.0  # % of one core used by other processes than the server's and this one
     factor: int = 1  # how many times the set window length this window lasted
+    own_cpu: float = 0.0  # in a mix: seconds of the load generator's CPU this deployment's traffic took
     timings: list | None = None  # a streaming transport's per-request response timings (load.streams.StreamTiming)
 
 
@@ -185,6 +186,8 @@ def summarise(point: LoadPoint, windows: list[Window], total: dict[str, int], co
         # the evidence a later run is compared with (tritonsuite.judge.compare): every window's throughput, and the
         # stable windows' request latencies (at most LATENCY_SAMPLES of them, evenly spaced)
         "window_throughputs": [round(len(w.samples) * point.batch_size / (w.end - w.start), 3) for w in windows],
+        "window_avg_latency_ms": [round(float(w.samples[:, 0].mean() * 1e3), 4) if len(w.samples) else None
+                                  for w in windows],
         "latency_samples_ms": [round(float(v), 4) for v in latency_ms[even_subsample(len(latency_ms))]],
         # every percentile column: the latencies it came from and its distribution-free interval (judge.stats)
         "percentiles": {f"p{q}": e.to_json() for q, e in estimates.items()},

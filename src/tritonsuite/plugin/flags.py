@@ -15,6 +15,8 @@ MARKERS = {
     "tune": "configuration search of each online deployment for the most throughput within its latency bound",
     "conformance": "the deployment, live on the server, does what its config.pbtxt declares (identity, batching, "
                    "instances, refusals, counters, response cache, reload without loss)",
+    "mix": "deployments of a profile's mix: served together on one server, each measured alone and together in "
+           "interleaved rounds, with its interference ratio",
     "smoke": "short end-to-end run on the embedded server with the tiny model",
     "search": "an online latency-bound search (the most load within the bound); deselected unless -m names it, "
               "or --searches / --latency-bound is given",

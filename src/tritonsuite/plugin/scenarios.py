@@ -159,3 +159,38 @@ def test_tune(suite, tune_case, triton, request, record_property):
     _judge(tune_case.id, lambda: suite.run_tune(tune_case, options.tune_strategy, options.tune_budget),
            lambda result: None if result.best is not None else f"{tune_case.id}: {result.describe()}",
            record_property, figures)
+
+
+@pytest.mark.mix
+def test_mix(suite, mix_case, triton, request, record_property):
+    """Deployments served together on one server: each measured alone and together in interleaved rounds, its
+    interference ratio (together ÷ alone) with its interval, and its accuracy probes, travelling in its own traffic,
+    answered as when sent alone. Fails on a wrong answer; a measurement that could not be measured is reported (and
+    fails under --strict-stability)."""
+    options = request.config.stash[OPTIONS_KEY]
+    if mix_case.search == "scale":  # the most mixed load within every bound: fails when no factor stayed within them
+        progress = terminal_progress(request.config, mix_case.id)
+        _judge(mix_case.id, lambda: suite.run_mix(mix_case.model, progress, search="scale"),
+               lambda found: None if found.factor is not None else f"{mix_case.id}: {found.describe()}",
+               record_property, lambda found: {"answer": found.describe(), "points": found.result.points})
+        return
+    if mix_case.search == "tune":  # the set's configuration search: keeping the profile's is an answer too
+        progress = terminal_progress(request.config, mix_case.id)
+        _judge(mix_case.id, lambda: suite.run_mix(mix_case.model, progress, search="tune"),
+               lambda result: None if result.best is not None else f"{mix_case.id}: {result.describe()}",
+               record_property, lambda result: {"answer": result.describe(), "configurations": len(result.evaluations)})
+        return
+
+    def verdict(result) -> str | None:
+        wrong = [f"{d}: accuracy under the mix {r.describe()}" for d, r in result.accuracy.items() if not r.passed]
+        failed = [r for r in result.invalid if r.status == "FAILED" or r.measurement.get("server_fail_delta")]
+        unmeasured = [r for r in result.invalid if r not in failed]
+        lines = wrong + [f"{r.deployment} ({r.extra['mix']['role']}, round {r.extra['mix']['round']}): {r.status}: "
+                         + "; ".join(r.reasons) for r in failed + (unmeasured if options.strict_stability else [])]
+        return f"{mix_case.id}: " + "\n".join(lines) if lines else None
+
+    def figures(result) -> dict:
+        return {**{f"ratio {r.deployment}": r.describe() for r in result.ratios}, "rows": len(result.rows)}
+
+    progress = terminal_progress(request.config, mix_case.id)
+    _judge(mix_case.id, lambda: suite.run_mix(mix_case.model, progress), verdict, record_property, figures)

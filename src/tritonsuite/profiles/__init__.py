@@ -20,9 +20,12 @@ from tritonsuite.device import INSTANCE_KINDS as DEVICES  # profile device -> de
 from tritonsuite.deploy.repository import BACKEND_ACCELERATORS, PRECISION_MODES, DeploymentConfig
 from tritonsuite.settings import DISTRIBUTIONS, LatencyBound, MeasurementSettings
 from tritonsuite.spec import rule_precision
+from tritonsuite.profiles.values import (ProfileError, _bound, _choices, _int, _ints, _mapping, _rates,
+                                         _unknown)
+from tritonsuite.profiles.mix import MixError, MixProfile, check_mixes, load_mixes
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-TOP_KEYS = ("device", "gpu", "published", "measurement", "models", "model_repository", "tolerances")
+TOP_KEYS = ("device", "gpu", "published", "measurement", "models", "model_repository", "tolerances", "mix")
 MODEL_KEYS = ("size", "formats", "precisions", "accuracy_precisions", "max_batch_size", "intra_op_threads",
               "instance_kind", "backend_accelerator", "precision_mode", "max_workspace_size_bytes", "offline", "online",
               "tune")
@@ -33,10 +36,6 @@ ONLINE_KEYS = ("batch_size", "concurrency", "instance_count", "preferred_batch_s
                "request_rates", "distribution", "seed", "latency_bound", "search", "stream")
 #: What a latency-bound search looks for: the highest request rate (open loop) or concurrency (closed loop).
 SEARCHES = ("request_rate", "concurrency")
-
-
-class ProfileError(ValueError):
-    """A profile name or content that cannot be used; the message names the valid choices."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +118,7 @@ class Profile:
     published: str = ""  # the seeds' published tables this profile's runs are shown beside (tritonsuite.report.published)
     model_repository: str = ""  # a stock model repository whose every deployment joins the run (deploy.userrepo)
     tolerances: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # its outputs' (atol, rtol)
+    mixes: Mapping[str, MixProfile] = field(default_factory=dict)  # mix: deployments run together (profiles/mix.py)
 
 
 def profile_dirs(directory: str | Path | None = None) -> list[Path]:
@@ -128,57 +128,6 @@ def profile_dirs(directory: str | Path | None = None) -> list[Path]:
 
 def available_profiles(directory: str | Path | None = None) -> list[str]:
     return sorted({p.stem for d in profile_dirs(directory) for p in Path(d).glob("*.yaml")})
-
-
-def _unknown(data: Mapping, valid: Sequence[str], where: str) -> None:
-    unknown = [str(k) for k in data if k not in valid]
-    if unknown:
-        raise ProfileError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; valid "
-                           f"keys: {', '.join(valid)}")
-
-
-def _mapping(value: Any, where: str) -> Mapping:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ProfileError(f"{where}: expected a mapping of keys, got {value!r}")
-    return value
-
-
-def _int(value: Any, where: str, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ProfileError(f"{where} {value!r}: expected an integer >= {low}")
-    return value
-
-
-def _ints(value: Any, where: str, low: int = 1) -> tuple[int, ...]:
-    values = value if isinstance(value, (list, tuple)) else [value]
-    return tuple(_int(v, where, low) for v in values)
-
-
-def _rates(value: Any, where: str) -> tuple[float, ...]:
-    values = value if isinstance(value, (list, tuple)) else [value]
-    bad = [v for v in values if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0]
-    if bad:
-        raise ProfileError(f"{where} {bad[0]!r}: expected request rates in requests/s, numbers > 0")
-    return tuple(float(v) for v in values)
-
-
-def _bound(value: Any, where: str) -> LatencyBound | None:
-    if value is None:
-        return None
-    try:
-        return LatencyBound.parse(value)
-    except ValueError as exc:
-        raise ProfileError(f"{where}: {exc}") from None
-
-
-def _choices(value: Any, where: str, valid: Sequence[str]) -> tuple[str, ...]:
-    values = value if isinstance(value, (list, tuple)) else [value]
-    bad = [v for v in values if v not in valid]
-    if bad or not values:
-        raise ProfileError(f"{where} {bad or values!r}: valid choices: {', '.join(valid)}")
-    return tuple(values)
 
 
 def _model_profile(name: str, data: Any, where: str, instance_kind: str) -> ModelProfile:
@@ -298,8 +247,16 @@ def load_profile(name: str, directory: str | Path | None = None) -> Profile:
     return Profile(name=name, device=device, gpu=str(data.get("gpu", "none")), models=models, measurement=settings,
                    published=_published(data.get("published"), device, path.name),
                    model_repository=_repository(data.get("model_repository"), path),
-                   tolerances=_tolerances(data.get("tolerances"), path.name))
+                   tolerances=_tolerances(data.get("tolerances"), path.name),
+                   mixes=_mixes(data.get("mix"), path.name, models))
 
+
+
+def _mixes(value: Any, where: str, models: Mapping[str, ModelProfile]) -> dict[str, MixProfile]:
+    try:
+        return load_mixes(value, f"{where}:mix", models)
+    except MixError as exc:
+        raise ProfileError(str(exc)) from None
 
 def _repository(value: Any, path: Path) -> str:
     """The profile's ``model_repository``: a directory, relative to the profile file when not absolute."""
@@ -385,4 +342,11 @@ def narrow(profile: Profile, models: Sequence[str] | None = None, formats: Seque
                              accuracy_precisions=tuple(p for p in mp.accuracy_precisions
                                                        if not precisions or p in precisions),
                              offline=offline, online=online)
-    return replace(profile, models=kept)
+    # a mix runs when every deployment it names is still in the run (narrowed out: left out, as its models are)
+    mixes = {n: m for n, m in profile.mixes.items() if all(x.model in kept and x.format in (
+        "", *kept[x.model].formats) and x.precision in kept[x.model].precisions for x in m.members)}
+    try:
+        mixes = check_mixes(mixes, kept)
+    except MixError as exc:
+        raise ProfileError(str(exc)) from None
+    return replace(profile, models=kept, mixes=mixes)

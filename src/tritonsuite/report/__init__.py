@@ -37,7 +37,7 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
     written: list[Path] = []
     groups = _group(rows, lambda r: (r.scenario, r.model))
     for (scenario, model), grows in groups.items():
-        if scenario in ("tune", "conformance"):  # pages per deployment (report.tune, report.conformance), below
+        if scenario in ("tune", "conformance", "mix"):  # pages per deployment (report.tune, report.conformance), per mix (report.mix), below
             continue
         scenario_dir = reports_dir / safe_component(scenario)
         model_name = safe_component(model)
@@ -64,6 +64,10 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
         from tritonsuite.report.conformance import write_conformance_pages
 
         written += write_conformance_pages(reports_dir, [r for r in rows if r.scenario == "conformance"])
+    if "mix" in {scenario for scenario, _ in groups}:
+        from tritonsuite.report.mix import write_mix_pages
+
+        written += write_mix_pages(reports_dir, [r for r in rows if r.scenario == "mix"], header)
     if cross_points(rows):  # points both load generators measured: perf_analyzer side by side with the engine
         page = reports_dir / "crosscheck.md"
         page.write_text(_with_header(render_crosscheck(rows), header), encoding="utf-8")

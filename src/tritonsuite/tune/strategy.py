@@ -90,7 +90,7 @@ def _coordinate(space: TuneSpace, start: Candidate, score: Callable[[Candidate],
         passes += 1
         moved_in_pass = False
         level: list[tuple[float, Candidate]] = []  # neighbours within the noise of the best: a plateau
-        for dimension in DIMENSIONS:
+        for dimension in getattr(space, "dimensions", DIMENSIONS):  # a set's joint space names its own
             current = getattr(best, dimension)
             ordered = sorted(set(space.values(dimension)) | {current}, key=_key)
             if len(ordered) < 2:

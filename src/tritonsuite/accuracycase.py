@@ -1,0 +1,92 @@
+"""The accuracy scenario run by the suite (``pytest -m accuracy``, :meth:`tritonsuite.suite.Suite.run_accuracy`): a
+deployment's accuracy data through Triton at its max batch size, judged against the eager reference
+(:func:`tritonsuite.judge.accuracy.evaluate`), then against its committed baseline
+(:mod:`tritonsuite.judge.baselines`), with the weights and data it ran on named and hashed, and the row recorded. A
+sequence model, a decoupled one or a python model is judged by its kind instead (:mod:`tritonsuite.judge.responses`:
+whole sequences, whole response streams, validation_data)."""
+from __future__ import annotations
+
+from tritonsuite.cases import Case
+from tritonsuite.deploy import export as export_mod
+from tritonsuite.deploy import userrepo
+from tritonsuite.judge.accuracy import AccuracyResult, evaluate
+from tritonsuite.judge import responses as kinds
+from tritonsuite.judge.baselines import provenance
+from tritonsuite.load.client import served_infer
+from tritonsuite.models.training import weights_sha256
+from tritonsuite.rows import Row
+from tritonsuite.spec import path_digest
+
+
+def run_accuracy_case(suite, case: Case) -> AccuracyResult:
+    """Run the model's accuracy data through Triton at the max batch size and judge it against eager."""
+    deployment = None
+    try:
+        deployment = suite.deployment(case.model, case.format, case.precision, "accuracy")
+        spec = deployment.spec
+        if spec.accuracy_data is None:
+            raise export_mod.ExportUnsupported(f"{spec.key} defines no accuracy task")
+        data = spec.accuracy_data(suite.datasets.get(case.model), suite.checkpoint(case.model))
+        if kinds.judged_by_kind(deployment.description, spec):  # sequences, streams, python models
+            return record_accuracy(suite, case, deployment, data, kinds.kind_accuracy(
+                suite.server, deployment.description, spec, case.precision, data, suite.protocol, suite.sequences))
+        reference = (suite.eager_module(case.model) if userrepo.is_user_spec(spec)  # the file, in-process
+                     else export_mod.eager_runner(suite.eager_module(case.model), spec))
+        client = suite.server.grpc_client() if suite.protocol == "grpc" else suite.server.client()
+        try:
+            result = evaluate(spec, deployment.name, case.precision, data,
+                              served_infer(client, deployment.name, spec, deployment.batched), reference,
+                              max(deployment.config.max_batch_size, 1))
+        except Exception:
+            if suite.server.gone():
+                raise suite.server.died(f"during the accuracy run of {deployment.name}") from None
+            raise
+        finally:
+            client.close()
+    except export_mod.ExportUnsupported:
+        raise
+    except Exception as exc:
+        suite._record_failure(case, exc, deployment)
+        raise
+    return record_accuracy(suite, case, deployment, data, result)
+
+
+def record_accuracy(suite, case: Case, deployment, data, result: AccuracyResult) -> AccuracyResult:
+    """The accuracy row: the weights and data named and hashed, judged against its baseline, recorded."""
+    spec = deployment.spec
+    row = result.to_row(**suite._identity(case), parameters=suite.parameters(deployment))
+    weights = suite.weights(case.model)  # which weights, and their and the data's sha256: what a baseline records
+    known = {"weights": weights, "dataset_sha256": data.data_sha256 or path_digest(suite.datasets.get(case.model))
+             or "", "weights_sha256": spec.config.get("model_file_digest") or ""
+             if userrepo.is_user_spec(spec)  # its model file is its weights (a python model may have no reference)
+             else weights_sha256(suite.checkpoint(case.model), suite.eager_module(case.model)) or ""}
+    row.extra.update(known)
+    if suite.baselines is not None:
+        row = against_baseline(suite, case, result, row)
+        row.extra.update(known)
+    row.description += f"; weights: {weights}"  # the report's accuracy line says which
+    if weights == "seeded random":
+        row.description += " (the verdict is agreement with eager, not a trained model's)"
+    row.extra["reference"] = kinds.reference_name(deployment.description, deployment.spec)
+    suite.record(row)
+    return result
+
+
+def against_baseline(suite, case: Case, result: AccuracyResult, row: Row) -> Row:
+    """Compare with the deployment's stored baseline: a regression beyond its allowance is a failure naming
+    the metric, baseline, now, delta and allowance; or, under ``update_baselines``, store this run's metrics
+    when the absolute checks passed."""
+    row.run_id = suite.run_id
+    comparison = suite.baselines.compare(row)
+    note = comparison.to_dict()
+    if suite.update_baselines:
+        if result.passed:
+            note["updated"] = str(suite.baselines.update(row, provenance(row, suite.server.version())))
+    else:
+        if (comparison.missing or comparison.refused) and suite.require_baselines:
+            result.failures.append(f"{comparison.missing or comparison.refused} (--require-baselines)")
+        result.failures += [f"regressed against its baseline: {v.describe()} ({comparison.file})"
+                            for v in comparison.regressions]
+    row = result.to_row(**suite._identity(case), parameters=row.parameters)
+    row.extra["baseline"] = note
+    return row

@@ -1,0 +1,195 @@
+"""Mixed load without a server: the interference judge, the profile's mix: section, the mix cases and pages."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tritonsuite.cases import profile_cases
+from tritonsuite.judge.interference import interference, ratio_interval
+from tritonsuite.profiles import ProfileError, load_profile, narrow
+from tritonsuite.profiles.mix import MixError, check_mixes, parse_mixes
+from tritonsuite.report.merge import merge_reports
+from tritonsuite.report.mix import mix_summary_lines, render_mix, write_mix_pages
+from tritonsuite.rows import RawWriter, Row, load_rows, raw_path
+
+
+def _row(deployment: str, role: str, rnd: int, windows, rate: float | None = None, status: str = "OK",
+         host: str = "") -> Row:
+    key = "window_avg_latency_ms" if rate else "window_throughputs"
+    measurement = {key: [999.0] + list(windows), "pooled_windows": [1, 1 + len(windows)], "measured_requests": 400,
+                   "client_cpu_percent": 30.0, "deployment_client_cpu_percent": 12.0}
+    extra = {"mix": {"name": "m", "role": role, "round": rnd, "start_s": rnd * 10.0 + (role == "together") * 5,
+                     "end_s": rnd * 10.0 + 4 + (role == "together") * 5, "traffic": "concurrency 1"}}
+    if host:
+        extra["host"] = host
+    return Row(scenario="mix", model=deployment, deployment=deployment, status=status, concurrency=None if rate else 1,
+               request_rate=rate, result={"Inferences/Second": float(np.mean(windows)), "p99 latency": 10.0},
+               measurement=measurement, extra=extra)
+
+
+def _rounds(deployment, alone, together, rounds=3, rate=None, seed=0, host=""):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in range(1, rounds + 1):
+        rows.append(_row(deployment, "alone", r, alone * (1 + 0.03 * rng.standard_normal(4)), rate, host=host))
+        rows.append(_row(deployment, "together", r, together * (1 + 0.03 * rng.standard_normal(4)), rate, host=host))
+    return rows
+
+
+def _split(rows):
+    return ([r for r in rows if r.extra["mix"]["role"] == "alone"],
+            [r for r in rows if r.extra["mix"]["role"] == "together"])
+
+
+def test_ratio_interval_recovers_a_known_ratio():
+    rng = np.random.default_rng(1)
+    alone = 100 * (1 + 0.05 * rng.standard_normal(30))
+    ratio, low, high = ratio_interval(alone, 0.6 * 100 * (1 + 0.05 * rng.standard_normal(30)))
+    assert low < 0.6 < high and ratio == pytest.approx(0.6, rel=0.05) and high - low < 0.1
+    assert all(np.isnan(ratio_interval([], [1.0])))
+
+
+def test_a_clear_drop_is_interference_and_equal_windows_are_not():
+    hit = interference("bert", *_split(_rounds("bert", 100.0, 55.0)))
+    assert hit.verdict == "interference" and hit.high < 1 and hit.p_value < 0.01 and hit.rounds == 3
+    assert (hit.alone_windows, hit.together_windows) == (12, 12)  # the pooled windows only, not the first
+    same = interference("bert", *_split(_rounds("bert", 100.0, 100.0, seed=2)))
+    assert same.verdict == "no significant effect" and same.low < 1 < same.high
+
+
+def test_a_small_significant_change_is_below_the_minimum_effect():
+    small = interference("bert", *_split(_rounds("bert", 100.0, 95.0, rounds=6)))
+    assert small.p_value < 0.01 and small.verdict == "no significant effect"
+
+
+def test_open_loop_judges_latency_and_one_round_is_undecided():
+    slower = interference("tft", *_split(_rounds("tft", 10.0, 20.0, rate=20.0)))
+    assert slower.metric == "avg latency" and slower.ratio == pytest.approx(2.0, rel=0.1)
+    assert slower.verdict == "interference"
+    assert interference("tft", *_split(_rounds("tft", 10.0, 20.0, rounds=1, rate=20.0))).verdict == "undecided"
+
+
+def test_invalid_rows_are_no_evidence_only_an_indicative_figure():
+    alone, together = _split(_rounds("bert", 100.0, 50.0))
+    together = [Row(**{**t.__dict__, "status": "UNSTABLE"}) for t in together]
+    found = interference("bert", alone, together)
+    assert found.verdict == "undecided" and found.indicative and found.ratio == pytest.approx(0.5, rel=0.05)
+    assert "~0.5" in found.describe() and "indicative: from measurements that are not valid" in found.describe()
+    failed = [Row.failed(reason="x", scenario="mix", model="bert", deployment="bert") for _ in together]
+    assert not interference("bert", alone, failed).indicative  # a failed row has no figures at all
+
+
+def test_the_cpu_profile_ships_a_mix_of_bert_and_tft():
+    profile = load_profile("cpu")
+    mix = profile.mixes["bert_tft"]
+    assert mix.models == ("bert", "tft") and mix.rounds >= 2
+    assert [m.format for m in mix.members] == ["onnx", "onnx"]
+    assert [c.id for c in profile_cases(profile, "mix")] == ["bert_tft", "bert_tft-maxscale", "bert_tft-tune"]
+    assert mix.weights() == [1.0, 0.1] and mix.tune["budget"] >= 1
+    assert mix.settings(profile.measurement).stability_percentage == 20  # the mix's own change
+    assert mix.settings(profile.measurement).window_ms == profile.measurement.window_ms
+    assert narrow(profile, models=["bert"]).mixes == {}  # a member narrowed out: the mix is left out
+    assert "bert_tft" in narrow(profile, models=["bert", "tft"], formats=["onnx"]).mixes
+    assert narrow(profile, formats=["ts-trace"]).mixes == {}
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"deployments": {"bert": {"concurrency": 2}}}, "at least two"),
+    ({"deployments": {"bert": {"concurrency": 2, "request_rate": 3}, "tft": {"share": 0.5}}}, "exactly one"),
+    ({"deployments": {"bert": {"share": 0.5}, "tft": {"share": 0.5}}}, "total_rate"),
+    ({"total_rate": 10, "deployments": {"bert": {"share": 0.7}, "tft": {"share": 0.5}}}, "add up to 1.2"),
+    ({"rounds": 0, "deployments": {"bert": {"concurrency": 1}, "tft": {"concurrency": 1}}}, "rounds 0"),
+    ({"deployment": {}}, "unknown key deployment; valid keys: rounds, total_rate, measurement, tune, deployments"),
+    ({"deployments": {"bert": {"concurrency": 1.5}, "tft": {"concurrency": 1}}}, "concurrency 1.5"),
+])
+def test_bad_mix_sections_are_one_line_naming_the_choices(body, message):
+    with pytest.raises(MixError, match=message.replace("(", r"\(")):
+        parse_mixes({"m": body}, "p.yaml:mix")
+
+
+def test_members_are_checked_against_the_profile_models():
+    models = load_profile("cpu").models
+    mixes = parse_mixes({"m": {"total_rate": 20, "deployments": {"bert": {"share": 0.25}, "tft": {"format": "ts-trace",
+                                                                                           "share": 0.75}}}}, "x")
+    checked = check_mixes(mixes, models)["m"]
+    assert [m.format for m in checked.members] == ["onnx", "ts-trace"]
+    assert [m.rate(20) for m in checked.members] == [5.0, 15.0]
+    with pytest.raises(MixError, match="'nope' is not a model of the profile; valid choices: bert"):
+        check_mixes(parse_mixes({"m": {"deployments": {"nope": {"concurrency": 1}, "tft": {"concurrency": 1}}}}, "x"),
+                    models)
+    with pytest.raises(MixError, match="format 'trt5'; valid choices: onnx"):
+        check_mixes(parse_mixes({"m": {"deployments": {"bert": {"format": "trt5", "concurrency": 1},
+                                                       "tft": {"concurrency": 1}}}}, "x"), models)
+
+
+def test_a_profile_with_a_bad_mix_is_a_profile_error(tmp_path):
+    (tmp_path / "p.yaml").write_text("device: cpu\nmodels: {}\nmix: {m: {deployments: {a: {concurrency: 1}}}}\n")
+    with pytest.raises(ProfileError, match="p.yaml:mix.m.deployments"):
+        load_profile("p", tmp_path)
+
+
+def test_the_mix_page_puts_alone_beside_together_with_the_ratio(tmp_path):
+    rows = _rounds("bert", 100.0, 50.0) + _rounds("tft", 10.0, 10.0, rate=20.0, seed=3)
+    page = render_mix("m", rows, "m/timeline.png")
+    assert "# Mix: m" in page and "throughput 0.5" in page and "interference" in page
+    assert "mean latency 0.98" in page and "no significant effect" in page and "![throughput and p99" in page
+    assert "30.0 / 12.0" in page  # client CPU, the whole generator's and the deployment's part
+    written = write_mix_pages(tmp_path, rows)
+    assert [p.name for p in written] == ["m.md", "timeline.png"]
+    lines = mix_summary_lines(rows)
+    assert len(lines) == 2 and lines[0].startswith("mix m: bert: throughput together ÷ alone 0.5")
+
+
+def test_merged_hosts_give_one_section_each(tmp_path):
+    for host in ("a", "b"):
+        writer = RawWriter(raw_path(tmp_path / host, "mix", f"run{host}", "main"))
+        for row in _rounds("bert", 100.0, 50.0 if host == "a" else 100.0):
+            row.run_id = f"run{host}"
+            row.extra["host"] = host
+            writer.append(row)
+    merge_reports([tmp_path / "a", tmp_path / "b"], tmp_path / "out")
+    page = render_mix("m", load_rows(tmp_path / "out"))
+    assert "## Host: a" in page and "## Host: b" in page
+    assert page.index("interference") < page.index("## Host: b") < page.index("no significant effect")
+
+
+def test_the_page_shows_the_most_mixed_load_and_who_bound_it():
+    rows = []
+    for step, (factor, within) in enumerate(((1.0, True), (2.0, False), (1.5, True)), 1):
+        for dep, bound in (("bert", "p99 <= 500 ms"), ("tft", None)):
+            row = _row(dep, "search", 1, [10.0, 10.0, 10.0])
+            row.extra["mix"].update(role="search", step=step, factor=factor, bound=bound, within=within or dep == "tft",
+                                    why="p99 612 ms > 500 ms" if not within and dep == "bert" else "ok")
+            rows.append(row)
+    answer = _row("bert", "search-answer", 1, [10.0])
+    answer.extra["mix"].update(answer="the most mixed load within every bound: x1.5 ...; above it bert over p99")
+    page = render_mix("m", rows + [answer])
+    assert "### The most mixed load within every bound" in page and "**the most mixed load within every bound: x1.5" in page
+    assert "| 2     | x2     | bert" in page and "p99 612 ms > 500 ms" in page
+    assert mix_summary_lines(rows + [answer])[-1].endswith("above it bert over p99")
+
+
+@pytest.mark.parametrize("tune, message", [
+    ({"weights": {"nope": 1}}, "weights of the mix's deployments \\(bert, tft\\)"),
+    ({"weights": {"bert": -1}}, "weights.bert -1: expected a number >= 0"),
+    ({"budget": 0}, "budget 0"), ({"objective": "x"}, "expected a mapping with keys weights, budget, minutes"),
+])
+def test_bad_tune_blocks_name_the_choices(tune, message):
+    with pytest.raises(MixError, match=message):
+        parse_mixes({"m": {"tune": tune, "deployments": {"bert": {"concurrency": 1}, "tft": {"concurrency": 1}}}}, "x")
+
+
+def test_the_page_shows_the_set_search_and_its_configs():
+    rows = []
+    for role, score in (("tune-evidence", 120.0), ("tune-abab-default", 100.0), ("tune-abab-winner", 130.0)):
+        for dep in ("bert", "tft"):
+            row = _row(dep, role, 1, [10.0])
+            row.extra["mix"].update(role=role, label="2 inst | 1 inst", within=True, weighted_score=score)
+            rows.append(row)
+    answer = _row("bert", "tune-answer", 1, [10.0])
+    answer.extra["mix"].update(role="tune-answer", answer="ship 2 inst | 1 inst: ...", recommended=True,
+                               configs=["reports/mix/m/tune/bert/config.pbtxt"])
+    page = render_mix("m", rows + [answer])
+    assert "### Configuration search for the set" in page and "**Recommended**: ship 2 inst | 1 inst" in page
+    assert "`reports/mix/m/tune/bert/config.pbtxt`" in page and "| abab-winner  | tft        | 1 inst" in page
+    assert mix_summary_lines(rows + [answer])[-1] == "mix m: configuration search: ship 2 inst | 1 inst: ..."
