@@ -1,13 +1,16 @@
 """The accuracy scenario run by the suite (``pytest -m accuracy``, :meth:`tritonsuite.suite.Suite.run_accuracy`): a
 deployment's accuracy data through Triton at its max batch size, judged against the eager reference
 (:func:`tritonsuite.judge.accuracy.evaluate`), then against its committed baseline
-(:mod:`tritonsuite.judge.baselines`), with the weights and data it ran on named and hashed, and the row recorded."""
+(:mod:`tritonsuite.judge.baselines`), with the weights and data it ran on named and hashed, and the row recorded. A
+sequence model, a decoupled one or a python model is judged by its kind instead (:mod:`tritonsuite.judge.responses`:
+whole sequences, whole response streams, validation_data)."""
 from __future__ import annotations
 
 from tritonsuite.cases import Case
 from tritonsuite.deploy import export as export_mod
 from tritonsuite.deploy import userrepo
 from tritonsuite.judge.accuracy import AccuracyResult, evaluate
+from tritonsuite.judge import responses as kinds
 from tritonsuite.judge.baselines import provenance
 from tritonsuite.load.client import served_infer
 from tritonsuite.models.training import weights_sha256
@@ -24,6 +27,9 @@ def run_accuracy_case(suite, case: Case) -> AccuracyResult:
         if spec.accuracy_data is None:
             raise export_mod.ExportUnsupported(f"{spec.key} defines no accuracy task")
         data = spec.accuracy_data(suite.datasets.get(case.model), suite.checkpoint(case.model))
+        if kinds.judged_by_kind(deployment.description, spec):  # sequences, streams, python models
+            return record_accuracy(suite, case, deployment, data, kinds.kind_accuracy(
+                suite.server, deployment.description, spec, case.precision, data, suite.protocol, suite.sequences))
         reference = (suite.eager_module(case.model) if userrepo.is_user_spec(spec)  # the file, in-process
                      else export_mod.eager_runner(suite.eager_module(case.model), spec))
         client = suite.server.grpc_client() if suite.protocol == "grpc" else suite.server.client()
@@ -42,11 +48,18 @@ def run_accuracy_case(suite, case: Case) -> AccuracyResult:
     except Exception as exc:
         suite._record_failure(case, exc, deployment)
         raise
+    return record_accuracy(suite, case, deployment, data, result)
+
+
+def record_accuracy(suite, case: Case, deployment, data, result: AccuracyResult) -> AccuracyResult:
+    """The accuracy row: the weights and data named and hashed, judged against its baseline, recorded."""
+    spec = deployment.spec
     row = result.to_row(**suite._identity(case), parameters=suite.parameters(deployment))
     weights = suite.weights(case.model)  # which weights, and their and the data's sha256: what a baseline records
     known = {"weights": weights, "dataset_sha256": data.data_sha256 or path_digest(suite.datasets.get(case.model))
-             or "", "weights_sha256": weights_sha256(suite.checkpoint(case.model), suite.eager_module(case.model))
-             or spec.config.get("model_file_digest") or ""}
+             or "", "weights_sha256": spec.config.get("model_file_digest") or ""
+             if userrepo.is_user_spec(spec)  # its model file is its weights (a python model may have no reference)
+             else weights_sha256(suite.checkpoint(case.model), suite.eager_module(case.model)) or ""}
     row.extra.update(known)
     if suite.baselines is not None:
         row = against_baseline(suite, case, result, row)
@@ -54,9 +67,10 @@ def run_accuracy_case(suite, case: Case) -> AccuracyResult:
     row.description += f"; weights: {weights}"  # the report's accuracy line says which
     if weights == "seeded random":
         row.description += " (the verdict is agreement with eager, not a trained model's)"
-    row.extra["reference"] = "fp32 eager model on the CPU"  # every precision is judged against fp32
+    row.extra["reference"] = kinds.reference_name(deployment.description, deployment.spec)
     suite.record(row)
     return result
+
 
 def against_baseline(suite, case: Case, result: AccuracyResult, row: Row) -> Row:
     """Compare with the deployment's stored baseline: a regression beyond its allowance is a failure naming

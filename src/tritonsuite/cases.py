@@ -34,6 +34,7 @@ class Case:
     round: int = 0  # --repeat N: which of the N interleaved rounds this measurement is (0: measured once)
     rounds: int = 0
     order: str = ""  # --order of the sweep's points within a round
+    stream: bool = False  # online: the streaming example of the deployment (deploy.streaming), at this concurrency
     check: str = ""  # conformance: which check (tritonsuite.judge.conformance.CHECKS)
     serving: str = ""  # conformance: which deployment of the model, "online" or "offline" ("" for a user's)
 
@@ -50,7 +51,7 @@ class Case:
         elif self.request_rate:
             parts.append(f"rate{self.request_rate:g}")
         elif self.scenario == "online":
-            parts.append(f"concurrency{self.concurrency}")
+            parts.append(f"{'stream-' if self.stream else ''}concurrency{self.concurrency}")
         elif self.scenario == "tune":
             parts.append(f"tune-{LatencyBound.parse(self.bound).slug}")
         elif self.scenario == "conformance":
@@ -91,6 +92,8 @@ def profile_cases(profile: Profile, scenario: str, loadgens: Sequence[str] = ("s
                     on = mp.online
                     cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, concurrency=c,
                                    loadgen=g) for c in on.concurrency for g in loadgens]
+                    cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, concurrency=c,
+                                   stream=True) for c in on.stream]
                     cases += [Case(model, fmt, precision, scenario, batch_size=on.batch_size, request_rate=r)
                               for r in on.request_rates]
                     if on.latency_bound is not None:

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from tritonsuite.judge import responses as kinds
 from tritonsuite.judge.interference import Interference, interference
 from tritonsuite.load.engine import LoadPoint, Progress, Traffic
 from tritonsuite.load.mix import Step, run_mix
@@ -64,12 +65,13 @@ def _setup(suite, name: str, progress: Progress | None, probes: bool = True):
         rate = member.rate(mix.total_rate)
         point = LoadPoint(online.batch_size, member.concurrency or 1, request_rate=rate,
                           distribution=online.distribution, seed=online.seed + i, protocol=suite.protocol)
-        found, alone = _probes(suite, member, dep, point) if probes else (None, None)
+        point, notes = kinds.kind_point(point, dep.description)  # a sequence or decoupled model: no probes
+        found, alone = _probes(suite, member, dep, point) if probes and not notes else (None, None)
         deployments.append(dep)
         references.append((found, alone))
         traffic.append(Traffic(dep.name, dep.spec.example_inputs(point.batch_size, 0), dep.spec.outputs, point,
                                found[0].requests if found else (), suite.load_probe_share if found else 0.0,
-                               suite.load_probe_seed))
+                               suite.load_probe_seed, dep.description, suite.sequences))
     return mix, deployments, traffic, references
 
 

@@ -29,6 +29,11 @@ LOADGENS = ("suite", "perf_analyzer")
 RESULT_COLUMNS = ("Batch", "Concurrency", "Inferences/Second", "Client Send", "Network+Server Send/Recv",
                   "Server Queue", "Server Compute Input", "Server Compute Infer", "Server Compute Output",
                   "Client Recv", "p50 latency", "p90 latency", "p95 latency", "p99 latency", "avg latency")
+#: The columns a decoupled deployment's rows add (tritonsuite.load.streams): responses per request and per second, time
+#: to first response and inter-response latency (ms); the samples behind them are in the row's measurement["stream"]
+STREAM_COLUMNS = ("Responses/Request", "Responses/Second", "avg time to first response", "p50 time to first response",
+                  "p99 time to first response", "avg inter-response latency", "p50 inter-response latency",
+                  "p99 inter-response latency")
 LATENCY_PARTS = ("Client Send", "Network+Server Send/Recv", "Server Queue", "Server Compute Input",
                  "Server Compute Infer", "Server Compute Output", "Client Recv")
 #: Row statuses; only "OK" rows are valid.

@@ -168,6 +168,9 @@ class ModelSpec:
     # artifacts' cache key only
     fp32_modules: tuple[str, ...] = FP32_MODULES
     title: str = ""  # display name in reports ("BERT", "Wide & Deep"); the model name when empty
+    # the streaming example (tritonsuite.deploy.streaming): which output streams in chunks, along which axis (batch
+    # included), of what size, up to which valid-length output; {} when the model has none
+    stream: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:

@@ -1,18 +1,10 @@
 """A run of the suite: profile × model specs × server, turned into cases, deployments and recorded rows.
 
-This is what the pytest glue drives, and what a plain script can drive the same way::
-
-    profile = load_profile("cpu")
-    with EmbeddedServer("model_repos", "reports/logs") as server:
-        suite = Suite(profile, default_registry(), server, Path("model_repos"), Path("model_repos/.cache"),
-                      Path("reports"), run_id="my-run")
-        for case in suite.cases("offline"):
-            suite.run_performance(case)
-    write_reports("reports", "my-run")
+What the pytest glue drives, and a plain script the same way (``examples/script_offline.py``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -23,7 +15,7 @@ from tritonsuite.cases import Case, profile_cases
 from tritonsuite.judge.baselines import BaselineStore
 from tritonsuite.judge.conformance import CHECKS, CheckResult, Target, run_check
 from tritonsuite.judge.compare import comparable, compare_points, point_key
-from tritonsuite.load.engine import LoadPoint, Measurement, Progress, measure
+from tritonsuite.load.engine import LoadPoint, Measurement, Progress, SequenceSettings, measure
 from tritonsuite.load.search import SearchResult, judge, remeasure_drift, search, stop_when_clearly_over
 from tritonsuite.models import Registry
 from tritonsuite.profiles import ModelProfile, Profile
@@ -37,6 +29,8 @@ from tritonsuite.spec import ModelSpec
 from tritonsuite.description import ModelDescription
 from tritonsuite.models.training import trained_checkpoint, weights_origin
 from tritonsuite.load.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
+from tritonsuite.judge import responses as kinds  # sequences, decoupled, python/BLS, the streaming example
+
 
 @dataclass
 class Deployment:
@@ -46,6 +40,7 @@ class Deployment:
     config: DeploymentConfig
     directory: Path
     served_by: str  # the backend that serves it, as the server reports it
+    description: ModelDescription | None = None  # its kind, read back from the server (tritonsuite.description)
 
     description: ModelDescription | None = None  # its kind (tritonsuite.description): batchless, an ensemble's steps
 
@@ -77,6 +72,8 @@ class Suite:
     load_probe_share: float = DEFAULT_PROBE_SHARE
     load_probe_seed: int = DEFAULT_PROBE_SEED
     protocol: str = "http"  # how every load generator and the accuracy run reach the server: http or grpc
+    sequences: SequenceSettings | None = None  # sequence models: perf_analyzer's --sequence-* options
+    bls_composing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # BLS model ("": any) -> it calls
     _modules: dict = field(default_factory=dict, repr=False)
     _deployments: dict = field(default_factory=dict, repr=False)
     _served: dict = field(default_factory=dict, repr=False)  # a user's deployment directory -> its copy
@@ -121,7 +118,7 @@ class Suite:
     def _deployment_key(self, model: str, fmt: str, precision: str, scenario: str) -> tuple[str, str, str, str]:
         if userrepo.is_user_spec(self.spec(model)):
             return model, fmt, precision, "served"  # a user's deployment: served once, its own config.pbtxt, every case
-        return model, fmt, precision, "online" if scenario == "online" else "offline"  # accuracy: the static one
+        return model, fmt, precision, scenario if scenario in ("online", "stream") else "offline"  # accuracy: static
 
     def deployed(self, model: str, fmt: str, precision: str, scenario: str) -> bool:
         """Whether this session already deployed (or failed to deploy) a case's deployment."""
@@ -147,6 +144,9 @@ class Suite:
 
     def _deploy(self, model: str, fmt: str, precision: str, scenario: str) -> Deployment:
         spec = self.spec(model)
+        if scenario == "stream":  # the streaming example, beside the online deployment (deploy.streaming)
+            return replace(inner := self.deployment(model, fmt, precision, "online"), **kinds.streamed(
+                self.server, inner, precision))
         if userrepo.is_user_spec(spec):
             return self._deploy_user(spec, fmt, precision)
         export_mod.check_supported(spec, fmt, precision)
@@ -164,7 +164,8 @@ class Suite:
         name = deployment_name(spec, fmt, precision, scenario)
         directory = build_deployment(self.repository_dir, name, spec, artifact, config)
         self.server.load(directory)
-        return Deployment(name, spec, artifact, config, directory, self.server.backend_description(name))
+        return Deployment(name, spec, artifact, config, directory, self.server.backend_description(name),
+                          kinds.described(self.server, name))
 
     def _deploy_user(self, spec: ModelSpec, fmt: str, precision: str) -> Deployment:
         """A user's deployment: its whole directory (an ensemble's steps too) copied unchanged and loaded, once."""
@@ -175,14 +176,20 @@ class Suite:
             raise export_mod.ExportUnsupported(f"{spec.name} ({dep.platform}) on the {self.server.name} server: "
                                                f"{reason}")
         self.server.check_alive()
+        for name in (composing := kinds.composing_models(dep, self.bls_composing)):  # a BLS model's callees first
+            userserve.load(self.registry.get(name.split(":")[0], spec.size), self.server, self.repository_dir,
+                           self._served)
         userserve.load(spec, self.server, self.repository_dir, self._served)
         artifact = export_mod.Artifact(model=spec.name, size=spec.size, format=fmt, precision=precision,
                                        path=(served := self.repository_dir / dep.name) / spec.config["version"]
                                        / dep.model_file.name, key=spec.config["model_file_digest"] or "",
                                        max_abs_error={}, max_rel_error={}, verified_batch_sizes=(), versions={},
                                        export_seconds=0.0)
+        # a python model's kind is read from the configuration the server runs (its model.py may complete it)
+        description = (kinds.described(self.server, dep.name, composing) if dep.backend == "python"
+                       else dep.description)
         return Deployment(spec.name, spec, artifact, config, served, self.server.backend_description(dep.name),
-                          dep.description)
+                          description)
 
     def parameters(self, deployment: Deployment) -> dict:
         """The report's "Parameter Name | Parameter Value" table for a deployment."""
@@ -205,7 +212,7 @@ class Suite:
         return {"scenario": case.scenario, "model": case.model, "title": spec.title or case.model,
                 "format": case.format, "precision": case.precision, "loadgen": case.loadgen,
                 "deployment": spec.name if userrepo.is_user_spec(spec) else
-                deployment_name(spec, case.format, case.precision, scenario)}
+                deployment_name(spec, case.format, case.precision, scenario) + "_stream" * case.stream}
 
     def _record_failure(self, case: Case, exc: Exception, deployment: Deployment | None, **coordinates) -> None:
         """A FAILED row for a case that raised; its parameter table only while the server can still answer."""
@@ -225,31 +232,31 @@ class Suite:
 
     def _measure(self, case: Case, point: LoadPoint, stop_early=None, search: dict | None = None,
                  progress: Progress | None = None) -> tuple[Measurement, Row]:
-        """Measure one point of a case's deployment and make its row; a point that raises is recorded at once as a
-        FAILED row with its reason."""
+        """One point of a case's deployment measured, and its row; a point that raises is recorded as FAILED at once."""
         deployment = None
         try:
             if progress is not None and not self.deployed(case.model, case.format, case.precision, case.scenario):
                 progress(f"deploying {case.model} as {case.format} {case.precision}: export (cached across runs), "
                          f"verification against eager, model repository, load on the server")
-            deployment = self.deployment(case.model, case.format, case.precision, case.scenario)
-            spec = deployment.spec
-            if self.probes_accuracy(case):
+            deployment = self.deployment(case.model, case.format, case.precision, "stream" if case.stream else case.scenario)
+            spec, point, notes = deployment.spec, *kinds.kind_point(point, deployment.description)
+            inputs = spec.example_inputs(case.batch_size, 0) if not self.probes_accuracy(case) or notes else None
+            if self.probes_accuracy(case) and not notes:
                 data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
                 result, under_load = accuracy_under_load(
                     self.server, deployment.name, spec, case.precision, data, point, self.profile.measurement,
                     self.load_probe_share, self.load_probe_seed, progress, deployment.description)
                 result.accuracy_under_load = under_load
             elif case.loadgen == "perf_analyzer":  # the same point, tensors and settings, NVIDIA's load generator
+                from tritonsuite.load.kinds import kind_arguments
                 from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
-
-                inputs = spec.example_inputs(case.batch_size, 0)
                 result = measure_with_perf_analyzer(self.server, deployment.name, inputs, spec.outputs, point,
-                                                    self.profile.measurement)
+                                                    self.profile.measurement, extra=kind_arguments(
+                                                        deployment.description, self.sequences))
             else:
-                inputs = spec.example_inputs(case.batch_size, 0)
                 result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement,
-                                 stop_early, progress=progress, description=deployment.description)
+                                 stop_early, progress=progress, description=deployment.description,
+                                 sequences=self.sequences)
         except export_mod.ExportUnsupported:
             raise  # not attempted: a skip with its reason
         except Exception as exc:
@@ -257,7 +264,8 @@ class Suite:
                                  concurrency=None if point.open_loop else point.concurrency,
                                  request_rate=point.request_rate)
             raise
-        if case.scenario == "offline" and not point.shared_memory:
+        result.reasons += [n for n in notes if n]
+        if case.scenario == "offline" and not point.shared_memory and not notes:
             result.reasons.append(f"inputs and outputs sent over {self.protocol}, not shared memory: " + (
                 "the server is not on this host" if not self.server.local else "BYTES tensors"))
         if search is not None:
@@ -326,8 +334,7 @@ class Suite:
         return found
 
     def probes_accuracy(self, case: Case) -> bool:
-        """Whether a case carries accuracy probes: the highest concurrency of an online deployment whose model has
-        an accuracy task, unless the share is 0."""
+        """Whether a case carries accuracy probes: the top concurrency of an online deployment with an accuracy task."""
         online = self.model_profile(case.model).online
         return (case.scenario == "online" and not case.search and not case.request_rate and self.load_probe_share > 0
                 and case.loadgen == "suite"

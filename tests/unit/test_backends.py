@@ -110,8 +110,9 @@ def test_every_format_has_one_backend_and_unknown_names_list_the_choices():
         assert backend_for(name).platform in BACKENDS
     assert backend_for("onnx").file_name == "model.onnx" and backend_for("ts-script").file_name == "model.pt"
     assert backend_for("trt").platform == "tensorrt_plan" and backend_for("trt").file_name == "model.plan"
-    with pytest.raises(ValueError, match="no backend serves format 'savedmodel'; valid choices: onnx, trt, ts-script, "
-                                         "ts-trace"):
+    assert backend_for("python").file_name == "model.py" and not backend_for("python").standin  # a user's model.py
+    with pytest.raises(ValueError, match="no backend serves format 'savedmodel'; valid choices: onnx, python, trt, "
+                                         "ts-script, ts-trace"):
         backend_for("savedmodel")
 
 

@@ -39,7 +39,7 @@ def test_an_ensembles_steps_are_read_from_one_statistics_response():
     assert moved["success_count"] == 10  # the ensemble's own counters
     steps = composing_columns(moved)
     assert set(steps) == {"a", "b"}  # nothing of models outside the ensemble
-    assert steps["a"]["requests"] == 20 and steps["a"]["Server Queue"] == pytest.approx(0.1)
+    assert steps["a"]["requests"] == 20 and steps["a"]["per request"] == 2.0 and steps["a"]["Server Queue"] == pytest.approx(0.1)
     assert steps["a"]["Server Compute Infer"] == pytest.approx(2.0)
     assert steps["b"]["requests"] == 10 and steps["b"]["Server Compute Infer"] == pytest.approx(3.0)  # versions summed
 
@@ -156,9 +156,9 @@ def test_perf_analyzers_composing_figures_are_read_from_its_console():
 
     steps = parse_composing(PA_CONSOLE)  # (perf_analyzer 2.51 on the nested ensemble of the kinds repository)
     assert list(steps) == ["pipeline", "pool", "scale"]  # scale printed twice, taken once
-    assert steps["scale"] == {"requests": 10214, "Server Queue": 0.083, "Server Compute Input": 0.017,
+    assert steps["scale"] == {"requests": 10214, "per request": 2.0, "Server Queue": 0.083, "Server Compute Input": 0.017,
                               "Server Compute Infer": 0.446, "Server Compute Output": 0.087}
-    assert steps["pipeline"] == {"requests": 5107, "Server Queue": 0.121}  # an ensemble's compute is not split
+    assert steps["pipeline"] == {"requests": 5107, "per request": 1.0, "Server Queue": 0.121}  # an ensemble's compute is not split
     assert parse_composing("Request concurrency: 1\n  Client: \n") == {}
 
 

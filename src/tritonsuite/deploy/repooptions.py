@@ -113,7 +113,8 @@ def check_input_data(values, run: RepositoryRun) -> dict[str, str]:
 
 
 def check_references(values, run: RepositoryRun) -> dict[str, Path]:
-    """``--reference DEPLOYMENT=FILE``: DEPLOYMENT of the repositories; FILE a model file of a known suffix."""
+    """``--reference DEPLOYMENT=FILE``: DEPLOYMENT of the repositories; FILE a model file of a known suffix, or a
+    ``.py`` defining ``reference(inputs)`` (:mod:`tritonsuite.deploy.pyreference`)."""
     found = {}
     for value in values:
         name, sep, file = str(value).partition("=")
@@ -122,9 +123,9 @@ def check_references(values, run: RepositoryRun) -> dict[str, Path]:
         run.deployment("--reference", value, name)
         if not Path(file).is_file():
             raise RepositoryError(f"--reference {value}: {file} is not a file")
-        if Path(file).suffix not in REFERENCE_BACKENDS:
+        if Path(file).suffix not in REFERENCE_BACKENDS and Path(file).suffix != ".py":
             raise RepositoryError(f"--reference {value}: unknown model file suffix; valid choices: "
-                                  f"{', '.join(REFERENCE_BACKENDS)}")
+                                  f"{', '.join(REFERENCE_BACKENDS)}, .py")
         found[name] = Path(file).resolve()
     return found
 

@@ -3,7 +3,8 @@
 :func:`read_repository` reads each ``<deployment>/config.pbtxt`` with Triton's own protobuf into the one
 description of a deployment (:func:`tritonsuite.description.describe`): platform, tensors of every Triton dtype
 (BYTES, BOOL, FP16, BF16, the integer widths), max batch size (0: batchless), instance groups, dynamic batching,
-version policy. Deployments the suite cannot drive yet come back as :class:`Undrivable` with their reason.
+version policy. Sequence, decoupled and python/BLS models are drivable (their kind is read from the served
+configuration); deployments the suite cannot drive yet come back as :class:`Undrivable` with their reason.
 :func:`user_spec` turns a drivable deployment and its input data (perf_analyzer's,
 :mod:`tritonsuite.load.inputdata`) into a :class:`~tritonsuite.spec.ModelSpec` whose reference is the same model
 file run in-process by the backend's session (onnxruntime, ``torch.jit.load``); a policy serving several versions
@@ -31,8 +32,9 @@ SIZE = "repository"
 #: platform or backend in config.pbtxt -> (the suite's format name, Triton backend name)
 DRIVABLE = {"onnxruntime_onnx": ("onnx", "onnxruntime"), "onnxruntime": ("onnx", "onnxruntime"),
             "pytorch_libtorch": ("ts-script", "pytorch"), "pytorch": ("ts-script", "pytorch"),
-            "tensorrt_plan": ("trt", "tensorrt"), "tensorrt": ("trt", "tensorrt")}
-DEFAULT_FILES = {"onnxruntime": "model.onnx", "pytorch": "model.pt", "tensorrt": "model.plan"}
+            "tensorrt_plan": ("trt", "tensorrt"), "tensorrt": ("trt", "tensorrt"),
+            "python": ("python", "python")}  # python backend (BLS included): run for real by the wheel's backend
+DEFAULT_FILES = {"onnxruntime": "model.onnx", "pytorch": "model.pt", "tensorrt": "model.plan", "python": "model.py"}
 
 
 @dataclass(frozen=True)
@@ -103,15 +105,11 @@ def read_deployment(directory: str | Path) -> UserDeployment | Undrivable:
             return Undrivable(name, f"ensemble with step {bad[0].name} ({bad[0].platform or bad[0].backend}), which "
                                     f"the suite cannot drive yet")
         kind = leaves[0].platform or leaves[0].backend
-    if desc.decoupled:
-        return Undrivable(name, "decoupled (streaming responses): the load generators expect one response per request")
-    if desc.sequence:
-        return Undrivable(name, "sequence batching: requests need sequence ids and start/end flags")
-    if desc.python:
-        return Undrivable(name, "python backend (model.py, possibly BLS): no in-process reference to judge it against")
+    # decoupled models (load.streams), sequence batching (load.sequences) and python/BLS models are driven: the
+    # description tells the engine and the judges which they are
     if kind not in DRIVABLE:
         return Undrivable(name, f"platform/backend {kind or '(none)'!r}: the suite drives "
-                                f"{', '.join(sorted(k for k in DRIVABLE if '_' in k))}")
+                                f"{', '.join(sorted(k for k in DRIVABLE if '_' in k or k == 'python'))}")
     fmt, backend = DRIVABLE[kind]
     found = version_directories(directory)
     versions = tuple(str(v) for v in desc.version_policy.served(found))
@@ -174,7 +172,11 @@ class Reference:
 
     def __init__(self, dep: UserDeployment, file: str | Path | None = None):
         self.batchless = dep.max_batch_size == 0
-        if dep.description is not None and dep.description.ensemble and file is None:
+        if str(file or "").endswith(".py") or (file is None and dep.backend == "python"):
+            from tritonsuite.deploy.pyreference import python_reference
+
+            self._session = python_reference(dep, file)
+        elif dep.description is not None and dep.description.ensemble and file is None:
             from tritonsuite.deploy.ensemble import ComposedReference
 
             self._session = ComposedReference(dep.description, lambda model, version: _step_session(
@@ -185,7 +187,7 @@ class Reference:
             backend = REFERENCE_BACKENDS.get(Path(file).suffix)
             if backend is None:
                 raise RepositoryError(f"--reference {dep.name}={file}: unknown model file suffix; valid choices: "
-                                      f"{', '.join(REFERENCE_BACKENDS)}")
+                                      f"{', '.join(REFERENCE_BACKENDS)}, .py")
             self._session = open_session(backend, str(file), dict(dep.config), "cpu")
         elif dep.backend == "tensorrt":
             from tritonsuite.deploy.backends import backend_for
@@ -216,7 +218,7 @@ def _step_session(directory: Path, version: int):
 def _bounded_outputs(dep: UserDeployment, data) -> tuple[TensorSpec, ...]:
     """Outputs with dynamic dims get ``max_shape`` from the reference run on the input data's largest batch (what
     system shared memory is sized by)."""
-    if all(d >= 0 for t in dep.outputs for d in t.shape):
+    if all(d >= 0 for t in dep.outputs for d in t.shape) or dep.backend == "python":
         return dep.outputs
     reference = Reference(dep)
     largest: dict[str, np.ndarray] = {}
@@ -248,7 +250,8 @@ def user_spec(dep: UserDeployment, data, tolerances: Mapping[str, tuple[float, f
         formats=(dep.format,), precisions=(dep.precision,),
         tolerances={dep.precision: {k: v for k, v in tolerances.items()}}, accuracy_data=accuracy,
         config={"user_repository": str(dep.directory), "version": dep.version, "versions": dep.versions,
-                "model_file_digest": digest, "auto_completed": dep.auto_completed,
+                "model_file_digest": digest,
+                "reference": str(reference) if reference else None, "auto_completed": dep.auto_completed,
                 "max_batch_size": dep.max_batch_size, "composing": tuple(m.name for m in dep.description.all_composing())
                 if dep.description is not None else ()},
         parameters={"Model repository": str(dep.directory.parent), "Model file": f"{dep.version}/{dep.model_file.name} "

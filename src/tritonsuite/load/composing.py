@@ -1,5 +1,6 @@
-"""perf_analyzer's figures per composing model of an ensemble, read from its console (perf_analyzer 2.51 prints them
-under "Composing models:" for every measured point and writes none of them to ``-f``'s CSV, perf_analyzer#296),
+"""perf_analyzer's figures per composing model of an ensemble or a BLS model (``--bls-composing-models``), read from
+its console (perf_analyzer 2.51 prints them under "Composing models:" for every measured point and writes none of
+them to ``-f``'s CSV, perf_analyzer#296),
 in the form of the engine's ``measurement["composing"]`` (:func:`tritonsuite.load.windows.composing_columns`), so
 the two load generators' per-step rows sit side by side.
 
@@ -25,9 +26,11 @@ _COLUMNS = {"queue": "Server Queue", "compute input": "Server Compute Input", "c
 
 
 def parse_composing(output: str) -> dict[str, dict[str, float]]:
-    """{composing model: {"requests": n, "Server Queue": ms, ...}} of the last point perf_analyzer printed."""
+    """{composing model: {"requests": n, "per request": n / the deployment's, "Server Queue": ms, ...}} of the last
+    point perf_analyzer printed."""
     last = output.rsplit("Request concurrency:", 1)[-1]
-    last = last.split("Composing models:", 1)[1] if "Composing models:" in last else ""
+    head, _, last = last.partition("Composing models:")
+    outer = _COUNT.findall(head.rpartition("Server:")[2])
     found: dict[str, dict[str, float]] = {}
     current = None
     for line in last.splitlines():
@@ -42,6 +45,7 @@ def parse_composing(output: str) -> dict[str, dict[str, float]]:
         count = _COUNT.search(line)
         if count:
             found[current]["requests"] = int(count.group(1))
+            found[current]["per request"] = round(int(count.group(1)) / int(outer[0]), 3) if outer else None
         if "Avg request latency" in line:
             for part, usec in _PART.findall(line):
                 found[current][_COLUMNS[part]] = int(usec) / 1000.0

@@ -45,6 +45,7 @@ from tritonsuite.description import ModelDescription
 from tritonsuite.load.client import SharedMemoryRegions
 from tritonsuite.load.generator import LoadGenerator, Progress, StopEarly, arrival_gaps, run_together
 from tritonsuite.load.http import prepare_request
+from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.load.point import LoadPoint, Measurement, MeasurementError
 from tritonsuite.load.telemetry import GpuSampler
 from tritonsuite.load.windows import LATENCY_SAMPLES, schedule_tolerance_ms, summarise
@@ -54,13 +55,15 @@ from tritonsuite.settings import MeasurementSettings
 from tritonsuite.spec import TensorSpec
 
 __all__ = ["LATENCY_SAMPLES", "LoadPoint", "Measurement", "MeasurementError", "MeasurementSettings", "StopEarly",
-           "Progress", "Traffic", "arrival_gaps", "measure", "measure_together", "schedule_tolerance_ms"]
+           "Progress", "SequenceSettings", "Traffic", "arrival_gaps", "measure", "measure_together",
+           "schedule_tolerance_ms"]
 
 
 @dataclass(frozen=True)
 class Traffic:
     """One deployment's share of a point measured together with others (:func:`measure_together`): the model, one
-    request's tensors, its load point (a concurrency or a request rate) and optional accuracy probes."""
+    request's tensors, its load point (a concurrency or a request rate), optional accuracy probes, its kind
+    (``description``) and, for a sequence model, perf_analyzer's sequence options (``sequences``)."""
 
     model: str
     inputs: Mapping[str, np.ndarray]
@@ -69,14 +72,15 @@ class Traffic:
     probes: Sequence[Mapping[str, np.ndarray]] = ()
     probe_share: float = 0.0
     probe_seed: int = 0
-    description: ModelDescription | None = None  # its kind: batchless, an ensemble's composing models
+    description: ModelDescription | None = None  # its kind: batchless, composing models, sequence, decoupled
+    sequences: SequenceSettings | None = None  # a sequence model's pattern (their defaults when None)
 
 
 def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[TensorSpec],
             point: LoadPoint, settings: MeasurementSettings = MeasurementSettings(),
             stop_early: StopEarly | None = None, probes: Sequence[Mapping[str, np.ndarray]] = (),
             probe_share: float = 0.0, probe_seed: int = 0, progress: Progress | None = None,
-            description: ModelDescription | None = None) -> Measurement:
+            description: ModelDescription | None = None, sequences: SequenceSettings | None = None) -> Measurement:
     """Measure one load point of ``model`` with ``inputs`` (one request's tensors, batch first). ``stop_early``
     is asked after each window whether to give the point up (its row is then STOPPED, with the reason);
     ``progress`` is told after the warm-up starts and after each window how the point is going and what it waits
@@ -89,12 +93,16 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
 
     ``model`` may name a version (``name:version``: requests and statistics go to that version). ``description``
     (:mod:`tritonsuite.description`) says what kind of deployment it is: a batchless one (``max_batch_size: 0``) is
-    sent batch 1 without the batch dimension; for an ensemble (its composing models, nested ones included) the
-    row's ``measurement["composing"]`` gives each one's requests, queue and compute per request over the same windows.
+    sent batch 1 without the batch dimension; for an ensemble (its composing models, nested ones included) or a BLS
+    model (the models it calls, as ``--bls-composing-models`` names them) the row's ``measurement["composing"]``
+    gives each one's requests, queue and compute per request over the same windows; a decoupled one is driven over
+    gRPC bidirectional streams (:mod:`tritonsuite.load.streams`: complete at the final response, the row adds time
+    to first response, inter-response latency, responses per request and per second); a sequence model gets the
+    request pattern of :mod:`tritonsuite.load.sequences` (``sequences``: perf_analyzer's sequence options, their
+    defaults when None).
     """
-    return _measure(server, [Traffic(model, inputs, outputs, point, probes, probe_share, probe_seed, description)],
-                    settings,
-                    stop_early, progress)[0]
+    return _measure(server, [Traffic(model, inputs, outputs, point, probes, probe_share, probe_seed, description,
+                                     sequences)], settings, stop_early, progress)[0]
 
 
 def measure_together(server: TritonServer, traffic: Sequence[Traffic],
@@ -129,7 +137,11 @@ def _measure(server: TritonServer, traffic: Sequence[Traffic], settings: Measure
         for i, t in enumerate(traffic):
             batch = _batch(t)
             transport = None
-            if t.point.protocol == "grpc":
+            if _decoupled(t):
+                from tritonsuite.load.streams import StreamTransport
+
+                transport = StreamTransport(server.grpc_url, settings.request_timeout_s, shared=t.point.open_loop)
+            elif t.point.protocol == "grpc":
                 from tritonsuite.load.grpc import GrpcTransport
 
                 transport = GrpcTransport(server.grpc_url, settings.request_timeout_s, shared=t.point.open_loop)
@@ -147,14 +159,31 @@ def _measure(server: TritonServer, traffic: Sequence[Traffic], settings: Measure
             names = [o.name for o in t.outputs]
             request = prepare(batch, names, shm)
             prepared = [prepare({k: np.ascontiguousarray(v) for k, v in p.items()}, names) for p in t.probes]
+            pattern = None
+            if t.description is not None and t.description.sequence:
+                from tritonsuite.load.sequences import Sequences, grpc_decorator, http_decorator
+
+                decorate = (http_decorator if transport is None else grpc_decorator)(request)
+                pattern = Sequences(t.sequences or SequenceSettings(seed=t.point.seed), decorate)
             generators.append(LoadGenerator(server, t.model, request, t.point, settings, stop_early, prepared,
                                             t.probe_share, t.probe_seed, transport,
-                                            on_progress=progress if i == 0 else None, composing=composing))
+                                            on_progress=progress if i == 0 else None, sequences=pattern,
+                                            composing=composing))
         results = await run_together(generators)
         measurements = []
         for t, gen, (windows, total, completed) in zip(traffic, generators, results):
-            measurement = summarise(t.point, windows, total, completed, settings, t.point.protocol, gpu,
+            decoupled = _decoupled(t)
+            measurement = summarise(t.point, windows, total, completed, settings,
+                                    "grpc (bidirectional stream)" if decoupled else t.point.protocol, gpu,
                                     gen.max_outstanding, gen.stopped_early, gen.pool)
+            if t.description is not None:
+                measurement.meta["kind"] = list(t.description.kinds)
+            if gen.sequences is not None:
+                measurement.meta["sequences"] = gen.sequences.summary(gen.closing_sent)
+            if decoupled:
+                from tritonsuite.load.streams import summarise_streams
+
+                summarise_streams(measurement, windows, gen.pool)
             if mixed:
                 stable = windows[-STABLE_WINDOWS:] if gen.pool is None else windows[gen.pool[0]:gen.pool[1]]
                 duration = sum(w.end - w.start for w in stable)
@@ -193,8 +222,12 @@ def _batch(t: Traffic) -> dict[str, np.ndarray]:
     return {name: np.ascontiguousarray(array[:t.point.batch_size]) for name, array in t.inputs.items()}
 
 
+def _decoupled(t: Traffic) -> bool:
+    return t.description is not None and t.description.decoupled
+
+
 def _check(t: Traffic) -> None:
-    point, probes = t.point, t.probes
+    point, probes, description = t.point, t.probes, t.description
     if any(len(a) != point.batch_size for a in _batch(t).values()):
         raise ValueError(f"inputs hold fewer than {point.batch_size} samples")
     if not 0.0 <= t.probe_share <= 1.0:
@@ -204,3 +237,8 @@ def _check(t: Traffic) -> None:
     bad = [i for i, p in enumerate(probes) if any(len(a) != point.batch_size for a in p.values())]
     if bad:
         raise ValueError(f"probe {bad[0]} is not a batch of {point.batch_size} (the point's batch size)")
+    if description is not None and (description.decoupled or description.sequence) and probes:
+        raise ValueError(f"{t.model} is {' and '.join(description.kinds)}: its accuracy is checked by whole sequences "
+                         f"of requests and responses (load.sequences, load.streams), not by probes")
+    if _decoupled(t) and point.shared_memory:
+        raise ValueError(f"{t.model} is decoupled: its responses come over a gRPC stream, not through shared memory")

@@ -11,6 +11,7 @@ import numpy as np
 
 from tritonsuite.load.hostload import HostCpu, other_cpu_percent
 from tritonsuite.load.http import Connection, HttpTransport, PreparedRequest, model_path
+from tritonsuite.load.metered import metered
 from tritonsuite.load.point import LoadPoint, MeasurementError
 from tritonsuite.load.windows import Window, delta, progress_line, snapshot, stability, wants_more_samples
 from tritonsuite.server import TritonServer
@@ -40,7 +41,8 @@ class LoadGenerator:
     def __init__(self, server: TritonServer, model: str, request: PreparedRequest, point: LoadPoint,
                  settings: MeasurementSettings, stop_early: StopEarly | None = None,
                  probes: Sequence[PreparedRequest] = (), probe_share: float = 0.0, probe_seed: int = 0,
-                 transport=None, on_progress: Progress | None = None, composing: Sequence[str] = ()):
+                 transport=None, on_progress: Progress | None = None, sequences=None,
+                 composing: Sequence[str] = ()):
         host, port = server.http_url.rsplit(":", 1)
         self.host, self.port = host, int(port)
         # how requests travel (HTTP, or load.grpc's gRPC); statistics are read over HTTP either way
@@ -48,7 +50,12 @@ class LoadGenerator:
         self.server, self.model, self.request = server, model, request
         self.point, self.settings, self.stop_early = point, settings, stop_early
         self.on_progress = on_progress
-        self.composing = tuple(composing)  # an ensemble's composing models: their statistics per window too
+        # a sequence model's request pattern (load.sequences.Sequences): each slot's requests continue its sequence
+        self.sequences = sequences
+        # models the deployment calls (an ensemble's steps, a BLS model's callees): their statistics per window too
+        self.composing = tuple(composing)
+        self.closing_sent = 0  # requests that ended the sequences still open when the point ended
+        self.timings: list = []  # a streaming transport's per-request response timings, beside self.samples
         self.concurrency = 1 if point.open_loop else point.concurrency  # requests the warm-up waits for
         # accuracy probes: each request is, with probability probe_share (one seeded draw per request sent), the
         # next probe of a seeded permutation instead of the load request; its decoded outputs are kept
@@ -72,11 +79,11 @@ class LoadGenerator:
         self.cpu_s = 0.0  # thread CPU seconds of this generator's own task steps, when metered
         self._cpu_mark = 0.0
 
-    async def _worker(self) -> None:
+    async def _worker(self, slot: int = 0) -> None:
         conn = await self.transport.open()
         try:
             while not self.stop:
-                await self._send(conn)
+                await self._send(conn, slot=slot)
         finally:
             conn.close()
 
@@ -88,22 +95,32 @@ class LoadGenerator:
         self._probes_sent += 1
         return probe, self.probes[probe]
 
-    def _completed(self, t_scheduled: float, t_sent: float, t_written: float, t_head: float) -> None:
+    def _completed(self, t_scheduled: float, t_sent: float, t_written: float, t_head: float, timing=None) -> None:
         t_done = time.perf_counter()
+        if timing is not None:
+            self.timings.append(timing)
         self.samples.append((t_done - t_scheduled, t_written - t_scheduled, t_done - t_head, t_sent - t_scheduled))
         self.finished_at.append(t_done)
         self.completed += 1
         self.progress.set()
 
-    async def _send(self, conn: Connection, t_scheduled: float | None = None) -> None:
-        """One request on an idle connection: the load request, or an accuracy probe in its place. Closed loop, its
-        latency runs from the send; open loop, from ``t_scheduled``."""
-        probe, request = self._next_request()
+    async def _send(self, conn: Connection, t_scheduled: float | None = None, slot: int | None = None) -> None:
+        """One request on an idle connection: the load request, or an accuracy probe in its place (a sequence
+        model: the next request of the slot's sequence; open loop, of a sequence with none in flight). Closed loop,
+        its latency runs from the send; open loop, from ``t_scheduled``."""
+        if self.sequences is not None:
+            slot = self.sequences.free_slot() if slot is None else slot
+            probe, request = None, self.sequences.request(slot)
+        else:
+            probe, request = self._next_request()
         t_sent = time.perf_counter()
-        t_written, t_head, decoded = await self.transport.exchange(conn, request)
+        t_written, t_head, decoded, *timing = await self.transport.exchange(conn, request)
+        if self.sequences is not None:
+            self.sequences.done(slot)
         if decoded is not None and probe is not None:
             self.probe_responses.append((probe, decoded))
-        self._completed(t_sent if t_scheduled is None else t_scheduled, t_sent, t_written, t_head)
+        self._completed(t_sent if t_scheduled is None else t_scheduled, t_sent, t_written, t_head,
+                        timing[0] if timing else None)
 
     async def _scheduler(self) -> None:
         """Open loop: send each request at its scheduled time on an idle connection (a new one when none is idle),
@@ -171,7 +188,7 @@ class LoadGenerator:
 
     def _task(self, coro) -> asyncio.Task:
         """A task of this generator's traffic; in a mix, the CPU time of its steps is counted to it (``cpu_s``)."""
-        return asyncio.create_task(_metered(coro, self) if self.metered else coro)
+        return asyncio.create_task(metered(coro, self) if self.metered else coro)
 
     def _window(self, index: int, factor: int, start: float, end: float | None, stats: dict, previous: dict,
                 cpu: float, other: float) -> tuple[Window, int]:
@@ -183,7 +200,22 @@ class LoadGenerator:
             stop = len(self.samples)
         samples = np.asarray(self.samples[index:stop], dtype=np.float64).reshape(-1, 4)
         own, self._cpu_mark = self.cpu_s - self._cpu_mark, self.cpu_s
-        return Window(start, end, samples, delta(stats, previous), cpu, other, factor, own), stop
+        timings = self.timings[index:stop] if self.timings else None  # a streaming transport's, per sample
+        return Window(start, end, samples, delta(stats, previous), cpu, other, factor, own, timings), stop
+
+    async def _close_sequences(self) -> None:
+        """A sequence model: end every sequence still open (one request with ``sequence_end`` each, unmeasured)."""
+        closing = self.sequences.closing() if self.sequences is not None else []
+        if not closing:
+            return
+        conn = await self.transport.open()
+        try:
+            for request in closing:
+                await asyncio.wait_for(self.transport.exchange(conn, request), self.settings.request_timeout_s)
+                self.closing_sent += 1
+                self.completed += 1
+        finally:
+            conn.close()
 
     async def _wait_window_until(self, until: float) -> None:
         self.progress.clear()
@@ -208,39 +240,6 @@ class LoadGenerator:
 
     def _stable(self, windows: Sequence[Window]) -> bool:
         return stability(windows, self.settings.stability_percentage, self.point.open_loop)[0]
-
-
-class _Metered:
-    """Drives a coroutine step by step, adding the thread CPU time of each step to ``owner.cpu_s``: how much of the
-    load generator's CPU one deployment's traffic took in a mix (all generators share one event loop)."""
-
-    __slots__ = ("coro", "owner")
-
-    def __init__(self, coro, owner):
-        self.coro, self.owner = coro, owner
-
-    def __await__(self):
-        coro, owner = self.coro, self.owner
-        value, error = None, None
-        while True:
-            t0 = time.thread_time()
-            try:
-                future = coro.throw(error) if error is not None else coro.send(value)
-            except StopIteration as stop:
-                owner.cpu_s += time.thread_time() - t0
-                return stop.value
-            except BaseException:
-                owner.cpu_s += time.thread_time() - t0
-                raise
-            owner.cpu_s += time.thread_time() - t0
-            try:
-                value, error = (yield future), None
-            except BaseException as exc:  # noqa: BLE001 - cancellation and the like go into the coroutine
-                value, error = None, exc
-
-
-async def _metered(coro, owner):
-    return await _Metered(coro, owner)
 
 
 async def run_together(generators: Sequence[LoadGenerator]) -> list[tuple[list[Window], dict[str, int], int]]:
@@ -272,7 +271,7 @@ async def run_together(generators: Sequence[LoadGenerator]) -> list[tuple[list[W
         begin = await snapshots()
         for gen in generators:
             workers += ([gen._task(gen._scheduler())] if gen.point.open_loop else
-                        [gen._task(gen._worker()) for _ in range(gen.point.concurrency)])
+                        [gen._task(gen._worker(slot)) for slot in range(gen.point.concurrency)])
         watcher = asyncio.gather(*workers)
         windows: list[list[Window]] = [[] for _ in generators]
 
@@ -354,6 +353,8 @@ async def run_together(generators: Sequence[LoadGenerator]) -> list[tuple[list[W
         for gen in generators:
             gen.stop = True
         await watcher  # each connection finishes its in-flight request
+        for gen in generators:  # a sequence model's sequences still open are ended (unmeasured, counted)
+            await gen._close_sequences()
         # Triton updates its counters just after sending a response: give the last ones a moment to land
         totals = [{} for _ in generators]
         for _ in range(20):

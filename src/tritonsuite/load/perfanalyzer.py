@@ -122,14 +122,16 @@ def output_region_bytes(outputs: Sequence[TensorSpec]) -> int | None:
 
 def build_command(pa: PerfAnalyzer, model: str, url: str, point: LoadPoint, settings: MeasurementSettings,
                   input_data: Path, csv_file: Path, export_file: Path, factor: int = 1,
-                  output_bytes: int | None = None) -> list[str]:
-    """perf_analyzer's argv for one point (no shell): the suite's window lengthened ``factor`` times."""
+                  output_bytes: int | None = None, extra: Sequence[str] = ()) -> list[str]:
+    """perf_analyzer's argv for one point (no shell): the suite's window lengthened ``factor`` times; ``extra``: a
+    deployment kind's own options (``kind_arguments``: sequences, streaming, BLS composing models)."""
     from tritonsuite.description import model_and_version
 
     c = point.concurrency
     name, version = model_and_version(model)
     argv = [str(pa.binary), "-m", name] + (["-x", version] if version else []) + [
-        "-u", url, "-i", point.protocol, "-b", str(point.batch_size), "--concurrency-range", f"{c}:{c}", "--sync"]
+        "-u", url, "-i", point.protocol, "-b", str(point.batch_size), "--concurrency-range", f"{c}:{c}",
+        "--async" if "--streaming" in extra else "--sync", *extra]
     if settings.window_requests > 0:
         argv += ["--measurement-mode", "count_windows",
                  "--measurement-request-count", str(settings.window_requests * factor)]
@@ -170,9 +172,13 @@ def parse_passes(output: str) -> list[tuple[float, float]]:
     return [(float(m.group(2)), int(m.group(3)) / 1000.0) for m in _PASS.finditer(output)]
 
 
-def parse_export(text: str) -> np.ndarray:
-    """Request latencies (s) of the measured windows from ``--profile-export-file`` (send to last response)."""
-    data = json.loads(text)
+def parse_export(text: str) -> np.ndarray | None:
+    """Request latencies (s) of the measured windows from ``--profile-export-file`` (send to last response); None
+    when 2.51 left the file truncated (seen at 64 KiB with ``--streaming``): the row then has no latency samples."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None
     latencies = []
     for experiment in data.get("experiments", []):
         for request in experiment.get("requests", []):
@@ -272,7 +278,7 @@ def _server_counts(server, model: str) -> dict[str, int]:
 
 def measure_with_perf_analyzer(server, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[TensorSpec],
                                point: LoadPoint, settings: MeasurementSettings | None = None,
-                               pa: PerfAnalyzer | None = None) -> Measurement:
+                               pa: PerfAnalyzer | None = None, extra: Sequence[str] = ()) -> Measurement:
     """Measure one point of ``model`` with perf_analyzer; the same :class:`Measurement` (and row) as
     :func:`tritonsuite.load.engine.measure`, ``meta["loadgen"]`` saying who measured it."""
     settings = settings or MeasurementSettings()
@@ -294,7 +300,7 @@ def measure_with_perf_analyzer(server, model: str, inputs: Mapping[str, np.ndarr
         while True:
             url = server.grpc_url if point.protocol == "grpc" else server.http_url
             argv = build_command(pa, model, url, point, settings, data, work / f"result-{factor}.csv",
-                                 work / f"export-{factor}.json", factor, output_bytes)
+                                 work / f"export-{factor}.json", factor, output_bytes, extra)
             run = _run(argv, pa.environment(), server, run_timeout_s(settings, factor), work / f"log-{factor}.txt")
             runs.append(run)
             these = parse_passes(run.output)

@@ -27,6 +27,7 @@ class Window:
     other_cpu: float = 0.0  # % of one core used by other processes than the server's and this one
     factor: int = 1  # how many times the set window length this window lasted
     own_cpu: float = 0.0  # in a mix: seconds of the load generator's CPU this deployment's traffic took
+    timings: list | None = None  # a streaming transport's per-request response timings (load.streams.StreamTiming)
 
 
 def stats_snapshot(stats: dict) -> dict[str, int]:
@@ -55,16 +56,19 @@ def snapshot(stats: dict, model: str, composing: Sequence[str] = ()) -> dict[str
 
 
 def composing_columns(server: dict[str, int]) -> dict[str, dict[str, float]]:
-    """Per composing model (the ``<model>|<counter>`` sums of the pooled windows): its requests and its Server Queue
-    and Compute Input/Infer/Output per request in ms (Triton's statistics, perf_analyzer's per-composing figures)."""
+    """Per composing model (the ``<model>|<counter>`` sums of the pooled windows): its requests, those per request of
+    the deployment ("per request": a BLS model's calls) and its Server Queue and Compute Input/Infer/Output per
+    request in ms (Triton's statistics, perf_analyzer's per-composing figures)."""
     found: dict[str, dict[str, float]] = {}
+    outer = server.get("success_count", 0)
     for key in server:
         step, sep, counter = key.partition("|")
         if not sep or counter != "success_count":
             continue
         count = server[key]
-        found[step] = {"requests": count, **{column: server[f"{step}|{part}_ns"] / max(count, 1) / 1e6
-                                             for part, column in zip(SERVER_STATS, SERVER_COLUMNS)}}
+        found[step] = {"requests": count, "per request": round(count / outer, 3) if outer else None,
+                       **{column: server[f"{step}|{part}_ns"] / max(count, 1) / 1e6
+                          for part, column in zip(SERVER_STATS, SERVER_COLUMNS)}}
     return found
 
 

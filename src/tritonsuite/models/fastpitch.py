@@ -410,6 +410,7 @@ def make_spec(size: str) -> ModelSpec:
         config={**cfg, "symbols": SYMBOLS, "seed": SEED, "n_mel": N_MEL},
         weights_files=list,
         parameters={"Sequence Length": PERF_SEQ_LEN},
+        stream={"output": "OUTPUT__0", "axis": 2, "size": 32, "length": "OUTPUT__1"},  # mel, 32 frames a response
         verification_inputs=_verification_inputs,
         description=(f"FastPitch, width {cfg['d_model']}, {cfg['encoder_layers']}+{cfg['decoder_layers']} FFT layers, "
                      f"filter {cfg['filter_size']}, {N_MEL} mel bins"),

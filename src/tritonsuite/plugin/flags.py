@@ -100,6 +100,15 @@ def add_options(parser) -> None:
     group.addoption("--tolerance", action="append", default=[], metavar="OUTPUT=atol,rtol", help="accuracy "
                     "tolerance of a --model-repository output against its in-process reference and validation_data "
                     "(repeatable; default 1e-4,1e-4)")
+    group.addoption("--sequence-length", type=int, default=20, metavar="N", help="sequence models: requests per "
+                    "sequence, as perf_analyzer's (default 20)")
+    group.addoption("--sequence-length-variation", type=float, default=20.0, metavar="PCT", help="sequence models: "
+                    "each sequence's length drawn uniformly within +-PCT%% of --sequence-length (default 20)")
+    group.addoption("--sequence-id-range", default="1", metavar="START[:END]", help="sequence models: the ids "
+                    "sequences take, wrapping at END (default 1, no end), as perf_analyzer's")
+    group.addoption("--bls-composing-models", action="append", default=[], metavar="[DEPLOYMENT=]NAME[:VER],...",
+                    help="the models a BLS (python) deployment calls, as perf_analyzer's: served before it, and "
+                    "their time attributed in its rows (repeatable; without DEPLOYMENT= for every python one)")
     group.addoption("--tune-budget", default="", metavar="N|Mm|N,Mm", help="-m tune: at most N configurations "
                     "and/or M minutes per deployment (default: the profile's tune block, else 9 and 15m)")
     group.addoption("--tune-strategy", default="search", metavar="search|grid", help="-m tune: the coordinate "

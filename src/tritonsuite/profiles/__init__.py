@@ -33,7 +33,7 @@ MODEL_KEYS = ("size", "formats", "precisions", "accuracy_precisions", "max_batch
 ACCELERATOR_KEYS = ("precision_mode", "max_workspace_size_bytes")
 OFFLINE_KEYS = ("batch_sizes", "instance_count")
 ONLINE_KEYS = ("batch_size", "concurrency", "instance_count", "preferred_batch_sizes", "max_queue_delay_microseconds",
-               "request_rates", "distribution", "seed", "latency_bound", "search")
+               "request_rates", "distribution", "seed", "latency_bound", "search", "stream")
 #: What a latency-bound search looks for: the highest request rate (open loop) or concurrency (closed loop).
 SEARCHES = ("request_rate", "concurrency")
 
@@ -56,6 +56,7 @@ class OnlineProfile:
     seed: int = 0
     latency_bound: LatencyBound | None = None  # with it, search for the most load within it
     search: tuple[str, ...] = SEARCHES  # which searches run when there is a bound
+    stream: tuple[int, ...] = ()  # concurrencies of the streaming example (the spec's stream, deploy.streaming)
 
 
 @dataclass(frozen=True)
@@ -191,7 +192,8 @@ def _model_profile(name: str, data: Any, where: str, instance_kind: str) -> Mode
                              seed=_int(online.get("seed", 0), f"{where}.online.seed", 0),
                              latency_bound=_bound(online.get("latency_bound"), f"{where}.online.latency_bound"),
                              search=_choices(online.get("search", list(SEARCHES)), f"{where}.online.search",
-                                             SEARCHES)),
+                                             SEARCHES),
+                             stream=_ints(online.get("stream") or [], f"{where}.online.stream")),
         intra_op_threads=_int(data.get("intra_op_threads", 0), f"{where}.intra_op_threads", 0),
         instance_kind=str(kind),
         backend_accelerator=accelerator, precision_mode=precision_mode,

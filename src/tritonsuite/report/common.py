@@ -8,7 +8,7 @@ from typing import Any
 from tritonsuite.rows import Row
 from tritonsuite.load.telemetry import GPU_COLUMNS
 
-_UNITLESS_COLUMNS = ("Batch", "Concurrency", "Inferences/Second")
+_UNITLESS_COLUMNS = ("Batch", "Concurrency", "Inferences/Second", "Responses/Request", "Responses/Second")
 _INT_COLUMNS = ("Batch", "Concurrency")
 #: Trailing columns of the results table (after RESULT_COLUMNS).
 _EXTRA_COLUMNS = ("Status", "Client CPU (%)", "Other CPU (%)") + GPU_COLUMNS
@@ -27,7 +27,8 @@ _PLOT_ALT = {
     "latency_vs_batch.png": "latency vs batch size",
     "latency_vs_concurrency.png": "latency breakdown and throughput vs concurrency",
     "latency_vs_throughput.png": "p99 latency vs throughput: concurrency sweep, request rates, latency-bound search",
-    "steps.png": "an ensemble's time per composing model: Server Queue and Compute Input / Infer / Output",
+    "steps.png": "an ensemble's (or a BLS model's) time per composing model: Server Queue and Compute Input / Infer / "
+                 "Output",
 }
 
 

@@ -12,9 +12,10 @@ from tritonsuite.report.common import (_PERCENTILE_COLUMNS, _percentile_cell, _p
                                        _column_header, _coord, _distinct, _format_number, _format_value, _group,
                                        _is_number, _load_kind, _pipe_table, _records, _result, _row_label, _search,
                                        _series, _sort_key, _status, _title)
-from tritonsuite.rows import RESULT_COLUMNS, STATUSES
+from tritonsuite.rows import RESULT_COLUMNS, STATUSES, STREAM_COLUMNS
 from tritonsuite.load.telemetry import GPU_COLUMNS
 from tritonsuite.report.pages import _under_load, render_metrics_markdown
+from tritonsuite.report.kinds import kinds_section
 from tritonsuite.report.steps import steps_section
 
 
@@ -74,7 +75,9 @@ def _parameters_table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 def _results_table(rows: Sequence[Mapping[str, Any]]) -> str:
     hosts = any(r.get("host") for r in rows)  # merged from several hosts: the Host column comes first
-    headers = ["Host"] * hosts + [_column_header(c) for c in RESULT_COLUMNS] + list(_EXTRA_COLUMNS) + ["Samples"]
+    streamed = [c for c in STREAM_COLUMNS if any(_result(r).get(c) is not None for r in rows)]  # decoupled rows
+    headers = (["Host"] * hosts + [_column_header(c) for c in RESULT_COLUMNS + tuple(streamed)] + list(_EXTRA_COLUMNS)
+               + ["Samples"] + ["Responses (first / gaps)"] * bool(streamed))
     body = []
     for row in sorted(rows, key=_sort_key):
         result = _result(row)
@@ -83,6 +86,7 @@ def _results_table(rows: Sequence[Mapping[str, Any]]) -> str:
             value = _coord(row, column) if column in _INT_COLUMNS else result.get(column)
             cells.append(_percentile_cell(row, column) if column in _PERCENTILE_COLUMNS
                          else _format_number(column, value))
+        cells += [_format_number(column, result.get(column)) for column in streamed]
         cells.append(_status(row))
         measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
         for key in ("client_cpu_percent", "host_other_cpu_percent"):  # the load generator; everyone else
@@ -92,7 +96,9 @@ def _results_table(rows: Sequence[Mapping[str, Any]]) -> str:
         for column in GPU_COLUMNS:
             stat = gpu.get(column) or {}
             cells.append(f"{stat['mean']:.0f} / {stat['max']:.0f}" if _is_number(stat.get("mean")) else "-")
-        body.append(cells + [_samples_cell(row)])
+        stream = (row.get("measurement") or {}).get("stream") or {}  # the samples behind the stream columns
+        body.append(cells + [_samples_cell(row)] + [f"{stream.get('time_to_first_response_samples', '-')} / "
+                                                    f"{stream.get('inter_response_samples', '-')}"] * bool(streamed))
     return _pipe_table(headers, body, align="right")
 
 
@@ -315,6 +321,7 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
                     "on their count, is INVALID). " + _percentile_note(rates), "", _rate_table(rates), ""]
         out += steps_section(sweep + rates)
         out += _repeats_section(sweep + rates)
+        out += kinds_section(sweep + rates)  # a sequence model's sequences
         out += _published_section(sweep)
         out += _search_sections(drows)
         drifting = [f"- {_row_label(r)}: throughput {d['throughput_change_percent']:+.1f}%, mean latency "

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tritonsuite.deploy.backends import backend_for
-from tritonsuite.deploy.formats import get_format
+from tritonsuite.deploy.formats import FORMATS, get_format
 from tritonsuite.device import gpu_description, host_description
 from tritonsuite.models.training import shipped_record, training_stats
 from tritonsuite.report.published import PUBLISHED_PARAMETER
@@ -20,7 +20,7 @@ def deployment_parameters(deployment, server, profile, weights: str, checkpoint:
         "Platform": backend_for(art.format).platform,
         "Backend accelerator": backend_for(art.format).accelerator_description(cfg),
         "Precision": art.precision.upper(),
-        "Model format": get_format(art.format).display,
+        "Model format": get_format(art.format).display if art.format in FORMATS else f"{art.format} (as given)",
         "Max batch size": cfg.max_batch_size,
         "Number of model instances": cfg.instance_count,
         "Export format": art.format,
@@ -39,6 +39,12 @@ def deployment_parameters(deployment, server, profile, weights: str, checkpoint:
         params["Preferred batch sizes"] = " ".join(map(str, cfg.preferred_batch_sizes)) or "-"
         params["Max queue delay (us)"] = cfg.max_queue_delay_microseconds
     params.update(deployment.spec.parameters)
+    # the served deployment's kind (a python model's config as the server completed it, a BLS model's callees)
+    description = getattr(deployment, "description", None)
+    if description is not None and description.kinds != ("model",):  # sequence (direct), decoupled, BLS, ...
+        params["Deployment kind"] = ", ".join(description.kinds)
+        if description.composing:
+            params["Composing models"] = ", ".join(m.name for m in description.all_composing())
     if checkpoint is not None:
         trained = training_stats(checkpoint)
         stats = ", ".join(f"{k} {v}" for k, v in trained.items() if k != "training")

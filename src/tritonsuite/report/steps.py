@@ -1,4 +1,4 @@
-"""An ensemble's breakdown per step: for each measured point, each composing model's requests, Server Queue and
+"""An ensemble's breakdown per step (or a BLS model's per callee): for each measured point, each composing model's requests, Server Queue and
 Server Compute Input/Infer/Output per request over the point's stable windows (Triton's statistics, read with the
 ensemble's in one response per window: ``measurement["composing"]`` of the row, :mod:`tritonsuite.load.windows`).
 perf_analyzer prints the same figures per composing model on its console and in ``-f``'s side CSV files."""
@@ -19,7 +19,7 @@ def composing(row: Mapping[str, Any]) -> Mapping[str, Mapping[str, float]]:
 
 
 def steps_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The per-step table of an ensemble's rows (nothing for other deployments)."""
+    """The per-step table of an ensemble's or a BLS model's rows (nothing for other deployments)."""
     measured = [r for r in sorted(rows, key=_sort_key) if composing(r)]
     if not measured:
         return []
@@ -33,7 +33,8 @@ def steps_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
                         + [_format_number(c, figures.get(c)) for c in STEP_COLUMNS])
     table = _pipe_table(["Batch", "Concurrency"] + ["Load generator"] * loadgens + ["Composing model", "Requests"]
                         + list(STEP_COLUMNS), body, align="right")
-    return ["Per composing model (the ensemble's steps, nested ones included; Triton's statistics over the same "
+    return ["Per composing model (an ensemble's steps, nested ones included, or a BLS model's callees as "
+            "--bls-composing-models names them; Triton's statistics over the same "
             "windows, per request of that model: a model used twice per ensemble request counts twice; its own "
             "traffic from outside the ensemble would count too):", "", table, ""]
 

@@ -167,6 +167,22 @@ class TensorRTBackend(Backend):
         return TensorRTSession(str(path), model_config, device)
 
 
+class PythonBackend(Backend):
+    """``backend: "python"``: a ``model.py`` (possibly BLS, calling other models), run by Triton's python backend,
+    which the nvidia-pytriton wheel ships: the embedded server runs it for real. The suite never exports to it; a
+    user's repository brings it (:mod:`tritonsuite.deploy.userrepo`)."""
+
+    platform, name, formats = "python", "python", ("python",)
+    standin = False
+
+    @property
+    def file_name(self) -> str:
+        return "model.py"
+
+    def session(self, path, model_config: dict, device: str = "cpu"):
+        raise NotImplementedError("a python-backend model.py runs inside Triton only: name a reference for it")
+
+
 def torchscript_signature(inputs: list[str], outputs: list[str]) -> tuple[list[str], list[int], list[int]]:
     """How an exported TorchScript ``forward`` must look for pytorch_backend to bind the configured tensors right.
 
@@ -190,7 +206,8 @@ def torchscript_signature(inputs: list[str], outputs: list[str]) -> tuple[list[s
     return arguments, argument_inputs, result_outputs
 
 
-BACKENDS: dict[str, Backend] = {b.platform: b for b in (OnnxRuntimeBackend(), PyTorchBackend(), TensorRTBackend())}
+BACKENDS: dict[str, Backend] = {b.platform: b for b in (OnnxRuntimeBackend(), PyTorchBackend(), TensorRTBackend(),
+                                                        PythonBackend())}
 
 
 def backend_for(fmt: str) -> Backend:

@@ -50,6 +50,26 @@ def _registry() -> dict[str, Callable[[Target], CheckResult]]:
             "counters": counters.check_counters, "cache": cache.check_cache, "reload": reload.check_reload}
 
 
+#: checks that send stateless requests (HTTP, unary gRPC) and judge their answers: not applicable to a sequence
+#: model (it refuses a request without a sequence id and START flag) nor, for identity, to a decoupled one (HTTP and
+#: unary gRPC refuse it); the others skip these kinds themselves, each with its reason
+_STATELESS = ("identity", "refusals", "counters", "cache")
+
+
+def not_applicable(description, check: str) -> str:
+    """Why ``check`` does not apply to a deployment of this kind ("" when it does): a sequence model's stateless
+    checks, a decoupled model's identity (its answers stream: tritonsuite.load.streams drives it)."""
+    if description is None:
+        return ""
+    if description.sequence and check in _STATELESS:
+        return (f"{', '.join(description.kinds)}: this check sends stateless requests; a sequence model needs a "
+                f"sequence id and START/END flags on each (tritonsuite.load.sequences drives it)")
+    if description.decoupled and check == "identity":
+        return (f"{', '.join(description.kinds)}: HTTP and unary gRPC refuse its requests; its responses stream "
+                f"(tritonsuite.load.streams drives it)")
+    return ""
+
+
 def parse_checks(value: str | None) -> tuple[str, ...]:
     """``--checks a,b`` into check names (empty: all), naming the valid choices on a bad one."""
     names = tuple(v.strip() for v in (value or "").split(",") if v.strip())
@@ -68,6 +88,9 @@ def run_check(target: Target, check: str) -> CheckResult:
         raise ConformanceError(f"conformance check {check!r}; valid choices: {', '.join(CHECKS)}")
     start = time.monotonic()
     target.server.check_alive(f"before the {check} check of {target.name}")
+    why = not_applicable(target.description, check)
+    if why:
+        return CheckResult(target.name, check, "-", "-", "skipped", why)
     try:
         result = _registry()[check](target)
     except ServerDied:

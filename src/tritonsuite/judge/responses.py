@@ -1,0 +1,265 @@
+"""Accuracy of the deployments whose answer is more than one response to one request.
+
+- **Sequence models**: each sequence's outputs, sent interleaved with the others under load, must equal the same
+  sequence sent alone: the routing and state check (a sequence batcher that mixed up slots, a model that keyed its
+  state wrongly, an ``oldest`` batch that leaked one sequence's state into another all show here), which no load
+  generator makes. The sequences' steps come from the input data (perf_analyzer's steps, in order), their lengths
+  from the sequence settings.
+- **Decoupled models**: each request's whole sequence of responses (how many, and every output of each, in order)
+  sent multiplexed with the others on one stream must equal the same request sent alone, and, where a reference is
+  given (``reference(inputs) -> [responses]``, e.g. a user's Python callable), equal the reference's.
+
+Both give an :class:`~tritonsuite.judge.accuracy.AccuracyResult` whose metrics count what differs (threshold 0) and
+name the first difference.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from tritonsuite.judge.accuracy import AccuracyResult
+from tritonsuite.spec import Metric
+
+DEFAULT_TOLERANCE = (1e-5, 1e-5)  # floating outputs (an oldest batch may sum in another order); others: exact
+
+
+def _same(a: np.ndarray, b: np.ndarray, tolerance: tuple[float, float]) -> str:
+    """"" when equal, else what differs."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return f"shape {a.shape} vs {b.shape}"
+    if a.dtype.kind == "f" or b.dtype.kind == "f":
+        atol, rtol = tolerance
+        bad = ~np.isclose(a.astype(np.float64), b.astype(np.float64), atol=atol, rtol=rtol, equal_nan=True)
+        return "" if not bad.any() else f"{int(bad.sum())} elements beyond atol {atol:g} + rtol {rtol:g}, max " \
+                                        f"|diff| {float(np.max(np.abs(a.astype(np.float64) - b)[bad])):.3g}"
+    return "" if np.array_equal(a, b) else f"{int(np.sum(a != b))} elements differ"
+
+
+def compare_runs(got: Sequence[Sequence[Mapping[str, np.ndarray]]],
+                 expected: Sequence[Sequence[Mapping[str, np.ndarray]]], unit: str, item: str,
+                 tolerances: Mapping[str, tuple[float, float]] | None = None) -> tuple[int, int, str]:
+    """(units that differ, items compared, the first difference) between two runs of the same units (sequences or
+    requests), each a list of items (steps or responses) of decoded outputs."""
+    tolerances = tolerances or {}
+    differ, compared, first = 0, 0, ""
+    for u, (g, e) in enumerate(zip(got, expected)):
+        why = "" if len(g) == len(e) else f"{len(g)} {item}s vs {len(e)}"
+        for i, (gi, ei) in enumerate(zip(g, e)):
+            compared += 1
+            for name in ei:
+                if why:
+                    break
+                if name not in gi:
+                    why = f"{item} {i}: no output {name}"
+                    continue
+                found = _same(gi[name], ei[name], tolerances.get(name, DEFAULT_TOLERANCE))
+                if found:
+                    why = f"{item} {i} output {name}: {found}"
+        if why:
+            differ += 1
+            first = first or f"{unit} {u}: {why}"
+    return differ, compared, first
+
+
+def sequence_accuracy(server, model: str, precision: str, sequences: Sequence[Sequence[Mapping[str, np.ndarray]]],
+                      outputs: Sequence[str], protocol: str = "grpc",
+                      tolerances: Mapping[str, tuple[float, float]] | None = None, description: str = "",
+                      first_id: int = 1) -> AccuracyResult:
+    """Every sequence sent together (interleaved, each on its own connection), then each alone; their outputs
+    compared step by step."""
+    from tritonsuite.load.sequences import send_sequences
+
+    t0 = time.perf_counter()
+    together = send_sequences(server, model, sequences, outputs, protocol, together=True, first_id=first_id)
+    alone = send_sequences(server, model, sequences, outputs, protocol, together=False,
+                           first_id=first_id + len(sequences))
+    differ, steps, first = compare_runs(together, alone, "sequence", "step", tolerances)
+    metric = Metric("sequences whose outputs interleaved under load differ from the sequence sent alone",
+                    float(differ), 0.0, higher_is_better=False, worst=first)
+    result = AccuracyResult(model=model, deployment=model, precision=precision, samples=steps, comparisons=[],
+                            metrics=[metric], seconds=time.perf_counter() - t0,
+                            description=description or f"{len(sequences)} sequences ({steps} steps) sent "
+                                        f"interleaved on {len(sequences)} connections, then each alone")
+    result.failures += [f"{metric.describe()}"] if not metric.passed else []
+    return result
+
+
+def stream_accuracy(server, model: str, precision: str, requests: Sequence[Mapping[str, np.ndarray]],
+                    outputs: Sequence[str], reference: Callable | None = None,
+                    tolerances: Mapping[str, tuple[float, float]] | None = None,
+                    description: str = "") -> AccuracyResult:
+    """Every request multiplexed on one stream and each alone: the whole sequences of responses compared; and with
+    the reference's, where one is given."""
+    from tritonsuite.load.streams import exchange_alone
+
+    t0 = time.perf_counter()
+    url = server.grpc_url
+    together = exchange_alone(url, model, requests, outputs, together=True)
+    alone = exchange_alone(url, model, requests, outputs, together=False)
+    differ, responses, first = compare_runs(together, alone, "request", "response", tolerances)
+    metrics = [Metric("requests whose responses under load differ from the request sent alone", float(differ), 0.0,
+                      higher_is_better=False, worst=first)]
+    if reference is not None:
+        expected = [list(reference({k: np.asarray(v) for k, v in r.items()})) for r in requests]
+        off, _, worst = compare_runs(alone, expected, "request", "response", tolerances)
+        metrics.append(Metric("requests whose responses differ from the reference's", float(off), 0.0,
+                              higher_is_better=False, worst=worst))
+    counts = [len(a) for a in alone]
+    result = AccuracyResult(model=model, deployment=model, precision=precision, samples=responses, comparisons=[],
+                            metrics=metrics, seconds=time.perf_counter() - t0,
+                            description=description or f"{len(requests)} requests ({sum(counts)} responses, "
+                                        f"{min(counts, default=0)}-{max(counts, default=0)} per request) "
+                                        f"multiplexed on one stream, then each alone"
+                                        + ("; and against the reference" if reference is not None else ""))
+    result.failures += [m.describe() for m in metrics if not m.passed]
+    return result
+
+
+# ------------------------------------------------------------------------------ the suite's seam for these kinds
+ACCURACY_SEQUENCES = 4  # sequences sent interleaved (and then alone) by the accuracy run of a sequence model
+ACCURACY_REQUESTS = 16  # requests of a decoupled model's accuracy run
+
+
+def described(server, name: str, composing: Sequence[str] = ()):
+    """The :class:`~tritonsuite.description.ModelDescription` of a loaded model, from the configuration the server
+    runs (auto-completed where it was), composing models resolved through the server as well."""
+    from tritonsuite.description import describe
+
+    def lookup(other: str):
+        try:
+            return server.model_config(other)
+        except Exception as exc:  # the server's own error: not loaded, unknown
+            raise LookupError(str(exc)) from None
+
+    return describe(server.model_config(name), lookup, tuple(c.split(":")[0] for c in composing))
+
+
+def composing_models(deployment, bls_composing: Mapping[str, Sequence[str]]) -> tuple[str, ...]:
+    """The models a python (BLS) deployment calls, as the user named them (``--bls-composing-models``, for this
+    deployment or for every one); none for other backends."""
+    if getattr(deployment, "backend", "") != "python":
+        return ()
+    return tuple(bls_composing.get(deployment.name) or bls_composing.get("") or ())
+
+
+def kind_point(point, description):
+    """A load point as a deployment's kind needs it, and notes: one per kind that changes how the point is measured
+    (a reason for the row, or "" when the kind only turns accuracy probes off: its accuracy is judged by whole
+    sequences of requests and responses instead)."""
+    from dataclasses import replace
+
+    if description is None or not (description.sequence or description.decoupled):
+        return point, []
+    notes = [""]
+    if description.decoupled:  # a gRPC stream, for the engine and perf_analyzer (--streaming -i grpc) alike
+        if point.shared_memory:
+            notes.append("decoupled: inputs and outputs travel on a gRPC stream, not through shared memory")
+        point = replace(point, shared_memory=False, protocol="grpc")
+    return point, notes
+
+
+def judged_by_kind(description, spec) -> bool:
+    """Whether a deployment's accuracy is this module's: a sequence or decoupled model, or a python model with no
+    reference file (nothing runs its model.py in-process: its validation_data judge it)."""
+    if description is None:
+        return False
+    return description.sequence or description.decoupled or (description.python and
+                                                              not (spec.config or {}).get("reference"))
+
+
+def _samples(inputs: Mapping[str, np.ndarray], batching: bool) -> list[dict[str, np.ndarray]]:
+    count = len(next(iter(inputs.values())))
+    return [{k: (v[i:i + 1] if batching else v[i]) for k, v in inputs.items()} for i in range(count)]
+
+
+def kind_accuracy(server, description, spec, precision: str, data, protocol: str = "grpc",
+                  sequences=None) -> AccuracyResult:
+    """The accuracy run of a sequence, decoupled or python deployment (see the module docstring); ``data`` is the
+    spec's AccuracyData (its inputs, one sample per request), ``sequences`` the run's sequence settings."""
+    from tritonsuite.deploy.export import ExportUnsupported
+    from tritonsuite.load.sequences import SequenceSettings, draw_length
+
+    samples = _samples(data.inputs, description.batching)
+    outputs = [t.name for t in spec.outputs]
+    tolerances = dict((spec.tolerances or {}).get(precision, {}))
+    named = (spec.config or {}).get("reference")
+    if named and str(named).endswith(".py"):  # its responses as the user's reference(inputs) gives them
+        from tritonsuite.deploy.pyreference import reference_callable
+
+        reference = reference_callable(named)
+    else:
+        reference = spec.build(None) if named else None
+    if description.sequence:
+        settings = sequences or SequenceSettings()
+        rng = np.random.default_rng(settings.seed)
+        runs = [[samples[(j + i) % len(samples)] for i in range(draw_length(rng, settings))]
+                for j in range(ACCURACY_SEQUENCES)]
+        return sequence_accuracy(server, description.name, precision, runs, outputs, protocol, tolerances,
+                                 f"{len(runs)} sequences ({sum(map(len, runs))} steps, {settings.describe()}) of "
+                                 f"{data.description} sent interleaved, then each alone", first_id=settings.id_start)
+    if description.decoupled:
+        return stream_accuracy(server, description.name, precision, samples[:ACCURACY_REQUESTS], outputs, reference,
+                               tolerances)
+    # a python model without a reference: its outputs against validation_data
+    client = server.grpc_client() if protocol == "grpc" else server.client()
+    try:
+        from tritonsuite.judge.accuracy import run_batched
+        from tritonsuite.load.client import served_infer
+
+        t0 = time.perf_counter()
+        served = run_batched(served_infer(client, description.name, spec), data.inputs, 1 if not description.batching
+                             else max(1, min(description.max_batch_size, 8)))
+    finally:
+        client.close()
+    metrics = data.score(served, served, precision)
+    if not metrics:
+        raise ExportUnsupported(f"{description.name} is a python-backend model with neither validation_data in its "
+                                f"--input-data nor a --reference {description.name}=FILE: nothing to judge it against")
+    result = AccuracyResult(model=description.name, deployment=description.name, precision=precision,
+                            samples=len(samples), comparisons=[], metrics=metrics, seconds=time.perf_counter() - t0,
+                            description=f"{data.description}; judged against its validation_data")
+    result.failures += [m.describe() for m in metrics if not m.passed]
+    return result
+
+
+def reference_name(description, spec) -> str:
+    """What an accuracy row was judged against, in words."""
+    if not judged_by_kind(description, spec):
+        return "fp32 eager model on the CPU"  # every precision is judged against fp32
+    if description.sequence:
+        return "each sequence sent alone"
+    if description.decoupled:
+        return "each request sent alone" + (" and the reference file" if spec.config.get("reference") else "")
+    return "validation_data"
+
+
+def streamed(server, inner, precision: str) -> dict:
+    """The streaming example of a written and loaded deployment ``inner`` (a suite Deployment whose spec has a
+    ``stream``): ``<inner>_stream`` written beside it and loaded, then checked before it is measured: the streamed
+    responses of the spec's example requests must equal the deployment's own unary answer chunked the same way.
+    Returns the Deployment fields that differ from ``inner``'s (a stream fails in one line naming the request)."""
+    from tritonsuite.deploy.export import ExportUnsupported
+    from tritonsuite.deploy.streaming import chunked_reference, stream_deployment
+    from tritonsuite.load.client import served_infer
+
+    spec = inner.spec
+    if not spec.stream:
+        raise ExportUnsupported(f"{spec.key} has no streaming example (its spec names no stream)")
+    directory = stream_deployment(inner.directory, spec.stream)
+    name = server.load(directory)
+    client = server.client()
+    try:
+        unary = served_infer(client, inner.name, spec)
+        check = stream_accuracy(server, name, precision, [spec.example_inputs(1, seed) for seed in range(4)],
+                                [t.name for t in spec.outputs],
+                                lambda inputs: chunked_reference(unary(inputs), spec.stream),
+                                dict((spec.tolerances or {}).get(precision, {})))
+    finally:
+        client.close()
+    if not check.passed:
+        raise ValueError(f"{name}: the streamed responses are not the unary answer chunked: {check.failures[0]}")
+    return {"name": name, "directory": directory, "served_by": server.backend_description(name),
+            "description": described(server, name)}

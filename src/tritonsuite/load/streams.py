@@ -1,0 +1,250 @@
+"""Decoupled models as a transport of the engine: gRPC bidirectional streams (``ModelStreamInfer``).
+
+A decoupled model (``model_transaction_policy { decoupled: true }``) answers a request with any number of responses,
+HTTP and unary gRPC refuse it. Each connection of the load generator is one stream (closed loop: one per
+concurrency slot, one request in flight; open loop: one stream multiplexing every request in flight); each request
+carries a unique ``id`` (appended to the request serialised once: protobuf merges concatenated messages) and
+``triton_enable_empty_final_response``, so the server always closes a request with a response flagged
+``triton_final_response`` even when the model sends the final flag alone. Responses are matched to their request
+by that id; a request is complete at its final response (its latency runs to it, as perf_analyzer measures).
+
+Per request the transport keeps when each response arrived: time to first response (the first response carrying
+outputs, else the final one), the gaps between successive responses (inter-response latency), and how many
+responses carried outputs. :func:`stream_columns` turns them into the row's columns; :func:`exchange_alone`
+collects the whole sequence of responses of requests (the accuracy of a decoupled model compares it).
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from tritonsuite.load.http import PreparedRequest
+from tritonsuite.load.point import MeasurementError
+from tritonsuite.rows import STREAM_COLUMNS
+
+__all__ = ["STREAM_COLUMNS", "StreamTiming", "StreamTransport", "exchange_alone", "stream_columns", "summarise_streams"]
+
+MODEL_STREAM_INFER = "/inference.GRPCInferenceService/ModelStreamInfer"
+_MAX_MESSAGE = 2 ** 31 - 1
+
+
+@dataclass
+class StreamTiming:
+    """When a request's responses arrived (perf_counter seconds) and how many carried outputs."""
+
+    sent: float
+    arrivals: list[float] = field(default_factory=list)  # responses with outputs
+    final: float = 0.0
+
+    @property
+    def first(self) -> float:
+        return (self.arrivals[0] if self.arrivals else self.final) - self.sent
+
+    @property
+    def gaps(self) -> np.ndarray:
+        return np.diff(np.asarray(self.arrivals, dtype=np.float64))
+
+
+@dataclass
+class _Pending:
+    timing: StreamTiming
+    done: asyncio.Future
+    decode: Sequence[str]
+    responses: list = field(default_factory=list)
+
+
+def _final_request_parameters() -> bytes:
+    from tritonclient.grpc import service_pb2
+
+    extra = service_pb2.ModelInferRequest()
+    extra.parameters["triton_enable_empty_final_response"].bool_param = True
+    return extra.SerializeToString()
+
+
+class StreamConnection:
+    """One gRPC stream; a reader task hands each response to the request it answers."""
+
+    def __init__(self, url: str, timeout_s: float):
+        import grpc
+
+        self.channel = grpc.aio.insecure_channel(url, options=[("grpc.max_send_message_length", _MAX_MESSAGE),
+                                                               ("grpc.max_receive_message_length", _MAX_MESSAGE)])
+        self.call = self.channel.stream_stream(MODEL_STREAM_INFER)()
+        self.timeout_s = timeout_s
+        self.pending: dict[str, _Pending] = {}
+        self.users = 1
+        self.error: BaseException | None = None
+        self.write_lock = asyncio.Lock()  # a stream takes one write at a time
+        self.reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def _read(self) -> None:
+        import grpc
+        from tritonclient.grpc import InferResult, service_pb2
+
+        try:
+            while True:
+                message = await self.call.read()
+                if message is grpc.aio.EOF:
+                    raise MeasurementError("the server closed the stream")
+                now = time.perf_counter()
+                response = service_pb2.ModelStreamInferResponse.FromString(message)
+                infer = response.infer_response
+                pending = self.pending.get(infer.id)
+                if pending is None:
+                    raise MeasurementError(f"a streamed response for unknown request id {infer.id!r}"
+                                           + (f": {response.error_message}" if response.error_message else ""))
+                if response.error_message:
+                    self.pending.pop(infer.id)
+                    pending.done.set_exception(MeasurementError(f"streamed inference failed: "
+                                                                f"{response.error_message}"))
+                    continue
+                if infer.outputs:
+                    pending.timing.arrivals.append(now)
+                    if pending.decode:
+                        result = InferResult(infer)
+                        pending.responses.append({n: result.as_numpy(n) for n in pending.decode})
+                final = infer.parameters["triton_final_response"].bool_param if "triton_final_response" in \
+                    infer.parameters else False
+                if final:
+                    pending.timing.final = now
+                    self.pending.pop(infer.id)
+                    pending.done.set_result(pending)
+        except BaseException as exc:  # noqa: BLE001 - every waiting request learns why
+            if isinstance(exc, grpc.aio.AioRpcError):
+                exc = MeasurementError(f"the stream failed with gRPC {exc.code().name}: {exc.details()}")
+            self.error = exc
+            for pending in self.pending.values():
+                if not pending.done.done():
+                    pending.done.set_exception(exc if isinstance(exc, Exception) else MeasurementError(str(exc)))
+            self.pending.clear()
+
+    def close(self) -> None:
+        self.users -= 1
+        if self.users > 0:
+            return
+        self.reader.cancel()
+        self.call.cancel()
+        try:
+            asyncio.get_running_loop().create_task(self.channel.close())
+        except RuntimeError:
+            pass
+
+
+class StreamTransport:
+    """The load generator's side of a decoupled model: open a stream, exchange one request over it."""
+
+    protocol = "grpc"
+    streaming = True
+
+    def __init__(self, url: str, timeout_s: float = 120.0, shared: bool = False):
+        self.url, self.timeout_s, self.shared = url, timeout_s, shared
+        self._stream: StreamConnection | None = None
+        self._ids = itertools.count(1)
+        self._suffix = _final_request_parameters()
+
+    async def open(self) -> StreamConnection:
+        if not self.shared:
+            return StreamConnection(self.url, self.timeout_s)
+        if self._stream is None or self._stream.users <= 0 or self._stream.error is not None:
+            self._stream = StreamConnection(self.url, self.timeout_s)
+        else:
+            self._stream.users += 1
+        return self._stream
+
+    async def exchange(self, conn: StreamConnection, request: PreparedRequest):
+        """Send ``request``; return (time written, time of the final response, decoded responses or None, timing)."""
+        from tritonclient.grpc import service_pb2
+
+        if conn.error is not None:
+            raise MeasurementError(f"the stream failed: {conn.error}")
+        request_id = str(next(self._ids))
+        extra = service_pb2.ModelInferRequest(id=request_id).SerializeToString()
+        pending = _Pending(StreamTiming(time.perf_counter()), asyncio.get_running_loop().create_future(),
+                           request.decode_outputs)
+        conn.pending[request_id] = pending
+        try:
+            async with conn.write_lock:
+                await conn.call.write(request.data + self._suffix + extra)
+        except Exception as exc:
+            conn.pending.pop(request_id, None)
+            raise MeasurementError(f"writing to the stream failed: {exc}") from None
+        t_written = time.perf_counter()
+        try:
+            await asyncio.wait_for(asyncio.shield(pending.done), conn.timeout_s)
+        except asyncio.TimeoutError:
+            conn.pending.pop(request_id, None)
+            raise MeasurementError(f"no final response within {conn.timeout_s:.0f} s") from None
+        decoded = pending.responses if request.decode_outputs else None
+        return t_written, pending.timing.final, decoded, pending.timing
+
+
+def _percentile(values: np.ndarray, q: float) -> float | None:
+    return float(np.percentile(values, q)) if len(values) else None
+
+
+def stream_columns(timings: Sequence[StreamTiming], duration_s: float, batch_size: int) -> tuple[dict, dict]:
+    """The row's stream columns (ms) from the stable windows' requests, and the measurement's evidence: each figure
+    with the number of samples behind it."""
+    first = np.asarray([t.first for t in timings], dtype=np.float64) * 1e3
+    gaps = (np.concatenate([t.gaps for t in timings]) if timings else np.zeros(0)) * 1e3
+    counts = np.asarray([len(t.arrivals) for t in timings], dtype=np.float64)
+    result = {
+        "Responses/Request": float(counts.mean()) if len(counts) else None,
+        "Responses/Second": float(counts.sum() / duration_s) if duration_s > 0 else None,
+        "avg time to first response": float(first.mean()) if len(first) else None,
+        "p50 time to first response": _percentile(first, 50),
+        "p99 time to first response": _percentile(first, 99),
+        "avg inter-response latency": float(gaps.mean()) if len(gaps) else None,
+        "p50 inter-response latency": _percentile(gaps, 50),
+        "p99 inter-response latency": _percentile(gaps, 99),
+    }
+    evidence = {"requests": int(len(timings)), "responses": int(counts.sum()),
+                "time_to_first_response_samples": int(len(first)), "inter_response_samples": int(len(gaps)),
+                "responses_per_request_min": int(counts.min()) if len(counts) else None,
+                "responses_per_request_max": int(counts.max()) if len(counts) else None,
+                "batch_size": batch_size,
+                "complete_at": "the response flagged triton_final_response (empty final responses asked for)"}
+    return result, evidence
+
+
+async def _exchange_all(url: str, requests: Sequence[PreparedRequest], timeout_s: float, together: bool):
+    transport = StreamTransport(url, timeout_s, shared=True)
+    conn = await transport.open()
+    try:
+        if together:
+            found = await asyncio.gather(*(transport.exchange(conn, r) for r in requests))
+        else:
+            found = [await transport.exchange(conn, r) for r in requests]
+        return [f[2] for f in found]
+    finally:
+        conn.close()
+        await asyncio.sleep(0)
+
+
+def exchange_alone(url: str, model: str, requests: Sequence[Mapping[str, np.ndarray]], outputs: Sequence[str],
+                   timeout_s: float = 120.0, together: bool = False) -> list[list[dict[str, np.ndarray]]]:
+    """Every response (decoded outputs, in arrival order) of each request: sent one at a time, or all at once
+    multiplexed on one stream (``together``: the interleaved, loaded case)."""
+    from tritonsuite.load.grpc import prepare_grpc_request
+
+    prepared = [prepare_grpc_request(model, {k: np.ascontiguousarray(v) for k, v in r.items()}, outputs)
+                for r in requests]
+    return asyncio.run(_exchange_all(url, prepared, timeout_s, together))
+
+
+def summarise_streams(measurement, windows: Sequence, pool: tuple[int, int] | None) -> None:
+    """Add the stream columns of the row's windows (the stable ones, as :func:`tritonsuite.load.windows.summarise`
+    pools them) to ``measurement``: its result gets :data:`STREAM_COLUMNS`, its meta the samples behind them."""
+    from tritonsuite.settings import STABLE_WINDOWS
+
+    stable = windows[-STABLE_WINDOWS:] if pool is None else windows[pool[0]:pool[1]]
+    timings = [t for w in stable for t in (w.timings or ())]
+    duration = sum(w.end - w.start for w in stable)
+    columns, evidence = stream_columns(timings, duration, measurement.point.batch_size)
+    measurement.result.update(columns)
+    measurement.meta["stream"] = evidence

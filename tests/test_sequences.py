@@ -1,0 +1,108 @@
+"""Sequence models on the real embedded server: hand-written python-backend accumulators (``direct`` and
+``oldest``, control inputs filled by the server) driven by the one engine with one live sequence per concurrency
+slot (closed loop) or per request in flight (open loop), every open sequence ended when the point ends; accuracy:
+each sequence interleaved under load equals the same sequence sent alone (and a model that ignores CORRID fails)."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.kinds import sequence_model
+from tritonsuite.description import describe
+from tritonsuite.judge.responses import sequence_accuracy
+from tritonsuite.load.engine import LoadPoint, measure
+from tritonsuite.load.sequences import SequenceSettings, SequenceSettingsError, Sequences, draw_length
+from tritonsuite.server.embedded import EmbeddedServer
+from tritonsuite.settings import MeasurementSettings
+
+FAST = MeasurementSettings(window_ms=300, warmup_ms=100, max_trials=4, stability_percentage=90.0,
+                           client_bound_percent=1000.0)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    repo = tmp_path_factory.mktemp("repo")
+    sequence_model(repo, "seq_direct", "direct")
+    sequence_model(repo, "seq_oldest", "oldest")
+    sequence_model(repo, "seq_broken", "direct", broken=True)
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+        for name in ("seq_direct", "seq_oldest", "seq_broken"):
+            server.load(repo / name)
+        yield server
+
+
+def test_settings_follow_perf_analyzer():
+    rng = np.random.default_rng(0)
+    lengths = [draw_length(rng, SequenceSettings(length=10, variation_percent=20)) for _ in range(500)]
+    assert min(lengths) >= 8 and max(lengths) <= 12 and len(set(lengths)) > 2
+    assert {draw_length(rng, SequenceSettings(length=5, variation_percent=0)) for _ in range(20)} == {5}
+    assert SequenceSettings.parse_id_range("5:9") == (5, 9) and SequenceSettings.parse_id_range("7") == (7, 0)
+    with pytest.raises(SequenceSettingsError, match="--sequence-id-range"):
+        SequenceSettings(id_start=9, id_end=5)
+    with pytest.raises(SequenceSettingsError, match="--sequence-length 0"):
+        SequenceSettings(length=0)
+    # ids wrap within the range and skip the live ones; a range narrower than the live sequences is refused
+    seen = []
+    seqs = Sequences(SequenceSettings(length=1, variation_percent=0, id_start=3, id_end=6),
+                     lambda i, s, e: (seen.append((i, s, e)), None)[1])
+    for slot in range(5):
+        seqs.request(slot)
+        seqs.done(slot)
+    assert [i for i, _, _ in seen] == [3, 4, 5, 3, 4] and all(s and e for _, s, e in seen)
+    # an ended sequence keeps its id until its end request is answered: a new sequence never takes it meanwhile
+    seen.clear()
+    seqs.request(0)  # id 5: starts and ends, its answer not yet in
+    seqs.request(1), seqs.done(1)  # id 3
+    assert [i for i, _, _ in seen] == [5, 3] and 5 in {q.sequence_id for q in seqs.live.values()}
+    seqs.done(0)
+    assert not seqs.live
+    long = Sequences(SequenceSettings(length=100, variation_percent=0, id_start=1, id_end=3), lambda *a: a)
+    long.request(0), long.request(1)
+    with pytest.raises(SequenceSettingsError, match="all live"):
+        long.request(2)
+
+
+@pytest.mark.parametrize("model", ["seq_direct", "seq_oldest"])
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_closed_and_open_loop(server, model, protocol):
+    desc = describe(server.model_config(model))
+    assert desc.sequence and desc.sequence_batching.strategy == model.split("_")[1]
+    inputs = {"INPUT": np.ones((1, 1), np.int32)}
+    settings = SequenceSettings(length=6, variation_percent=50, id_start=100, id_end=200)
+    closed = measure(server, model, inputs, desc.outputs, LoadPoint(1, 3, protocol=protocol), FAST,
+                     description=desc, sequences=settings)
+    seq = closed.meta["sequences"]
+    assert "server counted" not in " ".join(closed.reasons)  # every request the server answered, the client sent
+    assert closed.meta["server_fail_delta"] == 0 and seq["sequences_started"] == seq["sequences_ended"] > 3
+    assert seq["sequence_id_range"] == [100, 200] and closed.meta["kind"] == [f"sequence ({model[4:]})", "python"]
+    assert 0 <= seq["ended_when_the_point_ended"] <= 3
+    opened = measure(server, model, inputs, desc.outputs, LoadPoint(1, request_rate=60, protocol=protocol), FAST,
+                     description=desc, sequences=settings)
+    assert opened.meta["server_fail_delta"] == 0
+    assert opened.meta["sequences"]["sequences_started"] == opened.meta["sequences"]["sequences_ended"] > 0
+
+
+def _sequences(count=6, seed=0):
+    rng = np.random.default_rng(seed)
+    return [[{"INPUT": rng.integers(1, 50, (1, 1)).astype(np.int32)} for _ in range(int(rng.integers(3, 9)))]
+            for _ in range(count)]
+
+
+@pytest.mark.parametrize("model", ["seq_direct", "seq_oldest"])
+def test_interleaved_equals_alone(server, model):
+    sequences = _sequences()
+    result = sequence_accuracy(server, model, "fp32", sequences, ["OUTPUT", "FLAGS"], protocol="grpc")
+    assert result.passed, result.failures
+    assert result.samples == sum(len(s) for s in sequences) and result.metrics[0].value == 0
+    # the outputs are the running sums (the model really kept per-sequence state)
+    from tritonsuite.load.sequences import send_sequences
+
+    outs = send_sequences(server, model, sequences[:1], ["OUTPUT", "FLAGS"], "http", first_id=77)[0]
+    assert [int(o["OUTPUT"][0, 0]) for o in outs] == list(np.cumsum([int(s["INPUT"][0, 0]) for s in sequences[0]]))
+    assert outs[0]["FLAGS"][0].tolist()[:2] == [1, 0] and outs[-1]["FLAGS"][0].tolist()[:2] == [0, 1]
+
+
+def test_a_model_that_mixes_sequences_fails(server):
+    result = sequence_accuracy(server, "seq_broken", "fp32", _sequences(), ["OUTPUT"], protocol="grpc")
+    assert not result.passed and result.metrics[0].value > 0
+    assert "sequence" in result.metrics[0].worst and "OUTPUT" in result.metrics[0].worst

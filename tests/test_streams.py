@@ -1,0 +1,78 @@
+"""Decoupled models on the real embedded server: a hand-written python-backend model sending N responses per request
+(the final flag alone, so empty final responses are asked for) driven by the one engine over gRPC bidirectional
+streams, closed and open loop, with the stream columns; accuracy compares each request's whole sequence of
+responses under load with the request sent alone, and with a reference."""
+import numpy as np
+import pytest
+
+from tests.kinds import decoupled_model
+from tritonsuite.description import describe
+from tritonsuite.judge.responses import stream_accuracy
+from tritonsuite.load.engine import LoadPoint, measure
+from tritonsuite.load.streams import STREAM_COLUMNS, exchange_alone
+from tritonsuite.server.embedded import EmbeddedServer
+from tritonsuite.settings import MeasurementSettings
+
+FAST = MeasurementSettings(window_ms=300, warmup_ms=100, max_trials=4, stability_percentage=90.0,
+                           client_bound_percent=1000.0)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    repo = tmp_path_factory.mktemp("repo")
+    decoupled_model(repo)
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+        server.load(repo / "stream_n")
+        yield server
+
+
+def _inputs(batch, count):
+    return {"COUNT": np.full((batch, 1), count, np.int32),
+            "DATA": np.arange(batch * 4, dtype=np.float32).reshape(batch, 4)}
+
+
+@pytest.mark.parametrize("point", [LoadPoint(2, 2), LoadPoint(1, 3, protocol="grpc"),
+                                   LoadPoint(1, request_rate=40)], ids=["b2c2", "c3-grpc", "rate40"])
+def test_stream_columns(server, point):
+    desc = describe(server.model_config("stream_n"))
+    assert desc.decoupled
+    found = measure(server, "stream_n", _inputs(point.batch_size, 5), desc.outputs, point, FAST, description=desc)
+    r, stream = found.result, found.meta["stream"]
+    assert found.meta["protocol"] == "grpc (bidirectional stream)" and found.meta["server_fail_delta"] == 0
+    assert "server counted" not in " ".join(found.reasons)
+    assert set(STREAM_COLUMNS) <= set(r)
+    assert r["Responses/Request"] == 5.0 and stream["responses_per_request_min"] == 5
+    assert stream["inter_response_samples"] == 4 * stream["requests"] > 0
+    assert stream["time_to_first_response_samples"] == stream["requests"]
+    # the model sleeps 1 ms between responses: the first response comes before the last, gaps are real
+    assert 0 < r["avg time to first response"] < r["avg latency"]
+    assert r["p50 inter-response latency"] >= 0.9 and r["p99 inter-response latency"] >= r["p50 inter-response latency"]
+    assert r["Responses/Second"] == pytest.approx(5 * r["Inferences/Second"] / point.batch_size, rel=1e-6)
+
+
+def test_shared_memory_refused(server):
+    desc = describe(server.model_config("stream_n"))
+    with pytest.raises(ValueError, match="decoupled"):
+        measure(server, "stream_n", _inputs(1, 2), desc.outputs, LoadPoint(1, 1, shared_memory=True), FAST,
+                description=desc)
+
+
+def test_whole_sequence_of_responses(server):
+    requests = [_inputs(1, n) for n in (1, 3, 0, 6, 2)]
+    responses = exchange_alone(server.grpc_url, "stream_n", requests, ["OUT", "INDEX"])
+    assert [len(r) for r in responses] == [1, 3, 0, 6, 2]  # a request answered by the final flag alone: 0
+    assert [int(x["INDEX"][0, 0]) for x in responses[3]] == list(range(6))
+
+    def reference(inputs):
+        return [{"OUT": inputs["DATA"] * (i + 1), "INDEX": np.full((1, 1), i, np.int32)}
+                for i in range(int(inputs["COUNT"][0, 0]))]
+
+    good = stream_accuracy(server, "stream_n", "fp32", requests, ["OUT", "INDEX"], reference)
+    assert good.passed, good.failures
+    assert good.samples == 12 and [m.value for m in good.metrics] == [0.0, 0.0]
+
+    def off_by_one(inputs):  # one response too many on every request
+        return reference(inputs) + reference(inputs)[-1:]
+
+    bad = stream_accuracy(server, "stream_n", "fp32", requests[:2], ["OUT", "INDEX"], off_by_one)
+    assert not bad.passed and bad.metrics[1].value == 2 and "responses vs" in bad.metrics[1].worst
