@@ -105,6 +105,8 @@ class Suite:
         sha256), one trained here, weights shipped in another package, or seeded random (a verdict on those says
         how a deployment treats these numbers, not a trained model's quality)."""
         spec = self.spec(model)
+        if userrepo.is_user_spec(spec):  # a --model-repository deployment: its own model file, served as given
+            return "the deployment's own model file"
         if model not in self.checkpoints and spec.train is None:
             files = list(spec.weights_files())
             return f"shipped weights ({', '.join(p.name for p in files)})" if files else "seeded random"
