@@ -64,3 +64,14 @@ def run_leftovers(reports_dir: Path) -> list[str]:
     pids = {log.stem.split("-")[2] for log in Path(reports_dir, "logs").glob("tritonserver-*.log")}
     assert pids, f"no server log in {reports_dir}/logs"
     return [name for pid in pids for prefix in (SHM_PREFIX, CLIENT_SHM_PREFIX) for name in leftover_shm(f"{prefix}{pid}x")]
+
+
+def kinds_fixture():
+    """fixtures/kinds_repository/make_repository.py as a module (``make(dest)`` writes the repository)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_repository",
+                                                  ROOT / "fixtures" / "kinds_repository" / "make_repository.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,15 +1,14 @@
 """Deployments as teams ship them, from --model-repository on the real embedded server: a label file and a
 ``specific`` version policy, ``latest {num_versions: 2}`` driven per version, batchless, BYTES (perf_analyzer's JSON
-strings, with validation_data), every numeric dtype and BOOL; and the ensembles with their steps
+strings, with validation_data), every numeric dtype and BOOL, BF16 through the pytorch backend; and the ensembles with their steps
 (fixtures/kinds_repository/make_repository.py writes the repository)."""
 import json
 
 import pytest
 
-from tests.helpers import ROOT, raw_rows, run_pytest
+from tests.helpers import kinds_fixture, raw_rows, run_pytest
 from tritonsuite.spec import path_digest
 
-FIXTURE = ROOT / "fixtures" / "kinds_repository"
 PROFILE = """
 device: cpu
 gpu: none (CPU only)
@@ -20,12 +19,7 @@ STRINGS = {"data": [{"text": ["ab", "cd"]}, {"text": {"content": ["x", "yz"], "s
 
 
 def make_repository(dest):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_repository", FIXTURE / "make_repository.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.make(dest)
+    return kinds_fixture().make(dest)
 
 
 def test_versions_and_kinds_are_read_from_the_description(tmp_path):
@@ -65,13 +59,13 @@ def test_labels_policies_batchless_strings_and_dtypes_run_offline_online_and_acc
     before = path_digest(repo)
     strings = tmp_path / "strings.json"
     strings.write_text(json.dumps(STRINGS))
-    models = "labels_specific,latest_two:2,latest_two:3,batchless,strings,dtypes,no_config"
+    models = "labels_specific,latest_two:2,latest_two:3,batchless,strings,dtypes,bf16,no_config"
     result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "--input-data", f"strings={strings}",
                          "-m", "offline or online or accuracy", "--models", models, "--batch-sizes", "1,2",
                          "--concurrency", "2", "-p", "no:warnings"], tmp_path, profile=PROFILE)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
-    # 7 deployments x (offline at 1 and 2, batchless at 1 alone; online at 2; accuracy)
-    assert "27 passed" in result.stdout, result.stdout[-3000:]
+    # 8 deployments x (offline at 1 and 2, batchless at 1 alone; online at 2; accuracy)
+    assert "31 passed" in result.stdout, result.stdout[-3000:]
     assert path_digest(repo) == before  # the user's repository is never written
     assert "skipped ts_no_config" in result.stdout and "does not auto-complete" in result.stdout, result.stdout[-3000:]
     served = tmp_path / "repos"
@@ -88,6 +82,8 @@ def test_labels_policies_batchless_strings_and_dtypes_run_offline_online_and_acc
     assert accuracy["strings"]["metrics"]["validation_data shout elements out of tolerance"] == 0.0
     assert {k for k in accuracy["dtypes"]["metrics"] if k.endswith("max abs error")} >= {
         f"out_{d} max abs error" for d in ("int8", "uint64", "float16", "float64", "bool")}
+    # BF16 in and out of the server (DLPack in the python backend), against the TorchScript file run in-process
+    assert accuracy["bf16"]["metrics"]["OUTPUT__0 max abs error"] == 0.0 and accuracy["bf16"]["samples"] > 0
     offline = sorted((r["deployment"], r["batch"]) for r in rows if r["scenario"] == "offline")
     assert ("batchless", 1) in offline and ("batchless", 2) not in offline
     # no config.pbtxt: auto-completed by the server (max batch size 4, dynamic batching), read back and driven

@@ -102,15 +102,10 @@ def test_ensemble_steps_run_in_data_flow_order_nested_included():
 
 
 def test_onnx_auto_complete_is_the_onnxruntime_backends(tmp_path):
-    import importlib.util
-
     from tritonsuite.deploy.backends.standin import onnx_auto_complete
-    from tests.helpers import ROOT
+    from tests.helpers import kinds_fixture
 
-    spec = importlib.util.spec_from_file_location("mk", ROOT / "fixtures" / "kinds_repository" / "make_repository.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    repo = module.make(tmp_path / "repo")
+    repo = kinds_fixture().make(tmp_path / "repo")
     batched = onnx_auto_complete(str(repo / "no_config" / "1" / "model.onnx"))
     assert batched["max_batch_size"] == 4 and "dynamic_batching" in batched
     assert batched["input"] == [{"name": "x", "data_type": "TYPE_FP32", "dims": [4]}]
@@ -118,6 +113,26 @@ def test_onnx_auto_complete_is_the_onnxruntime_backends(tmp_path):
     assert batchless["max_batch_size"] == 0 and batchless["output"][0]["dims"] == [2, 3]
     strings = onnx_auto_complete(str(repo / "strings" / "1" / "model.onnx"))
     assert strings["input"][0]["data_type"] == "TYPE_STRING"
+
+
+def test_the_pytorch_stand_in_takes_and_returns_bf16_as_ml_dtypes_bfloat16(tmp_path):
+    """numpy has no BF16: the session takes tritonclient's ml_dtypes bfloat16 arrays and returns them, bit for bit
+    what torch computes in bfloat16 (the server hands the same bits over DLPack)."""
+    import ml_dtypes
+    import torch
+
+    from tritonsuite.deploy.backends.standin import open_session
+    from tests.helpers import kinds_fixture
+
+    kinds_fixture()._torchscript_bf16(tmp_path / "model.pt")
+    config = {"input": [{"name": "INPUT__0", "data_type": "TYPE_BF16", "dims": [4]}],
+              "output": [{"name": "OUTPUT__0", "data_type": "TYPE_BF16", "dims": [4]}]}
+    x = np.array([[1.0, -2.5, 3.0e3, 0.1]], dtype=ml_dtypes.bfloat16)
+    y = open_session("pytorch", str(tmp_path / "model.pt"), config)({"INPUT__0": x})["OUTPUT__0"]
+    assert y.dtype == np.dtype(ml_dtypes.bfloat16) and y.shape == (1, 4)
+    expected = (torch.tensor(x.astype(np.float32)).to(torch.bfloat16).float() * 0.5 + 1).to(torch.bfloat16)
+    assert y.astype(np.float32).tolist() == expected.float().tolist()
+    assert y.astype(np.float32)[0, 1] == -0.25
 
 
 PA_CONSOLE = """Request concurrency: 2

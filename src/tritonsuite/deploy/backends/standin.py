@@ -231,13 +231,32 @@ class LibTorchSession:
         torch = self._torch
         context = torch.inference_mode() if self._inference_mode else torch.no_grad()
         with context:
-            args = [torch.from_numpy(np.ascontiguousarray(inputs[n])).to(self._device) for n in self._argument_order]
+            args = [_torch_tensor(torch, inputs[n]).to(self._device) for n in self._argument_order]
             result = self._module(*args)
             if not isinstance(result, (tuple, list)):
                 result = (result,)
             if on_device:
                 return {n: result[i].detach() for n, i in self._outputs.items()}
-            return {n: result[i].detach().cpu().numpy() for n, i in self._outputs.items()}
+            return {n: _numpy_array(torch, result[i]) for n, i in self._outputs.items()}
+
+
+def _torch_tensor(torch, array: np.ndarray):
+    """A numpy array as a torch tensor; BF16 (ml_dtypes' ``bfloat16``, as tritonclient holds it) by its bits, which
+    ``torch.from_numpy`` does not take."""
+    array = np.ascontiguousarray(array)
+    if array.dtype.name == "bfloat16":
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
+
+
+def _numpy_array(torch, tensor) -> np.ndarray:
+    """A torch tensor as a numpy array on the host; ``torch.bfloat16`` as ml_dtypes' ``bfloat16`` (by its bits)."""
+    tensor = tensor.detach().cpu()
+    if tensor.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return tensor.contiguous().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return tensor.numpy()
 
 
 SESSIONS = {"onnxruntime": OnnxRuntimeSession, "pytorch": LibTorchSession}
@@ -291,13 +310,14 @@ class TritonPythonModel:
         self.gpu_outputs = device.startswith("cuda") and isinstance(self.session, LibTorchSession)
         self.batching = int(config.get("max_batch_size", 0)) > 0
         self.input_names = [t["name"] for t in config["input"]]
+        self.bf16_inputs = {t["name"] for t in config["input"] if t["data_type"] == "TYPE_BF16"}
         self.outputs = [(t["name"], t["data_type"]) for t in config["output"]]
 
     def execute(self, requests):
         import triton_python_backend_utils as pb_utils
 
         try:
-            arrays = [{n: pb_utils.get_input_tensor_by_name(r, n).as_numpy() for n in self.input_names}
+            arrays = [{n: self._array(pb_utils.get_input_tensor_by_name(r, n), n) for n in self.input_names}
                       for r in requests]
             run = (lambda a: self.session(a, on_device=True)) if self.gpu_outputs else self.session
             if self.batching and len(arrays) > 1:
@@ -315,8 +335,24 @@ class TritonPythonModel:
             return [pb_utils.InferenceResponse(output_tensors=[], error=error) for _ in requests]
         return responses
 
+    def _array(self, tensor, name: str) -> np.ndarray:
+        """An input as numpy; a BF16 one, which the python backend hands over by DLPack only (numpy has no BF16),
+        as ml_dtypes' ``bfloat16``."""
+        if name not in self.bf16_inputs:
+            return tensor.as_numpy()
+        import torch
+        import torch.utils.dlpack
+
+        return _numpy_array(torch, torch.utils.dlpack.from_dlpack(tensor.to_dlpack()))
+
     @staticmethod
     def _tensor(pb_utils, name: str, value, dtype: str):
+        if dtype == "TYPE_BF16":  # numpy has no BF16: handed to Triton by DLPack, as the python backend takes it
+            import torch
+            import torch.utils.dlpack
+
+            tensor = value if not isinstance(value, np.ndarray) else _torch_tensor(torch, value)
+            return pb_utils.Tensor.from_dlpack(name, torch.utils.dlpack.to_dlpack(tensor.to(torch.bfloat16).contiguous()))
         numpy_dtype = pb_utils.triton_string_to_numpy(dtype)
         if isinstance(value, np.ndarray):
             return pb_utils.Tensor(name, np.ascontiguousarray(value, dtype=numpy_dtype))
