@@ -143,15 +143,18 @@ def _write(directory: Path, config: str, model_file: str, body) -> Path:
 
 
 def sequence_model(repo: Path, name: str = "seq_direct", strategy: str = "direct", broken: bool = False,
-                   work_ms: float = 0.0) -> Path:
+                   work_ms: float = 0.0, direct_delay_us: int = 0) -> Path:
     """The accumulator; ``strategy`` "direct" or "oldest" (dynamic-batched across sequences). ``broken``: one state
     for every sequence (CORRID ignored), the bug the interleaved-vs-alone check exists to catch. ``work_ms``: time
-    each execution takes (a sleep), so a comparison of load generators measures the server, not the client."""
+    each execution takes (a sleep), so a comparison of load generators measures the server, not the client.
+    ``direct_delay_us``: the direct batcher waits this long for every live sequence's request (slot utilization 1),
+    so how requests group into executions does not hang on how fast a client sends the next one."""
     code = SEQUENCE_MODEL.replace("corrid = int(", "corrid = 0 * int(") if broken else SEQUENCE_MODEL
     if work_ms:
         code = code.replace("        responses = []\n",
                             f"        responses = []\n        __import__('time').sleep({work_ms / 1000})\n")
-    block = "direct { }" if strategy == "direct" else "oldest { max_candidate_sequences: 8 max_queue_delay_microseconds: 500 }"
+    waits = f"max_queue_delay_microseconds: {direct_delay_us} minimum_slot_utilization: 1.0" if direct_delay_us else ""
+    block = f"direct {{ {waits} }}" if strategy == "direct" else "oldest { max_candidate_sequences: 8 max_queue_delay_microseconds: 500 }"
     return _write(Path(repo) / name, SEQUENCE_CONFIG.format(name=name, strategy=block), "model.py", code)
 
 
@@ -176,6 +179,70 @@ def bls_models(repo: Path) -> tuple[Path, Path]:
     """``bls_add`` (python, BLS) calling ``add_onnx`` (onnxruntime)."""
     return (_write(Path(repo) / "bls_add", BLS_CONFIG, "model.py", BLS_MODEL),
             _write(Path(repo) / "add_onnx", ADD_CONFIG, "model.onnx", add_onnx_bytes()))
+
+
+def dense_onnx_bytes(rows: int, width: int, layers: int, seed: int) -> bytes:
+    """[N, 4] -> [N, 4]: each sample spread over a [rows, width] activation, ``layers`` ReLU layers of
+    width x width over it, the mean over the rows, back to 4 (fixed random weights). A matrix product per layer, not a
+    vector one: at 64 x 1024 and 4 layers a step costs about 2 ms of onnxruntime time per request (2 threads), so a
+    comparison of load generators measures the server, not the client."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+
+    def weight(name, shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32), name)
+
+    weights = [weight("W_in", (4, rows * width)), weight("W_out", (width, 4)),
+               numpy_helper.from_array(np.array([-1, rows, width], np.int64), "shape")]
+    nodes = [helper.make_node("MatMul", ["X", "W_in"], ["spread"]),
+             helper.make_node("Reshape", ["spread", "shape"], ["H0"])]
+    for i in range(layers):
+        weights.append(weight(f"W{i}", (width, width)))
+        nodes += [helper.make_node("MatMul", [f"H{i}", f"W{i}"], [f"M{i}"]),
+                  helper.make_node("Relu", [f"M{i}"], [f"H{i + 1}"])]
+    nodes += [helper.make_node("ReduceMean", [f"H{layers}"], ["pooled"], axes=[1], keepdims=0),
+              helper.make_node("MatMul", ["pooled", "W_out"], ["Y"])]
+    graph = helper.make_graph(nodes, "dense", [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 4])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 4])], weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+DENSE_CONFIG = """
+name: "{name}"
+platform: "onnxruntime_onnx"
+max_batch_size: 4
+input [{{ name: "X" data_type: TYPE_FP32 dims: [4] }}]
+output [{{ name: "Y" data_type: TYPE_FP32 dims: [4] }}]
+instance_group [{{ kind: KIND_CPU count: 1 }}]
+"""
+
+DENSE_ENSEMBLE_CONFIG = """
+name: "dense_pipeline"
+platform: "ensemble"
+max_batch_size: 4
+input [{ name: "INPUT" data_type: TYPE_FP32 dims: [4] }]
+output [{ name: "OUTPUT" data_type: TYPE_FP32 dims: [4] }]
+ensemble_scheduling { step [
+  { model_name: "dense_a" model_version: -1 input_map { key: "X" value: "INPUT" } output_map { key: "Y" value: "hidden" } },
+  { model_name: "dense_b" model_version: -1 input_map { key: "X" value: "hidden" } output_map { key: "Y" value: "OUTPUT" } }
+] }
+"""
+
+
+def dense_ensemble(repo: Path, rows: int = 64, width: int = 1024, layers: int = 4) -> Path:
+    """``dense_pipeline``: an ensemble of two ONNX MLP steps (``dense_a`` then ``dense_b``) that each cost
+    milliseconds, for comparing the engine with perf_analyzer on an ensemble where the server's time dominates."""
+    for seed, name in enumerate(("dense_a", "dense_b")):
+        _write(Path(repo) / name, DENSE_CONFIG.format(name=name), "model.onnx", dense_onnx_bytes(rows, width, layers, seed))
+    ensemble = Path(repo) / "dense_pipeline"
+    (ensemble / "1").mkdir(parents=True, exist_ok=True)  # an ensemble's version directory is empty
+    (ensemble / "config.pbtxt").write_text(DENSE_ENSEMBLE_CONFIG.strip() + "\n")
+    return ensemble
 
 
 def all_kinds(repo: Path) -> Path:
