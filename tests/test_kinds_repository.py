@@ -96,6 +96,25 @@ def test_labels_policies_batchless_strings_and_dtypes_run_offline_online_and_acc
 
 
 @pytest.mark.smoke
+def test_conformance_checks_that_apply_to_each_kind(tmp_path):
+    """-m conformance on batchless, ensembles (nested too), BYTES, BF16 and an auto-completed deployment: no check
+    fails; identity answers each kind; what does not apply is skipped with its reason."""
+    repo = make_repository(tmp_path / "repo")
+    models = "batchless,pipeline,nested,strings,bf16,no_config"
+    result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "-m", "conformance", "--models", models,
+                         "-p", "no:warnings"], tmp_path, profile=PROFILE)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
+    rows = {(r["deployment"], r["check"]): r for r in raw_rows(tmp_path / "reports", "conformance")}
+    assert not [k for k, r in rows.items() if r["verdict"] == "fail"]
+    assert all(rows[(d, "identity")]["verdict"] == "pass" for d in models.split(","))
+    assert rows[("batchless", "batching")]["reasons"] == ["max_batch_size 0: no batch dimension, nothing to batch"]
+    assert rows[("batchless", "reload")]["verdict"] == "pass"  # requests of the unbatched shape throughout
+    assert "ensemble scheduler" in rows[("nested", "batching")]["reasons"][0]
+    assert rows[("no_config", "reload")]["evidence"]["changed_config"].startswith("not tried: no config.pbtxt")
+    assert not (tmp_path / "repos" / "no_config" / "config.pbtxt").exists()
+
+
+@pytest.mark.smoke
 def test_a_wrong_string_fails_validation_naming_the_output(tmp_path):
     repo = make_repository(tmp_path / "repo")
     doc = json.loads(json.dumps(STRINGS))

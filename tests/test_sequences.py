@@ -106,3 +106,14 @@ def test_a_model_that_mixes_sequences_fails(server):
     result = sequence_accuracy(server, "seq_broken", "fp32", _sequences(), ["OUTPUT"], protocol="grpc")
     assert not result.passed and result.metrics[0].value > 0
     assert "sequence" in result.metrics[0].worst and "OUTPUT" in result.metrics[0].worst
+
+
+def test_conformance_identity_sends_a_sequence_and_skips_the_stateless_checks(server):
+    from tritonsuite.judge.conformance import Target, run_check
+
+    target = Target(server, server.model_repository / "seq_direct")
+    identity = run_check(target, "identity")
+    assert identity.verdict == "pass", identity.line()
+    assert identity.evidence["answers"] == {1: "answered (a sequence of one request)"}
+    refusals = run_check(target, "refusals")
+    assert refusals.verdict == "skipped" and "sequence id and START/END" in refusals.reason

@@ -76,3 +76,14 @@ def test_whole_sequence_of_responses(server):
 
     bad = stream_accuracy(server, "stream_n", "fp32", requests[:2], ["OUT", "INDEX"], off_by_one)
     assert not bad.passed and bad.metrics[1].value == 2 and "responses vs" in bad.metrics[1].worst
+
+
+def test_conformance_identity_reads_a_decoupled_models_answer_on_a_stream(server):
+    from tritonsuite.judge.conformance import Target, run_check
+
+    target = Target(server, server.model_repository / "stream_n",
+                    inputs=lambda batch, seed=0: {"COUNT": np.full((batch, 1), 3, np.int32),
+                                                  "DATA": np.ones((batch, 4), np.float32)})
+    identity = run_check(target, "identity")
+    assert identity.verdict == "pass", identity.line()
+    assert identity.evidence["answers"] == {1: "answered (3 response(s) with outputs, then the final one)"}

@@ -42,8 +42,6 @@ class Deployment:
     served_by: str  # the backend that serves it, as the server reports it
     description: ModelDescription | None = None  # its kind, read back from the server (tritonsuite.description)
 
-    description: ModelDescription | None = None  # its kind (tritonsuite.description): batchless, an ensemble's steps
-
     @property
     def batched(self) -> bool:  # False: batchless (max_batch_size 0), requests carry no batch dimension
         return self.config.max_batch_size > 0
@@ -353,9 +351,11 @@ class Suite:
     def run_conformance(self, case: Case, allow_reload: bool = False) -> CheckResult:
         """One conformance check (:mod:`tritonsuite.judge.conformance`) of a case's deployment; its row recorded."""
         deployment = self.deployment(case.model, case.format, case.precision, case.serving or "served")
-        inputs = deployment.spec.example_inputs
-        result = run_check(Target(self.server, deployment.directory, lambda b, seed=0: inputs(b, seed),
-                                  case.batch_size or 1, allow_reload), case.check)
+        inputs = deployment.spec.example_inputs  # batch first; a batchless deployment's request is one sample
+        request = (lambda b, seed=0: inputs(b, seed)) if deployment.batched else \
+            (lambda b, seed=0: {k: v[0] for k, v in inputs(1, seed).items()})
+        result = run_check(Target(self.server, deployment.directory, request, case.batch_size or 1, allow_reload),
+                           case.check)
         self.record(result.to_row(**self._identity(case), parameters=self.parameters(deployment)))
         return result
 

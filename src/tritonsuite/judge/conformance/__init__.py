@@ -51,22 +51,17 @@ def _registry() -> dict[str, Callable[[Target], CheckResult]]:
 
 
 #: checks that send stateless requests (HTTP, unary gRPC) and judge their answers: not applicable to a sequence
-#: model (it refuses a request without a sequence id and START flag) nor, for identity, to a decoupled one (HTTP and
-#: unary gRPC refuse it); the others skip these kinds themselves, each with its reason
-_STATELESS = ("identity", "refusals", "counters", "cache")
+#: model (it refuses a request without a sequence id and START flag); identity sends each kind its own way, the
+#: others skip the kinds they cannot drive themselves, each with its reason
+_STATELESS = ("refusals", "counters", "cache")
 
 
 def not_applicable(description, check: str) -> str:
     """Why ``check`` does not apply to a deployment of this kind ("" when it does): a sequence model's stateless
-    checks, a decoupled model's identity (its answers stream: tritonsuite.load.streams drives it)."""
-    if description is None:
-        return ""
-    if description.sequence and check in _STATELESS:
+    checks."""
+    if description is not None and description.sequence and check in _STATELESS:
         return (f"{', '.join(description.kinds)}: this check sends stateless requests; a sequence model needs a "
                 f"sequence id and START/END flags on each (tritonsuite.load.sequences drives it)")
-    if description.decoupled and check == "identity":
-        return (f"{', '.join(description.kinds)}: HTTP and unary gRPC refuse its requests; its responses stream "
-                f"(tritonsuite.load.streams drives it)")
     return ""
 
 

@@ -1,10 +1,11 @@
 """Check 1, identity: the server serves what the repository's config.pbtxt declares, in the versions its policy
-selects, and each of those versions answers with the declared outputs."""
+selects, and each of those versions answers with the declared outputs (a sequence model a sequence of one request,
+a decoupled model on a gRPC stream)."""
 from __future__ import annotations
 
-from tritonsuite.description import describe
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import client, infer, outputs_of, response_version
+from tritonsuite.judge.responses import described
 
 
 def _tensors(tensors) -> str:
@@ -27,9 +28,27 @@ def _fits(shape, dims, batching: bool) -> bool:
     return len(shape) == len(expected) and all(e < 0 or s == e for s, e in zip(shape, expected))
 
 
+def _ask(target: Target, conn, version: int, request, names) -> tuple[list[dict], str]:
+    """One request to one version, sent as the deployment's kind takes it: a sequence model's as a whole sequence of
+    one (its id, START and END), a decoupled model's on a gRPC stream (every response until the final one), else
+    a plain request. Returns the outputs of each response and the version that answered ("" where unknown)."""
+    model = f"{target.name}:{version}"
+    d = target.description
+    if d.sequence:
+        from tritonsuite.load.sequences import send_sequences
+
+        return [send_sequences(target.server, model, [[request]], names)[0][0]], ""
+    if d.decoupled:
+        from tritonsuite.load.streams import exchange_alone
+
+        return [r for r in exchange_alone(target.server.grpc_url, model, [request], names)[0] if r], ""
+    result = infer(conn, target.name, request, names, version=str(version))
+    return [outputs_of(result, names)], response_version(result)
+
+
 def check_identity(target: Target) -> CheckResult:
     declared = target.description
-    served = describe(target.server.model_config(target.name))
+    served = described(target.server, target.name)  # an ensemble's steps looked up on the server
     problems = []
     want, got = _signature(declared), _signature(served)
     if (not declared.platform or not served.platform) and declared.backend == served.backend:
@@ -62,18 +81,19 @@ def check_identity(target: Target) -> CheckResult:
     try:
         for version in ready:
             try:
-                result = infer(with_client, target.name, request, names, version=str(version))
+                responses, answered_by = _ask(target, with_client, version, request, names)
             except Exception as exc:
                 answers[version] = f"refused: {(str(exc).strip().splitlines() or [''])[0][:200]}"
                 problems.append(f"version {version} did not answer a request of the declared inputs "
                                 f"({answers[version]})")
                 continue
-            outputs = outputs_of(result, names)
-            bad = [f"{t.name} {list(outputs[t.name].shape)} {outputs[t.name].dtype}" for t in declared.outputs
-                   if outputs[t.name] is None or not _fits(outputs[t.name].shape, t.shape, declared.batching)
+            bad = [f"{t.name} {list(outputs[t.name].shape)} {outputs[t.name].dtype}" for outputs in responses
+                   for t in declared.outputs
+                   if outputs.get(t.name) is None or not _fits(outputs[t.name].shape, t.shape, declared.batching)
                    or (t.dtype not in ("bytes", "bfloat16") and str(outputs[t.name].dtype) != t.dtype)]
-            answered_by = response_version(result)
-            answers[version] = f"answered (version {answered_by})"
+            answers[version] = (f"answered ({len(responses)} response(s) with outputs, then the final one)"
+                                if declared.decoupled else f"answered (version {answered_by})" if answered_by
+                                else "answered (a sequence of one request)")
             if bad:
                 problems.append(f"version {version} answered outputs unlike the declared ones: {', '.join(bad)}")
             if answered_by and answered_by != str(version):

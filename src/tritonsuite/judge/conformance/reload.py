@@ -135,6 +135,9 @@ def _changed_config(target: Target, evidence: dict) -> list[str]:
     from tritonsuite.deploy.repository import read_config
 
     path = target.directory / "config.pbtxt"
+    if not target.declared:
+        evidence["changed_config"] = "not tried: no config.pbtxt to change (the server auto-completes it)"
+        return []
     original = path.read_text()
     changed = read_config(target.directory)
     changed.parameters[MARK].string_value = "1"

@@ -60,7 +60,7 @@ class CheckResult:
 @dataclass
 class Target:
     """A deployment loaded on a running server: ``directory`` is its repository directory as served (the checks
-    read its config.pbtxt and version directories; the reload check adds a version there and restores it).
+    read its config.pbtxt, or without one the configuration the server completed, and its version directories; the reload check adds a version there and restores it).
     ``inputs(batch_size, seed)`` gives one request's tensors (default: seeded random data of the declared dims, a
     variable dim 1); ``batch_size`` is the load requests' batch; ``allow_reload`` lets the reload check change a
     server the suite did not start (remote)."""
@@ -74,10 +74,12 @@ class Target:
 
     def __post_init__(self):
         from tritonsuite.deploy.repository import describe_deployment
+        from tritonsuite.judge.responses import described
 
         self.directory = Path(self.directory)
         if self.description is None:
-            self.description = describe_deployment(self.directory)
+            self.description = (describe_deployment(self.directory) if self.declared else
+                                described(self.server, self.directory.name))  # auto-completed by the server
         if self.inputs is None:
             self.inputs = lambda batch, seed=0: declared_inputs(self.description, batch, seed)
 
@@ -96,6 +98,12 @@ class Target:
     @property
     def name(self) -> str:
         return self.description.name
+
+    @property
+    def declared(self) -> bool:
+        """Whether the deployment ships a config.pbtxt (else the server auto-completed its configuration: what is
+        declared is then what the server completed)."""
+        return (self.directory / "config.pbtxt").is_file()
 
     def request(self, batch_size: int = 1, seed: int = 0) -> dict[str, np.ndarray]:
         """One request's tensors of ``batch_size`` (no batch dimension for a batchless deployment)."""
