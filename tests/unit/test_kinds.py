@@ -190,3 +190,17 @@ def test_bf16_is_tritonclients_ml_dtypes_bfloat16_end_to_end_on_the_client():
         float(v) for v in step[0].astype(np.float32)]
     view = _ToleranceView((t,), {"h": (0.0, 0.01)})
     assert compare_outputs({"h": step}, {"h": step.astype(np.float32)}, view, "fp32")[0].mismatched == 0
+
+
+def test_a_deployment_with_implicit_state_is_refused_by_the_stand_in_naming_why(tmp_path):
+    import json
+
+    from tritonsuite.deploy.backends.standin import IMPLICIT_STATE, TritonPythonModel
+
+    config = {"name": "stateful", "backend": "onnxruntime", "max_batch_size": 4, "input": [], "output": [],
+              "sequence_batching": {"state": [{"input_name": "s_in", "output_name": "s_out", "data_type": "TYPE_FP32",
+                                               "dims": [1]}]}}
+    with pytest.raises(RuntimeError) as raised:
+        TritonPythonModel().initialize({"model_config": json.dumps(config), "model_repository": str(tmp_path),
+                                        "model_version": "1"})
+    assert str(raised.value) == IMPLICIT_STATE and "--server container or remote" in IMPLICIT_STATE

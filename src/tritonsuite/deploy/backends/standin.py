@@ -37,6 +37,10 @@ DEFAULT_MODEL_FILENAMES = {"onnxruntime": "model.onnx", "pytorch": "model.pt"}
 REPOSITORY_ENV = "TRITONSUITE_MODEL_REPOSITORY"
 #: the onnxruntime backend's ``default-max-batch-size`` (what auto-complete gives a model that can batch)
 DEFAULT_MAX_BATCH_SIZE = 4
+#: why a deployment with implicit state does not load here (the stock backends keep it through Triton's state API)
+IMPLICIT_STATE = ("implicit state (sequence_batching state) is kept by the stock onnxruntime, pytorch and tensorrt "
+                  "backends through Triton's backend state API (TRITONBACKEND_State*), which a python-based backend "
+                  "such as the embedded server's stand-in cannot call: serve it with --server container or remote")
 _ORT_TYPES = {"float": "FP32", "float16": "FP16", "double": "FP64", "bfloat16": "BF16", "bool": "BOOL",
               "string": "STRING", **{f"{s}int{b}": f"{s.upper()}INT{b}" for s in ("", "u") for b in (8, 16, 32, 64)}}
 
@@ -301,6 +305,8 @@ class TritonPythonModel:
     def initialize(self, args):
         config = json.loads(args["model_config"])
         backend = config["backend"]
+        if (config.get("sequence_batching") or {}).get("state"):
+            raise RuntimeError(IMPLICIT_STATE)
         filename = config.get("default_model_filename") or DEFAULT_MODEL_FILENAMES[backend]
         path = os.path.join(args["model_repository"], args["model_version"], filename)
         device = "cpu"
