@@ -47,6 +47,7 @@ class SearchResult:
     best: SearchStep | None = None  # the re-measured highest point within the bound
     reason: str = ""  # how the search ended when it found nothing
     measured_before: int = 0  # points the caller measured for it first (a rate search's single-stream start)
+    unstable: bool = False  # points were within the bound but none stayed so when measured again: not measured
 
     @property
     def found(self) -> bool:
@@ -208,20 +209,22 @@ def search(measure_at: Callable[[float], Measurement], kind: str, bound: Latency
         result.reason = f"even {'concurrency ' if integer else ''}{last.load:g}{'' if integer else ' ' + result.unit} " \
                         f"is not within it: {last.why}"
         return result
-    # confirm: the highest point within the bound is measured again; when it now breaks the bound, the next lower
-    # point that was within it (else a step of twice the resolution lower) is tried, RE_MEASURES times at most
+    # confirm: the highest point within the bound is measured again; when it now breaks the bound, the highest point
+    # that was within it at least twice the resolution lower (else that step down) is tried, RE_MEASURES times at
+    # most: a point just under the bound breaks it on noise alone, so each try steps clear of the last
     attempt = lo
     for _ in range(RE_MEASURES):
         if probe(attempt, "re-measure"):
             result.best = result.steps[-1]
             return result
-        lower = [s.load for s in result.steps if s.within and s.load < attempt]
-        attempt = max(lower) if lower else (attempt - 1 if integer else
-                                            attempt * (1 - 2 * settings.search_resolution_percent / 100))
+        step_down = attempt * (1 - 2 * settings.search_resolution_percent / 100)
+        lower = [s.load for s in result.steps if s.within and s.load <= step_down]
+        attempt = max(lower) if lower else (min(attempt - 1, math.floor(step_down)) if integer else step_down)
         if attempt < lowest:
             break
-    result.reason = (f"the highest point within the bound, {lo:g}, and the {RE_MEASURES - 1} below it broke the "
-                     f"bound when measured again ({result.steps[-1].why}): no answer is stable on this host")
+    result.unstable = True
+    result.reason = (f"the highest point within the bound, {lo:g}, and the {RE_MEASURES - 1} tried below it broke "
+                     f"the bound when measured again ({result.steps[-1].why}): no answer is stable on this host")
     return result
 
 
