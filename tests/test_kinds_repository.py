@@ -1,7 +1,8 @@
 """Deployments as teams ship them, from --model-repository on the real embedded server: a label file and a
 ``specific`` version policy, ``latest {num_versions: 2}`` driven per version, batchless, BYTES (perf_analyzer's JSON
-strings, with validation_data), every numeric dtype and BOOL, BF16 through the pytorch backend; and the ensembles with their steps
-(fixtures/kinds_repository/make_repository.py writes the repository)."""
+strings, with validation_data), every numeric dtype and BOOL, BF16 through the pytorch backend; the ensembles
+with their steps; the conformance checks that apply to each (fixtures/kinds_repository/make_repository.py writes
+the repository)."""
 import json
 
 import pytest

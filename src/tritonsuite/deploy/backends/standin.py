@@ -358,7 +358,8 @@ class TritonPythonModel:
             import torch.utils.dlpack
 
             tensor = value if not isinstance(value, np.ndarray) else _torch_tensor(torch, value)
-            return pb_utils.Tensor.from_dlpack(name, torch.utils.dlpack.to_dlpack(tensor.to(torch.bfloat16).contiguous()))
+            return pb_utils.Tensor.from_dlpack(name, torch.utils.dlpack.to_dlpack(
+                tensor.to(torch.bfloat16).contiguous()))
         numpy_dtype = pb_utils.triton_string_to_numpy(dtype)
         if isinstance(value, np.ndarray):
             return pb_utils.Tensor(name, np.ascontiguousarray(value, dtype=numpy_dtype))

@@ -68,8 +68,9 @@ def check_batching(target: Target) -> CheckResult:
         declared = f"no dynamic batching (max_batch_size {d.max_batch_size}): one execution per request"
     requests = max(MIN_REQUESTS, REQUESTS_PER_CLIENT * concurrency)
     delta, answers, elapsed = _load(target, concurrency, requests)
-    if db is not None and delta["batch_stats"] and (max(delta["batch_stats"]) <= b or (db.preferred_batch_sizes and not any(
-            s >= p for p in db.preferred_batch_sizes for s in delta["batch_stats"]))):
+    first = delta["batch_stats"]
+    if db is not None and first and (max(first) <= b or (db.preferred_batch_sizes and not any(
+            s >= p for p in db.preferred_batch_sizes for s in first))):
         # on a busy host the client may not keep every request in flight at the server: once more at twice the
         # load before a verdict (one short round never decides it), the histograms pooled
         concurrency *= 2

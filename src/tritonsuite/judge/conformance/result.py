@@ -60,7 +60,8 @@ class CheckResult:
 @dataclass
 class Target:
     """A deployment loaded on a running server: ``directory`` is its repository directory as served (the checks
-    read its config.pbtxt, or without one the configuration the server completed, and its version directories; the reload check adds a version there and restores it).
+    read its config.pbtxt, or without one the configuration the server completed, and its version directories; the
+    reload check adds a version there and restores it).
     ``inputs(batch_size, seed)`` gives one request's tensors (default: seeded random data of the declared dims, a
     variable dim 1); ``batch_size`` is the load requests' batch; ``allow_reload`` lets the reload check change a
     server the suite did not start (remote)."""
