@@ -7,6 +7,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from tritonsuite.server.embedded import EmbeddedServer
+from tritonsuite.settings import MeasurementSettings
+
 SEQUENCE_MODEL = '''
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -243,6 +246,22 @@ def dense_ensemble(repo: Path, rows: int = 64, width: int = 1024, layers: int = 
     (ensemble / "1").mkdir(parents=True, exist_ok=True)  # an ensemble's version directory is empty
     (ensemble / "config.pbtxt").write_text(DENSE_ENSEMBLE_CONFIG.strip() + "\n")
     return ensemble
+
+
+#: the kinds' engine tests measure plumbing, not figures: short windows, a stability limit any window meets
+FAST = MeasurementSettings(window_ms=300, warmup_ms=100, max_trials=4, stability_percentage=90.0,
+                           client_bound_percent=1000.0)
+
+
+def served(tmp_path_factory, write):
+    """A module fixture's body: ``write(repo)`` fills a fresh repository and returns the deployment directories; an
+    embedded server over it with each loaded is yielded, and stopped afterwards."""
+    repo = tmp_path_factory.mktemp("repo")
+    directories = write(repo)
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+        for directory in directories:
+            server.load(directory)
+        yield server
 
 
 def all_kinds(repo: Path) -> Path:

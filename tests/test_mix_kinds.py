@@ -4,27 +4,16 @@ and a decoupled model (over gRPC streams, its stream columns) measured together 
 import numpy as np
 import pytest
 
-from tests.kinds import decoupled_model, sequence_model
+from tests.kinds import FAST, decoupled_model, sequence_model, served
 from tritonsuite.description import describe
 from tritonsuite.load.engine import LoadPoint, Traffic, measure_together
 from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.load.streams import STREAM_COLUMNS
-from tritonsuite.server.embedded import EmbeddedServer
-from tritonsuite.settings import MeasurementSettings
-
-FAST = MeasurementSettings(window_ms=300, warmup_ms=100, max_trials=4, stability_percentage=90.0,
-                           client_bound_percent=1000.0)
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    repo = tmp_path_factory.mktemp("repo")
-    sequence_model(repo, "seq_direct", "direct")
-    decoupled_model(repo)
-    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
-        for name in ("seq_direct", "stream_n"):
-            server.load(repo / name)
-        yield server
+    yield from served(tmp_path_factory, lambda repo: [sequence_model(repo, "seq_direct", "direct"),
+                                                      decoupled_model(repo)])
 
 
 def test_sequence_and_stream_together(server):

@@ -7,28 +7,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.kinds import sequence_model
+from tests.kinds import FAST, sequence_model, served
 from tritonsuite.description import describe
 from tritonsuite.judge.responses import sequence_accuracy
 from tritonsuite.load.engine import LoadPoint, measure
 from tritonsuite.load.sequences import SequenceSettings, SequenceSettingsError, Sequences, draw_length
-from tritonsuite.server.embedded import EmbeddedServer
-from tritonsuite.settings import MeasurementSettings
-
-FAST = MeasurementSettings(window_ms=300, warmup_ms=100, max_trials=4, stability_percentage=90.0,
-                           client_bound_percent=1000.0)
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    repo = tmp_path_factory.mktemp("repo")
-    sequence_model(repo, "seq_direct", "direct")
-    sequence_model(repo, "seq_oldest", "oldest")
-    sequence_model(repo, "seq_broken", "direct", broken=True)
-    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
-        for name in ("seq_direct", "seq_oldest", "seq_broken"):
-            server.load(repo / name)
-        yield server
+    yield from served(tmp_path_factory, lambda repo: [
+        sequence_model(repo, "seq_direct", "direct"), sequence_model(repo, "seq_oldest", "oldest"),
+        sequence_model(repo, "seq_broken", "direct", broken=True)])
 
 
 def test_settings_follow_perf_analyzer():

@@ -5,25 +5,15 @@ responses under load with the request sent alone, and with a reference."""
 import numpy as np
 import pytest
 
-from tests.kinds import decoupled_model
+from tests.kinds import FAST, decoupled_model, served
 from tritonsuite.description import describe
 from tritonsuite.judge.responses import stream_accuracy
 from tritonsuite.load.engine import LoadPoint, measure
 from tritonsuite.load.streams import STREAM_COLUMNS, exchange_alone
-from tritonsuite.server.embedded import EmbeddedServer
-from tritonsuite.settings import MeasurementSettings
-
-FAST = MeasurementSettings(window_ms=300, warmup_ms=100, max_trials=4, stability_percentage=90.0,
-                           client_bound_percent=1000.0)
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    repo = tmp_path_factory.mktemp("repo")
-    decoupled_model(repo)
-    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
-        server.load(repo / "stream_n")
-        yield server
+    yield from served(tmp_path_factory, lambda repo: [decoupled_model(repo)])
 
 
 def _inputs(batch, count):
