@@ -96,6 +96,25 @@ def test_labels_policies_batchless_strings_and_dtypes_run_offline_online_and_acc
     assert all(any("BYTES" in why for why in r["reasons"]) for r in strings_offline), strings_offline
 
 
+def test_every_numeric_dtype_by_dlpack_as_under_numpy_2(tmp_path, monkeypatch):
+    """The hand-over numpy 2 hosts take (nvidia-pytriton's stub returns numpy 2 arrays empty): every tensor but
+    BYTES by DLPack, forced here under numpy 1. Each dtype, BOOL, BF16, batchless and an input passed straight
+    through come back exactly as the model run in-process gives them."""
+    from tritonsuite.deploy.backends.standin import BY_DLPACK_ENV
+
+    monkeypatch.setenv(BY_DLPACK_ENV, "1")
+    repo = make_repository(tmp_path / "repo")
+    result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "-m", "accuracy", "--models",
+                         "dtypes,bf16,batchless,no_config", "-p", "no:warnings"], tmp_path, profile=PROFILE)
+    assert result.returncode == 0 and "4 passed" in result.stdout, result.stdout[-5000:] + result.stderr[-3000:]
+    accuracy = {r["deployment"]: r for r in raw_rows(tmp_path / "reports", "accuracy")}
+    errors = {k: v for k, v in accuracy["dtypes"]["metrics"].items() if k.endswith("max abs error")}
+    assert {f"out_{d} max abs error" for d in ("int8", "uint64", "float16", "float64", "bool")} <= set(errors)
+    assert set(errors.values()) == {0.0}, errors
+    assert accuracy["bf16"]["metrics"]["OUTPUT__0 max abs error"] == 0.0
+    assert all(r["samples"] > 0 for r in accuracy.values())
+
+
 @pytest.mark.smoke
 def test_conformance_checks_that_apply_to_each_kind(tmp_path):
     """-m conformance on batchless, ensembles (nested too), BYTES, BF16 and an auto-completed deployment: no check

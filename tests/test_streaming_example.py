@@ -24,7 +24,12 @@ models:
 """
 
 
-def test_fastpitch_mel_streamed_in_chunks(tmp_path):
+@pytest.mark.parametrize("hand_over", ["numpy", "dlpack"])
+def test_fastpitch_mel_streamed_in_chunks(tmp_path, monkeypatch, hand_over):
+    """Both ways the stand-ins and the streamer hand tensors to the python backend: numpy, and DLPack, which numpy
+    2 hosts take (nvidia-pytriton's stub returns numpy 2 arrays empty), forced here under numpy 1."""
+    if hand_over == "dlpack":
+        monkeypatch.setenv("TRITONSUITE_BY_DLPACK", "1")
     result = run_pytest(["--gpu", "tiny", "-m", "online", "-p", "no:warnings", "-v"], tmp_path, profile=PROFILE)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "test_online[fastpitch-onnx-fp32-stream-concurrency2] PASSED" in result.stdout, result.stdout

@@ -68,6 +68,13 @@ def onnx_auto_complete(path: str, default_max_batch_size: int = DEFAULT_MAX_BATC
     return completed
 _TRUE = ("1", "true", "yes", "on")
 
+#: nvidia-pytriton's python-backend stub is built against numpy 1 (the wheel pins numpy<2): under numpy 2 a tensor
+#: handed over as a numpy array comes back empty ("cannot reshape array of size 0"), so there every tensor but a
+#: BYTES one goes by DLPack, which does not pass through numpy's C interface (the lent GPU machines run numpy 2);
+#: ``TRITONSUITE_BY_DLPACK=1`` takes that path under numpy 1 too, which is how the suite's tests run it
+BY_DLPACK_ENV = "TRITONSUITE_BY_DLPACK"
+BY_DLPACK = int(np.__version__.split(".")[0]) >= 2 or os.environ.get(BY_DLPACK_ENV, "").lower() in _TRUE
+
 
 def parameters(config: dict) -> dict[str, str]:
     """A model configuration's ``parameters`` as plain strings (the JSON form Triton hands a backend)."""
@@ -317,6 +324,7 @@ class TritonPythonModel:
         self.batching = int(config.get("max_batch_size", 0)) > 0
         self.input_names = [t["name"] for t in config["input"]]
         self.bf16_inputs = {t["name"] for t in config["input"] if t["data_type"] == "TYPE_BF16"}
+        self.bytes_inputs = {t["name"] for t in config["input"] if t["data_type"] == "TYPE_STRING"}
         self.outputs = [(t["name"], t["data_type"]) for t in config["output"]]
 
     def execute(self, requests):
@@ -343,8 +351,8 @@ class TritonPythonModel:
 
     def _array(self, tensor, name: str) -> np.ndarray:
         """An input as numpy; a BF16 one, which the python backend hands over by DLPack only (numpy has no BF16),
-        as ml_dtypes' ``bfloat16``."""
-        if name not in self.bf16_inputs:
+        as ml_dtypes' ``bfloat16``; under numpy 2 every one but BYTES by DLPack (:data:`BY_DLPACK`)."""
+        if name not in self.bf16_inputs and (not BY_DLPACK or name in self.bytes_inputs):
             return tensor.as_numpy()
         import torch
         import torch.utils.dlpack
@@ -361,12 +369,15 @@ class TritonPythonModel:
             return pb_utils.Tensor.from_dlpack(name, torch.utils.dlpack.to_dlpack(
                 tensor.to(torch.bfloat16).contiguous()))
         numpy_dtype = pb_utils.triton_string_to_numpy(dtype)
-        if isinstance(value, np.ndarray):
+        if isinstance(value, np.ndarray) and (not BY_DLPACK or dtype == "TYPE_STRING"):
             return pb_utils.Tensor(name, np.ascontiguousarray(value, dtype=numpy_dtype))
-        # a GPU tensor: handed to Triton where it is, as the stock backend's outputs are (with the python backend
-        # 2.51 of nvidia-pytriton, numpy outputs of a KIND_GPU instance came back empty over HTTP on an H100)
+        # by DLPack through torch (numpy's own capsules do not survive the python backend's renaming of a used one
+        # under numpy 1); a GPU tensor is handed to Triton where it is, as the stock backend's outputs are
         import torch
         import torch.utils.dlpack
 
+        if isinstance(value, np.ndarray):
+            array = np.ascontiguousarray(value, dtype=numpy_dtype)
+            value = torch.from_numpy(array if array.flags.writeable else array.copy())  # torch takes writable ones
         target = torch.from_numpy(np.empty(0, dtype=numpy_dtype)).dtype
         return pb_utils.Tensor.from_dlpack(name, torch.utils.dlpack.to_dlpack(value.to(target).contiguous()))
