@@ -262,6 +262,7 @@ async def run_together(generators: Sequence[LoadGenerator]) -> list[tuple[list[W
     # an ensemble's: every model's statistics in one read, so the steps' windows are the ensemble's
     paths = ["/v2/models/stats" if gen.composing else f"{model_path(gen.model)}/stats" for gen in generators]
     workers: list[asyncio.Task] = []
+    watcher: asyncio.Future | None = None
 
     async def snapshots() -> list[dict[str, int]]:
         return [snapshot(await control.get_json(path), gen.model, gen.composing)
@@ -370,6 +371,8 @@ async def run_together(generators: Sequence[LoadGenerator]) -> list[tuple[list[W
         for task in workers:
             task.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
+        if watcher is not None and watcher.done() and not watcher.cancelled():
+            watcher.exception()  # read: a worker's error was raised above, or the run was interrupted (SIGTERM)
         control.close()
 
 
