@@ -15,6 +15,7 @@ def test_offline_online_accuracy_end_to_end(tmp_path):
     # ts-script cannot compile transformers' BERT: skipped with the reason, every other case passed
     assert "10 passed, 5 skipped" in out, out
     assert "torch.jit.script cannot compile bert:tiny" in out
+    assert " window 1 of " not in result.stdout  # points report their progress at -v only (tests/test_progress.py)
 
     reports = tmp_path / "reports"
     rows = raw_rows(reports)
