@@ -79,7 +79,7 @@ EOF
 }
 
 # pytest ids of the first and the last point of each deployment's sweep in the profile (offline: batch sizes;
-# online: concurrency up to 16, neither request rates nor streams), so every model gets both ends in little time
+# online: concurrency up to 16, a stream sweep's too, no request rates), so every model gets both ends in little time
 ends() {
     local scenario="$1" axis="$2"; shift 2
     python3 -m pytest -m "$scenario" "$@" --collect-only 2>/dev/null | grep -E "::test_$scenario\[.*-$axis[0-9]+\]$" |

@@ -261,12 +261,10 @@ async def run_together(generators: Sequence[LoadGenerator]) -> list[tuple[list[W
     control = await Connection(lead.host, lead.port).open()
     # an ensemble's: every model's statistics in one read, so the steps' windows are the ensemble's
     paths = ["/v2/models/stats" if gen.composing else f"{model_path(gen.model)}/stats" for gen in generators]
-    workers: list[asyncio.Task] = []
-    watcher: asyncio.Future | None = None
+    workers, watcher = [], None  # the load's tasks, and the future gathering them (read at the end, whatever happened)
 
     async def snapshots() -> list[dict[str, int]]:
-        return [snapshot(await control.get_json(path), gen.model, gen.composing)
-                for path, gen in zip(paths, generators)]
+        return [snapshot(await control.get_json(p), gen.model, gen.composing) for p, gen in zip(paths, generators)]
 
     try:
         begin = await snapshots()

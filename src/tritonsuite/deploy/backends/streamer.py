@@ -13,10 +13,11 @@ import os
 
 import numpy as np
 
-#: a python-backend stub built against numpy 1 (nvidia-pytriton's) hands numpy 2 arrays over empty; DLPack does not
-#: pass through numpy's C interface (numpy 2 arrays and the stub's tensors both speak it). TRITONSUITE_BY_DLPACK=1
-#: takes that path under numpy 1 too (the stand-ins' switch)
-BY_DLPACK = int(np.__version__.split(".")[0]) >= 2 or os.environ.get("TRITONSUITE_BY_DLPACK", "") == "1"
+#: a python-backend stub built against numpy 1 (nvidia-pytriton's) hands numpy 2 arrays over empty; DLPack, through
+#: torch as the stand-ins do, does not pass through numpy's C interface. TRITONSUITE_BY_DLPACK=1 takes that path
+#: under numpy 1 too (the stand-ins' switch)
+BY_DLPACK = int(np.__version__.split(".")[0]) >= 2 or \
+    os.environ.get("TRITONSUITE_BY_DLPACK", "").lower() in ("1", "true", "yes", "on")
 
 
 class TritonPythonModel:
