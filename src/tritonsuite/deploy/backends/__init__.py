@@ -120,8 +120,11 @@ class PyTorchBackend(Backend):
     def parameters(self, config) -> dict[str, str]:
         params = {"INFERENCE_MODE": "true"}
         if config.intra_op_threads:
+            # at::set_num_threads at each model's load: process-wide on a stock server (the last pytorch model
+            # loaded sets it for all), safe to call again. INTER_OP_THREAD_COUNT is never written: the stock backend
+            # calls at::set_num_interop_threads at each load, which throws on its second call in a process and
+            # aborts the server (measured on pytorch_backend r24.10: every TorchScript deployment after the first)
             params["INTRA_OP_THREAD_COUNT"] = str(config.intra_op_threads)
-            params["INTER_OP_THREAD_COUNT"] = "1"
         if config.instance_kind == "KIND_CPU":
             # TorchScript's TensorExpr fuser compiles kernels per input shape; on CPU, with shapes that vary (text
             # lengths, frame counts, batch sizes) it recompiled and ran FastPitch 3-50x slower than eager.
