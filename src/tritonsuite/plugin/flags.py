@@ -36,6 +36,9 @@ def add_options(parser) -> None:
     group.addoption("--gpus", default="", help="--server container: GPUs for the container: all, none or device "
                     "ids 0,1 (default: all for a GPU profile, none otherwise)")
     group.addoption("--triton-url", default="", help="host:port of a remote server's HTTP endpoint")
+    group.addoption("--backend-directory", default=None, metavar="DIR", help="--server embedded or container: "
+                    "serve with the backends DIR holds (<name>/libtriton_<name>.so, e.g. an NGC image's "
+                    "/opt/tritonserver/backends); the python-based stand-ins serve only what DIR lacks")
     group.addoption("--models", default="", help="comma-separated models to run (default: all in the profile)")
     group.addoption("--formats", default="", help=f"comma-separated export formats ({', '.join(FORMATS)})")
     group.addoption("--precisions", default="", help=f"comma-separated precisions ({', '.join(PRECISIONS)}): "

@@ -13,6 +13,7 @@ from tritonsuite.deploy.backends.standin import (DEFAULT_MODEL_FILENAMES, libtor
                                           open_session)
 
 STANDIN_FILE = Path(__file__).with_name("standin.py")
+STOCKCHECKS_FILE = Path(__file__).with_name("stockchecks.py")  # copied beside it: the stock backends' checks
 
 
 class Backend:
@@ -225,3 +226,12 @@ def backend_for(fmt: str) -> Backend:
 def standin_backends() -> list[str]:
     """Backend names the embedded server provides as python-based stand-ins."""
     return [b.name for b in BACKENDS.values() if b.standin]
+
+
+def native_backends(directory: str | Path | None) -> list[str]:
+    """The backends a user's backend directory holds as shared libraries (``<name>/libtriton_<name>.so``), e.g.
+    ``/opt/tritonserver/backends`` copied from an NGC image or a build of their own."""
+    if not directory:
+        return []
+    root = Path(directory)
+    return sorted(d.name for d in root.iterdir() if (d / f"libtriton_{d.name}.so").is_file() and d.name != "python")
