@@ -1,0 +1,79 @@
+"""The remote path as a team runs it: a stock tritonserver started by someone else with an EMPTY model repository
+in explicit model-control mode (here the wheel's, started with EmbeddedServer), reached only through RemoteServer.
+Every deployment travels in the load request (config and files), so the server's repository index lists none."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.kinds import ADD_CONFIG, add_onnx_bytes, decoupled_model
+from tritonsuite.judge.conformance import Target, run_check
+from tritonsuite.load.streams import exchange_alone
+from tritonsuite.server import EmbeddedServer, RemoteServer
+
+ENSEMBLE = '''
+name: "{name}"
+platform: "ensemble"
+max_batch_size: 8
+input [{{ name: "X" data_type: TYPE_FP32 dims: [4] }}]
+output [{{ name: "Y" data_type: TYPE_FP32 dims: [4] }}]
+ensemble_scheduling {{ step [{steps}] }}
+'''
+ADD_STEP = ('{{ model_name: "{model}" model_version: -1 input_map {{ key: "A" value: "{a}" }} '
+            'input_map {{ key: "B" value: "{b}" }} output_map {{ key: "SUM" value: "{out}" }} }}')
+WHOLE_STEP = ('{{ model_name: "{model}" model_version: -1 input_map {{ key: "X" value: "X" }} '
+              'output_map {{ key: "Y" value: "Y" }} }}')
+
+
+def _add_model(repo: Path, name: str, versions=(1,), policy: str = "") -> Path:
+    directory = repo / name
+    for v in versions:
+        (directory / str(v)).mkdir(parents=True)
+        (directory / str(v) / "model.onnx").write_bytes(add_onnx_bytes())
+    (directory / "config.pbtxt").write_text(ADD_CONFIG.replace('"add_onnx"', f'"{name}"') + policy)
+    return directory
+
+
+def _ensemble(repo: Path, name: str, steps: list[str]) -> Path:
+    (repo / name / "1").mkdir(parents=True)  # an ensemble's version directory is empty
+    (repo / name / "config.pbtxt").write_text(textwrap.dedent(ENSEMBLE.format(name=name, steps=", ".join(steps))))
+    return repo / name
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    """This host's repository: the remote server never sees it. ``twice`` = add_a(X, X) then add_b(that, X) = 3X;
+    ``outer`` runs ``twice`` as its one step (a nested ensemble); add_a has two versions, its policy serves the
+    latest."""
+    repo = tmp_path_factory.mktemp("local-repo")
+    _add_model(repo, "add_a", versions=(1, 2), policy="version_policy { latest { num_versions: 1 } }\n")
+    _add_model(repo, "add_b")
+    _ensemble(repo, "twice", [ADD_STEP.format(model="add_a", a="X", b="X", out="S"),
+                              ADD_STEP.format(model="add_b", a="S", b="X", out="Y")])
+    _ensemble(repo, "outer", [WHOLE_STEP.format(model="twice")])
+    decoupled_model(repo, "stream_n")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def someone_elses(tmp_path_factory):
+    """A stock server with an empty repository of its own, explicit model control."""
+    empty = tmp_path_factory.mktemp("empty-repo")
+    with EmbeddedServer(empty, tmp_path_factory.mktemp("logs")) as server:
+        yield server
+    assert not any(empty.iterdir()), "nothing was written into the remote server's repository"
+
+
+@pytest.fixture(scope="module")
+def remote(someone_elses):
+    return RemoteServer(someone_elses.http_url)
+
+
+def test_identity_passes_for_uploaded_models(remote, repo):
+    remote.load(repo / "add_a")
+    result = run_check(Target(remote, repo / "add_a"), "identity")
+    assert result.verdict == "pass", result.line()
+    assert result.evidence["ready"] == [2] == result.evidence["selected"]  # read from the server, not the index
