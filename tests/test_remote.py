@@ -1,6 +1,7 @@
 """The remote path as a team runs it: a stock tritonserver started by someone else with an EMPTY model repository
 in explicit model-control mode (here the wheel's, started with EmbeddedServer), reached only through RemoteServer.
-Every deployment travels in the load request (config and files), so the server's repository index lists none."""
+Every deployment travels in the load request (config and files), so the server's repository index lists none; an
+ensemble's composing models (nested too) are uploaded before it."""
 from __future__ import annotations
 
 import textwrap
@@ -12,7 +13,7 @@ import pytest
 from tests.kinds import ADD_CONFIG, add_onnx_bytes, decoupled_model
 from tritonsuite.judge.conformance import Target, run_check
 from tritonsuite.load.streams import exchange_alone
-from tritonsuite.server import EmbeddedServer, RemoteServer
+from tritonsuite.server import EmbeddedServer, RemoteServer, ServerError
 
 ENSEMBLE = '''
 name: "{name}"
@@ -69,7 +70,37 @@ def someone_elses(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def remote(someone_elses):
-    return RemoteServer(someone_elses.http_url)
+    server = RemoteServer(someone_elses.http_url)
+    server.operator_log = someone_elses.log_path  # what the operator would read: which loads the server ran
+    return server
+
+
+def remote_log(remote) -> str:
+    return remote.operator_log.read_text()
+
+
+def test_an_uploaded_nested_ensemble_loads_its_composing_models_first(remote, repo):
+    assert remote.load(repo / "outer") == "outer"
+    client = remote.client()
+    try:
+        assert all(client.is_model_ready(m) for m in ("add_a", "add_b", "twice", "outer"))
+        assert client.get_model_repository_index() == []  # uploaded: in no repository of the server's
+        x = np.arange(8, dtype=np.float32).reshape(2, 4)
+        import tritonclient.http as httpclient
+
+        tensor = httpclient.InferInput("X", list(x.shape), "FP32")
+        tensor.set_data_from_numpy(x)
+        np.testing.assert_allclose(client.infer("outer", [tensor]).as_numpy("Y"), 3 * x)
+    finally:
+        client.close()
+    assert remote.load(repo / "twice") == "twice"  # again: its unchanged composing models are not uploaded again
+    assert remote_log(remote).count('"loading: add_b:1"') == 1
+
+
+def test_an_ensemble_whose_composing_model_is_nowhere_says_which(remote, repo):
+    _ensemble(repo, "orphan", [ADD_STEP.format(model="nowhere", a="X", b="X", out="Y")])
+    with pytest.raises(ServerError, match="not available or ambiguous: nowhere"):  # Triton's own words
+        remote.load(repo / "orphan")
 
 
 def test_identity_passes_for_uploaded_models(remote, repo):
@@ -77,3 +108,5 @@ def test_identity_passes_for_uploaded_models(remote, repo):
     result = run_check(Target(remote, repo / "add_a"), "identity")
     assert result.verdict == "pass", result.line()
     assert result.evidence["ready"] == [2] == result.evidence["selected"]  # read from the server, not the index
+    ensemble = run_check(Target(remote, repo / "twice"), "identity")
+    assert ensemble.verdict == "pass", ensemble.line()

@@ -1,11 +1,17 @@
 """The remote launcher: a stock Triton someone else runs, reached at ``--triton-url host:port`` (HTTP)."""
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from tritonsuite.server.base import ServerError, TritonServer
+
+#: What Triton 2.51 answers when an ensemble is loaded whose composing models are in none of its repositories
+FAILED_POLL = "failed to poll from model repository"
+#: The file an empty version directory (an ensemble's) travels as: the load request carries files, not directories
+EMPTY_VERSION_FILE = ".keep"
 
 
 class RemoteServer(TritonServer):
@@ -15,6 +21,10 @@ class RemoteServer(TritonServer):
     server does not need to see this host's model repository. They are stock deployments (platform, tensors,
     instance group, batching, the backend's own parameters and the model file): the server needs nothing of
     tritonsuite, only the stock backends (onnxruntime, pytorch) every NGC Triton image ships.
+
+    An ensemble's composing models (nested ensembles' included) are uploaded before it, each with its own config
+    and files from beside it in the same repository, leaves first: Triton would poll them from its own repository,
+    which need not hold them.
     """
 
     name = "remote"
@@ -31,6 +41,7 @@ class RemoteServer(TritonServer):
             raise ServerError(f"--triton-url {url!r} is not an HTTP host:port (e.g. 127.0.0.1:8000)")
         self.http_url = f"{parts.hostname}:{parts.port}"
         self.timeout = timeout
+        self._uploaded: dict[str, str] = {}  # model name -> sha256 of what this session uploaded for it
 
     @property
     def local(self) -> bool:
@@ -59,11 +70,60 @@ class RemoteServer(TritonServer):
         finally:
             client.close()
 
+    def load(self, deployment_dir: str | Path) -> str:
+        """Upload and load a deployment; an ensemble's composing models first (:meth:`_load_composing`)."""
+        deployment_dir = Path(deployment_dir)
+        self._load_composing(deployment_dir, {deployment_dir.name})
+        return super().load(deployment_dir)
+
+    def _load_composing(self, ensemble_dir: Path, visiting: set[str]) -> None:
+        """Upload every composing model of an ensemble that lies beside it (its own composing models first), unless
+        this session already uploaded the same config and files and the model is still ready. One that is not
+        beside it is left to the server's own repository (Triton polls it there when the ensemble loads)."""
+        for step in _step_models(ensemble_dir):
+            source = ensemble_dir.parent / step
+            if step in visiting or not source.is_dir():
+                continue  # a cycle (Triton refuses it when the ensemble loads), or the server's own model
+            self._load_composing(source, visiting | {step})
+            if self._uploaded.get(step) == _digest(self._load_arguments(source)) and self._ready(step):
+                continue
+            super().load(source)
+
+    def _ready(self, name: str) -> bool:
+        client = self.client(timeout=self.timeout)
+        try:
+            return bool(client.is_model_ready(name))
+        except Exception:
+            return False
+        finally:
+            client.close()
+
+    def _loaded(self, name: str, arguments: dict) -> None:
+        self._uploaded[name] = _digest(arguments)
+
+    def _loaded_anyway(self, client, name: str, arguments: dict, message: str) -> bool:
+        """Triton 2.51 answers an uploaded ensemble's load with "failed to poll from model repository": loading an
+        ensemble polls its composing models by name in the server's own repositories (ModelRepositoryManager::
+        PollModels), and an uploaded one is in none. The ensemble loads all the same, on the composing models
+        already served. Accepted only for an ensemble that is ready afterwards with the steps just uploaded."""
+        uploaded = json.loads(arguments.get("config") or "{}").get("ensemble_scheduling", {}).get("step", [])
+        if FAILED_POLL not in message or not uploaded:
+            return False
+        try:
+            served = client.get_model_config(name).get("ensemble_scheduling", {}).get("step", [])
+            ready = client.is_model_ready(name)
+        except Exception:
+            return False
+        return ready and len(served) == len(uploaded) and all(
+            _plain({k: s.get(k) for k in u}) == _plain(u) for u, s in zip(uploaded, served))
+
     def _load_arguments(self, deployment_dir: Path) -> dict:
         from tritonsuite.deploy.repository import config_json, read_config
 
         files = {f"file:{p.relative_to(deployment_dir)}": p.read_bytes()
                  for p in sorted(deployment_dir.rglob("*")) if p.is_file() and p.name != "config.pbtxt"}
+        files.update({f"file:{p.name}/{EMPTY_VERSION_FILE}": b"" for p in sorted(deployment_dir.iterdir())
+                      if p.is_dir() and p.name.isdigit() and not any(q.is_file() for q in p.rglob("*"))})
         if not (deployment_dir / "config.pbtxt").is_file():  # shipped without one: the server auto-completes it
             # (Triton takes uploaded files only with a config: the platform alone, as it would infer from the name)
             return {"config": json.dumps({"name": deployment_dir.name, "platform": "onnxruntime_onnx"}),
@@ -71,3 +131,28 @@ class RemoteServer(TritonServer):
         return {"config": json.dumps(config_json(read_config(deployment_dir))), "files": files}
 
 
+def _step_models(deployment_dir: Path) -> list[str]:
+    """The models an ensemble's steps name, each once, in step order (none for any other deployment)."""
+    from tritonsuite.deploy.repository import config_of
+
+    if not (deployment_dir / "config.pbtxt").is_file():
+        return []
+    steps = config_of(deployment_dir).get("ensemble_scheduling", {}).get("step", [])
+    return list(dict.fromkeys(s["model_name"] for s in steps if s.get("model_name")))
+
+
+def _digest(arguments: dict) -> str:
+    h = hashlib.sha256(arguments.get("config", "").encode())
+    for key, content in sorted(arguments.get("files", {}).items()):
+        h.update(key.encode() + b"\0" + hashlib.sha256(content).digest())
+    return h.hexdigest()
+
+
+def _plain(value):
+    """JSON of a configuration with every scalar as text (protobuf's JSON writes int64 as a string, Triton's as a
+    number) and empty values left out (each side leaves different defaults out)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if v not in (None, "", [], {})}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return str(value).lower() if isinstance(value, bool) else str(value)
