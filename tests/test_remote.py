@@ -1,5 +1,6 @@
 """The remote path as a team runs it: a stock tritonserver started by someone else with an EMPTY model repository
-in explicit model-control mode (here the wheel's, started with EmbeddedServer), reached only through RemoteServer.
+in explicit model-control mode (here the wheel's, started with EmbeddedServer), reached only through RemoteServer at
+its HTTP, gRPC and metrics addresses.
 Every deployment travels in the load request (config and files), so the server's repository index lists none; an
 ensemble's composing models (nested too) are uploaded before it."""
 from __future__ import annotations
@@ -70,7 +71,9 @@ def someone_elses(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def remote(someone_elses):
-    server = RemoteServer(someone_elses.http_url)
+    ports = someone_elses.ports  # the operator's ports, as a team is told them
+    server = RemoteServer(someone_elses.http_url, grpc_url=f"127.0.0.1:{ports['grpc']}",
+                          metrics_url=f"127.0.0.1:{ports['metrics']}")
     server.operator_log = someone_elses.log_path  # what the operator would read: which loads the server ran
     return server
 
@@ -110,3 +113,21 @@ def test_identity_passes_for_uploaded_models(remote, repo):
     assert result.evidence["ready"] == [2] == result.evidence["selected"]  # read from the server, not the index
     ensemble = run_check(Target(remote, repo / "twice"), "identity")
     assert ensemble.verdict == "pass", ensemble.line()
+    counters = run_check(Target(remote, repo / "add_a"), "counters")  # Prometheus read at the given metrics address
+    assert counters.verdict == "pass" and isinstance(counters.evidence["metrics"], dict), counters.line()
+
+
+def test_a_decoupled_model_streams_through_the_given_grpc_address(remote, repo):
+    remote.load(repo / "stream_n")
+    requests = [{"COUNT": np.array([[n]], np.int32), "DATA": np.ones((1, 4), np.float32)} for n in (3, 1)]
+    responses = exchange_alone(remote.grpc_url, "stream_n", requests, ["OUT", "INDEX"])
+    assert [len(r) for r in responses] == [3, 1]
+    assert run_check(Target(remote, repo / "stream_n"), "identity").verdict == "pass"  # identity streams it too
+
+
+def test_without_a_grpc_address_the_message_names_the_option(someone_elses):
+    with pytest.raises(ValueError, match="its gRPC address is not known; give it with --triton-grpc-url host:port"):
+        RemoteServer(someone_elses.http_url).grpc_url
+    assert RemoteServer(someone_elses.http_url).metrics_url == ""  # not known: the counters check reads statistics
+    with pytest.raises(ServerError, match="--triton-grpc-url '127.0.0.1' is not a gRPC host:port"):
+        RemoteServer(someone_elses.http_url, grpc_url="127.0.0.1")

@@ -1,4 +1,5 @@
-"""The remote launcher: a stock Triton someone else runs, reached at ``--triton-url host:port`` (HTTP)."""
+"""The remote launcher: a stock Triton someone else runs, reached at ``--triton-url host:port`` (HTTP), its gRPC
+endpoint at ``--triton-grpc-url`` and its metrics at ``--triton-metrics-url`` where they are given."""
 from __future__ import annotations
 
 import hashlib
@@ -14,6 +15,20 @@ FAILED_POLL = "failed to poll from model repository"
 EMPTY_VERSION_FILE = ".keep"
 
 
+def host_port(option: str, value: str, what: str, schemes: tuple[str, ...], example: str,
+              paths: tuple[str, ...] = ("", "/")) -> str:
+    """``host:port`` from an option's value (a URL of one of ``schemes`` too); one line naming the option, the
+    value and an example when it is not one."""
+    parts = urlsplit(value if "//" in value else f"//{value}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme not in schemes or not parts.hostname or not port or parts.path not in paths:
+        raise ServerError(f"{option} {value!r} is not {what} host:port (e.g. {example})")
+    return f"{parts.hostname}:{port}"
+
+
 class RemoteServer(TritonServer):
     """A Triton server run by someone else, reached at ``--triton-url host:port`` (HTTP).
 
@@ -24,24 +39,38 @@ class RemoteServer(TritonServer):
 
     An ensemble's composing models (nested ensembles' included) are uploaded before it, each with its own config
     and files from beside it in the same repository, leaves first: Triton would poll them from its own repository,
-    which need not hold them.
+    which need not hold them. The gRPC endpoint (``--protocol grpc``, decoupled models' streams) and the metrics
+    endpoint are the operator's ports: known only where they are given.
     """
 
     name = "remote"
 
     @classmethod
-    def create(cls, *, triton_url: str = "", **_options) -> "RemoteServer":
-        return cls(triton_url)
+    def create(cls, *, triton_url: str = "", triton_grpc_url: str = "", triton_metrics_url: str = "",
+               **_options) -> "RemoteServer":
+        return cls(triton_url, grpc_url=triton_grpc_url, metrics_url=triton_metrics_url)
 
-    def __init__(self, url: str, timeout: float = 10.0):
+    def __init__(self, url: str, timeout: float = 10.0, grpc_url: str = "", metrics_url: str = ""):
         if not url:
             raise ServerError("--server remote needs --triton-url host:port")
-        parts = urlsplit(url if "//" in url else f"http://{url}")
-        if parts.scheme not in ("http", "") or not parts.hostname or not parts.port:
-            raise ServerError(f"--triton-url {url!r} is not an HTTP host:port (e.g. 127.0.0.1:8000)")
-        self.http_url = f"{parts.hostname}:{parts.port}"
+        self.http_url = host_port("--triton-url", url, "an HTTP", ("http", ""), "127.0.0.1:8000")
+        self._grpc_url = host_port("--triton-grpc-url", grpc_url, "a gRPC", ("grpc", ""),
+                                   "127.0.0.1:8001") if grpc_url else ""
+        self._metrics_url = host_port("--triton-metrics-url", metrics_url, "a metrics", ("http", ""),
+                                      "127.0.0.1:8002", ("", "/", "/metrics")) if metrics_url else ""
         self.timeout = timeout
         self._uploaded: dict[str, str] = {}  # model name -> sha256 of what this session uploaded for it
+
+    @property
+    def grpc_url(self) -> str:
+        if not self._grpc_url:
+            raise ValueError(f"{self.describe()}: its gRPC address is not known; give it with --triton-grpc-url "
+                             f"host:port (else valid choices here: --protocol http, and no decoupled model)")
+        return self._grpc_url
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{self._metrics_url}/metrics" if self._metrics_url else ""
 
     @property
     def local(self) -> bool:
