@@ -131,3 +131,23 @@ def test_without_a_grpc_address_the_message_names_the_option(someone_elses):
     assert RemoteServer(someone_elses.http_url).metrics_url == ""  # not known: the counters check reads statistics
     with pytest.raises(ServerError, match="--triton-grpc-url '127.0.0.1' is not a gRPC host:port"):
         RemoteServer(someone_elses.http_url, grpc_url="127.0.0.1")
+
+
+def test_the_suite_runs_on_it_given_its_addresses(someone_elses, repo, tmp_path):
+    """The pytest options as a team passes them: --triton-grpc-url threaded through to the launcher (the decoupled
+    model streams over it), the ensemble's composing models uploaded by the suite's own session."""
+    from tests.helpers import raw_rows, run_pytest
+
+    ports = someone_elses.ports
+    profile = ("device: cpu\ngpu: none (CPU only)\nmeasurement: {window_ms: 300, min_requests_per_window: 5, "
+               "stability_percentage: 100, max_trials: 6, warmup_ms: 200, client_bound_percent: 1000}\n")
+    result = run_pytest(["--gpu", "tiny", "--server", "remote", "--triton-url", someone_elses.http_url,
+                         "--triton-grpc-url", f"127.0.0.1:{ports['grpc']}", "--model-repository", str(repo),
+                         "--models", "outer,stream_n", "-m", "conformance or online", "--checks", "identity",
+                         "--concurrency", "1", "--load-probe-share", "0", "-p", "no:warnings"], tmp_path,
+                        profile=profile, timeout=300)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "4 passed" in result.stdout, result.stdout[-4000:]
+    online = {r["deployment"]: r for r in raw_rows(tmp_path / "reports", "online")}
+    assert online["stream_n"]["measurement"]["protocol"] == "grpc (bidirectional stream)"
+    assert online["outer"]["status"] == "OK" == online["stream_n"]["status"]
