@@ -29,6 +29,32 @@ def host_port(option: str, value: str, what: str, schemes: tuple[str, ...], exam
     return f"{parts.hostname}:{port}"
 
 
+def remote_problem(url: str, grpc_url: str = "", metrics_url: str = "", timeout_s: float = 5.0) -> str:
+    """Why a remote server cannot be used, in one line naming the value ("" when it can): ``url`` must answer as a
+    live Triton (each request bounded by ``timeout_s``), the gRPC and metrics addresses, where given, be host:port."""
+    import urllib.error
+    import urllib.request
+
+    if not url:
+        return "--server remote needs --triton-url host:port"
+    try:
+        host = RemoteServer(url, grpc_url=grpc_url, metrics_url=metrics_url).http_url
+    except ServerError as exc:
+        return str(exc)
+    try:
+        with urllib.request.urlopen(f"http://{host}/v2", timeout=timeout_s) as response:
+            metadata = json.loads(response.read() or b"{}")
+        with urllib.request.urlopen(f"http://{host}/v2/health/live", timeout=timeout_s) as response:
+            live = response.status == 200
+    except (urllib.error.HTTPError, ValueError) as exc:
+        return f"--triton-url {url}: answers HTTP but is not a Triton server ({exc})"
+    except (urllib.error.URLError, OSError) as exc:
+        return f"--triton-url {url}: not reachable within {timeout_s:g} s ({getattr(exc, 'reason', exc)})"
+    if not isinstance(metadata, dict) or metadata.get("name") != "triton" and "version" not in metadata:
+        return f"--triton-url {url}: answers HTTP but is not a Triton server (no server metadata at /v2)"
+    return "" if live else f"--triton-url {url}: Triton answers but is not live"
+
+
 class RemoteServer(TritonServer):
     """A Triton server run by someone else, reached at ``--triton-url host:port`` (HTTP).
 
