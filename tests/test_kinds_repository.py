@@ -1,6 +1,6 @@
 """Deployments as teams ship them, from --model-repository on the real embedded server: a label file and a
 ``specific`` version policy, ``latest {num_versions: 2}`` driven per version, batchless, BYTES (perf_analyzer's JSON
-strings, with validation_data), every numeric dtype and BOOL, BF16 through the pytorch backend; the ensembles
+strings, with validation_data), every numeric dtype and BOOL (BF16 through the pytorch backend is refused at load, as r24.10 refuses it); the ensembles
 with their steps; the conformance checks that apply to each (fixtures/kinds_repository/make_repository.py writes
 the repository)."""
 import json
@@ -60,13 +60,14 @@ def test_labels_policies_batchless_strings_and_dtypes_run_offline_online_and_acc
     before = path_digest(repo)
     strings = tmp_path / "strings.json"
     strings.write_text(json.dumps(STRINGS))
-    models = "labels_specific,latest_two:2,latest_two:3,batchless,strings,dtypes,bf16,no_config"
+    # not bf16: pytorch_backend r24.10 refuses BF16 tensors at load, and so does the stand-in (test_stock_strict)
+    models = "labels_specific,latest_two:2,latest_two:3,batchless,strings,dtypes,no_config"
     result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "--input-data", f"strings={strings}",
                          "-m", "offline or online or accuracy", "--models", models, "--batch-sizes", "1,2",
                          "--concurrency", "2", "-p", "no:warnings"], tmp_path, profile=PROFILE)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
-    # 8 deployments x (offline at 1 and 2, batchless at 1 alone; online at 2; accuracy)
-    assert "31 passed" in result.stdout, result.stdout[-3000:]
+    # 7 deployments x (offline at 1 and 2, batchless at 1 alone; online at 2; accuracy)
+    assert "27 passed" in result.stdout, result.stdout[-3000:]
     assert path_digest(repo) == before  # the user's repository is never written
     assert "skipped ts_no_config" in result.stdout and "does not auto-complete" in result.stdout, result.stdout[-3000:]
     served = tmp_path / "repos"
@@ -83,8 +84,6 @@ def test_labels_policies_batchless_strings_and_dtypes_run_offline_online_and_acc
     assert accuracy["strings"]["metrics"]["validation_data shout elements out of tolerance"] == 0.0
     assert {k for k in accuracy["dtypes"]["metrics"] if k.endswith("max abs error")} >= {
         f"out_{d} max abs error" for d in ("int8", "uint64", "float16", "float64", "bool")}
-    # BF16 in and out of the server (DLPack in the python backend), against the TorchScript file run in-process
-    assert accuracy["bf16"]["metrics"]["OUTPUT__0 max abs error"] == 0.0 and accuracy["bf16"]["samples"] > 0
     offline = sorted((r["deployment"], r["batch"]) for r in rows if r["scenario"] == "offline")
     assert ("batchless", 1) in offline and ("batchless", 2) not in offline
     # no config.pbtxt: auto-completed by the server (max batch size 4, dynamic batching), read back and driven
@@ -98,29 +97,29 @@ def test_labels_policies_batchless_strings_and_dtypes_run_offline_online_and_acc
 
 def test_every_numeric_dtype_by_dlpack_as_under_numpy_2(tmp_path, monkeypatch):
     """The hand-over numpy 2 hosts take (nvidia-pytriton's stub returns numpy 2 arrays empty): every tensor but
-    BYTES by DLPack, forced here under numpy 1. Each dtype, BOOL, BF16, batchless and an input passed straight
-    through come back exactly as the model run in-process gives them."""
+    BYTES by DLPack, forced here under numpy 1. Each dtype, BOOL, batchless and an input passed straight
+    through come back exactly as the model run in-process gives them (BF16: the stock pytorch backend r24.10 and
+    the stand-in refuse it at load)."""
     from tritonsuite.deploy.backends.standin import BY_DLPACK_ENV
 
     monkeypatch.setenv(BY_DLPACK_ENV, "1")
     repo = make_repository(tmp_path / "repo")
     result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "-m", "accuracy", "--models",
-                         "dtypes,bf16,batchless,no_config", "-p", "no:warnings"], tmp_path, profile=PROFILE)
-    assert result.returncode == 0 and "4 passed" in result.stdout, result.stdout[-5000:] + result.stderr[-3000:]
+                         "dtypes,batchless,no_config", "-p", "no:warnings"], tmp_path, profile=PROFILE)
+    assert result.returncode == 0 and "3 passed" in result.stdout, result.stdout[-5000:] + result.stderr[-3000:]
     accuracy = {r["deployment"]: r for r in raw_rows(tmp_path / "reports", "accuracy")}
     errors = {k: v for k, v in accuracy["dtypes"]["metrics"].items() if k.endswith("max abs error")}
     assert {f"out_{d} max abs error" for d in ("int8", "uint64", "float16", "float64", "bool")} <= set(errors)
     assert set(errors.values()) == {0.0}, errors
-    assert accuracy["bf16"]["metrics"]["OUTPUT__0 max abs error"] == 0.0
     assert all(r["samples"] > 0 for r in accuracy.values())
 
 
 @pytest.mark.smoke
 def test_conformance_checks_that_apply_to_each_kind(tmp_path):
-    """-m conformance on batchless, ensembles (nested too), BYTES, BF16 and an auto-completed deployment: no check
+    """-m conformance on batchless, ensembles (nested too), BYTES and an auto-completed deployment: no check
     fails; identity answers each kind; what does not apply is skipped with its reason."""
     repo = make_repository(tmp_path / "repo")
-    models = "batchless,pipeline,nested,strings,bf16,no_config"
+    models = "batchless,pipeline,nested,strings,no_config"
     result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "-m", "conformance", "--models", models,
                          "-p", "no:warnings"], tmp_path, profile=PROFILE)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]

@@ -26,7 +26,7 @@ from tritonsuite.deploy.formats.base import ExportMismatch, ExportUnsupported, c
 from tritonsuite.deploy.integrity import file_record, mismatch, notice
 from tritonsuite.spec import PRECISIONS, ModelSpec, file_digest, path_digest, stable_hash
 
-EXPORT_VERSION = 3  # bump when the export procedure changes, to invalidate cached artifacts
+EXPORT_VERSION = 4  # bump when the export procedure changes, to invalidate cached artifacts
 VERIFY_BATCH_SIZES = (1, 3)
 
 __all__ = ["Artifact", "ExportMismatch", "ExportUnsupported", "artifact_session", "cache_key", "check_output_dtypes",

@@ -40,6 +40,9 @@ def add_options(parser) -> None:
                     "gRPC endpoint (for --protocol grpc and decoupled models' streams; not known otherwise)")
     group.addoption("--triton-metrics-url", default="", metavar="HOST:PORT", help="--server remote: host:port of its "
                     "metrics endpoint (the conformance counters check reads it; skipped otherwise)")
+    group.addoption("--backend-directory", default=None, metavar="DIR", help="--server embedded or container: "
+                    "serve with the backends DIR holds (<name>/libtriton_<name>.so, e.g. an NGC image's "
+                    "/opt/tritonserver/backends); the python-based stand-ins serve only what DIR lacks")
     group.addoption("--models", default="", help="comma-separated models to run (default: all in the profile)")
     group.addoption("--formats", default="", help=f"comma-separated export formats ({', '.join(FORMATS)})")
     group.addoption("--precisions", default="", help=f"comma-separated precisions ({', '.join(PRECISIONS)}): "

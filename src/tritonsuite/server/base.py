@@ -185,7 +185,15 @@ class TritonServer(ABC):
         backend, runtime = config.get("backend") or config.get("platform", "?"), config.get("runtime", "")
         if runtime.endswith(".py"):
             return f"{backend} (python-based stand-in, {self.name})"
-        return f"{backend} ({runtime or f'libtriton_{backend}.so'})"
+        source = self.backend_source(backend)
+        return f"{backend} ({runtime or f'libtriton_{backend}.so'}{f' from {source}' if source else ''})"
+
+    def backend_source(self, backend: str) -> str:
+        """The directory a backend library was served from, where the suite chose it (--backend-directory)."""
+        from tritonsuite.deploy.backends import native_backends
+
+        directory = getattr(self, "backends_from", None)
+        return str(directory) if backend in native_backends(directory) else ""
 
     def describe(self) -> str:
         return f"{self.name} server at {self.http_url}"

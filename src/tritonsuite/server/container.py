@@ -73,8 +73,11 @@ class ContainerServer(TritonServer):
 
     def __init__(self, model_repository: str | Path, log_dir: str | Path, image: str = "", gpus: str = "none",
                  run_id: str = "", startup_timeout: float = 180.0, extra_args: tuple[str, ...] = (),
-                 model_control_mode: str = "explicit", port_attempts: int = 3, janitor: bool = True):
+                 model_control_mode: str = "explicit", port_attempts: int = 3, janitor: bool = True,
+                 backend_directory: str | Path | None = None):
         self.model_repository = Path(model_repository).resolve()
+        # --backend-directory: mounted read-only and served from (the local image: beside the stand-ins)
+        self.backends_from = Path(backend_directory).resolve() if backend_directory else None
         self.log_dir = Path(log_dir)
         self.image = image or os.environ.get(IMAGE_ENV) or DEFAULT_IMAGE
         try:
@@ -125,7 +128,7 @@ class ContainerServer(TritonServer):
         if self._image_runtime == "host":
             from tritonsuite.server.embedded import backend_directory, pytriton_paths
 
-            self._backend_dir = backend_directory(pytriton_paths())
+            self._backend_dir = backend_directory(pytriton_paths(), self.backends_from)
             self._backend_dir.chmod(0o755)  # the container runs as this user; others may read it too
         # on a bridge the engine publishes the ports it chooses: nothing to retry
         self._launch("tritonserver in a container", lambda: self._start_once(client),
@@ -146,7 +149,7 @@ class ContainerServer(TritonServer):
         return ServerArguments(
             model_repository=str(self.model_repository), http_port=self.ports["http"],
             grpc_port=self.ports["grpc"], metrics_port=self.ports["metrics"],
-            backend_directory=str(self._backend_dir) if host_runtime else "",
+            backend_directory=str(self._backend_dir) if host_runtime else str(self.backends_from or ""),
             model_control_mode=self.model_control_mode,
             backend_config=(f"python,shm-region-prefix-name={self.shm_prefix}",),
             extra=self.extra_args, address=LOOPBACK if self.network == "host" else "0.0.0.0")
@@ -173,6 +176,8 @@ class ContainerServer(TritonServer):
         environment.setdefault("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
         environment.setdefault("OMP_WAIT_POLICY", os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))
         volumes[str(self.model_repository)] = {"bind": str(self.model_repository), "mode": "ro"}
+        if self.backends_from:
+            volumes[str(self.backends_from)] = {"bind": str(self.backends_from), "mode": "ro"}
         spec = dict(
             image=self.image, command=self.arguments().command(binary), detach=True,
             name=f"tritonsuite-{os.getpid()}-{launch}", environment=environment, volumes=volumes,

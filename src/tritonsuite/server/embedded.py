@@ -27,8 +27,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from tritonsuite.deploy.backends import STANDIN_FILE, standin_backends
+from tritonsuite.deploy.backends import STANDIN_FILE, STOCKCHECKS_FILE, native_backends, standin_backends
 from tritonsuite.deploy.backends.standin import REPOSITORY_ENV
+from tritonsuite.deploy.backends.stockchecks import INTEROP_MARK_ENV
 import tritonsuite.server.janitor as janitor
 from tritonsuite.server.base import ServerArguments, ServerError, TritonServer, free_ports
 from tritonsuite.server.shm import SHM_DIR, SHM_PREFIX, owned_patterns, sweep_stale_shm
@@ -63,17 +64,24 @@ def pytriton_paths() -> dict[str, Path]:
     return paths
 
 
-def backend_directory(paths: dict[str, Path]) -> Path:
-    """A fresh backend directory for the wheel's tritonserver: the python backend with this Python's stub, and for
-    every stock backend a python-based stand-in (``<name>/model.py`` and no ``libtriton_<name>.so``). The caller
-    removes it."""
+def backend_directory(paths: dict[str, Path], backends_from: str | Path | None = None) -> Path:
+    """A fresh backend directory for the wheel's tritonserver: the python backend with this Python's stub; every
+    backend ``backends_from`` holds as a library (linked, so its own libraries load beside it); and for every other
+    stock backend a python-based stand-in (``<name>/model.py`` and ``stockchecks.py``, no ``libtriton_<name>.so``).
+    The caller removes it."""
     backend_dir = Path(tempfile.mkdtemp(prefix="tritonsuite-backends-"))
     python_dir = backend_dir / "python"
     shutil.copytree(paths["python_backend"], python_dir, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy2(paths["stub"], python_dir / "triton_python_backend_stub")
+    native = native_backends(backends_from)
+    for name in native:
+        (backend_dir / name).symlink_to(Path(backends_from).resolve() / name, target_is_directory=True)
     for name in standin_backends():
+        if name in native:
+            continue
         (backend_dir / name).mkdir()
         shutil.copy2(STANDIN_FILE, backend_dir / name / "model.py")
+        shutil.copy2(STOCKCHECKS_FILE, backend_dir / name / STOCKCHECKS_FILE.name)
     return backend_dir
 
 
@@ -83,8 +91,10 @@ class EmbeddedServer(TritonServer):
     name = "embedded"
 
     def __init__(self, model_repository: str | Path, log_dir: str | Path, startup_timeout: float = 120.0,
-                 extra_args: tuple[str, ...] = (), model_control_mode: str = "explicit", port_attempts: int = 3):
+                 extra_args: tuple[str, ...] = (), model_control_mode: str = "explicit", port_attempts: int = 3,
+                 backend_directory: str | Path | None = None):
         self.model_repository = Path(model_repository).resolve()
+        self.backends_from = Path(backend_directory).resolve() if backend_directory else None
         self.log_dir = Path(log_dir)
         self.startup_timeout = startup_timeout
         self.extra_args = tuple(extra_args)
@@ -117,6 +127,8 @@ class EmbeddedServer(TritonServer):
         # 1.0 (980 ms) -> 52.6 inf/s with PASSIVE; a user's own setting wins.
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         env[REPOSITORY_ENV] = str(Path(self.model_repository).resolve())  # the stand-ins' auto-complete reads it
+        # pytorch's inter-op thread count is process-wide on a stock server: the stand-ins mark who set it first
+        env[INTEROP_MARK_ENV] = str(self._backend_dir / ".interop-threads-set-by")
         return env
 
     def arguments(self) -> ServerArguments:
@@ -147,11 +159,12 @@ class EmbeddedServer(TritonServer):
         paths = pytriton_paths()
         self.model_repository.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self._backend_dir = backend_directory(paths)
+        self._backend_dir = backend_directory(paths, self.backends_from)
         self._launch("tritonserver", lambda: self._start_once(paths), self.port_attempts)
 
     def _start_once(self, paths: dict[str, Path]) -> None:
         launch = next(_launch_counter)
+        (self._backend_dir / ".interop-threads-set-by").unlink(missing_ok=True)  # a new server: nobody set it yet
         self.shm_prefix = f"{SHM_PREFIX}{os.getpid()}x{launch}_"
         self.ports = self.choose_ports()
         self.http_url = f"127.0.0.1:{self.ports['http']}"
@@ -204,6 +217,8 @@ class EmbeddedServer(TritonServer):
     def refuses(self, backend, config) -> str | None:
         """The wheel's tritonserver has the python backend alone: a backend is served here by its python-based
         stand-in, or by the wheel's own ``libtriton_<name>.so`` (none today), or not at all."""
+        if backend.name in native_backends(self.backends_from):
+            return None
         if backend.name not in standin_backends():
             native = pytriton_paths()["python_backend"].parent / backend.name / f"libtriton_{backend.name}.so"
             if not native.is_file():

@@ -13,6 +13,7 @@ from tritonsuite.deploy.backends.standin import (DEFAULT_MODEL_FILENAMES, libtor
                                           open_session)
 
 STANDIN_FILE = Path(__file__).with_name("standin.py")
+STOCKCHECKS_FILE = Path(__file__).with_name("stockchecks.py")  # copied beside it: the stock backends' checks
 
 
 class Backend:
@@ -120,8 +121,11 @@ class PyTorchBackend(Backend):
     def parameters(self, config) -> dict[str, str]:
         params = {"INFERENCE_MODE": "true"}
         if config.intra_op_threads:
+            # at::set_num_threads at each model's load: process-wide on a stock server (the last pytorch model
+            # loaded sets it for all), safe to call again. INTER_OP_THREAD_COUNT is never written: the stock backend
+            # calls at::set_num_interop_threads at each load, which throws on its second call in a process and
+            # aborts the server (measured on pytorch_backend r24.10: every TorchScript deployment after the first)
             params["INTRA_OP_THREAD_COUNT"] = str(config.intra_op_threads)
-            params["INTER_OP_THREAD_COUNT"] = "1"
         if config.instance_kind == "KIND_CPU":
             # TorchScript's TensorExpr fuser compiles kernels per input shape; on CPU, with shapes that vary (text
             # lengths, frame counts, batch sizes) it recompiled and ran FastPitch 3-50x slower than eager.
@@ -222,3 +226,12 @@ def backend_for(fmt: str) -> Backend:
 def standin_backends() -> list[str]:
     """Backend names the embedded server provides as python-based stand-ins."""
     return [b.name for b in BACKENDS.values() if b.standin]
+
+
+def native_backends(directory: str | Path | None) -> list[str]:
+    """The backends a user's backend directory holds as shared libraries (``<name>/libtriton_<name>.so``), e.g.
+    ``/opt/tritonserver/backends`` copied from an NGC image or a build of their own."""
+    if not directory:
+        return []
+    root = Path(directory)
+    return sorted(d.name for d in root.iterdir() if (d / f"libtriton_{d.name}.so").is_file() and d.name != "python")

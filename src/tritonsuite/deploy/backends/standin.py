@@ -32,40 +32,22 @@ import os
 
 import numpy as np
 
+if __name__.startswith("tritonsuite."):
+    import tritonsuite.deploy.backends.stockchecks as stockchecks
+else:  # <backend directory>/<name>/model.py in a server's stub, stockchecks.py beside it
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import stockchecks
+
 DEFAULT_MODEL_FILENAMES = {"onnxruntime": "model.onnx", "pytorch": "model.pt"}
 #: the environment variable the embedded launcher names its model repository in (for auto-complete)
 REPOSITORY_ENV = "TRITONSUITE_MODEL_REPOSITORY"
-#: the onnxruntime backend's ``default-max-batch-size`` (what auto-complete gives a model that can batch)
-DEFAULT_MAX_BATCH_SIZE = 4
+onnx_auto_complete = stockchecks.onnx_auto_complete
 #: why a deployment with implicit state does not load here (the stock backends keep it through Triton's state API)
 IMPLICIT_STATE = ("implicit state (sequence_batching state) is kept by the stock onnxruntime, pytorch and tensorrt "
                   "backends through Triton's backend state API (TRITONBACKEND_State*), which a python-based backend "
                   "such as the embedded server's stand-in cannot call: serve it with --server container or remote")
-_ORT_TYPES = {"float": "FP32", "float16": "FP16", "double": "FP64", "bfloat16": "BF16", "bool": "BOOL",
-              "string": "STRING", **{f"{s}int{b}": f"{s.upper()}INT{b}" for s in ("", "u") for b in (8, 16, 32, 64)}}
-
-
-def onnx_auto_complete(path: str, default_max_batch_size: int = DEFAULT_MAX_BATCH_SIZE) -> dict:
-    """What the onnxruntime backend's auto-complete fills in for an ONNX file: its inputs and outputs (Triton data
-    types, dims), ``max_batch_size`` (``default_max_batch_size`` when every input and output has a dynamic first
-    dimension, else 0 with the full shapes) and, for a model that batches, dynamic batching."""
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-
-    def tensors(values):
-        return [(v.name, _ORT_TYPES[v.type[len("tensor("):-1]],
-                 [d if isinstance(d, int) and d >= 0 else -1 for d in v.shape]) for v in values]
-
-    inputs, outputs = tensors(session.get_inputs()), tensors(session.get_outputs())
-    batching = all(dims and dims[0] == -1 for _, _, dims in inputs + outputs)
-    written = [[{"name": n, "data_type": f"TYPE_{t}", "dims": d[1:] if batching else d} for n, t, d in found]
-               for found in (inputs, outputs)]
-    completed = {"max_batch_size": default_max_batch_size if batching else 0, "input": written[0],
-                 "output": written[1]}
-    if batching and default_max_batch_size > 1:
-        completed["dynamic_batching"] = {}
-    return completed
 _TRUE = ("1", "true", "yes", "on")
 
 #: nvidia-pytriton's python-backend stub is built against numpy 1 (the wheel pins numpy<2): under numpy 2 a tensor
@@ -151,12 +133,20 @@ class OnnxRuntimeSession:
             raise RuntimeError("onnxruntime's TensorRT execution provider did not load (TensorRT's libraries are "
                                "missing: pip install tensorrt --extra-index-url https://pypi.nvidia.com)")
         self.output_names = [t["name"] for t in config["output"]]
-        # the ONNX exporter drops inputs a graph never reads (placeholders of a fixed signature); the configuration
-        # still declares them, and the stock backend accepts them without feeding them
+        # the graph's inputs: the configured ones and the sequence batcher's control tensors, which the stock
+        # backend hands to the model as inputs (an optional input a request left out is not fed)
         self._feeds = [i.name for i in self._session.get_inputs()]
 
+    def check(self, config: dict) -> None:
+        """Refuse, in the stock backend's words, a configuration onnxruntime_backend refuses for this graph."""
+        s = self._session
+        stockchecks.check_onnx(config, stockchecks.onnx_tensors(s.get_inputs()),
+                               stockchecks.onnx_tensors(s.get_outputs()),
+                               stockchecks.onnx_tensors(s.get_overridable_initializers()))
+
     def __call__(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        outputs = self._session.run(self.output_names, {n: _ort_strings(inputs[n]) for n in self._feeds})
+        outputs = self._session.run(self.output_names,
+                                    {n: _ort_strings(inputs[n]) for n in self._feeds if n in inputs})
         return {n: _triton_bytes(v) for n, v in zip(self.output_names, outputs)}
 
 
@@ -177,18 +167,12 @@ def _triton_bytes(array: np.ndarray) -> np.ndarray:
                     dtype=object).reshape(array.shape)
 
 
-def _convention_index(name: str) -> int | None:
-    """``<name>__<index>`` -> index, as pytorch_backend parses it (after the first ``__``), else None."""
-    head, sep, tail = name.partition("__")
-    return int(tail) if sep and tail.isdigit() else None
-
-
 def libtorch_input_binding(config_names: list[str], forward_arguments: list[str]) -> dict[str, int]:
     """Which ``forward`` argument each configured input feeds, by pytorch_backend's rules: every name is a
     ``forward`` argument -> by name; else every name is ``<name>__<index>`` -> by index; else config order."""
     if all(n in forward_arguments for n in config_names):
         return {n: forward_arguments.index(n) for n in config_names}
-    indices = [_convention_index(n) for n in config_names]
+    indices = [stockchecks.convention_index(n) for n in config_names]
     if all(i is not None for i in indices):
         return dict(zip(config_names, indices))
     return {n: i for i, n in enumerate(config_names)}
@@ -197,7 +181,7 @@ def libtorch_input_binding(config_names: list[str], forward_arguments: list[str]
 def libtorch_output_binding(config_names: list[str]) -> dict[str, int]:
     """Which element of the ``forward`` result each configured output is: by ``<name>__<index>``, else config
     order."""
-    indices = [_convention_index(n) for n in config_names]
+    indices = [stockchecks.convention_index(n) for n in config_names]
     if all(i is not None for i in indices):
         return dict(zip(config_names, indices))
     return {n: i for i, n in enumerate(config_names)}
@@ -214,6 +198,7 @@ class LibTorchSession:
         if _int(params, "INTRA_OP_THREAD_COUNT", 0) > 0:
             torch.set_num_threads(_int(params, "INTRA_OP_THREAD_COUNT", 0))
         if _int(params, "INTER_OP_THREAD_COUNT", 0) > 0:
+            stockchecks.claim_interop_threads(config.get("name", "?"))  # refused after another model set it
             try:
                 torch.set_num_interop_threads(_int(params, "INTER_OP_THREAD_COUNT", 0))
             except RuntimeError:
@@ -228,14 +213,28 @@ class LibTorchSession:
         self._inference_mode = _flag(params, "INFERENCE_MODE") is not False
         self._torch, self._device = torch, device
         self._module = torch.jit.load(path, map_location=device).eval()
-        arguments = [a.name for a in self._module.forward.schema.arguments[1:]]
+        self._arguments = [(a.name, a.type.kind().replace("Type", "") if a.type.kind() in
+                            ("TensorType", "ListType", "DictType") else str(a.type))
+                           for a in self._module.forward.schema.arguments[1:]]
+        arguments = [a for a, _ in self._arguments]
         inputs = [t["name"] for t in config["input"]]
-        if len(inputs) != len(arguments):
+        # the sequence batcher's control tensors are forward arguments too, each at its <name>__<index>
+        controls = {n: stockchecks.convention_index(n) for _, n, _ in stockchecks.control_inputs(config)}
+        if len(inputs) + len(controls) != len(arguments):
             raise ValueError(f"the model's forward takes {len(arguments)} inputs ({', '.join(arguments)}), the "
-                             f"configuration declares {len(inputs)} ({', '.join(inputs)})")
-        binding = libtorch_input_binding(inputs, arguments)
-        self._argument_order = sorted(binding, key=binding.get)
+                             f"configuration declares {len(inputs) + len(controls)} "
+                             f"({', '.join(inputs + list(controls))})")
+        binding = {**libtorch_input_binding(inputs, arguments), **controls}
+        self._argument_order = sorted(binding, key=lambda n: -1 if binding[n] is None else binding[n])
         self._outputs = libtorch_output_binding([t["name"] for t in config["output"]])
+        self._types = {t["name"]: t["data_type"] for t in config["output"]}
+        self._strict = False
+
+    def check(self, config: dict) -> None:
+        """Refuse, in the stock backend's words, a configuration pytorch_backend refuses for this module; its
+        outputs are then checked as the stock backend checks them after ``forward``."""
+        stockchecks.check_libtorch(config, self._arguments)
+        self._strict = True
 
     def __call__(self, inputs: dict[str, np.ndarray], on_device: bool = False) -> dict:
         """Outputs as numpy arrays, or with ``on_device`` as torch tensors where the model left them (a GPU)."""
@@ -246,9 +245,19 @@ class LibTorchSession:
             result = self._module(*args)
             if not isinstance(result, (tuple, list)):
                 result = (result,)
+            if self._strict:
+                for n, i in self._outputs.items():
+                    stockchecks.check_libtorch_output(n, self._types[n], _TORCH_TYPES.get(str(result[i].dtype),
+                                                                                            "TYPE_INVALID"),
+                                                      result[i].dim())
             if on_device:
                 return {n: result[i].detach() for n, i in self._outputs.items()}
             return {n: _numpy_array(torch, result[i]) for n, i in self._outputs.items()}
+
+
+_TORCH_TYPES = {"torch.bool": "TYPE_BOOL", "torch.uint8": "TYPE_UINT8", "torch.int8": "TYPE_INT8",
+                "torch.int16": "TYPE_INT16", "torch.int32": "TYPE_INT32", "torch.int64": "TYPE_INT64",
+                "torch.float16": "TYPE_FP16", "torch.float32": "TYPE_FP32", "torch.float64": "TYPE_FP64"}
 
 
 def _torch_tensor(torch, array: np.ndarray):
@@ -320,9 +329,12 @@ class TritonPythonModel:
         if args.get("model_instance_kind") == "GPU":
             device = f"cuda:{args.get('model_instance_device_id', 0)}"
         self.session = open_session(backend, path, config, device)
+        self.session.check(config)  # what the stock backend refuses at load is refused here, in its words
         self.gpu_outputs = device.startswith("cuda") and isinstance(self.session, LibTorchSession)
         self.batching = int(config.get("max_batch_size", 0)) > 0
-        self.input_names = [t["name"] for t in config["input"]]
+        # the configured inputs a request carries, and the control tensors the sequence batcher added to it
+        self.input_names = [t["name"] for t in config["input"]] + [
+            n for _, n, _ in stockchecks.control_inputs(config)]
         self.bf16_inputs = {t["name"] for t in config["input"] if t["data_type"] == "TYPE_BF16"}
         self.bytes_inputs = {t["name"] for t in config["input"] if t["data_type"] == "TYPE_STRING"}
         self.outputs = [(t["name"], t["data_type"]) for t in config["output"]]
@@ -331,12 +343,12 @@ class TritonPythonModel:
         import triton_python_backend_utils as pb_utils
 
         try:
-            arrays = [{n: self._array(pb_utils.get_input_tensor_by_name(r, n), n) for n in self.input_names}
-                      for r in requests]
+            arrays = [{n: self._array(t, n) for n in self.input_names
+                       for t in [pb_utils.get_input_tensor_by_name(r, n)] if t is not None} for r in requests]
             run = (lambda a: self.session(a, on_device=True)) if self.gpu_outputs else self.session
             if self.batching and len(arrays) > 1:
                 sizes = [len(a[self.input_names[0]]) for a in arrays]
-                merged = run({n: np.concatenate([a[n] for a in arrays]) for n in self.input_names})
+                merged = run({n: np.concatenate([a[n] for a in arrays]) for n in arrays[0]})
                 starts = np.cumsum([0] + sizes)
                 results = [{n: v[starts[i]:starts[i + 1]] for n, v in merged.items()} for i in range(len(sizes))]
             else:

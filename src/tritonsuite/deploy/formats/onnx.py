@@ -50,10 +50,38 @@ class OnnxFormat(Format):
             torch.onnx.export(module, example, str(path), input_names=[t.name for t in spec.inputs],
                               output_names=[t.name for t in spec.outputs], dynamic_axes=dynamic_axes,
                               opset_version=ONNX_OPSET, dynamo=False)
+        keep_declared_inputs(path, spec.inputs)
         if precision == "mixed":
             to_float16(path, MIXED_OP_BLOCK_LIST)
         elif precision == "fp16":
             to_float16(path)
+
+
+def keep_declared_inputs(path: Path, inputs) -> None:
+    """Give the graph back every declared input the exporter dropped (it keeps only those the graph reads: TFT's
+    placeholders of its fixed eight-tensor signature). The stock onnxruntime backend refuses a configuration whose
+    input count differs from the model's ("configuration expects 8 inputs, model provides 3"), so the graph takes the
+    whole signature, in the declared order, and ignores what it never reads, as the TorchScript artifacts do."""
+    import onnx
+
+    model = onnx.load(str(path))
+    present = {i.name: i for i in model.graph.input}
+    if all(t.name in present for t in inputs):
+        return
+    from tritonsuite.spec import numpy_dtype
+
+    declared = []
+    for t in inputs:
+        if t.name in present:
+            declared.append(present.pop(t.name))
+            continue
+        shape = ["batch"] + [d if d >= 0 else f"{t.name}_dim{axis}" for axis, d in enumerate(t.shape, start=1)]
+        elem = onnx.helper.np_dtype_to_tensor_dtype(numpy_dtype(t.dtype))
+        declared.append(onnx.helper.make_tensor_value_info(t.name, elem, shape))
+    rest = list(present.values())  # initializers listed as inputs, if any: after the declared ones
+    del model.graph.input[:]
+    model.graph.input.extend(declared + rest)
+    onnx.save(model, str(path))
 
 
 def to_float16(path: Path, block_list: tuple[str, ...] = ()) -> None:
