@@ -16,6 +16,11 @@ from tests.helpers import ROOT, run_pytest
     (["--batch-sizes", "64"], "--batch-sizes [64] exceed bert's max batch size 4"),
     (["--server", "remote"], "--server remote needs --triton-url host:port"),
     (["--server", "remote", "--triton-url", "grpc://127.0.0.1"], "is not an HTTP host:port"),
+    (["--server", "remote", "--triton-url", "127.0.0.1:9", "--triton-grpc-url", "127.0.0.1"],
+     "--triton-grpc-url '127.0.0.1' is not a gRPC host:port (e.g. 127.0.0.1:8001)"),
+    (["--triton-grpc-url", "127.0.0.1:8001"], "--triton-grpc-url applies to --server remote, not --server embedded"),
+    (["--triton-metrics-url", "127.0.0.1:8002"], "--triton-metrics-url applies to --server remote, not --server "
+                                                 "embedded"),
     (["--window-ms", "-5"], "window_ms -5.0: expected a number >= 0"),
     (["--max-trials", "1"], "max_trials 1: expected an integer >= 3"),
     (["--profiles-dir", "/nonexistent/profiles"], "--profiles-dir /nonexistent/profiles: no such directory"),

@@ -71,6 +71,13 @@ def test_closed_and_open_loop(server, model, protocol):
     assert opened.meta["sequences"]["sequences_started"] == opened.meta["sequences"]["sequences_ended"] > 0
 
 
+def test_the_engine_refuses_a_sequence_point_of_batch_2_before_sending_it(server):
+    desc = describe(server.model_config("seq_direct"))
+    with pytest.raises(ValueError, match="seq_direct at batch 2: Triton's sequence batcher takes batch 1 per request"):
+        measure(server, "seq_direct", {"INPUT": np.ones((2, 1), np.int32)}, desc.outputs, LoadPoint(2, 1), FAST,
+                description=desc)
+
+
 def _sequences(count=6, seed=0):
     rng = np.random.default_rng(seed)
     return [[{"INPUT": rng.integers(1, 50, (1, 1)).astype(np.int32)} for _ in range(int(rng.integers(3, 9)))]
@@ -106,3 +113,21 @@ def test_conformance_identity_sends_a_sequence_and_skips_the_stateless_checks(se
     assert identity.evidence["answers"] == {1: "answered (a sequence of one request)"}
     refusals = run_check(target, "refusals")
     assert refusals.verdict == "skipped" and "sequence id and START/END" in refusals.reason
+
+
+def test_an_offline_sweep_sends_a_sequence_model_batch_1_only(tmp_path):
+    """Triton's sequence batcher refuses a request of batch > 1 (on any server): the sweep of a user's sequence
+    model (default batch sizes 1 and its max_batch_size 8) measures batch 1 and skips batch 8 saying why."""
+    from tests.helpers import raw_rows, run_pytest
+
+    repo = tmp_path / "repo"
+    sequence_model(repo, "seq_direct", "direct")
+    profile = ("device: cpu\ngpu: none (CPU only)\nmeasurement: {window_ms: 300, min_requests_per_window: 5, "
+               "stability_percentage: 100, max_trials: 6, warmup_ms: 200, client_bound_percent: 1000}\n")
+    result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "-m", "offline", "-rs",
+                         "--sequence-length", "4", "-p", "no:warnings"], tmp_path, profile=profile, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed, 1 skipped" in result.stdout, result.stdout
+    assert "batch 8: Triton's sequence batcher takes batch 1 per request" in result.stdout, result.stdout
+    rows = raw_rows(tmp_path / "reports", "offline")
+    assert [(r["batch"], r["status"]) for r in rows] == [(1, "OK")], [(r["batch"], r["reasons"]) for r in rows]

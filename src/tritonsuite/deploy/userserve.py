@@ -141,7 +141,9 @@ def serve(spec: ModelSpec, repository_dir: str | Path, skip=()) -> dict[str, Pat
 
 def load(spec: ModelSpec, server, repository_dir: str | Path, served: dict) -> Path:
     """Serve (:func:`serve`) and load a user's deployment on ``server`` once per directory (every version at once;
-    an ensemble loads its steps with it); ``served`` ({user directory: copy}) is the run's record of what is.
+    an ensemble loads its steps with it: a server that reads the run's repository polls them from there, a remote
+    one is sent each before it, leaves first, by :meth:`~tritonsuite.server.RemoteServer.load`); ``served`` ({user
+    directory: copy}) is the run's record of what is.
     A deployment shipped without config.pbtxt is checked against the configuration the server auto-completed, read
     back from it (as Model Analyzer does): the tensors the run drives must be the ones the server serves."""
     served.update(copied := serve(spec, repository_dir, skip=served))

@@ -148,11 +148,17 @@ def composing_models(deployment, bls_composing: Mapping[str, Sequence[str]]) -> 
 def kind_point(point, description):
     """A load point as a deployment's kind needs it, and notes: one per kind that changes how the point is measured
     (a reason for the row, or "" when the kind only turns accuracy probes off: its accuracy is judged by whole
-    sequences of requests and responses instead)."""
+    sequences of requests and responses instead). A point the kind cannot take raises ExportUnsupported (the case
+    skips with the reason): a sequence model at batch > 1, which Triton's sequence batcher refuses."""
     from dataclasses import replace
 
     if description is None or not (description.sequence or description.decoupled):
         return point, []
+    if description.sequence and point.batch_size > 1:  # refused by Triton itself, on any server: skipped, not sent
+        from tritonsuite.deploy.export import ExportUnsupported
+        from tritonsuite.load.sequences import BATCH_ONE
+
+        raise ExportUnsupported(f"{description.name} at batch {point.batch_size}: {BATCH_ONE}")
     notes = [""]
     if description.decoupled:  # a gRPC stream, for the engine and perf_analyzer (--streaming -i grpc) alike
         if point.shared_memory:

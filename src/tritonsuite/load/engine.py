@@ -45,7 +45,7 @@ from tritonsuite.description import ModelDescription
 from tritonsuite.load.client import SharedMemoryRegions
 from tritonsuite.load.generator import LoadGenerator, Progress, StopEarly, arrival_gaps, run_together
 from tritonsuite.load.http import prepare_request
-from tritonsuite.load.sequences import SequenceSettings
+from tritonsuite.load.sequences import BATCH_ONE, SequenceSettings
 from tritonsuite.load.point import LoadPoint, Measurement, MeasurementError
 from tritonsuite.load.telemetry import GpuSampler
 from tritonsuite.load.windows import LATENCY_SAMPLES, schedule_tolerance_ms, summarise
@@ -242,3 +242,5 @@ def _check(t: Traffic) -> None:
                          f"of requests and responses (load.sequences, load.streams), not by probes")
     if _decoupled(t) and point.shared_memory:
         raise ValueError(f"{t.model} is decoupled: its responses come over a gRPC stream, not through shared memory")
+    if description is not None and description.sequence and point.batch_size > 1:
+        raise ValueError(f"{t.model} at batch {point.batch_size}: {BATCH_ONE}")

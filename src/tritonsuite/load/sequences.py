@@ -30,6 +30,9 @@ import numpy as np
 from tritonsuite.load.http import PreparedRequest
 
 DEFAULT_LENGTH = 20
+#: why a sequence model is sent batch 1 alone: Triton refuses more, on any server ("inference request to model ...
+#: must specify batch-size 1 due to requirements of sequence batcher")
+BATCH_ONE = "Triton's sequence batcher takes batch 1 per request"
 DEFAULT_VARIATION = 20.0
 
 

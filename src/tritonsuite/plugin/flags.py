@@ -36,6 +36,10 @@ def add_options(parser) -> None:
     group.addoption("--gpus", default="", help="--server container: GPUs for the container: all, none or device "
                     "ids 0,1 (default: all for a GPU profile, none otherwise)")
     group.addoption("--triton-url", default="", help="host:port of a remote server's HTTP endpoint")
+    group.addoption("--triton-grpc-url", default="", metavar="HOST:PORT", help="--server remote: host:port of its "
+                    "gRPC endpoint (for --protocol grpc and decoupled models' streams; not known otherwise)")
+    group.addoption("--triton-metrics-url", default="", metavar="HOST:PORT", help="--server remote: host:port of its "
+                    "metrics endpoint (the conformance counters check reads it; skipped otherwise)")
     group.addoption("--backend-directory", default=None, metavar="DIR", help="--server embedded or container: "
                     "serve with the backends DIR holds (<name>/libtriton_<name>.so, e.g. an NGC image's "
                     "/opt/tritonserver/backends); the python-based stand-ins serve only what DIR lacks")

@@ -26,6 +26,8 @@ __all__ = ["LAUNCHERS", "LOOPBACK", "SHM_PREFIX", "ContainerServer", "EmbeddedSe
 
 def make_server(kind: str, *, model_repository: str | Path, log_dir: str | Path, triton_url: str = "",
                 **options) -> TritonServer:
+    """The launcher ``kind`` built from the common settings and its own ``options`` (container: image, gpus,
+    run_id; remote: triton_grpc_url, triton_metrics_url)."""
     if kind not in LAUNCHERS:
         raise ValueError(f"unknown server {kind!r}; valid choices: {', '.join(LAUNCHERS)}")
     return LAUNCHERS[kind].create(model_repository=model_repository, log_dir=log_dir, triton_url=triton_url,

@@ -1,11 +1,58 @@
-"""The remote launcher: a stock Triton someone else runs, reached at ``--triton-url host:port`` (HTTP)."""
+"""The remote launcher: a stock Triton someone else runs, reached at ``--triton-url host:port`` (HTTP), its gRPC
+endpoint at ``--triton-grpc-url`` and its metrics at ``--triton-metrics-url`` where they are given."""
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from tritonsuite.server.base import ServerError, TritonServer
+
+#: What Triton 2.51 answers when an ensemble is loaded whose composing models are in none of its repositories
+FAILED_POLL = "failed to poll from model repository"
+#: The file an empty version directory (an ensemble's) travels as: the load request carries files, not directories
+EMPTY_VERSION_FILE = ".keep"
+
+
+def host_port(option: str, value: str, what: str, schemes: tuple[str, ...], example: str,
+              paths: tuple[str, ...] = ("", "/")) -> str:
+    """``host:port`` from an option's value (a URL of one of ``schemes`` too); one line naming the option, the
+    value and an example when it is not one."""
+    parts = urlsplit(value if "//" in value else f"//{value}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme not in schemes or not parts.hostname or not port or parts.path not in paths:
+        raise ServerError(f"{option} {value!r} is not {what} host:port (e.g. {example})")
+    return f"{parts.hostname}:{port}"
+
+
+def remote_problem(url: str, grpc_url: str = "", metrics_url: str = "", timeout_s: float = 5.0) -> str:
+    """Why a remote server cannot be used, in one line naming the value ("" when it can): ``url`` must answer as a
+    live Triton (each request bounded by ``timeout_s``), the gRPC and metrics addresses, where given, be host:port."""
+    import urllib.error
+    import urllib.request
+
+    if not url:
+        return "--server remote needs --triton-url host:port"
+    try:
+        host = RemoteServer(url, grpc_url=grpc_url, metrics_url=metrics_url).http_url
+    except ServerError as exc:
+        return str(exc)
+    try:
+        with urllib.request.urlopen(f"http://{host}/v2", timeout=timeout_s) as response:
+            metadata = json.loads(response.read() or b"{}")
+        with urllib.request.urlopen(f"http://{host}/v2/health/live", timeout=timeout_s) as response:
+            live = response.status == 200
+    except (urllib.error.HTTPError, ValueError) as exc:
+        return f"--triton-url {url}: answers HTTP but is not a Triton server ({exc})"
+    except (urllib.error.URLError, OSError) as exc:
+        return f"--triton-url {url}: not reachable within {timeout_s:g} s ({getattr(exc, 'reason', exc)})"
+    if not isinstance(metadata, dict) or metadata.get("name") != "triton" and "version" not in metadata:
+        return f"--triton-url {url}: answers HTTP but is not a Triton server (no server metadata at /v2)"
+    return "" if live else f"--triton-url {url}: Triton answers but is not live"
 
 
 class RemoteServer(TritonServer):
@@ -15,22 +62,41 @@ class RemoteServer(TritonServer):
     server does not need to see this host's model repository. They are stock deployments (platform, tensors,
     instance group, batching, the backend's own parameters and the model file): the server needs nothing of
     tritonsuite, only the stock backends (onnxruntime, pytorch) every NGC Triton image ships.
+
+    An ensemble's composing models (nested ensembles' included) are uploaded before it, each with its own config
+    and files from beside it in the same repository, leaves first: Triton would poll them from its own repository,
+    which need not hold them. The gRPC endpoint (``--protocol grpc``, decoupled models' streams) and the metrics
+    endpoint are the operator's ports: known only where they are given.
     """
 
     name = "remote"
 
     @classmethod
-    def create(cls, *, triton_url: str = "", **_options) -> "RemoteServer":
-        return cls(triton_url)
+    def create(cls, *, triton_url: str = "", triton_grpc_url: str = "", triton_metrics_url: str = "",
+               **_options) -> "RemoteServer":
+        return cls(triton_url, grpc_url=triton_grpc_url, metrics_url=triton_metrics_url)
 
-    def __init__(self, url: str, timeout: float = 10.0):
+    def __init__(self, url: str, timeout: float = 10.0, grpc_url: str = "", metrics_url: str = ""):
         if not url:
             raise ServerError("--server remote needs --triton-url host:port")
-        parts = urlsplit(url if "//" in url else f"http://{url}")
-        if parts.scheme not in ("http", "") or not parts.hostname or not parts.port:
-            raise ServerError(f"--triton-url {url!r} is not an HTTP host:port (e.g. 127.0.0.1:8000)")
-        self.http_url = f"{parts.hostname}:{parts.port}"
+        self.http_url = host_port("--triton-url", url, "an HTTP", ("http", ""), "127.0.0.1:8000")
+        self._grpc_url = host_port("--triton-grpc-url", grpc_url, "a gRPC", ("grpc", ""),
+                                   "127.0.0.1:8001") if grpc_url else ""
+        self._metrics_url = host_port("--triton-metrics-url", metrics_url, "a metrics", ("http", ""),
+                                      "127.0.0.1:8002", ("", "/", "/metrics")) if metrics_url else ""
         self.timeout = timeout
+        self._uploaded: dict[str, str] = {}  # model name -> sha256 of what this session uploaded for it
+
+    @property
+    def grpc_url(self) -> str:
+        if not self._grpc_url:
+            raise ValueError(f"{self.describe()}: its gRPC address is not known; give it with --triton-grpc-url "
+                             f"host:port (else valid choices here: --protocol http, and no decoupled model)")
+        return self._grpc_url
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{self._metrics_url}/metrics" if self._metrics_url else ""
 
     @property
     def local(self) -> bool:
@@ -59,11 +125,60 @@ class RemoteServer(TritonServer):
         finally:
             client.close()
 
+    def load(self, deployment_dir: str | Path) -> str:
+        """Upload and load a deployment; an ensemble's composing models first (:meth:`_load_composing`)."""
+        deployment_dir = Path(deployment_dir)
+        self._load_composing(deployment_dir, {deployment_dir.name})
+        return super().load(deployment_dir)
+
+    def _load_composing(self, ensemble_dir: Path, visiting: set[str]) -> None:
+        """Upload every composing model of an ensemble that lies beside it (its own composing models first), unless
+        this session already uploaded the same config and files and the model is still ready. One that is not
+        beside it is left to the server's own repository (Triton polls it there when the ensemble loads)."""
+        for step in _step_models(ensemble_dir):
+            source = ensemble_dir.parent / step
+            if step in visiting or not source.is_dir():
+                continue  # a cycle (Triton refuses it when the ensemble loads), or the server's own model
+            self._load_composing(source, visiting | {step})
+            if self._uploaded.get(step) == _digest(self._load_arguments(source)) and self._ready(step):
+                continue
+            super().load(source)
+
+    def _ready(self, name: str) -> bool:
+        client = self.client(timeout=self.timeout)
+        try:
+            return bool(client.is_model_ready(name))
+        except Exception:
+            return False
+        finally:
+            client.close()
+
+    def _loaded(self, name: str, arguments: dict) -> None:
+        self._uploaded[name] = _digest(arguments)
+
+    def _loaded_anyway(self, client, name: str, arguments: dict, message: str) -> bool:
+        """Triton 2.51 answers an uploaded ensemble's load with "failed to poll from model repository": loading an
+        ensemble polls its composing models by name in the server's own repositories (ModelRepositoryManager::
+        PollModels), and an uploaded one is in none. The ensemble loads all the same, on the composing models
+        already served. Accepted only for an ensemble that is ready afterwards with the steps just uploaded."""
+        uploaded = json.loads(arguments.get("config") or "{}").get("ensemble_scheduling", {}).get("step", [])
+        if FAILED_POLL not in message or not uploaded:
+            return False
+        try:
+            served = client.get_model_config(name).get("ensemble_scheduling", {}).get("step", [])
+            ready = client.is_model_ready(name)
+        except Exception:
+            return False
+        return ready and len(served) == len(uploaded) and all(
+            _plain({k: s.get(k) for k in u}) == _plain(u) for u, s in zip(uploaded, served))
+
     def _load_arguments(self, deployment_dir: Path) -> dict:
         from tritonsuite.deploy.repository import config_json, read_config
 
         files = {f"file:{p.relative_to(deployment_dir)}": p.read_bytes()
                  for p in sorted(deployment_dir.rglob("*")) if p.is_file() and p.name != "config.pbtxt"}
+        files.update({f"file:{p.name}/{EMPTY_VERSION_FILE}": b"" for p in sorted(deployment_dir.iterdir())
+                      if p.is_dir() and p.name.isdigit() and not any(q.is_file() for q in p.rglob("*"))})
         if not (deployment_dir / "config.pbtxt").is_file():  # shipped without one: the server auto-completes it
             # (Triton takes uploaded files only with a config: the platform alone, as it would infer from the name)
             return {"config": json.dumps({"name": deployment_dir.name, "platform": "onnxruntime_onnx"}),
@@ -71,3 +186,28 @@ class RemoteServer(TritonServer):
         return {"config": json.dumps(config_json(read_config(deployment_dir))), "files": files}
 
 
+def _step_models(deployment_dir: Path) -> list[str]:
+    """The models an ensemble's steps name, each once, in step order (none for any other deployment)."""
+    from tritonsuite.deploy.repository import config_of
+
+    if not (deployment_dir / "config.pbtxt").is_file():
+        return []
+    steps = config_of(deployment_dir).get("ensemble_scheduling", {}).get("step", [])
+    return list(dict.fromkeys(s["model_name"] for s in steps if s.get("model_name")))
+
+
+def _digest(arguments: dict) -> str:
+    h = hashlib.sha256(arguments.get("config", "").encode())
+    for key, content in sorted(arguments.get("files", {}).items()):
+        h.update(key.encode() + b"\0" + hashlib.sha256(content).digest())
+    return h.hexdigest()
+
+
+def _plain(value):
+    """JSON of a configuration with every scalar as text (protobuf's JSON writes int64 as a string, Triton's as a
+    number) and empty values left out (each side leaves different defaults out)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if v not in (None, "", [], {})}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return str(value).lower() if isinstance(value, bool) else str(value)

@@ -3,7 +3,7 @@
 perf_analyzer and Model Analyzer measure a deployment; Model Navigator validates a model before it is deployed.
 These checks take a *running* server and a deployment's repository directory (its ``config.pbtxt``, read with
 Triton's protobuf into a :class:`~tritonsuite.description.ModelDescription`: what is declared) and compare with what
-the server shows (metadata, configuration, repository index, the statistics extension, Prometheus metrics, answers):
+the server shows (metadata, configuration, the statistics extension, Prometheus metrics, answers):
 
 - ``identity``: platform/backend, tensors, dtypes, dims and max batch size as served; READY versions exactly those
   the version policy selects from the version directories, each answering with the declared outputs;

@@ -58,7 +58,8 @@ def check_counters(target: Target) -> CheckResult:
                 "statistics": {k: s.get(k, 0) for k in ("success_count", "fail_count", "inference_count",
                                                         "execution_count", "cache_hit_count")}
                 | {"batch_stats": s["batch_stats"]},
-                "metrics": m if m is not None else "not known (remote server: its metrics port is the operator's)"}
+                "metrics": m if m is not None else ("not known (remote server: its metrics port is the operator's; "
+                                                    "--triton-metrics-url gives it)")}
     observed = (f"statistics: success {s.get('success_count', 0)}, fail {s.get('fail_count', 0)}, inferences "
                 f"{s.get('inference_count', 0)}, executions {s.get('execution_count', 0)}"
                 + ("" if m is None else f"; metrics: success {m['nv_inference_request_success']:g}, failure "

@@ -22,6 +22,13 @@ def _versions_on_disk(target: Target) -> list[int]:
     return sorted(int(p.name) for p in target.directory.iterdir() if p.is_dir() and p.name.isdigit())
 
 
+def _served_versions(metadata: dict) -> list[int]:
+    """The versions the server serves, from the model's own metadata (``versions``: its READY versions). Not the
+    repository index: it lists the server's own repository only, and a model uploaded with the load request (a
+    remote server with an empty repository) is in none."""
+    return sorted(int(v) for v in metadata.get("versions", ()) if str(v).isdigit())
+
+
 def _fits(shape, dims, batching: bool) -> bool:
     """Whether an answered output shape fits the declared dims (a batch dim first when the model batches)."""
     expected = ([-1] if batching else []) + list(dims)
@@ -57,7 +64,6 @@ def check_identity(target: Target) -> CheckResult:
     conn = target.server.client(timeout=30)
     try:
         metadata = conn.get_model_metadata(target.name)
-        index = conn.get_model_repository_index()
     finally:
         conn.close()
     meta_inputs = {t["name"]: (t["datatype"], t["shape"]) for t in metadata.get("inputs", [])}
@@ -69,8 +75,7 @@ def check_identity(target: Target) -> CheckResult:
             problems.append(f"metadata: input {t.name} shape {meta_inputs[t.name][1]}, declared {shape}")
     on_disk = _versions_on_disk(target)
     selected = list(declared.version_policy.served(on_disk))
-    ready = sorted(int(m["version"]) for m in index if m.get("name") == target.name and m.get("state") == "READY"
-                   and str(m.get("version", "")).isdigit())
+    ready = _served_versions(metadata)
     if ready != selected:
         problems.append(f"READY versions {ready}, but version policy {declared.version_policy.describe()} selects "
                         f"{selected} of the version directories {on_disk}")
