@@ -21,6 +21,11 @@ from tests.helpers import ROOT, run_pytest
     (["--triton-grpc-url", "127.0.0.1:8001"], "--triton-grpc-url applies to --server remote, not --server embedded"),
     (["--triton-metrics-url", "127.0.0.1:8002"], "--triton-metrics-url applies to --server remote, not --server "
                                                  "embedded"),
+    (["--backend-directory", "/nonexistent/backends"], "--backend-directory /nonexistent/backends: no such directory"),
+    (["--backend-directory", "/tmp"], "--backend-directory /tmp: holds no backend library; expected "
+                                      "<name>/libtriton_<name>.so"),
+    (["--server", "remote", "--triton-url", "127.0.0.1:9", "--backend-directory", "/tmp"],
+     "--backend-directory applies to --server embedded or container"),
     (["--window-ms", "-5"], "window_ms -5.0: expected a number >= 0"),
     (["--max-trials", "1"], "max_trials 1: expected an integer >= 3"),
     (["--profiles-dir", "/nonexistent/profiles"], "--profiles-dir /nonexistent/profiles: no such directory"),

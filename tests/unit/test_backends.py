@@ -143,3 +143,27 @@ def test_a_chained_format_is_built_from_its_source_formats_artifact(tmp_path, mo
     source = export(spec, "onnx", "fp32", tmp_path)
     assert source.cached and received == [source.path]  # the source was exported (and verified) first, once
     assert chained.path.read_bytes() == source.path.read_bytes() and chained.max_abs_error["OUTPUT__0"] == 0
+
+
+def test_a_backend_directory_serves_the_users_libraries_and_stand_ins_for_the_rest(tmp_path):
+    """--backend-directory: each <name>/libtriton_<name>.so DIR holds is linked (its own libraries beside it load
+    through $ORIGIN); every other stock backend gets its stand-in and the stock checks beside it."""
+    import shutil
+
+    from tritonsuite.deploy.backends import native_backends
+    from tritonsuite.server.embedded import backend_directory, pytriton_paths
+
+    user = tmp_path / "backends"
+    (user / "onnxruntime").mkdir(parents=True)
+    (user / "onnxruntime" / "libtriton_onnxruntime.so").write_bytes(b"")
+    (user / "python").mkdir()
+    (user / "python" / "libtriton_python.so").write_bytes(b"")  # the wheel's python backend is kept: its stub fits
+    (user / "notes").mkdir()
+    assert native_backends(user) == ["onnxruntime"] and native_backends(None) == []
+    made = backend_directory(pytriton_paths(), user)
+    try:
+        assert (made / "onnxruntime").is_symlink() and (made / "onnxruntime").resolve() == (user / "onnxruntime")
+        assert sorted(p.name for p in (made / "pytorch").iterdir()) == ["model.py", "stockchecks.py"]
+        assert not (made / "python").is_symlink() and (made / "python" / "triton_python_backend_stub").is_file()
+    finally:
+        shutil.rmtree(made)
