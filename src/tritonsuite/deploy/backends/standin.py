@@ -357,8 +357,11 @@ class TritonPythonModel:
                                                                     for n, dtype in self.outputs])
                          for out in results]
         except Exception as exc:  # every request of the execution gets the error; the stub lives on
-            error = pb_utils.TritonError(f"{type(exc).__name__}: {exc}")
-            return [pb_utils.InferenceResponse(output_tensors=[], error=error) for _ in requests]
+            # one TritonError per response: the python backend 2.51 frees each response's error with it, and one
+            # error object shared by the responses of a batch crashed the server (Signal 11 in libtriton_python.so)
+            message = f"{type(exc).__name__}: {exc}"
+            return [pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(message))
+                    for _ in requests]
         return responses
 
     def _array(self, tensor, name: str) -> np.ndarray:
