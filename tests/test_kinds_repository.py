@@ -61,7 +61,8 @@ def test_labels_policies_batchless_strings_and_dtypes_run_offline_online_and_acc
     strings = tmp_path / "strings.json"
     strings.write_text(json.dumps(STRINGS))
     # not bf16: pytorch_backend r24.10 refuses BF16 tensors at load, and so does the stand-in (test_stock_strict)
-    models = "labels_specific,latest_two:2,latest_two:3,batchless,strings,dtypes,no_config"
+    # a bare name runs every version its policy serves: latest_two is latest_two:2 and latest_two:3
+    models = "labels_specific,latest_two,batchless,strings,dtypes,no_config"
     result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "--input-data", f"strings={strings}",
                          "-m", "offline or online or accuracy", "--models", models, "--batch-sizes", "1,2",
                          "--concurrency", "2", "-p", "no:warnings"], tmp_path, profile=PROFILE)
@@ -76,7 +77,7 @@ def test_labels_policies_batchless_strings_and_dtypes_run_offline_online_and_acc
     assert not (served / "labels_specific" / "2").exists() and not (served / "latest_two" / "1").exists()
     rows = raw_rows(tmp_path / "reports")
     assert all(r["status"] == "OK" for r in rows), [(r["deployment"], r["reasons"]) for r in rows if r["status"] != "OK"]
-    assert {r["deployment"] for r in rows} == set(models.split(","))
+    assert {r["deployment"] for r in rows} == set(models.replace("latest_two", "latest_two:2,latest_two:3").split(","))
     accuracy = {r["deployment"]: r for r in rows if r["scenario"] == "accuracy"}
     # each version answers as its own file: y = 2x and y = 3x, compared with that version's model run in-process
     assert accuracy["latest_two:2"]["metrics"]["y max abs error"] == 0.0

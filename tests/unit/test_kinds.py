@@ -204,3 +204,12 @@ def test_a_deployment_with_implicit_state_is_refused_by_the_stand_in_naming_why(
         TritonPythonModel().initialize({"model_config": json.dumps(config), "model_repository": str(tmp_path),
                                         "model_version": "1"})
     assert str(raised.value) == IMPLICIT_STATE and "--server container or remote" in IMPLICIT_STATE
+
+
+def test_a_bare_deployment_name_stands_for_every_version_it_serves():
+    from tritonsuite.deploy.repooptions import served_versions
+
+    known = ["latest_two:2", "latest_two:3", "scale", "bert", "v:x"]
+    assert served_versions(["latest_two"], known) == ["latest_two:2", "latest_two:3"]
+    assert served_versions(["latest_two:3", "scale"], known) == ["latest_two:3", "scale"]
+    assert served_versions(["nope", "v"], known) == ["nope", "v"]  # unknown names are left to the usage error

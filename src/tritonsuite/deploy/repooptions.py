@@ -67,6 +67,16 @@ def check_models(only, known, run: RepositoryRun) -> None:
                               f"{', '.join(sorted(set(known) | set(run.drivable) | refs))}")
 
 
+def served_versions(names, known) -> list[str]:
+    """``--models`` as users write them: a bare deployment name whose policy serves several versions stands for
+    each of them (``name:1``, ``name:3``); ``name:version`` and every other name stay as written."""
+    expanded = []
+    for name in names:
+        versions = [k for k in known if k.rpartition(":")[0] == name and k.rpartition(":")[2].isdigit()]
+        expanded += [name] if name in known or not versions else versions
+    return list(dict.fromkeys(expanded))
+
+
 def check_shapes(values, run: RepositoryRun) -> dict[str, tuple[int, ...]]:
     """``--shape NAME:d1,d2``: positive dims, NAME an input of a deployment of the repositories."""
     from tritonsuite.load.inputdata import parse_shapes
