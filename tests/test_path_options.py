@@ -202,3 +202,23 @@ def test_a_bad_tensor_deployment_or_number_is_one_usage_line(tmp_path, index):
     assert len(errors) == 1 and expected in errors[0], out
     assert "Traceback" not in out and "INTERNALERROR" not in out
     assert _snapshot(repo) == before
+
+
+def test_a_team_directory_without_test_files_runs_the_scenarios(tmp_path):
+    """tritonsuite installed, no test file of the team's own: `pytest -m offline --model-repository DIR` in their
+    directory collects the scenarios from the installed package (it used to say "no tests ran", exit 5); a run that
+    still collects nothing says in one line how to get them."""
+    from tests.helpers import kinds_fixture
+
+    repo = kinds_fixture().make(tmp_path / "team" / "repo")
+    team = tmp_path / "team"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:warnings",
+               "--model-repository", str(repo), "--models", "scale", "--batch-sizes", "1"]
+    ran = subprocess.run(command + ["-m", "offline"], cwd=team, env=env, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0 and "1 passed" in ran.stdout, ran.stdout[-3000:] + ran.stderr[-2000:]
+    assert raw_rows(team / "reports")[0]["deployment"] == "scale"
+    empty = subprocess.run(command + ["-m", "offline and gpu_only"], cwd=team, env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert empty.returncode == 5, empty.stdout[-2000:]
+    assert "tritonsuite: no test collected: the scenarios run with -m offline" in empty.stdout, empty.stdout[-2000:]

@@ -56,9 +56,14 @@ def _undrivable_lines(config) -> list[str]:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """The same list at the end of the run (a -q run prints no header)."""
+    """The same list at the end of the run (a -q run prints no header), and why a run collected nothing."""
     for line in _undrivable_lines(config):
         terminalreporter.write_line(line)
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        terminalreporter.write_line(
+            "tritonsuite: no test collected: the scenarios run with -m offline, online, accuracy, conformance, tune "
+            "or mix (and a model to run: the profile's, --model-spec or --model-repository); the suite's own tests "
+            "with plain pytest in a tritonsuite checkout")
 
 
 def pytest_generate_tests(metafunc):
@@ -70,9 +75,15 @@ def pytest_generate_tests(metafunc):
                                            for c in cases], ids=[c.id for c in cases])
 
 
-def pytest_collection_modifyitems(config, items):
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session, config, items):
     """Plain `pytest` runs the suite's own tests; scenario tests run when a -m expression asks for them, and the
-    latency-bound searches (minutes each) when it names `search` or --searches / --latency-bound is given."""
+    latency-bound searches (minutes each) when it names `search` or --searches / --latency-bound is given. A run
+    that asks for scenarios where no test module collects them (a team's own directory, tritonsuite installed)
+    collects them from :mod:`tritonsuite.plugin.scenarios` itself."""
+    if config.option.markexpr and not any(_is_scenario(item) for item in items) and any(
+            m in re.findall(r"[\w-]+", config.option.markexpr) for m in SCENARIO_MARKERS):
+        items.extend(_installed_scenarios(session))
     if config.option.markexpr:
         if searches_wanted(config):
             return
@@ -85,6 +96,21 @@ def pytest_collection_modifyitems(config, items):
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected
+
+
+def _is_scenario(item) -> bool:
+    from tritonsuite.plugin import scenarios
+
+    return getattr(getattr(item, "function", None), "__module__", "") == scenarios.__name__
+
+
+def _installed_scenarios(session) -> list:
+    from pathlib import Path
+
+    from tritonsuite.plugin import scenarios
+
+    module = pytest.Module.from_parent(session, path=Path(scenarios.__file__))
+    return [item for item in module.collect() if isinstance(item, pytest.Item)]
 
 
 @pytest.hookimpl(wrapper=True)
