@@ -15,7 +15,7 @@ from tritonsuite.deploy.export import export
 from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
 from tritonsuite.judge.conformance import Target, run_check
 from tritonsuite.models import default_registry
-from tritonsuite.server import EmbeddedServer, RemoteServer
+from tritonsuite.server import EmbeddedServer, RemoteServer, ServerError
 
 # One python-backend model whose behaviour a parameter chooses: "echo" (output = input), "sleep" (echo after 40 ms),
 # "die" (the stub
@@ -147,17 +147,19 @@ def test_every_ready_version_of_an_all_policy_answers(repo, server):
 
 
 # --------------------------------------------------------------------------------------------- broken deployments
-def test_identity_catches_dims_that_differ_from_the_model(repo, server, tmp_path):
+def test_dims_that_differ_from_the_model_never_load(repo, server, tmp_path):
+    """As on Triton's onnxruntime backend, the deployment is refused at load in its words (docs/stock-backends.md),
+    before any check could run; it used to load on the stand-in and fail identity's request."""
     spec = default_registry().get("identity", "tiny")
     artifact = export(spec, "onnx", "fp32", tmp_path / "cache")
     directory = build_deployment(repo, "wrong_dims", spec, artifact, DeploymentConfig(max_batch_size=8))
     text = (directory / "config.pbtxt").read_text().replace("dims: 16", "dims: 17")
     assert "dims: 17" in text
     (directory / "config.pbtxt").write_text(text)
-    server.load(directory)
-    result = check(server, directory, "identity", inputs=None)
-    assert result.verdict == "fail"
-    assert "version 1 did not answer a request of the declared inputs" in result.reason
+    with pytest.raises(ServerError, match="the model expects 2 dimensions \\(shape \\[-1,16\\]\\) but the model "
+                                          "configuration specifies 2 dimensions"):
+        server.load(directory)
+    assert server.is_alive()
 
 
 def test_identity_catches_a_version_policy_serving_the_wrong_version(repo, server):
