@@ -146,19 +146,22 @@ def _write(directory: Path, config: str, model_file: str, body) -> Path:
 
 
 def sequence_model(repo: Path, name: str = "seq_direct", strategy: str = "direct", broken: bool = False,
-                   work_ms: float = 0.0, direct_delay_us: int = 0) -> Path:
+                   work_ms: float = 0.0, direct_delay_us: int = 0, max_batch_size: int = 8) -> Path:
     """The accumulator; ``strategy`` "direct" or "oldest" (dynamic-batched across sequences). ``broken``: one state
     for every sequence (CORRID ignored), the bug the interleaved-vs-alone check exists to catch. ``work_ms``: time
     each execution takes (a sleep), so a comparison of load generators measures the server, not the client.
     ``direct_delay_us``: the direct batcher waits this long for every live sequence's request (slot utilization 1),
-    so how requests group into executions does not hang on how fast a client sends the next one."""
+    so how requests group into executions does not hang on how fast a client sends the next one. ``max_batch_size``
+    1: one slot, so a second live sequence waits in the sequence batcher's backlog."""
     code = SEQUENCE_MODEL.replace("corrid = int(", "corrid = 0 * int(") if broken else SEQUENCE_MODEL
     if work_ms:
         code = code.replace("        responses = []\n",
                             f"        responses = []\n        __import__('time').sleep({work_ms / 1000})\n")
     waits = f"max_queue_delay_microseconds: {direct_delay_us} minimum_slot_utilization: 1.0" if direct_delay_us else ""
     block = f"direct {{ {waits} }}" if strategy == "direct" else "oldest { max_candidate_sequences: 8 max_queue_delay_microseconds: 500 }"
-    return _write(Path(repo) / name, SEQUENCE_CONFIG.format(name=name, strategy=block), "model.py", code)
+    config = SEQUENCE_CONFIG.format(name=name, strategy=block).replace("max_batch_size: 8",
+                                                                        f"max_batch_size: {max_batch_size}")
+    return _write(Path(repo) / name, config, "model.py", code)
 
 
 def decoupled_model(repo: Path, name: str = "stream_n") -> Path:

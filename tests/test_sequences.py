@@ -17,7 +17,8 @@ from tritonsuite.load.sequences import SequenceSettings, SequenceSettingsError, 
 def server(tmp_path_factory):
     yield from served(tmp_path_factory, lambda repo: [
         sequence_model(repo, "seq_direct", "direct"), sequence_model(repo, "seq_oldest", "oldest"),
-        sequence_model(repo, "seq_broken", "direct", broken=True)])
+        sequence_model(repo, "seq_broken", "direct", broken=True),
+        sequence_model(repo, "seq_one_slot", "direct", max_batch_size=1)])
 
 
 def test_settings_follow_perf_analyzer():
@@ -69,6 +70,19 @@ def test_closed_and_open_loop(server, model, protocol):
                      description=desc, sequences=settings)
     assert opened.meta["server_fail_delta"] == 0
     assert opened.meta["sequences"]["sequences_started"] == opened.meta["sequences"]["sequences_ended"] > 0
+
+
+@pytest.mark.parametrize("concurrency", [2, 4])
+def test_sequences_waiting_in_the_backlog_for_the_one_slot(server, concurrency):
+    """One slot (max_batch_size 1, one instance): every sequence but one waits in the sequence batcher's backlog.
+    At the point's end each worker ends its own sequence as it stops; waiting for the backlogged requests first
+    held the slot to the idle timeout (5 s), which released the slot's sequence, and its END then failed: "must
+    specify the START flag on the first request of the sequence"."""
+    desc = describe(server.model_config("seq_one_slot"))
+    point = measure(server, "seq_one_slot", {"INPUT": np.ones((1, 1), np.int32)}, desc.outputs,
+                    LoadPoint(1, concurrency), FAST, description=desc, sequences=SequenceSettings(length=5))
+    seq = point.meta["sequences"]
+    assert point.meta["server_fail_delta"] == 0 and seq["sequences_started"] == seq["sequences_ended"] > concurrency
 
 
 def test_the_engine_refuses_a_sequence_point_of_batch_2_before_sending_it(server):

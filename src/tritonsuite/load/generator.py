@@ -5,28 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from tritonsuite.load.hostload import HostCpu, other_cpu_percent
 from tritonsuite.load.http import Connection, HttpTransport, PreparedRequest, model_path
 from tritonsuite.load.metered import metered
-from tritonsuite.load.point import LoadPoint, MeasurementError
+from tritonsuite.load.point import LoadPoint, MeasurementError, arrival_gaps
 from tritonsuite.load.windows import Window, delta, progress_line, snapshot, stability, wants_more_samples
 from tritonsuite.server import TritonServer
-from tritonsuite.settings import DISTRIBUTIONS, STABLE_WINDOWS, MeasurementSettings
-
-
-def arrival_gaps(rate: float, distribution: str = "poisson", seed: int = 0, chunk: int = 1024) -> Iterator[float]:
-    """Seconds between scheduled sends at ``rate`` requests/s, without end: exponential (Poisson arrivals) from a
-    generator seeded with ``seed``, or constant. The same arguments give the same schedule."""
-    if distribution not in DISTRIBUTIONS:
-        raise ValueError(f"distribution {distribution!r}; valid choices: {', '.join(DISTRIBUTIONS)}")
-    rng = np.random.default_rng(seed)
-    while True:
-        gaps = rng.exponential(1.0 / rate, chunk) if distribution == "poisson" else np.full(chunk, 1.0 / rate)
-        yield from gaps.tolist()
+from tritonsuite.settings import STABLE_WINDOWS, MeasurementSettings
 
 
 #: Called after each window with the windows so far; a reason ends the point there (e.g. clearly over a latency
@@ -84,6 +73,7 @@ class LoadGenerator:
         try:
             while not self.stop:
                 await self._send(conn, slot=slot)
+            await self._close_sequences(conn, slot)
         finally:
             conn.close()
 
@@ -203,19 +193,20 @@ class LoadGenerator:
         timings = self.timings[index:stop] if self.timings else None  # a streaming transport's, per sample
         return Window(start, end, samples, delta(stats, previous), cpu, other, factor, own, timings), stop
 
-    async def _close_sequences(self) -> None:
-        """A sequence model: end every sequence still open (one request with ``sequence_end`` each, unmeasured)."""
-        closing = self.sequences.closing() if self.sequences is not None else []
-        if not closing:
-            return
-        conn = await self.transport.open()
+    async def _close_sequences(self, conn=None, slot: int | None = None) -> None:
+        """A sequence model: end the sequences still open, or ``slot``'s as its worker stops (each one unmeasured
+        request with ``sequence_end``): one waiting in the backlog gets a slot only when a slot's sequence ends."""
+        closing = self.sequences.closing(slot) if self.sequences is not None else []
+        own = conn is None and bool(closing)
+        conn = await self.transport.open() if own else conn
         try:
             for request in closing:
                 await asyncio.wait_for(self.transport.exchange(conn, request), self.settings.request_timeout_s)
                 self.closing_sent += 1
                 self.completed += 1
         finally:
-            conn.close()
+            if own:
+                conn.close()
 
     async def _wait_window_until(self, until: float) -> None:
         self.progress.clear()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -76,3 +76,14 @@ class Measurement:
         return Row(**identity, batch=point.batch_size, concurrency=None if point.open_loop else point.concurrency,
                    request_rate=point.request_rate, result=self.result, measurement=self.meta, status=self.status,
                    reasons=list(self.reasons))
+
+
+def arrival_gaps(rate: float, distribution: str = "poisson", seed: int = 0, chunk: int = 1024) -> Iterator[float]:
+    """Seconds between scheduled sends at ``rate`` requests/s, without end: exponential (Poisson arrivals) from a
+    generator seeded with ``seed``, or constant. The same arguments give the same schedule."""
+    if distribution not in DISTRIBUTIONS:
+        raise ValueError(f"distribution {distribution!r}; valid choices: {', '.join(DISTRIBUTIONS)}")
+    rng = np.random.default_rng(seed)
+    while True:
+        gaps = rng.exponential(1.0 / rate, chunk) if distribution == "poisson" else np.full(chunk, 1.0 / rate)
+        yield from gaps.tolist()

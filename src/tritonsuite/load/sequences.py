@@ -196,12 +196,13 @@ class Sequences:
         if live.sent >= live.length:
             del self.live[slot]
 
-    def closing(self) -> list[PreparedRequest]:
-        """One request with ``sequence_end`` for every sequence still open (started, not ended); they are then ended."""
-        requests = [self.decorate(q.sequence_id, q.sent == 0, True) for q in self.live.values()
+    def closing(self, slot: int | None = None) -> list[PreparedRequest]:
+        """One request with ``sequence_end`` for every sequence still open (started, not ended), or for ``slot``'s
+        alone; they are then ended."""
+        ending = [s for s in self.live if slot is None or s == slot]
+        requests = [self.decorate(q.sequence_id, q.sent == 0, True) for q in (self.live.pop(s) for s in ending)
                     if 0 < q.sent < q.length]
         self.ended += len(requests)
-        self.live.clear()
         return requests
 
     def summary(self, closing: int) -> dict:
