@@ -43,6 +43,7 @@ import numpy as np
 
 from tritonsuite.description import ModelDescription
 from tritonsuite.load.client import SharedMemoryRegions
+from tritonsuite.load.interrupt import run_interruptible
 from tritonsuite.load.generator import LoadGenerator, Progress, StopEarly, arrival_gaps, run_together
 from tritonsuite.load.http import prepare_request
 from tritonsuite.load.sequences import BATCH_ONE, SequenceSettings
@@ -208,8 +209,8 @@ def _measure(server: TritonServer, traffic: Sequence[Traffic], settings: Measure
                     raise MeasurementError(f"system shared memory needs a server on this host; "
                                            f"{server.describe()} is not")
                 with SharedMemoryRegions(server, _batch(traffic[0]), traffic[0].outputs, point.batch_size) as shm:
-                    return asyncio.run(run(shm, gpu))
-            return asyncio.run(run(None, gpu))
+                    return run_interruptible(run(shm, gpu))
+            return run_interruptible(run(None, gpu))
     except Exception as exc:
         if server.gone():
             raise server.died(f"while measuring {names} at {point.describe()} ({type(exc).__name__}: {exc})") from None
