@@ -117,3 +117,21 @@ def test_a_bf16_torchscript_deployment_is_refused_as_pytorch_backend_r24_10_refu
     shutil.copytree(repo / "bf16", server.model_repository / "bf16")
     with pytest.raises(ServerError, match="unsupported datatype TYPE_BF16 for input 'INPUT__0' for model 'bf16'"):
         server.load(server.model_repository / "bf16")
+
+
+def test_a_torchscript_model_with_an_input_too_many_is_refused_in_the_stock_words(server, tmp_path):
+    import torch
+
+    class Two(torch.nn.Module):
+        def forward(self, x, y):
+            return x + y
+
+    directory = server.model_repository / "two_inputs"
+    (directory / "1").mkdir(parents=True)
+    torch.jit.script(Two()).save(str(directory / "1" / "model.pt"))
+    (directory / "config.pbtxt").write_text(
+        'platform: "pytorch_libtorch"\nmax_batch_size: 8\ninput [{name: "INPUT__0" data_type: TYPE_FP32 dims: [4]}]\n'
+        'output [{name: "OUTPUT__0" data_type: TYPE_FP32 dims: [4]}]\n')
+    with pytest.raises(ServerError, match="unable to load model 'two_inputs', configuration expects 1 inputs, model "
+                                          "provides 2"):
+        server.load(directory)

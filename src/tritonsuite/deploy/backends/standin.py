@@ -221,6 +221,7 @@ class LibTorchSession:
         # the sequence batcher's control tensors are forward arguments too, each at its <name>__<index>
         controls = {n: stockchecks.convention_index(n) for _, n, _ in stockchecks.control_inputs(config)}
         if len(inputs) + len(controls) != len(arguments):
+            stockchecks.check_libtorch(config, self._arguments)  # the stock backend's words where it refuses
             raise ValueError(f"the model's forward takes {len(arguments)} inputs ({', '.join(arguments)}), the "
                              f"configuration declares {len(inputs) + len(controls)} "
                              f"({', '.join(inputs + list(controls))})")
