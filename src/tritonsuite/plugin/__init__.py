@@ -81,8 +81,7 @@ def pytest_collection_modifyitems(session, config, items):
     latency-bound searches (minutes each) when it names `search` or --searches / --latency-bound is given. A run
     that asks for scenarios where no test module collects them (a team's own directory, tritonsuite installed)
     collects them from :mod:`tritonsuite.plugin.scenarios` itself."""
-    if config.option.markexpr and not any(_is_scenario(item) for item in items) and any(
-            m in re.findall(r"[\w-]+", config.option.markexpr) for m in SCENARIO_MARKERS):
+    if not any(_is_scenario(item) for item in items) and _markers_named(config) & set(SCENARIO_MARKERS):
         items.extend(_installed_scenarios(session))
     if config.option.markexpr:
         if searches_wanted(config):
@@ -128,7 +127,12 @@ def pytest_runtest_makereport(item, call):
 
 def searches_wanted(config) -> bool:
     return (config.getoption("searches") or config.getoption("latency_bound") is not None
-            or "search" in re.findall(r"[\w-]+", config.option.markexpr))
+            or "search" in _markers_named(config))
+
+
+def _markers_named(config) -> set[str]:
+    """The names a -m expression mentions."""
+    return set(re.findall(r"[\w-]+", config.option.markexpr or ""))
 
 
 def pytest_report_header(config):

@@ -35,6 +35,7 @@ from tritonsuite.server.base import ServerArguments, ServerError, TritonServer, 
 from tritonsuite.server.shm import SHM_DIR, SHM_PREFIX, owned_patterns, sweep_stale_shm
 
 _launch_counter = itertools.count(1)
+INTEROP_MARK = ".interop-threads-set-by"  # in the backend directory: the model that set it (stockchecks)
 WATCHDOG_INTERVAL_S = 0.2
 CACHE_BYTES = 64 * 1024 * 1024  # the local response cache's size
 
@@ -128,7 +129,7 @@ class EmbeddedServer(TritonServer):
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         env[REPOSITORY_ENV] = str(Path(self.model_repository).resolve())  # the stand-ins' auto-complete reads it
         # pytorch's inter-op thread count is process-wide on a stock server: the stand-ins mark who set it first
-        env[INTEROP_MARK_ENV] = str(self._backend_dir / ".interop-threads-set-by")
+        env[INTEROP_MARK_ENV] = str(self._backend_dir / INTEROP_MARK)
         return env
 
     def arguments(self) -> ServerArguments:
@@ -164,7 +165,7 @@ class EmbeddedServer(TritonServer):
 
     def _start_once(self, paths: dict[str, Path]) -> None:
         launch = next(_launch_counter)
-        (self._backend_dir / ".interop-threads-set-by").unlink(missing_ok=True)  # a new server: nobody set it yet
+        (self._backend_dir / INTEROP_MARK).unlink(missing_ok=True)  # a new server: nobody set it yet
         self.shm_prefix = f"{SHM_PREFIX}{os.getpid()}x{launch}_"
         self.ports = self.choose_ports()
         self.http_url = f"127.0.0.1:{self.ports['http']}"

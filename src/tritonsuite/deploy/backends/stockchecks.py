@@ -142,9 +142,9 @@ def check_onnx(config: dict, inputs, outputs, overridable=()) -> None:
         raise Refused(f"unable to load model '{model}', configuration expects {expected} inputs, model provides "
                       f"{len(inputs)}")
     model_inputs.update({n: (t, d) for n, t, d in overridable})
+    batch_outputs = {t for b in config.get("batch_output", []) for t in b.get("target_name", [])}
     for kind, ios, found in (("input", config.get("input", []), model_inputs),
                              ("output", config.get("output", []), {n: (t, d) for n, t, d in outputs})):
-        batch_outputs = {t for b in config.get("batch_output", []) for t in b.get("target_name", [])}
         for io in ios:
             name, data_type = io["name"], io["data_type"]
             if kind == "input" and io.get("optional") and batch != 0:
