@@ -39,7 +39,10 @@ def test_narrowing(tmp_path):
     with pytest.raises(ProfileError, match="not in profile 'cpu'; valid choices: bert"):
         narrow(profile, models=["identity"])
     with pytest.raises(ProfileError, match=r"--batch-sizes \[64\] exceed bert's max batch size 8"):
-        narrow(profile, batch_sizes=[64])
+        narrow(profile, models=["bert"], batch_sizes=[64])
+    # a size some chosen model takes runs where it fits: bert (max 8) keeps 4 alone, a larger model both
+    both = narrow(profile, models=["bert", "tft"], batch_sizes=[4, 16])
+    assert both.models["bert"].offline.batch_sizes == (4,) and both.models["tft"].offline.batch_sizes == (4, 16)
 
 
 def test_narrowing_leaves_accuracy_only_models_without_performance_points():
@@ -251,3 +254,15 @@ def test_unknown_precision_option_is_one_line_naming_the_choices(tmp_path):
                              "--co", "-q"], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert result.returncode != 0
     assert "--precisions fp8: unknown precision; valid choices: fp32, fp16, mixed" in result.stderr + result.stdout
+
+
+def test_the_hang_bound_is_derived_from_the_windows_unless_set():
+    from tritonsuite.settings import COUNT_WINDOW_TIMEOUT_S, MIN_TIMEOUT_S, MeasurementSettings
+
+    assert MeasurementSettings().timeout_s == MIN_TIMEOUT_S  # 2 x (0.5 s + 4 x 1 s) = 9 s: the floor
+    assert MeasurementSettings(window_ms=5000, warmup_ms=1000).timeout_s == 2 * (1 + 4 * 5)  # 42 s
+    assert MeasurementSettings(window_ms=5000, max_window_factor=1).timeout_s == MIN_TIMEOUT_S  # 11 s: the floor
+    assert MeasurementSettings(window_requests=50).timeout_s == COUNT_WINDOW_TIMEOUT_S
+    assert MeasurementSettings(request_timeout_s=7).timeout_s == 7  # the profile's own bound wins
+    with pytest.raises(ValueError, match="request_timeout_s -1"):
+        MeasurementSettings(request_timeout_s=-1)

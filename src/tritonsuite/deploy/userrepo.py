@@ -41,6 +41,7 @@ DEFAULT_FILES = {"onnxruntime": "model.onnx", "pytorch": "model.pt", "tensorrt":
 class Undrivable:
     name: str
     reason: str
+    refused: bool = False  # Triton itself would refuse to load it (a defect of the deployment): its run fails
 
 
 @dataclass(frozen=True)
@@ -88,11 +89,12 @@ def read_deployment(directory: str | Path) -> UserDeployment | Undrivable:
     try:
         config = config_json(directory) if not auto_completed else auto_complete(directory)
     except ValueError as exc:
-        raise RepositoryError(str(exc)) from None
+        return Undrivable(name, str(exc), refused=True)
     if isinstance(config, Undrivable):
         return config
     if config["name"] != name:
-        return Undrivable(name, f"config.pbtxt names it {config['name']!r}, Triton refuses a name unlike its directory")
+        return Undrivable(name, f"config.pbtxt names it {config['name']!r}, Triton refuses a name unlike its directory",
+                          refused=True)
     try:
         desc = describe(config, repository_lookup(directory.parent))
     except DescriptionError as exc:
@@ -116,11 +118,11 @@ def read_deployment(directory: str | Path) -> UserDeployment | Undrivable:
     if not versions:
         return Undrivable(name, f"{'ensemble: ' if desc.ensemble else ''}no version directory the version policy "
                                 f"{desc.version_policy.describe()} selects (found {found or 'none'}; an ensemble's "
-                                f"may be empty)")
+                                f"may be empty)", refused=True)
     filename = "" if desc.ensemble else desc.default_model_filename or DEFAULT_FILES[backend]
     missing = [v for v in versions if filename and not (directory / v / filename).exists()]
     if missing:
-        return Undrivable(name, f"no model file {missing[0]}/{filename}")
+        return Undrivable(name, f"no model file {missing[0]}/{filename}", refused=True)
     groups = desc.instance_groups
     db = desc.dynamic_batching
     return UserDeployment(
@@ -148,7 +150,7 @@ def auto_complete(directory: Path) -> dict | Undrivable:
     if (latest / "model.pt").is_file():
         return Undrivable(directory.name, "no config.pbtxt: Triton's pytorch backend does not auto-complete a "
                                           "TorchScript model's inputs and outputs; declare them in config.pbtxt")
-    return Undrivable(directory.name, "no config.pbtxt and no model.onnx to auto-complete it from")
+    return Undrivable(directory.name, "no config.pbtxt and no model.onnx to auto-complete it from", refused=True)
 
 
 def read_repository(repository: str | Path) -> tuple[list[UserDeployment], list[Undrivable]]:
@@ -317,11 +319,10 @@ def user_models(repository: str | Path, input_data: Mapping[str, str] | None = N
         if named and dep.ref in named:
             profiles[dep.ref] = named[dep.ref]
             continue
-        too_big = [b for b in batch_sizes if b > dep.max_batch_size] if dep.max_batch_size else []
-        if too_big:
-            raise RepositoryError(f"--batch-sizes {too_big} exceed {dep.name}'s max_batch_size {dep.max_batch_size}")
-        # batchless (max_batch_size 0): requests carry no batch dimension, so offline is batch 1 alone
-        offline = (1,) if not dep.max_batch_size else tuple(batch_sizes) or tuple(sorted({1, dep.max_batch_size}))
+        # batchless (max_batch_size 0): requests carry no batch dimension, so offline is batch 1 alone; --batch-sizes
+        # beyond a deployment's max_batch_size are left out for it (profiles.restrict refuses one no deployment takes)
+        fits = tuple(b for b in batch_sizes if b <= dep.max_batch_size)
+        offline = (1,) if not dep.max_batch_size else fits if batch_sizes else tuple(sorted({1, dep.max_batch_size}))
         profiles[dep.ref] = ModelProfile(
             model=dep.ref, size=SIZE, formats=(dep.format,), precisions=(dep.precision,), batchless=not dep.max_batch_size,
             max_batch_size=max(dep.max_batch_size, 1), offline=OfflineProfile(offline, dep.instance_count),

@@ -318,16 +318,18 @@ def narrow(profile: Profile, models: Sequence[str] | None = None, formats: Seque
             raise ProfileError(f"--models {','.join(unknown)}: not in profile {profile.name!r}; valid choices: "
                                f"{', '.join(profile.models)}")
     kept = {}
-    for name, mp in profile.models.items():
-        if models and name not in models:
-            continue
+    chosen = {n: mp for n, mp in profile.models.items() if not models or n in models}
+    if batch_sizes:  # a size no chosen model takes is a mistake; one that some take runs where it fits
+        largest = max((mp.max_batch_size for mp in chosen.values() if not mp.batchless), default=None)
+        too_big = [b for b in batch_sizes if largest is not None and b > largest]
+        if too_big:
+            name = max((n for n, mp in chosen.items() if not mp.batchless), key=lambda n: chosen[n].max_batch_size)
+            raise ProfileError(f"--batch-sizes {too_big} exceed {name}'s max batch size {largest} in profile "
+                               f"{profile.name!r}" + (" (the largest of the models chosen)" if len(chosen) > 1 else ""))
+    for name, mp in chosen.items():
         offline, online = mp.offline, mp.online
         if batch_sizes and offline.batch_sizes and not mp.batchless:  # accuracy-only models stay so; batchless: 1
-            too_big = [b for b in batch_sizes if b > mp.max_batch_size]
-            if too_big:
-                raise ProfileError(f"--batch-sizes {too_big} exceed {name}'s max batch size {mp.max_batch_size} in "
-                                   f"profile {profile.name!r}")
-            offline = replace(offline, batch_sizes=tuple(batch_sizes))
+            offline = replace(offline, batch_sizes=tuple(b for b in batch_sizes if b <= mp.max_batch_size))
         if online.concurrency or online.request_rates:  # (a model without online points stays without them)
             if concurrency:
                 online = replace(online, concurrency=tuple(concurrency))
