@@ -249,7 +249,8 @@ class ContainerServer(TritonServer):
     def _guard(self) -> None:
         """From here on the container must not outlive this process: a janitor for SIGKILL, atexit otherwise."""
         if self.use_janitor:
-            self._janitor = janitor.start(0, owned_patterns(self.shm_prefix), container=self.container.id)
+            owned = owned_patterns(self.shm_prefix) + ([str(self._backend_dir)] if self._backend_dir else [])
+            self._janitor = janitor.start(0, owned, container=self.container.id)
         if self._atexit is None:
             self._atexit = self.stop
             atexit.register(self._atexit)

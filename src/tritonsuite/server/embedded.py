@@ -32,7 +32,7 @@ from tritonsuite.deploy.backends.standin import REPOSITORY_ENV
 from tritonsuite.deploy.backends.stockchecks import INTEROP_MARK_ENV
 import tritonsuite.server.janitor as janitor
 from tritonsuite.server.base import ServerArguments, ServerError, TritonServer, free_ports
-from tritonsuite.server.shm import SHM_DIR, SHM_PREFIX, owned_patterns, sweep_stale_shm
+from tritonsuite.server.shm import SHM_DIR, SHM_PREFIX, owned_patterns, pid_alive, sweep_stale_shm
 
 _launch_counter = itertools.count(1)
 INTEROP_MARK = ".interop-threads-set-by"  # in the backend directory: the model that set it (stockchecks)
@@ -65,12 +65,27 @@ def pytriton_paths() -> dict[str, Path]:
     return paths
 
 
+BACKENDS_PREFIX = "tritonsuite-backends-"  # + "<owner pid>-": each launch's backend directory, under the temp dir
+
+
+def sweep_stale_backend_directories() -> list[str]:
+    """Remove the backend directories of launches whose owning process is gone (killed before it cleaned up)."""
+    removed = []
+    for path in Path(tempfile.gettempdir()).glob(f"{BACKENDS_PREFIX}*"):
+        owner = path.name[len(BACKENDS_PREFIX):].split("-")[0]
+        if path.is_dir() and (not owner.isdigit() or not pid_alive(int(owner))):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path.name)
+    return removed
+
+
 def backend_directory(paths: dict[str, Path], backends_from: str | Path | None = None) -> Path:
     """A fresh backend directory for the wheel's tritonserver: the python backend with this Python's stub; every
     backend ``backends_from`` holds as a library (linked, so its own libraries load beside it); and for every other
     stock backend a python-based stand-in (``<name>/model.py`` and ``stockchecks.py``, no ``libtriton_<name>.so``).
     The caller removes it."""
-    backend_dir = Path(tempfile.mkdtemp(prefix="tritonsuite-backends-"))
+    sweep_stale_backend_directories()
+    backend_dir = Path(tempfile.mkdtemp(prefix=f"{BACKENDS_PREFIX}{os.getpid()}-"))
     python_dir = backend_dir / "python"
     shutil.copytree(paths["python_backend"], python_dir, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy2(paths["stub"], python_dir / "triton_python_backend_stub")
@@ -179,7 +194,7 @@ class EmbeddedServer(TritonServer):
         self._await_start("tritonserver", self._ended)
         self._stopping.clear()
         # if this process dies without stopping the server (SIGKILL, OOM), the janitor cleans up
-        self._janitor = janitor.start(self.process.pid, owned_patterns(self.shm_prefix))
+        self._janitor = janitor.start(self.process.pid, owned_patterns(self.shm_prefix) + [str(self._backend_dir)])
         threading.Thread(target=self._watch, args=(self.process, self.shm_prefix), daemon=True,
                          name="tritonserver-watchdog").start()
 

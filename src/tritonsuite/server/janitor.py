@@ -5,7 +5,7 @@ The embedded and container launchers start this as a small separate process (its
 run's process group does not reach it) reading one end of a pipe whose other end only the run holds. When the run
 ends in any way, the pipe reaches end-of-file. After a clean stop the run first writes ``done`` into the pipe, and
 the janitor just exits; otherwise it kills the server's process group (tritonserver and its python-backend stubs), or removes
-the server's container, and removes the run's shared-memory regions.
+the server's container, and removes the run's shared-memory regions and the launch's backend directory.
 
 Usage (internal): ``python -m tritonsuite.server.janitor [--container ID] PGID GLOB [GLOB ...]`` with the pipe on
 standard input (PGID 0: no process group; the container's engine is found as ``docker.from_env()`` finds it).
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,7 +65,10 @@ def clean(pgid: int, shm_globs: list[str], container: str = "") -> None:
     for pattern in shm_globs:
         for path in glob.glob(pattern):
             try:
-                os.unlink(path)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)  # the launch's backend directory
+                else:
+                    os.unlink(path)
             except OSError:
                 pass
 
