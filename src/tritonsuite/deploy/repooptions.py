@@ -30,11 +30,11 @@ class RepositoryRun:
 
     def __init__(self, repositories):
         self.drivable, self.reasons = {}, {}
-        self.undrivable: list[tuple[str, str, str]] = []  # (repository, name, reason)
+        self.undrivable: list[tuple[str, str, str, bool]] = []  # (repository, name, reason, Triton refuses it)
         for repository in repositories:
             found, skipped = read_repository(repository)
             self.drivable.update({d.name: d for d in found})
-            self.undrivable += [(str(repository), u.name, u.reason) for u in skipped]
+            self.undrivable += [(str(repository), u.name, u.reason, u.refused) for u in skipped]
             self.reasons.update({u.name: f"deployment {u.name} in {repository} cannot be driven: {u.reason}"
                                  for u in skipped})
 

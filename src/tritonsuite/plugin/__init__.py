@@ -51,8 +51,8 @@ def pytest_configure(config):
 
 def _undrivable_lines(config) -> list[str]:
     options = config.stash.get(OPTIONS_KEY, None)
-    return [f"tritonsuite: skipped {name} in {repo}: {reason}" for repo, name, reason in
-            (options.undrivable if options else ())]
+    return [f"tritonsuite: {'refused' if refused else 'skipped'} {name} in {repo}: {reason}"
+            for repo, name, reason, refused in (options.undrivable if options else ())]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -67,6 +67,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 
 def pytest_generate_tests(metafunc):
+    if "refused_deployment" in metafunc.fixturenames:  # tritonsuite.plugin.scenarios.test_repository
+        options = metafunc.config.stash[OPTIONS_KEY]
+        refused = [(name, f"{name} in {repo}: Triton refuses to load it: {why}")
+                   for repo, name, why, is_refused in options.undrivable if is_refused]
+        metafunc.parametrize("refused_deployment", [line for _, line in refused], ids=[n for n, _ in refused])
     for scenario in SCENARIO_MARKERS:
         argname = f"{scenario}_case"
         if argname in metafunc.fixturenames:
@@ -83,6 +88,7 @@ def pytest_collection_modifyitems(session, config, items):
     collects them from :mod:`tritonsuite.plugin.scenarios` itself."""
     if not any(_is_scenario(item) for item in items) and _markers_named(config) & set(SCENARIO_MARKERS):
         items.extend(_installed_scenarios(session))
+    items[:] = [item for item in items if not _nothing_refused(item)]
     if config.option.markexpr:
         if searches_wanted(config):
             return
@@ -95,6 +101,12 @@ def pytest_collection_modifyitems(session, config, items):
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected
+
+
+def _nothing_refused(item) -> bool:
+    """test_repository where no deployment is refused (pytest's placeholder for an empty parameter set): not run."""
+    return "refused_deployment" in getattr(item, "fixturenames", ()) and any(
+        "empty parameter set" in str(m.kwargs.get("reason", "")) for m in item.iter_markers("skip"))
 
 
 def _is_scenario(item) -> bool:

@@ -1,5 +1,5 @@
 """The scenario tests, for any project to collect: ``from tritonsuite.plugin.scenarios import test_offline,
-test_online, test_accuracy, test_conformance`` in one of its test modules. Each is parametrised by the plugin from the profile
+test_online, test_accuracy, test_conformance, test_repository`` in one of its test modules. Each is parametrised by the plugin from the profile
 (``offline_case``, ``online_case``, ``accuracy_case``) and marked, so ``pytest -m offline`` selects it.
 
 A failure says why in one message: an invalid row's status and reasons, the metrics that missed their thresholds,
@@ -204,3 +204,14 @@ def test_mix(suite, mix_case, triton, request, record_property):
 
     progress = terminal_progress(request.config, mix_case.id)
     _judge(mix_case.id, lambda: suite.run_mix(mix_case.model, progress), verdict, record_property, figures)
+
+
+@pytest.mark.offline
+@pytest.mark.online
+@pytest.mark.accuracy
+@pytest.mark.conformance
+def test_repository(refused_deployment):
+    """A deployment of --model-repository that Triton itself would refuse to load (its config.pbtxt does not parse
+    or names another model, or the version directory or model file its policy needs is missing) fails whichever of
+    these scenarios runs, with the reason; the deployments beside it run."""
+    pytest.fail(refused_deployment, pytrace=False)
