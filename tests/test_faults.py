@@ -1,4 +1,5 @@
-"""Server death in the middle of a sweep: that test fails with the log tail, the rest fail fast, rows stay."""
+"""Server death in the middle of a sweep: that test fails with the log tail, the broken deployment's later cases fail
+at once, the server is restarted for the next deployment, rows stay, nothing is left behind."""
 import json
 import os
 import signal
@@ -16,35 +17,48 @@ import pytest
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
-    if item.name.endswith("batch2]"):  # kill the server while the second point is being measured
+    if item.name.endswith("onnx-fp32-batch2]"):  # kill the server while the ONNX deployment's second point runs
         server = item.funcargs["triton"]
         threading.Timer(1.0, server.process.kill).start()
     return (yield)
 '''
 
 
-def test_server_dies_mid_sweep(tmp_path):
+def test_server_killed_mid_point_the_run_goes_on_with_the_next_deployment(tmp_path):
     (tmp_path / "killer.py").write_text(KILLER_PLUGIN)
     profile = TINY_PROFILE.replace("batch_sizes: [1, 4]", "batch_sizes: [1, 2, 4, 3]") \
                           .replace("max_trials: 8", "max_trials: 50").replace("window_ms: 300", "window_ms: 500")
     start = time.monotonic()
-    result = run_pytest(["--gpu", "tiny", "-m", "offline", "--formats", "onnx", "-p", "killer", "-p", "no:warnings",
-                         "-rA"], tmp_path, profile=profile, timeout=300, pythonpath=str(tmp_path))
+    result = run_pytest(["--gpu", "tiny", "-m", "offline", "--formats", "onnx,ts-trace", "-p", "killer",
+                         "-p", "no:warnings", "-rA"], tmp_path, profile=profile, timeout=400, pythonpath=str(tmp_path))
     out = result.stdout + result.stderr
-    assert time.monotonic() - start < 200, "the remaining tests must not hang"
+    assert time.monotonic() - start < 300, "the remaining tests must not hang"
     assert result.returncode == 1, out
     assert "PASSED tests/test_offline.py::test_offline[bert-onnx-fp32-batch1]" in out
     assert "died while measuring bert_tiny_onnx_fp32_offline at batch 2" in out
     assert "tritonserver log tail" in out  # attached to the failing test's report
-    for batch in (4, 3):
+    for batch in (4, 3):  # the broken deployment's later cases fail at once, naming why
         assert f"FAILED tests/test_offline.py::test_offline[bert-onnx-fp32-batch{batch}]" in out
-    assert out.count("is not running") >= 2, out  # the cases after the crash fail at once, naming the dead server
+    assert out.count("bert_tiny_onnx_fp32_offline was given up earlier in this run: the server died while it was "
+                     "driven") >= 2, out
+    for batch in (1, 2, 4, 3):  # the next deployment runs on a restarted server as if nothing had happened
+        assert f"PASSED tests/test_offline.py::test_offline[bert-ts-trace-fp32-batch{batch}]" in out, out
+    assert "tritonsuite: restarted: embedded server restarted in" in out and \
+        "tritonsuite: given up: bert_tiny_onnx_fp32_offline: the server died" in out, out
     rows = raw_rows(tmp_path / "reports", "offline")
     # every attempted point has a row: the one measured before the crash, and FAILED rows with their reasons
-    assert [(r["batch"], r["status"]) for r in rows] == [(1, "OK"), (2, "FAILED"), (4, "FAILED"), (3, "FAILED")]
-    assert "died while measuring" in rows[1]["reasons"][0] and "died earlier" in rows[2]["reasons"][0]
+    assert [(r["deployment"].split("_")[2], r["batch"], r["status"]) for r in rows] == [
+        ("onnx", 1, "OK"), ("onnx", 2, "FAILED"), ("onnx", 4, "FAILED"), ("onnx", 3, "FAILED"),
+        ("ts", 1, "OK"), ("ts", 2, "OK"), ("ts", 4, "OK"), ("ts", 3, "OK")]
+    assert "died while measuring" in rows[1]["reasons"][0] and "GivenUp" in rows[2]["reasons"][0]
     report = (tmp_path / "reports" / "offline" / "bert.md").read_text()  # written from what was attempted
     assert "- batch 2, concurrency 1: FAILED: ServerDied:" in report
+    summary = (tmp_path / "reports" / "summary.md").read_text()
+    assert "## Deployments given up, server restarts" in summary and "restarted in" in summary, summary
+    manifest = json.loads((tmp_path / "reports" / "manifest.json").read_text())
+    assert [f["kind"] for f in manifest["faults"]] == ["given_up", "restart"], manifest["faults"]
+    logs = sorted((tmp_path / "reports" / "logs").glob("tritonserver-*.log"))
+    assert len(logs) == 2, logs  # the dead server's log and the restarted one's
     assert not run_leftovers(tmp_path / "reports")
 
 
@@ -133,8 +147,9 @@ def test_sigkill_of_the_server_ends_the_run_within_seconds_and_leaves_nothing(tm
     assert result.returncode == 1, out
     failures = out.split("short test summary info")[0]  # (with CI set, pytest repeats messages there in full)
     assert failures.count("--- tritonserver log tail") == 1, out  # shown once, by the test that met the death
-    if kill_at != "accuracy":  # later cases fail at once, in one line
-        assert "is not running: it died earlier in this run (its log tail is in the first failure)" in out, out
+    if kill_at != "accuracy":  # the deployment's later cases fail at once, in one line (no restart for them alone)
+        assert "was given up earlier in this run: the server died while it was driven" in out, out
+        assert "tritonsuite: restarted" not in out, out
     assert "INTERNALERROR" not in out and "Traceback" not in out
     assert not _group_alive(killed["pid"]), "a stub of the killed server is still alive"
     assert not leftover_shm(killed["prefix"]) and not leftover_shm(f"{CLIENT_SHM_PREFIX}{killed['pytest']}x")
@@ -220,3 +235,67 @@ def test_a_stub_killed_alone_fails_its_point_and_the_run_ends(tmp_path):
     killed = json.loads((tmp_path / "killed.json").read_text())
     _wait_gone(killed["pid"], killed["prefix"], killed["pytest"], bound_s=30)
     print(f"stub killed: the run ended {time.time() - killed['killed_at']:.1f} s after the point began")
+
+
+RESTART_TERM_PLUGIN = '''
+import json
+import os
+import signal
+import threading
+
+import pytest
+
+from tritonsuite.server.embedded import EmbeddedServer
+
+real_await_start = EmbeddedServer._await_start
+launches = []
+
+
+def await_start(self, what, ended, poll_s=0.1):
+    launches.append(self.process.pid)
+    if len(launches) == 2:  # the restart after the death: SIGTERM (a CI job cancelled) while the new server starts
+        with open(os.environ["TRITONSUITE_TEST_RECORD"], "w") as f:
+            json.dump({"pid": self.process.pid, "prefix": self.shm_prefix, "pytest": os.getpid(),
+                       "backends": str(self._backend_dir)}, f)
+        os.kill(os.getpid(), signal.SIGTERM)
+    return real_await_start(self, what, ended, poll_s)
+
+
+EmbeddedServer._await_start = await_start
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    if item.name.endswith("onnx-fp32-batch2]"):
+        threading.Timer(1.0, item.funcargs["triton"].process.kill).start()
+    return (yield)
+'''
+
+
+def test_sigterm_in_the_middle_of_a_restart_leaves_nothing(tmp_path):
+    """The server dies under one deployment; while it is being restarted for the next, the run is sent SIGTERM: the
+    run ends, and the new server's process group, its regions and its backend directory are gone."""
+    from pathlib import Path
+
+    from tritonsuite.server.embedded import _group_alive
+
+    (tmp_path / "restartterm.py").write_text(RESTART_TERM_PLUGIN)
+    record = tmp_path / "restart.json"
+    os.environ["TRITONSUITE_TEST_RECORD"] = str(record)
+    try:
+        profile = TINY_PROFILE.replace("batch_sizes: [1, 4]", "batch_sizes: [1, 2]").replace("max_trials: 8",
+                                                                                          "max_trials: 50")
+        result = run_pytest(["--gpu", "tiny", "-m", "offline", "--formats", "onnx,ts-trace", "-p", "restartterm",
+                             "-p", "no:warnings", "-rA"], tmp_path, profile=profile, timeout=300,
+                            pythonpath=str(tmp_path))
+    finally:
+        del os.environ["TRITONSUITE_TEST_RECORD"]
+    out = result.stdout + result.stderr
+    assert record.is_file(), out
+    restarted = json.loads(record.read_text())
+    assert result.returncode == 2, out  # interrupted
+    assert "PASSED tests/test_offline.py::test_offline[bert-ts-trace-fp32-batch1]" not in out
+    gone = _wait_gone(restarted["pid"], restarted["prefix"], restarted["pytest"], bound_s=30)
+    print(f"SIGTERM during the restart: the new server's group and regions gone {gone:.1f} s after pytest exited")
+    assert not Path(restarted["backends"]).exists()
+    assert not _group_alive(restarted["pid"])

@@ -35,7 +35,8 @@ def run_accuracy_case(suite, case: Case) -> AccuracyResult:
         client = suite.server.grpc_client() if suite.protocol == "grpc" else suite.server.client()
         try:
             result = evaluate(spec, deployment.name, case.precision, data,
-                              served_infer(client, deployment.name, spec, deployment.batched), reference,
+                              served_infer(client, deployment.name, spec, deployment.batched,
+                                           suite.server.request_timeout_s), reference,
                               max(deployment.config.max_batch_size, 1))
         except Exception:
             if suite.server.gone():
@@ -46,6 +47,8 @@ def run_accuracy_case(suite, case: Case) -> AccuracyResult:
     except export_mod.ExportUnsupported:
         raise
     except Exception as exc:
+        if deployment is not None:
+            suite.broke(exc)
         suite._record_failure(case, exc, deployment)
         raise
     return record_accuracy(suite, case, deployment, data, result)

@@ -250,3 +250,20 @@ def load_rows(reports_dir: str | os.PathLike[str], run_id: str | None = None) ->
     return rows
 
 
+def faults_path(reports_dir: str | Path, run_id: str, worker: str) -> Path:
+    """``<reports_dir>/raw/faults/<run_id>-<worker>.jsonl``: what :mod:`tritonsuite.isolation` records (the
+    deployments given up, the server's restarts), one JSON object a line; beside the rows, not among them."""
+    return Path(reports_dir) / "raw" / "faults" / f"{safe_component(run_id)}-{safe_component(worker)}.jsonl"
+
+
+def read_faults(reports_dir: str | Path, run_id: str) -> list[dict]:
+    """Every fault record of run ``run_id`` (every worker's), in the order written."""
+    found = []
+    for path in sorted(faults_path(reports_dir, run_id, "*").parent.glob(f"{safe_component(run_id)}-*.jsonl")):
+        found += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return found
+
+
+def fault_lines(records: list[dict]) -> list[str]:
+    """One line per deployment given up and per restart, as the terminal summary and the reports' index say it."""
+    return [f"tritonsuite: {'given up' if r['kind'] == 'given_up' else 'restarted'}: {r['line']}" for r in records]

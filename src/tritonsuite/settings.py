@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass, fields
 
 STABLE_WINDOWS = 3  # a point is stable when its last this-many windows agree
+MIN_TIMEOUT_S = 30.0  # the least hang bound a derived request timeout gives
+COUNT_WINDOW_TIMEOUT_S = 120.0  # the derived hang bound under count-based windows
 
 # field -> (type, lowest, highest, inclusive low): checked when settings are made, so a profile or option names the
 # bad value and the valid range before anything starts
@@ -18,7 +20,7 @@ _RANGES = {
     "max_trials": (int, STABLE_WINDOWS, 10_000, True),
     "max_window_factor": (int, 1, 64, True),
     "warmup_ms": (float, 0.0, None, True),
-    "request_timeout_s": (float, 0.0, 3600.0, False),
+    "request_timeout_s": (float, 0.0, 3600.0, True),
     "client_bound_percent": (float, 0.0, None, False),
     "schedule_tolerance_ms": (float, 0.0, None, False),
     "max_late_percent": (float, 0.0, 100.0, True),
@@ -43,7 +45,9 @@ class MeasurementSettings:
     # set length before the point is given up as UNSTABLE, as Model Analyzer lengthens perf_analyzer's windows
     max_window_factor: int = 4
     warmup_ms: float = 500.0
-    request_timeout_s: float = 120.0
+    # how long the server may give no answer before the point (or a request sent alone) counts as hung; 0: derived
+    # from the windows (timeout_s)
+    request_timeout_s: float = 0.0
     client_bound_percent: float = 90.0  # load generator CPU (% of one core) above which a row is client bound
     # open loop (request rates): a request sent more than this (or a tenth of the mean gap between arrivals, if
     # longer) after its scheduled time is late; a point with more
@@ -78,6 +82,18 @@ class MeasurementSettings:
                 raise ValueError(f"{f.name} {value!r}: expected {what} {bounds}")
         if self.window_ms <= 0 and self.window_requests <= 0:
             raise ValueError("a measurement window needs window_ms > 0 or window_requests > 0")
+
+    @property
+    def timeout_s(self) -> float:
+        """The hang bound: ``request_timeout_s`` when set; else twice what the longest window of a point may take
+        (warm-up plus ``max_window_factor`` windows), and never under MIN_TIMEOUT_S (count-based windows, whose
+        length is not known ahead: COUNT_WINDOW_TIMEOUT_S). A window in which no request completes for this long
+        fails its point; a request sent alone (accuracy, checks, a sequence's closing request) waits this long."""
+        if self.request_timeout_s > 0:
+            return self.request_timeout_s
+        if self.window_requests > 0:
+            return COUNT_WINDOW_TIMEOUT_S
+        return max(MIN_TIMEOUT_S, 2.0 * (self.warmup_ms + self.window_ms * self.max_window_factor) / 1000.0)
 
     def describe_window(self, factor: int = 1) -> str:
         """The window as set, or ``factor`` times it ("2000 ms (min 20 requests), lengthened x2 from 1000 ms")."""

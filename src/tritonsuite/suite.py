@@ -15,6 +15,7 @@ from tritonsuite.cases import Case, profile_cases
 from tritonsuite.judge.baselines import BaselineStore
 from tritonsuite.judge.conformance import CHECKS, CheckResult, Target, run_check
 from tritonsuite.judge.compare import comparable, compare_points, point_key
+from tritonsuite.isolation import Isolation, faults_path
 from tritonsuite.load.engine import LoadPoint, Measurement, Progress, SequenceSettings, measure
 from tritonsuite.load.search import SearchResult, judge, remeasure_drift, search, stop_when_clearly_over
 from tritonsuite.models import Registry
@@ -76,6 +77,13 @@ class Suite:
     _deployments: dict = field(default_factory=dict, repr=False)
     _served: dict = field(default_factory=dict, repr=False)  # a user's deployment directory -> its copy
     _writers: dict = field(default_factory=dict, repr=False)
+    isolation: Isolation | None = None  # broken deployments and restarts (tritonsuite.isolation); made when absent
+    _last: Deployment | None = field(default=None, repr=False)  # the deployment handed out last
+
+    def __post_init__(self):
+        self.server.request_timeout_s = self.profile.measurement.timeout_s
+        if self.isolation is None:
+            self.isolation = Isolation(self.server, faults_path(self.reports_dir, self.run_id, self.worker))
 
     # ------------------------------------------------------------------------------------------------- cases
     def model_profile(self, model: str) -> ModelProfile:
@@ -130,17 +138,32 @@ class Suite:
         A failure (export unsupported, mismatch, load error) is remembered and raised again for later cases of
         the same deployment, so they fail or skip at once.
         """
-        self.server.check_alive()  # a dead server fails every later case at once, in one line
         key = self._deployment_key(model, fmt, precision, scenario)
+        label = self._label(key)
+        if self.isolation.before(label):  # the server died and was started again: nothing is loaded on it now
+            self._deployments = {k: v for k, v in self._deployments.items() if isinstance(v, Exception)}
+            self._served.clear()
         if key not in self._deployments:
             try:
                 self._deployments[key] = self._deploy(*key)
             except Exception as exc:
                 self._deployments[key] = exc
+        self.isolation.driving = label  # again: a streamed deployment deploys its inner one first
         found = self._deployments[key]
         if isinstance(found, Exception):
             raise found
+        self._last = found
         return found
+
+    def _label(self, key: tuple[str, str, str, str]) -> str:  # a deployment key's deployment, as its rows name it
+        spec, (_, fmt, precision, scenario) = self.spec(key[0]), key
+        return spec.name if scenario == "served" else deployment_name(
+            spec, fmt, precision, "online" if scenario in ("online", "stream") else "offline") + "_stream" * (scenario == "stream")
+
+    def broke(self, exc: Exception | str) -> None:
+        """A case of the deployment driven last failed with ``exc``: given up and unloaded if it cannot answer."""
+        if self._last is not None and self.isolation.driving:
+            self.isolation.broken(self.isolation.driving, self._last.directory.name, exc)
 
     def _deploy(self, model: str, fmt: str, precision: str, scenario: str) -> Deployment:
         spec = self.spec(model)
@@ -156,7 +179,6 @@ class Suite:
         reason = backend.refuses(config) or self.server.refuses(backend, config)
         if reason:  # known before any work: the case skips with the reason
             raise export_mod.ExportUnsupported(f"{spec.key} as {fmt} on the {self.server.name} server: {reason}")
-        self.server.check_alive()
         artifact = export_mod.export(spec, fmt, precision, self.cache_dir, checkpoint=self.checkpoint(model),
                                      module=self.eager_module(model) if precision == "fp32" else None,
                                      batch_sizes=profile.batch_sizes())
@@ -175,7 +197,6 @@ class Suite:
         if reason := backend.refuses(config) or self.server.refuses(backend, config):
             raise export_mod.ExportUnsupported(f"{spec.name} ({dep.platform}) on the {self.server.name} server: "
                                                f"{reason}")
-        self.server.check_alive()
         for name in (composing := kinds.composing_models(dep, self.bls_composing)):  # a BLS model's callees first
             userserve.load(self.registry.get(name.split(":")[0], spec.size), self.server, self.repository_dir,
                            self._served)
@@ -260,6 +281,8 @@ class Suite:
         except export_mod.ExportUnsupported:
             raise  # not attempted: a skip with its reason
         except Exception as exc:
+            if deployment is not None:
+                self.broke(exc)
             self._record_failure(case, exc, deployment, batch=case.batch_size,
                                  concurrency=None if point.open_loop else point.concurrency,
                                  request_rate=point.request_rate)
@@ -356,6 +379,8 @@ class Suite:
             (lambda b, seed=0: {k: v[0] for k, v in inputs(1, seed).items()})
         result = run_check(Target(self.server, deployment.directory, request, case.batch_size or 1, allow_reload),
                            case.check)
+        if result.verdict == "fail":
+            self.broke(result.reason)
         self.record(result.to_row(**self._identity(case), parameters=self.parameters(deployment)))
         return result
 

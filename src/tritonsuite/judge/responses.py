@@ -97,8 +97,9 @@ def stream_accuracy(server, model: str, precision: str, requests: Sequence[Mappi
 
     t0 = time.perf_counter()
     url = server.grpc_url
-    together = exchange_alone(url, model, requests, outputs, together=True)
-    alone = exchange_alone(url, model, requests, outputs, together=False)
+    bound = server.request_timeout_s
+    together = exchange_alone(url, model, requests, outputs, bound, together=True)
+    alone = exchange_alone(url, model, requests, outputs, bound, together=False)
     differ, responses, first = compare_runs(together, alone, "request", "response", tolerances)
     metrics = [Metric("requests whose responses under load differ from the request sent alone", float(differ), 0.0,
                       higher_is_better=False, worst=first)]
@@ -216,7 +217,8 @@ def kind_accuracy(server, description, spec, precision: str, data, protocol: str
         from tritonsuite.load.client import served_infer
 
         t0 = time.perf_counter()
-        served = run_batched(served_infer(client, description.name, spec), data.inputs, 1 if not description.batching
+        infer = served_infer(client, description.name, spec, timeout_s=server.request_timeout_s)
+        served = run_batched(infer, data.inputs, 1 if not description.batching
                              else max(1, min(description.max_batch_size, 8)))
     finally:
         client.close()

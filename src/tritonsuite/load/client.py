@@ -140,8 +140,10 @@ class SharedMemoryRegions:
 
 
 
-def served_infer(client, model_name: str, spec: ModelSpec, batched: bool = True) -> Callable[[dict], dict]:
-    """A dict-in/dict-out callable that runs one batch through Triton over the client's protocol (HTTP or gRPC).
+def served_infer(client, model_name: str, spec: ModelSpec, batched: bool = True,
+                 timeout_s: float | None = None) -> Callable[[dict], dict]:
+    """A dict-in/dict-out callable that runs one batch through Triton over the client's protocol (HTTP or gRPC); a
+    request unanswered within the HTTP client's timeout or ``timeout_s`` (gRPC) raises Hang.
     ``model_name`` may name a version (``name:version``); a batchless deployment's outputs come back with a batch
     dimension of one added, like every other's."""
     from tritonsuite.description import model_and_version
@@ -151,9 +153,18 @@ def served_infer(client, model_name: str, spec: ModelSpec, batched: bool = True)
     name, version = model_and_version(model_name)
 
     def infer(inputs):
+        from tritonsuite.load.point import Hang
+
         tensors, requested = infer_tensors({t.name: inputs[t.name] for t in spec.inputs}, names, protocol=protocol,
                                            batched=batched)
-        result = client.infer(name, tensors, model_version=version, outputs=requested)
+        try:
+            result = client.infer(name, tensors, model_version=version, outputs=requested,
+                                  **({"client_timeout": timeout_s} if protocol == "grpc" and timeout_s else {}))
+        except Exception as exc:  # the HTTP client's own timeout; gRPC's deadline
+            if isinstance(exc, TimeoutError) or "deadline exceeded" in str(exc).lower():
+                bound = f"{timeout_s:.0f} s" if timeout_s else "the client's timeout"
+                raise Hang(f"no response within {bound} from {model_name} ({exc})") from None
+            raise
         return {n: result.as_numpy(n) if batched else result.as_numpy(n)[None] for n in names}
 
     return infer

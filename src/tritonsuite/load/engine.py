@@ -125,6 +125,12 @@ def measure_together(server: TritonServer, traffic: Sequence[Traffic],
     return _measure(server, traffic, settings, None, progress)
 
 
+def _request_bound(settings: MeasurementSettings, point: LoadPoint) -> float:
+    """One request's bound under load: the hang bound for each request that may be in flight before it (closed
+    loop: the concurrency; open loop: one, since late sends are the point's own verdict)."""
+    return settings.timeout_s * (1 if point.open_loop else max(1, point.concurrency))
+
+
 def _measure(server: TritonServer, traffic: Sequence[Traffic], settings: MeasurementSettings,
              stop_early: StopEarly | None, progress: Progress | None) -> list[Measurement]:
     for t in traffic:
@@ -141,11 +147,11 @@ def _measure(server: TritonServer, traffic: Sequence[Traffic], settings: Measure
             if _decoupled(t):
                 from tritonsuite.load.streams import StreamTransport
 
-                transport = StreamTransport(server.grpc_url, settings.request_timeout_s, shared=t.point.open_loop)
+                transport = StreamTransport(server.grpc_url, _request_bound(settings, t.point), shared=t.point.open_loop)
             elif t.point.protocol == "grpc":
                 from tritonsuite.load.grpc import GrpcTransport
 
-                transport = GrpcTransport(server.grpc_url, settings.request_timeout_s, shared=t.point.open_loop)
+                transport = GrpcTransport(server.grpc_url, _request_bound(settings, t.point), shared=t.point.open_loop)
 
             batched = t.description is None or t.description.batching
             composing = [m.name for m in t.description.all_composing()] if t.description is not None else []

@@ -12,7 +12,7 @@ import numpy as np
 from tritonsuite.load.hostload import HostCpu, other_cpu_percent
 from tritonsuite.load.http import Connection, HttpTransport, PreparedRequest, model_path
 from tritonsuite.load.metered import metered
-from tritonsuite.load.point import LoadPoint, MeasurementError, arrival_gaps
+from tritonsuite.load.point import Hang, LoadPoint, MeasurementError, arrival_gaps
 from tritonsuite.load.windows import Window, delta, progress_line, snapshot, stability, wants_more_samples
 from tritonsuite.server import TritonServer
 from tritonsuite.settings import STABLE_WINDOWS, MeasurementSettings
@@ -146,7 +146,7 @@ class LoadGenerator:
                 if self.stop:
                     break
                 if slots.locked():  # at the cap: wait for a response (bounded: each request has a timeout)
-                    await asyncio.wait_for(slots.acquire(), self.settings.request_timeout_s)
+                    await asyncio.wait_for(slots.acquire(), self.settings.timeout_s)
                 else:
                     await slots.acquire()
                 if idle:
@@ -161,11 +161,11 @@ class LoadGenerator:
                 self.max_outstanding = max(self.max_outstanding, outstanding)
                 t_next += gap
             if in_flight:  # the requests already sent finish (each bounded by the request timeout)
-                await asyncio.wait_for(asyncio.gather(*in_flight), self.settings.request_timeout_s)
+                await asyncio.wait_for(asyncio.gather(*in_flight), self.settings.timeout_s)
             if failures:
                 raise failures[0]
         except asyncio.TimeoutError:
-            raise MeasurementError(f"no response within {self.settings.request_timeout_s:.0f} s") from None
+            raise Hang(f"no response within {self.settings.timeout_s:.0f} s") from None
         finally:
             for task in in_flight:
                 task.cancel()
@@ -201,7 +201,7 @@ class LoadGenerator:
         conn = await self.transport.open() if own else conn
         try:
             for request in closing:
-                await asyncio.wait_for(self.transport.exchange(conn, request), self.settings.request_timeout_s)
+                await asyncio.wait_for(self.transport.exchange(conn, request), self.settings.timeout_s)
                 self.closing_sent += 1
                 self.completed += 1
         finally:
@@ -367,7 +367,7 @@ async def run_together(generators: Sequence[LoadGenerator]) -> list[tuple[list[W
 
 async def _wait_windows(generators: Sequence[LoadGenerator], indexes: Sequence[int], factor: int) -> None:
     """Until every generator's window is done: the window's time (``window_ms`` x factor) and each generator's least
-    count of requests (or, count-based, its count). No completion at all for ``request_timeout_s`` is an error."""
+    count of requests (or, count-based, its count). No completion at all for ``timeout_s`` is an error."""
     s, event = generators[0].settings, generators[0].progress
     deadline = time.perf_counter() + s.window_ms * factor / 1000.0 if s.window_requests <= 0 else None
     per = s.window_requests if s.window_requests > 0 else s.min_requests_per_window
@@ -381,8 +381,8 @@ async def _wait_windows(generators: Sequence[LoadGenerator], indexes: Sequence[i
         completed = sum(g.completed for g in generators)
         if completed != seen:
             seen, last_progress = completed, now
-        elif now - last_progress > s.request_timeout_s:
-            raise MeasurementError(f"no response within {s.request_timeout_s:.0f} s")
+        elif now - last_progress > s.timeout_s:
+            raise Hang(f"no response within {s.timeout_s:.0f} s")
         event.clear()
         timeout = max(0.001, deadline - now) if deadline is not None and now < deadline else 0.5
         try:

@@ -212,8 +212,8 @@ def _die_with_parent() -> None:  # in the child between fork and exec: perf_anal
 def run_timeout_s(settings: MeasurementSettings, factor: int) -> float:
     """The bound on one perf_analyzer run: every window it may take, twice over, plus a request timeout."""
     if settings.window_requests > 0:
-        return settings.max_trials * settings.request_timeout_s
-    return 30.0 + 2.0 * settings.max_trials * settings.window_ms * factor / 1000.0 + settings.request_timeout_s
+        return settings.max_trials * settings.timeout_s
+    return 30.0 + 2.0 * settings.max_trials * settings.window_ms * factor / 1000.0 + settings.timeout_s
 
 
 @dataclass

@@ -15,6 +15,11 @@ class MeasurementError(RuntimeError):
     """A point could not be measured (request failed, server unreachable); the suite records it as a FAILED row."""
 
 
+class Hang(MeasurementError):
+    """The server gave no answer within the hang bound (``MeasurementSettings.timeout_s``): the deployment is given
+    up for the rest of the run (:mod:`tritonsuite.isolation`), its requests would wait the same way."""
+
+
 @dataclass(frozen=True)
 class LoadPoint:
     """A batch size and either a concurrency (closed loop) or a request rate in requests/s (open loop, arrivals

@@ -211,7 +211,7 @@ class Sequences:
 
 
 def send_sequences(server, model: str, sequences, outputs, protocol: str = "grpc", together: bool = False,
-                   first_id: int = 1, timeout_s: float = 120.0) -> list[list[dict[str, np.ndarray]]]:
+                   first_id: int = 1, timeout_s: float | None = None) -> list[list[dict[str, np.ndarray]]]:
     """Send whole sequences (each a list of one request's tensors per step) and return each step's decoded outputs.
     ``together``: every sequence at once, each on its own connection, so their requests interleave on the server
     (under the load they make); else one sequence after another, alone. Sequence ids run from ``first_id``."""
@@ -220,6 +220,9 @@ def send_sequences(server, model: str, sequences, outputs, protocol: str = "grpc
     from tritonsuite.load.grpc import GrpcTransport, prepare_grpc_request
     from tritonsuite.load.http import HttpTransport, prepare_request
 
+    from tritonsuite.load.point import Hang
+
+    timeout_s = timeout_s or server.request_timeout_s
     host, port = server.http_url.rsplit(":", 1)
     transport = (GrpcTransport(server.grpc_url, timeout_s) if protocol == "grpc"
                  else HttpTransport(host, int(port)))
@@ -237,7 +240,10 @@ def send_sequences(server, model: str, sequences, outputs, protocol: str = "grpc
             found = []
             for i, step in enumerate(steps):
                 request = decorator(prepared(step))(first_id + index, i == 0, i == len(steps) - 1)
-                found.append((await asyncio.wait_for(transport.exchange(conn, request), timeout_s))[2])
+                try:
+                    found.append((await asyncio.wait_for(transport.exchange(conn, request), timeout_s))[2])
+                except asyncio.TimeoutError:
+                    raise Hang(f"no response within {timeout_s:.0f} s (sequence {first_id + index}, step {i})") from None
             return found
         finally:
             conn.close()

@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from tritonsuite.load.http import PreparedRequest
-from tritonsuite.load.point import MeasurementError
+from tritonsuite.load.point import Hang, MeasurementError
 from tritonsuite.rows import STREAM_COLUMNS
 
 __all__ = ["STREAM_COLUMNS", "StreamTiming", "StreamTransport", "exchange_alone", "stream_columns", "summarise_streams"]
@@ -178,7 +178,7 @@ class StreamTransport:
             await asyncio.wait_for(asyncio.shield(pending.done), conn.timeout_s)
         except asyncio.TimeoutError:
             conn.pending.pop(request_id, None)
-            raise MeasurementError(f"no final response within {conn.timeout_s:.0f} s") from None
+            raise Hang(f"no final response within {conn.timeout_s:.0f} s (the stream was ended)") from None
         decoded = pending.responses if request.decode_outputs else None
         return t_written, pending.timing.final, decoded, pending.timing
 

@@ -17,7 +17,7 @@ from tritonsuite.report.plots import plot_offline, plot_online
 from tritonsuite.report.steps import plot_steps
 from tritonsuite.report.manifest import header_line, read_manifest
 from tritonsuite.judge.crosscheck import cross_points
-from tritonsuite.rows import safe_component, load_rows
+from tritonsuite.rows import fault_lines, load_rows, read_faults, safe_component
 
 __all__ = ["OFFLINE_PLOTS", "ONLINE_PLOTS", "SCENARIO_DESCRIPTIONS", "plot_offline", "plot_online",
            "render_crosscheck", "render_markdown", "render_metrics_markdown", "render_summary", "write_reports"]
@@ -72,9 +72,13 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
         page = reports_dir / "crosscheck.md"
         page.write_text(_with_header(render_crosscheck(rows), header), encoding="utf-8")
         written.append(page)
-    if rows:  # a short page for a CI job summary
+    faults = fault_lines(read_faults(reports_dir, run_id)) if run_id else []
+    if rows or faults:  # a short page for a CI job summary; what was given up and restarted, at its end
         summary = reports_dir / "summary.md"
-        summary.write_text(_with_header(render_summary(rows, run_id), header), encoding="utf-8")
+        broken = "\n\n## Deployments given up, server restarts\n\n" + "\n".join(f"- {line.split(': ', 1)[1]}"
+                                                                             for line in faults) + "\n"
+        summary.write_text(_with_header(render_summary(rows, run_id), header) + (broken if faults else ""),
+                           encoding="utf-8")
         written.append(summary)
     return written
 

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from tritonsuite.rows import Row
+from tritonsuite.rows import Row, read_faults
 
 #: Distributions whose versions shape a result (absent ones are left out).
 DISTRIBUTIONS = ("tritonsuite", "nvidia-pytriton", "tritonclient", "torch", "onnx", "onnxruntime", "onnxruntime-gpu",
@@ -85,7 +85,7 @@ def _host() -> dict[str, Any]:
 
 
 def build_manifest(*, run_id: str, profile, rows: Iterable[Row], repository_dir: Path, source_dir: Path,
-                   command: list[str] | None = None) -> dict[str, Any]:
+                   command: list[str] | None = None, reports_dir: Path | None = None) -> dict[str, Any]:
     """The manifest of run ``run_id`` from its rows, its effective profile and the model repository it deployed."""
     rows = list(rows)
     revision, dirty = git_revision(source_dir)
@@ -112,6 +112,7 @@ def build_manifest(*, run_id: str, profile, rows: Iterable[Row], repository_dir:
         "server": ", ".join(servers) or None,
         "backends": sorted({d["backend"] for d in deployments.values() if d["backend"]}),
         "deployments": deployments,
+        "faults": read_faults(reports_dir, run_id) if reports_dir else [],  # given up, restarted (isolation)
         "versions": _versions(),
         "host": _host(),
     }

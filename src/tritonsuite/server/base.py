@@ -84,6 +84,10 @@ class TritonServer(ABC):
     name = "abstract"
     http_url: str  # "127.0.0.1:8000" (host:port, as tritonclient takes it)
     log_path: Path | None = None  # the server's log, where this launcher writes one
+    # how long one request sent alone may go unanswered before it counts as hung (the suite sets it from the
+    # profile's measurement settings: MeasurementSettings.timeout_s); the default of client()
+    request_timeout_s: float = 120.0
+    restartable = True  # a server this launcher started can be started again after it died (a remote one cannot)
 
     @classmethod
     def create(cls, *, model_repository: str | Path, log_dir: str | Path, triton_url: str = "",
@@ -107,12 +111,6 @@ class TritonServer(ABC):
         if "metrics" not in ports or not self.http_url:
             return ""
         return f"http://{self.http_url.rsplit(':', 1)[0]}:{ports['metrics']}/metrics"
-
-    def grpc_client(self):
-        """A tritonclient gRPC client of this server."""
-        import tritonclient.grpc as grpcclient
-
-        return grpcclient.InferenceServerClient(self.grpc_url)
 
     @property
     @abstractmethod
@@ -255,10 +253,29 @@ class TritonServer(ABC):
         if not self.is_alive():
             raise self.died(context)
 
-    def client(self, timeout: float = 120.0):
+    def client(self, timeout: float | None = None):
         import tritonclient.http as httpclient
 
+        timeout = timeout or self.request_timeout_s
         return httpclient.InferenceServerClient(self.http_url, connection_timeout=timeout, network_timeout=timeout)
+
+    def grpc_client(self):
+        """A tritonclient gRPC client of this server."""
+        import tritonclient.grpc as grpcclient
+
+        return grpcclient.InferenceServerClient(self.grpc_url)
+
+    def restart(self) -> float:
+        """Start a server that died again, over the same repository (a fresh process, ports and log; nothing of the
+        dead one left: :meth:`stop` reaps it first). Returns the seconds it took. The models it served are not
+        loaded: the caller loads those it still needs."""
+        if not self.restartable:
+            raise self.died("and it cannot be restarted from here")
+        started = time.monotonic()
+        self.stop()
+        self._death_reported = False
+        self.start()
+        return time.monotonic() - started
 
     def load(self, deployment_dir: str | Path) -> str:
         """Load (or reload) a deployment by its directory; returns the model name once it is ready."""

@@ -70,6 +70,7 @@ class RemoteServer(TritonServer):
     """
 
     name = "remote"
+    restartable = False  # not ours: a death ends the run's use of it
 
     @classmethod
     def create(cls, *, triton_url: str = "", triton_grpc_url: str = "", triton_metrics_url: str = "",

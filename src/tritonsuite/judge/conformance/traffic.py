@@ -37,7 +37,8 @@ class Answer:
         return (self.end - self.start) * 1e3
 
 
-def client(server, protocol: str = "http", timeout: float = TIMEOUT_S):
+def client(server, protocol: str = "http", timeout: float | None = None):
+    """A client of ``server``; a request unanswered for ``timeout`` (default: the server's request timeout) fails."""
     if protocol == "grpc":
         return server.grpc_client()
     return server.client(timeout=timeout)
