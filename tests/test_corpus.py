@@ -1,0 +1,56 @@
+"""The corpus (tests/corpus.py: repositories written the way teams and Triton's examples write them, sound and
+broken) through every scenario in one invocation on the embedded server: every sound deployment green, every broken
+one red with its cause and nothing else red, the server restarted where a deployment took it down, nothing left
+behind."""
+import re
+import time
+
+import psutil
+
+from tests.corpus import BROKEN, SOUND, write_corpus
+from tests.helpers import raw_rows, run_leftovers, run_pytest
+
+PROFILE = """
+device: cpu
+gpu: none (CPU only)
+measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 100, max_trials: 6, warmup_ms: 100,
+              request_timeout_s: 15}
+"""
+
+
+def _outcomes(out: str) -> dict[str, set[str]]:
+    """{deployment: the outcomes of its tests} from -rA's short summary (test ids name the deployment first)."""
+    found: dict[str, set[str]] = {}
+    for outcome, ident in re.findall(r"^(PASSED|FAILED|SKIPPED|ERROR) \S*?::test_\w+\[([^\]]+)\]", out, re.M):
+        name = ident.split("-")[0]
+        found.setdefault(name.split(":")[0], set()).add(outcome)
+    return found
+
+
+def test_the_corpus_in_one_run_sound_green_broken_red_with_cause(tmp_path):
+    repo = write_corpus(tmp_path / "corpus")
+    before = {p.pid for p in psutil.process_iter()}
+    start = time.monotonic()
+    result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "-m",
+                         "offline or online or accuracy or conformance", "--batch-sizes", "1,2", "--concurrency", "2",
+                         "-p", "no:warnings", "-rA"], tmp_path, profile=PROFILE, timeout=1500)
+    took = time.monotonic() - start
+    out = result.stdout + result.stderr
+    outcomes = _outcomes(out)
+    print(f"corpus: {len(SOUND)} sound and {len(BROKEN)} broken deployments in {took:.0f} s; "
+          + out.strip().splitlines()[-1])
+    assert result.returncode == 1, out[-5000:]
+    assert "INTERNALERROR" not in out
+    red = {name for name, seen in outcomes.items() if "FAILED" in seen or "ERROR" in seen}
+    assert red == set(BROKEN), (red ^ set(BROKEN), out[-8000:])
+    assert all("PASSED" in outcomes.get(name, ()) for name in SOUND), {n: outcomes.get(n) for n in SOUND}
+    rows = raw_rows(tmp_path / "reports")
+    for name, cause in BROKEN.items():  # each broken deployment's failures carry its cause
+        failed = [r for r in rows if r["deployment"].split(":")[0] == name and r.get("status") == "FAILED"]
+        reasons = " ".join(r["reasons"][0] for r in failed) + out
+        assert cause in reasons, (name, cause, [r["reasons"] for r in failed])
+    assert "tritonsuite: refused unparsable in" in out and "not a ModelConfig" in out
+    assert not run_leftovers(tmp_path / "reports")
+    stubs = [p for p in psutil.process_iter(["cmdline"]) if p.pid not in before
+             and "triton_python_backend_stub" in " ".join(p.info["cmdline"] or [])]
+    assert not stubs, stubs
