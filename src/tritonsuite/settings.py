@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, fields
 
 STABLE_WINDOWS = 3  # a point is stable when its last this-many windows agree
-MIN_TIMEOUT_S = 30.0  # the least hang bound a derived request timeout gives
+MIN_TIMEOUT_S = 60.0  # the least hang bound a derived request timeout gives
 COUNT_WINDOW_TIMEOUT_S = 120.0  # the derived hang bound under count-based windows
 
 # field -> (type, lowest, highest, inclusive low): checked when settings are made, so a profile or option names the

@@ -260,8 +260,8 @@ def test_the_hang_bound_is_derived_from_the_windows_unless_set():
     from tritonsuite.settings import COUNT_WINDOW_TIMEOUT_S, MIN_TIMEOUT_S, MeasurementSettings
 
     assert MeasurementSettings().timeout_s == MIN_TIMEOUT_S  # 2 x (0.5 s + 4 x 1 s) = 9 s: the floor
-    assert MeasurementSettings(window_ms=5000, warmup_ms=1000).timeout_s == 2 * (1 + 4 * 5)  # 42 s
-    assert MeasurementSettings(window_ms=5000, max_window_factor=1).timeout_s == MIN_TIMEOUT_S  # 11 s: the floor
+    assert MeasurementSettings(window_ms=10000, warmup_ms=1000).timeout_s == 2 * (1 + 4 * 10)  # 82 s
+    assert MeasurementSettings(window_ms=10000, max_window_factor=1).timeout_s == MIN_TIMEOUT_S  # 21 s: the floor
     assert MeasurementSettings(window_requests=50).timeout_s == COUNT_WINDOW_TIMEOUT_S
     assert MeasurementSettings(request_timeout_s=7).timeout_s == 7  # the profile's own bound wins
     with pytest.raises(ValueError, match="request_timeout_s -1"):

@@ -25,6 +25,11 @@ OVERLAP = 1.2
 #: a single instance may show a little over 1 (the statistics' ns and the client's clock are not the same clock)
 SINGLE_SLACK = 1.1
 
+# what a busy host adds to a request's queue time beside the queue delay and the executions ahead of it (waking the
+# instance thread while the client and other stubs hold both cores): the add_sub models of tests/test_corpus.py,
+# executions of 0.01-0.05 ms and no queue delay, queued 1.5-3.2 ms per request on a 2-core host (2026-11-27)
+QUEUE_SLACK_MS = 10.0
+
 
 def _unsupported(target: Target) -> str:
     d = target.description
@@ -126,7 +131,7 @@ def check_batching(target: Target) -> CheckResult:
         rounds = math.ceil(concurrency * b / (d.max_batch_size * d.instance_count))
         bound_ms = db.max_queue_delay_microseconds / 1e3 + rounds * exec_ms
         evidence["queue_bound_ms"] = round(bound_ms, 3)
-        if queue_ms > bound_ms * 1.25 + 1.0:
+        if queue_ms > bound_ms * 1.25 + QUEUE_SLACK_MS:
             problems.append(f"queue time {queue_ms:.2f} ms per request (over {delta.get('queue_count', 0)}) exceeds "
                             f"the queue delay {db.max_queue_delay_microseconds} us plus {rounds} execution(s) of "
                             f"{exec_ms:.2f} ms ({bound_ms:.2f} ms)")
