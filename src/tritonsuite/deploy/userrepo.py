@@ -41,7 +41,10 @@ DEFAULT_FILES = {"onnxruntime": "model.onnx", "pytorch": "model.pt", "tensorrt":
 class Undrivable:
     name: str
     reason: str
-    refused: bool = False  # Triton itself would refuse to load it (a defect of the deployment): its run fails
+    # a defect of the configuration Triton itself refuses (it does not parse, names another model): its run fails.
+    # A missing version directory or model file is listed, not failed: git keeps no empty directory, so an
+    # ensemble's empty 1/ and files fetched at deploy time are often absent from a checkout
+    refused: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,11 +121,11 @@ def read_deployment(directory: str | Path) -> UserDeployment | Undrivable:
     if not versions:
         return Undrivable(name, f"{'ensemble: ' if desc.ensemble else ''}no version directory the version policy "
                                 f"{desc.version_policy.describe()} selects (found {found or 'none'}; an ensemble's "
-                                f"may be empty)", refused=True)
+                                f"may be empty)")
     filename = "" if desc.ensemble else desc.default_model_filename or DEFAULT_FILES[backend]
     missing = [v for v in versions if filename and not (directory / v / filename).exists()]
     if missing:
-        return Undrivable(name, f"no model file {missing[0]}/{filename}", refused=True)
+        return Undrivable(name, f"no model file {missing[0]}/{filename}")
     groups = desc.instance_groups
     db = desc.dynamic_batching
     return UserDeployment(
@@ -150,7 +153,7 @@ def auto_complete(directory: Path) -> dict | Undrivable:
     if (latest / "model.pt").is_file():
         return Undrivable(directory.name, "no config.pbtxt: Triton's pytorch backend does not auto-complete a "
                                           "TorchScript model's inputs and outputs; declare them in config.pbtxt")
-    return Undrivable(directory.name, "no config.pbtxt and no model.onnx to auto-complete it from", refused=True)
+    return Undrivable(directory.name, "no config.pbtxt and no model.onnx to auto-complete it from")
 
 
 def read_repository(repository: str | Path) -> tuple[list[UserDeployment], list[Undrivable]]:

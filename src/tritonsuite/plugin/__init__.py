@@ -13,7 +13,7 @@ import pytest
 
 from tritonsuite.plugin.fixtures import XdistRunId, suite, suite_options, triton, write_session_reports
 from tritonsuite.plugin.flags import MARKERS, add_options
-from tritonsuite.plugin.options import OPTIONS_KEY, SCENARIO_MARKERS, SERVER_KEY, cases_for, resolve_options
+from tritonsuite.plugin.options import OPTIONS_KEY, SCENARIO_MARKERS, SERVER_KEY, _csv, cases_for, resolve_options
 from tritonsuite.plugin.rootdir import correct_rootdir
 
 __all__ = ["suite", "suite_options", "triton"]  # fixtures, found by pytest in this module
@@ -68,9 +68,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 def pytest_generate_tests(metafunc):
     if "refused_deployment" in metafunc.fixturenames:  # tritonsuite.plugin.scenarios.test_repository
-        options = metafunc.config.stash[OPTIONS_KEY]
-        refused = [(name, f"{name} in {repo}: Triton refuses to load it: {why}")
-                   for repo, name, why, is_refused in options.undrivable if is_refused]
+        options, named = metafunc.config.stash[OPTIONS_KEY], _csv(metafunc.config.getoption("models"))
+        refused = [(name, f"{name} in {repo}: Triton refuses to load it: {why}")  # of those --models names, if any
+                   for repo, name, why, is_refused in options.undrivable
+                   if is_refused and (not named or any(n.split(":")[0] == name for n in named))]
         metafunc.parametrize("refused_deployment", [line for _, line in refused], ids=[n for n, _ in refused])
     for scenario in SCENARIO_MARKERS:
         argname = f"{scenario}_case"

@@ -211,7 +211,7 @@ def test_mix(suite, mix_case, triton, request, record_property):
 @pytest.mark.accuracy
 @pytest.mark.conformance
 def test_repository(refused_deployment):
-    """A deployment of --model-repository that Triton itself would refuse to load (its config.pbtxt does not parse
-    or names another model, or the version directory or model file its policy needs is missing) fails whichever of
-    these scenarios runs, with the reason; the deployments beside it run."""
+    """A deployment of --model-repository whose configuration Triton itself would refuse (its config.pbtxt does not
+    parse, or names another model) fails whichever of these scenarios runs, with the reason; the deployments beside
+    it run."""
     pytest.fail(refused_deployment, pytrace=False)
