@@ -9,8 +9,8 @@ is given up the same way, and unloaded so its stuck instances hold nothing the o
 
 A remote server is not ours to restart: its death fails the rest of the run, in one line per case.
 
-What was given up and every restart are kept in ``<reports>/raw/faults-<run>-<worker>.jsonl`` (one JSON object a
-line), which the manifest, the reports' index and the terminal summary read.
+What was given up and every restart are kept in ``<reports>/raw/faults/<run>-<worker>.jsonl`` (one JSON object a
+line, :func:`tritonsuite.rows.faults_path`), which the manifest, ``summary.md`` and the terminal summary read.
 """
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from tritonsuite.load.point import Hang
 from tritonsuite.rows import faults_path
 from tritonsuite.server.base import ServerError, TritonServer
 
-__all__ = ["GivenUp", "Isolation", "faults_path"]
+__all__ = ["GivenUp", "Isolation", "faults_path", "gives_up"]
+
 
 def gives_up(exc: BaseException | str) -> bool:
     """Whether an error means the deployment cannot answer any later case either: a hang past the bound, or its

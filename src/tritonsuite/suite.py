@@ -156,9 +156,9 @@ class Suite:
         return found
 
     def _label(self, key: tuple[str, str, str, str]) -> str:  # a deployment key's deployment, as its rows name it
-        spec, (_, fmt, precision, scenario) = self.spec(key[0]), key
-        return spec.name if scenario == "served" else deployment_name(
-            spec, fmt, precision, "online" if scenario in ("online", "stream") else "offline") + "_stream" * (scenario == "stream")
+        spec, (_, fmt, precision, scenario), streamed = self.spec(key[0]), key, key[3] == "stream"
+        served = "online" if scenario in ("online", "stream") else "offline"
+        return spec.name if scenario == "served" else deployment_name(spec, fmt, precision, served) + "_stream" * streamed
 
     def broke(self, exc: Exception | str) -> None:
         """A case of the deployment driven last failed with ``exc``: given up and unloaded if it cannot answer."""
