@@ -45,7 +45,6 @@ class Isolation:
     server: TritonServer
     record_to: Path | None = None  # faults_path(...); None: kept in memory only
     given_up: dict[str, str] = field(default_factory=dict)  # deployment -> why (one line)
-    restarts: list[str] = field(default_factory=list)
     driving: str = ""  # the deployment whose load or traffic went last
 
     def before(self, deployment: str) -> bool:
@@ -70,7 +69,6 @@ class Isolation:
         line = (f"{self.server.name} server restarted in {took:.1f} s after it died"
                 + (f" while {culprit} was driven" if culprit else "") + f" (the dead server's log: {log}; the new "
                 f"one's: {self.server.log_path}); the deployments still to run are loaded again")
-        self.restarts.append(line)
         self._write("restart", culprit, line)
         return True
 

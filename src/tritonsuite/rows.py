@@ -259,11 +259,12 @@ def faults_path(reports_dir: str | Path, run_id: str, worker: str) -> Path:
 def read_faults(reports_dir: str | Path, run_id: str) -> list[dict]:
     """Every fault record of run ``run_id`` (every worker's), in the order written."""
     found = []
-    for path in sorted(faults_path(reports_dir, run_id, "*").parent.glob(f"{safe_component(run_id)}-*.jsonl")):
+    for path in sorted(Path(reports_dir, "raw", "faults").glob(f"{safe_component(run_id)}-*.jsonl")):
         found += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return found
 
 
 def fault_lines(records: list[dict]) -> list[str]:
-    """One line per deployment given up and per restart, as the terminal summary and the reports' index say it."""
-    return [f"tritonsuite: {'given up' if r['kind'] == 'given_up' else 'restarted'}: {r['line']}" for r in records]
+    """One line per deployment given up and per restart ("given up: ...", "restarted: ..."), as the terminal
+    summary and summary.md say it."""
+    return [f"{'given up' if r['kind'] == 'given_up' else 'restarted'}: {r['line']}" for r in records]

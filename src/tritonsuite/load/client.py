@@ -147,14 +147,13 @@ def served_infer(client, model_name: str, spec: ModelSpec, batched: bool = True,
     ``model_name`` may name a version (``name:version``); a batchless deployment's outputs come back with a batch
     dimension of one added, like every other's."""
     from tritonsuite.description import model_and_version
+    from tritonsuite.load.point import Hang
 
     names = [t.name for t in spec.outputs]
     protocol = "grpc" if type(client).__module__.startswith("tritonclient.grpc") else "http"
     name, version = model_and_version(model_name)
 
     def infer(inputs):
-        from tritonsuite.load.point import Hang
-
         tensors, requested = infer_tensors({t.name: inputs[t.name] for t in spec.inputs}, names, protocol=protocol,
                                            batched=batched)
         try:

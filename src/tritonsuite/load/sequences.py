@@ -219,7 +219,6 @@ def send_sequences(server, model: str, sequences, outputs, protocol: str = "grpc
 
     from tritonsuite.load.grpc import GrpcTransport, prepare_grpc_request
     from tritonsuite.load.http import HttpTransport, prepare_request
-
     from tritonsuite.load.point import Hang
 
     timeout_s = timeout_s or server.request_timeout_s

@@ -320,10 +320,11 @@ def narrow(profile: Profile, models: Sequence[str] | None = None, formats: Seque
     kept = {}
     chosen = {n: mp for n, mp in profile.models.items() if not models or n in models}
     if batch_sizes:  # a size no chosen model takes is a mistake; one that some take runs where it fits
-        largest = max((mp.max_batch_size for mp in chosen.values() if not mp.batchless), default=None)
+        name = max((n for n, mp in chosen.items() if not mp.batchless), key=lambda n: chosen[n].max_batch_size,
+                   default=None)
+        largest = chosen[name].max_batch_size if name is not None else None
         too_big = [b for b in batch_sizes if largest is not None and b > largest]
         if too_big:
-            name = max((n for n, mp in chosen.items() if not mp.batchless), key=lambda n: chosen[n].max_batch_size)
             raise ProfileError(f"--batch-sizes {too_big} exceed {name}'s max batch size {largest} in profile "
                                f"{profile.name!r}" + (" (the largest of the models chosen)" if len(chosen) > 1 else ""))
     for name, mp in chosen.items():

@@ -75,8 +75,7 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
     faults = fault_lines(read_faults(reports_dir, run_id)) if run_id else []
     if rows or faults:  # a short page for a CI job summary; what was given up and restarted, at its end
         summary = reports_dir / "summary.md"
-        broken = "\n\n## Deployments given up, server restarts\n\n" + "\n".join(f"- {line.split(': ', 1)[1]}"
-                                                                             for line in faults) + "\n"
+        broken = "\n\n## Deployments given up, server restarts\n\n" + "\n".join(f"- {line}" for line in faults) + "\n"
         summary.write_text(_with_header(render_summary(rows, run_id), header) + (broken if faults else ""),
                            encoding="utf-8")
         written.append(summary)

@@ -112,6 +112,12 @@ class TritonServer(ABC):
             return ""
         return f"http://{self.http_url.rsplit(':', 1)[0]}:{ports['metrics']}/metrics"
 
+    def grpc_client(self):
+        """A tritonclient gRPC client of this server."""
+        import tritonclient.grpc as grpcclient
+
+        return grpcclient.InferenceServerClient(self.grpc_url)
+
     @property
     @abstractmethod
     def local(self) -> bool:
@@ -258,12 +264,6 @@ class TritonServer(ABC):
 
         timeout = timeout or self.request_timeout_s
         return httpclient.InferenceServerClient(self.http_url, connection_timeout=timeout, network_timeout=timeout)
-
-    def grpc_client(self):
-        """A tritonclient gRPC client of this server."""
-        import tritonclient.grpc as grpcclient
-
-        return grpcclient.InferenceServerClient(self.grpc_url)
 
     def restart(self) -> float:
         """Start a server that died again, over the same repository (a fresh process, ports and log; nothing of the

@@ -20,7 +20,7 @@ from tritonsuite.load.client import infer_tensors
 #: the Prometheus counters the counters check reads (Triton's metric names)
 METRICS = ("nv_inference_request_success", "nv_inference_request_failure", "nv_inference_count",
            "nv_inference_exec_count", "nv_cache_num_hits_per_model", "nv_cache_num_misses_per_model")
-TIMEOUT_S = 60.0  # a request that takes longer than this in a check is a hang
+TIMEOUT_S = 60.0  # infer()'s deadline on a gRPC connection (an HTTP one has its client's: the server's bound)
 
 
 @dataclass
@@ -111,7 +111,7 @@ def closed_loop(server, model: str, inputs: Mapping[str, np.ndarray] | Sequence[
     for t in threads:
         t.start()
     for t in threads:
-        t.join(deadline_s + TIMEOUT_S)
+        t.join(deadline_s + server.request_timeout_s)  # each request's own bound (client(server))
     return sorted(answers, key=lambda a: a.start)
 
 
