@@ -29,14 +29,14 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from tritonsuite.core.spec import rule_precision
+from tritonsuite.core.tensors import run_batched
 from tritonsuite.deploy import export as export_mod
 from tritonsuite.deploy.repository import DeploymentConfig
-from tritonsuite.judge.accuracy import run_batched
 from tritonsuite.judge.baselines import default_allowance, informational
 from tritonsuite.models import default_registry
 from tritonsuite.models.training import trained_checkpoint
 from tritonsuite.profiles import load_profile
-from tritonsuite.spec import rule_precision
 
 
 def measure(models: list[str], label: str, out: Path, cache: Path) -> None:
@@ -156,7 +156,7 @@ def against_baselines(reports: Path, baselines: Path) -> None:
     """The gate's accuracy rows of a run (``reports/raw``) against the committed cpu baselines: per model and
     precision, the largest |now - baseline| of each metric kind and the share of its allowance that uses."""
     from tritonsuite.judge.baselines import BaselineStore
-    from tritonsuite.rows import Row
+    from tritonsuite.core.rows import Row
 
     store = BaselineStore(baselines, "cpu")
     worst: dict[tuple, tuple] = {}

@@ -12,13 +12,13 @@ import sys
 import numpy as np
 from pathlib import Path
 from tests.kinds import bls_models, decoupled_model, dense_ensemble, sequence_model
-from tritonsuite.server.embedded import EmbeddedServer
-from tritonsuite.load.engine import measure, LoadPoint
-from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
-from tritonsuite.load.kinds import kind_arguments
-from tritonsuite.load.sequences import SequenceSettings
-from tritonsuite.settings import MeasurementSettings
+from tritonsuite.core.settings import MeasurementSettings
 from tritonsuite.judge.responses import described
+from tritonsuite.load.engine import measure, LoadPoint
+from tritonsuite.load.kinds import kind_arguments
+from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
+from tritonsuite.load.sequences import SequenceSettings
+from tritonsuite.server.embedded import EmbeddedServer
 repo = Path(tempfile.mkdtemp(prefix="kinds-"))
 sequence_model(repo, "seq_direct", work_ms=float(sys.argv[2]) if len(sys.argv) > 2 else 5.0, direct_delay_us=3000)
 decoupled_model(repo)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec
+from tritonsuite.core.spec import AccuracyData, Metric, ModelSpec, TensorSpec
 
 FEATURES, CLASSES = 32, 10
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from tritonsuite.models import default_registry
 from tritonsuite.profiles import load_profile, narrow
 from tritonsuite.report import write_reports
+from tritonsuite.run.suite import Suite
 from tritonsuite.server import EmbeddedServer
-from tritonsuite.suite import Suite
 
 ROOT = Path(__file__).resolve().parents[1]
 

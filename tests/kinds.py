@@ -7,8 +7,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from tritonsuite.core.settings import MeasurementSettings
 from tritonsuite.server.embedded import EmbeddedServer
-from tritonsuite.settings import MeasurementSettings
 
 SEQUENCE_MODEL = '''
 import numpy as np

@@ -12,7 +12,7 @@ gives ~5e-4 here, a 1% weight change 0.01).
 """
 import numpy as np
 
-from tritonsuite.spec import FP32_MODULES, AccuracyData, Metric, ModelSpec, TensorSpec
+from tritonsuite.core.spec import FP32_MODULES, AccuracyData, Metric, ModelSpec, TensorSpec
 
 WIDTH = 16
 MAX_RELATIVE_L2 = 0.003

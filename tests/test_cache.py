@@ -1,15 +1,15 @@
 """A cache that heals: a truncated cached artifact is noticed in one line and rebuilt, and the run serves it; what is
-written through a deployment never reaches the cache (tritonsuite.deploy.integrity)."""
+written through a deployment never reaches the cache (tritonsuite.core.integrity)."""
 import json
 import warnings
 
 import numpy as np
 import pytest
 
+from tritonsuite.core.integrity import CacheHealed
 from tritonsuite.deploy.export import export
-from tritonsuite.deploy.integrity import CacheHealed
-from tritonsuite.load.client import served_infer
 from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
+from tritonsuite.load.client import served_infer
 from tritonsuite.models import default_registry
 from tritonsuite.server import EmbeddedServer
 

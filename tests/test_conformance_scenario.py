@@ -6,8 +6,8 @@ import pytest
 
 from tests.helpers import raw_rows, run_pytest
 from tests.test_user_repository import PROFILE, _args, _make
+from tritonsuite.core.spec import path_digest
 from tritonsuite.judge.conformance import CHECKS
-from tritonsuite.spec import path_digest
 
 pytestmark = pytest.mark.smoke
 

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from tests.helpers import leftover_shm
+from tritonsuite.core.rows import LATENCY_PARTS, RESULT_COLUMNS
 from tritonsuite.deploy.export import export
+from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
 from tritonsuite.load.client import CLIENT_SHM_PREFIX
 from tritonsuite.load.engine import LoadPoint, MeasurementError, MeasurementSettings, measure
 from tritonsuite.models import default_registry
-from tritonsuite.rows import LATENCY_PARTS, RESULT_COLUMNS
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
 from tritonsuite.server import EmbeddedServer, ServerDied
 
 FAST = MeasurementSettings(window_ms=200, min_requests_per_window=5, stability_percentage=30, max_trials=10,

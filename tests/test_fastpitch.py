@@ -6,13 +6,13 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
+from tritonsuite.core.tensors import compare_outputs, pad_to_common_shape
 from tritonsuite.deploy.export import export
-from tritonsuite.judge.accuracy import compare_outputs, pad_to_common_shape
+from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
 from tritonsuite.load.client import SharedMemoryRegions, infer_tensors, served_infer
 from tritonsuite.load.engine import LoadPoint, MeasurementSettings, measure
 from tritonsuite.models import default_registry
 from tritonsuite.models import fastpitch as fp
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
 from tritonsuite.server import EmbeddedServer
 
 pytestmark = pytest.mark.smoke

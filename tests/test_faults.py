@@ -103,7 +103,7 @@ def pytest_runtest_call(item):
     if server is not None and KILL_AT == "online" and item.name.endswith("concurrency2]"):
         threading.Timer(1.0, _kill, (server, "online")).start()
     if server is not None and KILL_AT == "accuracy" and "test_accuracy" in item.name:
-        import tritonsuite.accuracycase as suite_module
+        import tritonsuite.run.accuracycase as suite_module
         real_infer = suite_module.served_infer
 
         def served_infer(client, name, spec, *args):  # SIGKILL after the first batch of the accuracy data

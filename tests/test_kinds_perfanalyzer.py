@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 from tests.kinds import bls_models, decoupled_model, sequence_model
+from tritonsuite.core.settings import MeasurementSettings
 from tritonsuite.judge.responses import described
-from tritonsuite.load.kinds import kind_arguments
 from tritonsuite.load.engine import LoadPoint
+from tritonsuite.load.kinds import kind_arguments
 from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
 from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.server.embedded import EmbeddedServer
-from tritonsuite.settings import MeasurementSettings
 
 SETTINGS = MeasurementSettings(window_ms=400, warmup_ms=100, stability_percentage=90.0, max_trials=5)
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.helpers import kinds_fixture, raw_rows, run_pytest
-from tritonsuite.spec import path_digest
+from tritonsuite.core.spec import path_digest
 
 PROFILE = """
 device: cpu
@@ -25,6 +25,7 @@ def make_repository(dest):
 
 def test_versions_and_kinds_are_read_from_the_description(tmp_path):
     from tritonsuite.deploy import userrepo, userserve
+    from tritonsuite.profiles import repooptions
 
     repo = make_repository(tmp_path / "repo")
     found, _ = userrepo.read_repository(repo)
@@ -33,7 +34,7 @@ def test_versions_and_kinds_are_read_from_the_description(tmp_path):
     assert by_name["latest_two"].versions == ("2", "3")
     assert by_name["batchless"].max_batch_size == 0
     assert [t.dtype for t in by_name["strings"].inputs] == ["bytes"]
-    specs, profiles, _ = userrepo.user_models(repo, {"strings": "zero"}, only=("latest_two:2", "latest_two:3",
+    specs, profiles, _ = repooptions.user_models(repo, {"strings": "zero"}, only=("latest_two:2", "latest_two:3",
                                                                                "batchless"))
     assert sorted(s.name for s in specs) == ["batchless", "latest_two:2", "latest_two:3"]
     assert profiles["batchless"].offline.batch_sizes == (1,) and profiles["batchless"].batchless
@@ -47,7 +48,7 @@ def test_versions_and_kinds_are_read_from_the_description(tmp_path):
 
 
 def _zero_data():
-    from tritonsuite.load.inputdata import InputData
+    from tritonsuite.core.inputdata import InputData
 
     import numpy as np
 

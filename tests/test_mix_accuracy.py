@@ -5,9 +5,9 @@ naming the sample; a correct one beside it passes. The models are test_underload
 from __future__ import annotations
 
 from tests.test_underload import FAST, _spec, served  # noqa: F401  (served: the module's server fixture)
+from tritonsuite.judge.underload import judge, probe_set, run_alone
 from tritonsuite.load.client import served_infer
 from tritonsuite.load.engine import LoadPoint, Traffic, measure_together
-from tritonsuite.load.underload import judge, probe_set, run_alone
 
 
 def test_each_deployments_probes_are_judged_in_its_own_traffic(served):  # noqa: F811

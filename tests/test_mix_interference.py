@@ -15,13 +15,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from tritonsuite.core.rows import Row
+from tritonsuite.core.settings import LatencyBound, MeasurementSettings
+from tritonsuite.core.spec import TensorSpec
 from tritonsuite.judge.interference import interference
 from tritonsuite.load.engine import LoadPoint, Traffic, measure_together
 from tritonsuite.load.mix import max_mix, run_mix, scale
-from tritonsuite.rows import Row
 from tritonsuite.server import EmbeddedServer
-from tritonsuite.settings import LatencyBound, MeasurementSettings
-from tritonsuite.spec import TensorSpec
 
 MODEL = '''
 import time

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tests.kinds import FAST, decoupled_model, sequence_model, served
-from tritonsuite.description import describe
+from tritonsuite.core.description import describe
 from tritonsuite.load.engine import LoadPoint, Traffic, measure_together
 from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.load.streams import STREAM_COLUMNS

@@ -8,15 +8,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from tritonsuite.core.settings import LatencyBound, MeasurementSettings
 from tritonsuite.deploy.export import export
 from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
 from tritonsuite.load.engine import LoadPoint, Traffic
 from tritonsuite.models import default_registry
+from tritonsuite.profiles.tunespace import Budget, Candidate, parse_space
 from tritonsuite.server import EmbeddedServer
-from tritonsuite.settings import LatencyBound, MeasurementSettings
 from tritonsuite.tune.mix import JointCandidate, JointSpace, tune_set, write_configs
 from tritonsuite.tune.runner import TuneTarget
-from tritonsuite.tune.space import Budget, Candidate, parse_space
 
 SETTINGS = MeasurementSettings(window_ms=300, min_requests_per_window=5, stability_percentage=50, max_trials=8,
                                warmup_ms=150)

@@ -65,8 +65,8 @@ def test_seed_sized_tensors_go_through_system_shared_memory(tmp_path):
     from tritonsuite.models import Registry, default_registry
     from tritonsuite.profiles import load_profile
     from tritonsuite.server import EmbeddedServer
-    from tritonsuite.spec import TensorSpec
-    from tritonsuite.suite import Suite
+    from tritonsuite.core.spec import TensorSpec
+    from tritonsuite.run.suite import Suite
 
     tiny = default_registry().get("nnunet", "tiny")
     big = dataclasses.replace(

@@ -4,14 +4,14 @@ perf_analyzer cannot be obtained or started on this host."""
 import psutil
 
 from tests.helpers import raw_rows, run_leftovers, run_pytest
-from tritonsuite.load import perfanalyzer
+from tritonsuite.core.rows import RESULT_COLUMNS
+from tritonsuite.core.settings import MeasurementSettings
 from tritonsuite.deploy.export import export
+from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name
+from tritonsuite.load import perfanalyzer
 from tritonsuite.load.engine import LoadPoint, measure
 from tritonsuite.models import default_registry
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name
-from tritonsuite.rows import RESULT_COLUMNS
 from tritonsuite.server import EmbeddedServer
-from tritonsuite.settings import MeasurementSettings
 
 # plumbing and agreement, not this host's noise: any spread of the last windows counts as stable
 SETTINGS = MeasurementSettings(window_ms=500, stability_percentage=100, max_trials=6, warmup_ms=200)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.kinds import FAST, sequence_model, served
-from tritonsuite.description import describe
+from tritonsuite.core.description import describe
 from tritonsuite.judge.responses import sequence_accuracy
 from tritonsuite.load.engine import LoadPoint, measure
 from tritonsuite.load.sequences import SequenceSettings, SequenceSettingsError, Sequences, draw_length

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.kinds import FAST, decoupled_model, served
-from tritonsuite.description import describe
+from tritonsuite.core.description import describe
 from tritonsuite.judge.responses import stream_accuracy
 from tritonsuite.load.engine import LoadPoint, measure
 from tritonsuite.load.streams import STREAM_COLUMNS, exchange_alone

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import pytest
 
 from tests.test_underload import FAST, _graph, _spec
+from tritonsuite.core.settings import LatencyBound
 from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
 from tritonsuite.server import EmbeddedServer
-from tritonsuite.settings import LatencyBound
 from tritonsuite.tune import parse_space
 from tritonsuite.tune.runner import TuneTarget, tune
 

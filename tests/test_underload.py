@@ -6,11 +6,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from tritonsuite.load.engine import LoadPoint, MeasurementSettings
+from tritonsuite.core.spec import AccuracyData, Metric, ModelSpec, TensorSpec
 from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
+from tritonsuite.judge.underload import accuracy_under_load
+from tritonsuite.load.engine import LoadPoint, MeasurementSettings
 from tritonsuite.server import EmbeddedServer
-from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec
-from tritonsuite.load.underload import accuracy_under_load
 
 WIDTH = 16
 FAST = MeasurementSettings(window_ms=200, min_requests_per_window=5, stability_percentage=100, max_trials=4,

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import ROOT, raw_rows, run_pytest
-from tritonsuite.spec import file_digest, path_digest
+from tritonsuite.core.spec import file_digest, path_digest
 
 pytestmark = pytest.mark.smoke
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from tests.helpers import ROOT, raw_rows, run_pytest
-from tritonsuite.spec import path_digest
+from tritonsuite.core.spec import path_digest
 
 pytestmark = pytest.mark.smoke
 

@@ -10,7 +10,8 @@ import subprocess
 import pytest
 
 from tests.test_user_repository import FIXTURE, _make
-from tritonsuite.deploy import userrepo, userserve
+from tritonsuite.deploy import userserve
+from tritonsuite.profiles import repooptions
 from tritonsuite.server import EmbeddedServer
 
 pytestmark = pytest.mark.smoke
@@ -26,7 +27,7 @@ def _run(pa, url, protocol, data, extra=()):
 
 def test_the_same_json_drives_perf_analyzer(tmp_path, pa):
     repo = _make(tmp_path)
-    specs, _, _ = userrepo.user_models(repo, {"ts_pool": str(FIXTURE / "ts_pool.json")}, only=("ts_pool",))
+    specs, _, _ = repooptions.user_models(repo, {"ts_pool": str(FIXTURE / "ts_pool.json")}, only=("ts_pool",))
     bad = tmp_path / "bad.json"
     doc = json.loads((FIXTURE / "ts_pool.json").read_text())
     doc["validation_data"][1]["OUTPUT__0"]["content"][2] += 0.25

@@ -72,7 +72,7 @@ def test_the_shipped_adult_checkpoint_runs_by_default_and_retrain_trains_here(tm
     """No --checkpoint: the Adult model's rows come from the checkpoint shipped with tritonsuite (named with its
     sha256, nothing trained); --retrain trains it here (cached under the repository dir) and the rows say so."""
     from tritonsuite.models.training import manifest
-    from tritonsuite.spec import file_digest
+    from tritonsuite.core.spec import file_digest
 
     record = manifest()["wide_deep_adult:base"]
     for extra, expected in (((), f"shipped with tritonsuite (wide_deep_adult-base.pt, sha256 {record['sha256'][:12]})"),

@@ -24,7 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
                                              "significant regression"),
     "crosscheck": ("tritonsuite.report.commands", "perf_analyzer side by side with the suite's engine, per point"),
     "report": ("tritonsuite.report.commands", "write the tables and plots of stored rows (reports/raw/*.jsonl)"),
-    "selfbench": ("tritonsuite.load.selfbench", "the cost of serving through Triton and of measuring with the "
+    "selfbench": ("tritonsuite.run.selfbench", "the cost of serving through Triton and of measuring with the "
                                                 "suite"),
     "busyhost": ("tritonsuite.load.busyhost", "run a command beside a bursty CPU burner, then summarise its points"),
     "fp16-diagnose": ("tritonsuite.judge.diagnose", "where fp16 departs from CPU fp32, module by module (forward hooks; "

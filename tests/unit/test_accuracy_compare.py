@@ -3,7 +3,7 @@ import dataclasses
 
 import numpy as np
 
-from tritonsuite.judge.accuracy import compare_outputs
+from tritonsuite.core.tensors import compare_outputs
 from tritonsuite.models import default_registry
 
 

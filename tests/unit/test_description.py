@@ -1,11 +1,11 @@
-"""One description of every kind of deployment (tritonsuite.description), from config.pbtxt files and from a
+"""One description of every kind of deployment (tritonsuite.core.description), from config.pbtxt files and from a
 server's JSON."""
 from __future__ import annotations
 
 import pytest
 
+from tritonsuite.core.description import DescriptionError, VersionPolicy, describe
 from tritonsuite.deploy.repository import describe_deployment
-from tritonsuite.description import DescriptionError, VersionPolicy, describe
 
 PREPROCESS = """
 name: "preprocess"

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from tritonsuite.cli import main
+from tritonsuite.core.spec import TensorSpec
 from tritonsuite.judge.diagnose import diagnose, emulate_half
 from tritonsuite.models import default_registry
-from tritonsuite.spec import TensorSpec
 
 
 def _overflowing_spec():

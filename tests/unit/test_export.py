@@ -84,7 +84,7 @@ def test_an_artifact_that_differs_from_eager_is_rejected(tmp_path):
 def test_an_input_the_graph_never_reads_stays_an_input_of_the_onnx_graph(tmp_path):
     import torch
 
-    from tritonsuite.spec import TensorSpec
+    from tritonsuite.core.spec import TensorSpec
 
     class IgnoresSecond(torch.nn.Module):
         def forward(self, x, placeholder):  # a fixed signature can carry inputs the network does not read

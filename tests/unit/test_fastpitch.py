@@ -5,11 +5,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tritonsuite.judge.accuracy import compare_outputs, run_batched
+from tritonsuite.core.spec import TensorSpec
+from tritonsuite.core.tensors import compare_outputs, run_batched
 from tritonsuite.deploy.export import ExportMismatch, eager_runner, export
 from tritonsuite.models import default_registry
 from tritonsuite.models import fastpitch as fp
-from tritonsuite.spec import TensorSpec
 
 
 @pytest.fixture(scope="module")

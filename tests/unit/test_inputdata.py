@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
+from tritonsuite.core import inputdata
+from tritonsuite.core.inputdata import InputDataError
+from tritonsuite.core.spec import TensorSpec
 from tritonsuite.deploy import userrepo
-from tritonsuite.load import inputdata
-from tritonsuite.load.inputdata import InputDataError
-from tritonsuite.spec import TensorSpec
 
 X = TensorSpec("x", "float32", (-1,))
 IDS = TensorSpec("ids", "int64", (2,))

@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from tritonsuite.description import describe, model_and_version
-from tritonsuite.load import inputdata
+from tritonsuite.core import inputdata
+from tritonsuite.core.description import describe, model_and_version
+from tritonsuite.core.spec import TensorSpec
 from tritonsuite.load.windows import composing_columns, delta, snapshot
-from tritonsuite.spec import TensorSpec
 
 TEXT = TensorSpec("text", "bytes", (2,))
 
@@ -62,7 +62,7 @@ def test_strings_in_perf_analyzers_json_forms(tmp_path):
 
 
 def test_strings_compare_exactly():
-    from tritonsuite.judge.accuracy import compare_outputs
+    from tritonsuite.core.tensors import compare_outputs
     from tritonsuite.deploy.validation import _ToleranceView
 
     view = _ToleranceView((TEXT,), {})
@@ -180,7 +180,7 @@ def test_perf_analyzers_composing_figures_are_read_from_its_console():
 def test_bf16_is_tritonclients_ml_dtypes_bfloat16_end_to_end_on_the_client():
     from tritonclient.utils import np_to_triton_dtype
 
-    from tritonsuite.judge.accuracy import compare_outputs
+    from tritonsuite.core.tensors import compare_outputs
     from tritonsuite.deploy.validation import _ToleranceView
 
     t = TensorSpec("h", "bfloat16", (3,))
@@ -207,7 +207,7 @@ def test_a_deployment_with_implicit_state_is_refused_by_the_stand_in_naming_why(
 
 
 def test_a_bare_deployment_name_stands_for_every_version_it_serves():
-    from tritonsuite.deploy.repooptions import served_versions
+    from tritonsuite.profiles.repooptions import served_versions
 
     known = ["latest_two:2", "latest_two:3", "scale", "bert", "v:x"]
     assert served_versions(["latest_two"], known) == ["latest_two:2", "latest_two:3"]

@@ -1,5 +1,6 @@
-"""The tree reads as the pipeline: every module imports, the import graph has no cycle, no module outside models/
-is over 400 lines (docs/architecture.md states these rules)."""
+"""The tree reads as the pipeline: every module imports, every import points down the floors (or within its own
+package), the import graph has no cycle, the plugin stays thin, no module outside models/ is over 400 lines
+(docs/architecture.md states these rules)."""
 from __future__ import annotations
 
 import ast
@@ -12,6 +13,11 @@ import tritonsuite
 
 PACKAGE_DIR = Path(tritonsuite.__file__).parent
 MAX_LINES = 400
+MAX_PLUGIN_LINES = 600
+#: The floors of the house (docs/architecture.md): a module imports its own package and the floors below, never a
+#: floor above nor another package of its own floor. Every top-level package or module has a floor.
+FLOORS = {"core": 1, "deploy": 2, "models": 2, "server": 3, "profiles": 3, "load": 4, "judge": 5, "report": 6,
+          "tune": 6, "run": 7, "plugin": 8, "cli": 8}
 
 
 def modules(package_dir: Path, package: str) -> dict[str, Path]:
@@ -123,6 +129,56 @@ def test_the_cycle_check_finds_a_cycle_through_a_package_init_and_a_lazy_import(
     (pkg / "load" / "client.py").write_text("PREFIX = 'x'\ndef f():\n    from demo.server import Embedded\n")
     (pkg / "report.py").write_text("import demo.load.client\n")
     assert cycles(import_graph(pkg, "demo")) == [["demo.load.client", "demo.server", "demo.server.embedded"]]
+
+
+def upward_imports(graph: dict[str, set[str]], floors: dict[str, int]) -> list[str]:
+    """'a -> b' for each import of a module on a floor above its own or of another package on its own floor; the
+    package's own ``__init__`` (floor 0) imports nothing and is imported by nothing here. A top-level name missing
+    from ``floors`` is an error: a new package is placed on purpose."""
+    def floor(module: str) -> tuple[int, str]:
+        parts = module.split(".")
+        if len(parts) == 1:
+            return 0, ""
+        if parts[1] not in floors:
+            raise KeyError(f"{module}: its package {parts[1]!r} has no floor; place it in FLOORS")
+        return floors[parts[1]], parts[1]
+
+    found = []
+    for module, targets in sorted(graph.items()):
+        here, package = floor(module)
+        for target in sorted(targets):
+            there, other = floor(target)
+            if there > here or (there == here and other != package):
+                found.append(f"{module} -> {target}")
+    return found
+
+
+def test_every_import_points_down_the_floors():
+    assert upward_imports(import_graph(PACKAGE_DIR, "tritonsuite"), FLOORS) == []
+
+
+def test_the_direction_check_finds_an_import_up_and_one_across_a_floor(tmp_path):
+    # a lazy import from a lower floor up (deploy reading a judge's function: the shape of the six upward imports
+    # the floors removed) and one between two packages of one floor
+    pkg = tmp_path / "demo"
+    for package in ("core", "deploy", "models", "judge"):
+        (pkg / package).mkdir(parents=True)
+        (pkg / package / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "core" / "spec.py").write_text("X = 1\n")
+    (pkg / "judge" / "accuracy.py").write_text("from demo.core.spec import X\n")
+    (pkg / "deploy" / "export.py").write_text("def f():\n    from ..judge.accuracy import X\n")
+    (pkg / "models" / "bert.py").write_text("import demo.deploy.export\nfrom demo.core import spec\n")
+    graph = import_graph(pkg, "demo")
+    assert upward_imports(graph, {"core": 1, "deploy": 2, "models": 2, "judge": 5}) == [
+        "demo.deploy.export -> demo.judge.accuracy", "demo.models.bert -> demo.deploy.export"]
+    with pytest.raises(KeyError, match="'judge' has no floor"):
+        upward_imports(graph, {"core": 1, "deploy": 2, "models": 2})
+
+
+def test_the_plugin_is_thin():
+    lines = sum(len(path.read_text().splitlines()) for path in (PACKAGE_DIR / "plugin").rglob("*.py"))
+    assert lines <= MAX_PLUGIN_LINES, f"plugin/ is {lines} lines; its work belongs in tritonsuite.run"
 
 
 def test_no_module_outside_models_is_over_400_lines():

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tritonsuite.report.manifest import build_manifest, differences, header_line, read_manifest, write_manifest
+from tritonsuite.core.rows import Row
+from tritonsuite.core.store import differences, read_manifest, write_manifest
 from tritonsuite.profiles import load_profile
-from tritonsuite.rows import Row
+from tritonsuite.report.manifest import build_manifest, header_line
 
 ROOT = Path(__file__).resolve().parents[2]
 

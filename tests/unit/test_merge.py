@@ -6,8 +6,8 @@ import json
 
 from tests.unit.test_report import make_row, split_cells
 from tritonsuite.cli import main
+from tritonsuite.core.store import RawWriter, load_rows, raw_path
 from tritonsuite.judge.compare import compare_runs
-from tritonsuite.rows import RawWriter, load_rows, raw_path
 
 
 def _run(reports_dir, run_id, host, speed):

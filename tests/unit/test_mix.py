@@ -4,13 +4,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tritonsuite.cases import profile_cases
+from tritonsuite.core.rows import Row
+from tritonsuite.core.store import RawWriter, load_rows, raw_path
 from tritonsuite.judge.interference import interference, ratio_interval
 from tritonsuite.profiles import ProfileError, load_profile, narrow
 from tritonsuite.profiles.mix import MixError, check_mixes, parse_mixes
 from tritonsuite.report.merge import merge_reports
 from tritonsuite.report.mix import mix_summary_lines, render_mix, write_mix_pages
-from tritonsuite.rows import RawWriter, Row, load_rows, raw_path
+from tritonsuite.run.cases import profile_cases
 
 
 def _row(deployment: str, role: str, rnd: int, windows, rate: float | None = None, status: str = "OK",

@@ -6,8 +6,8 @@ import pytest
 
 from tritonsuite.deploy.export import ExportMismatch, ExportUnsupported, artifact_session, cache_key, \
     check_output_dtypes, export
+from tritonsuite.core.spec import FP32_MODULES, PRECISIONS, ModelSpec, TensorSpec, rule_precision
 from tritonsuite.deploy.formats.onnx import MIXED_OP_BLOCK_LIST
-from tritonsuite.spec import FP32_MODULES, PRECISIONS, ModelSpec, TensorSpec, rule_precision
 
 WIDTH = 8
 

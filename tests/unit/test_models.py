@@ -80,5 +80,5 @@ def test_bad_spec_files_are_named(tmp_path):
         Registry().load_file(empty)
     wrong = tmp_path / "wrong.py"
     wrong.write_text("SPECS = [1, 2]\n")
-    with pytest.raises(RegistryError, match="must be a list of tritonsuite.spec.ModelSpec"):
+    with pytest.raises(RegistryError, match="must be a list of tritonsuite.core.spec.ModelSpec"):
         Registry().load_file(wrong)

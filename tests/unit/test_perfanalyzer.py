@@ -10,8 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tritonsuite.load import perfanalyzer as pa_mod
+from tritonsuite.core.rows import RESULT_COLUMNS, Row
+from tritonsuite.core.settings import MeasurementSettings
+from tritonsuite.core.spec import TensorSpec
 from tritonsuite.judge.crosscheck import cross_points
+from tritonsuite.load import perfanalyzer as pa_mod
 from tritonsuite.load.engine import LoadPoint, MeasurementError
 from tritonsuite.load.perfanalyzer import (
     PerfAnalyzer,
@@ -28,9 +31,6 @@ from tritonsuite.load.perfanalyzer import (
     write_input_data,
 )
 from tritonsuite.report.pages import render_crosscheck
-from tritonsuite.rows import RESULT_COLUMNS, Row
-from tritonsuite.settings import MeasurementSettings
-from tritonsuite.spec import TensorSpec
 
 DATA = Path(__file__).resolve().parents[2] / "fixtures" / "perf_analyzer"
 

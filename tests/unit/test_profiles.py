@@ -3,7 +3,7 @@ import pytest
 from tritonsuite.deploy.formats import spec_formats
 from tritonsuite.models import default_registry
 from tritonsuite.profiles import ProfileError, available_profiles, check_host, load_profile, narrow
-from tritonsuite.cases import profile_cases
+from tritonsuite.run.cases import profile_cases
 
 PROFILES = None  # the profiles shipped in the package
 
@@ -64,7 +64,7 @@ def test_request_rates_and_latency_bound_searches_become_online_cases(tmp_path):
     assert [c.id for c in profile_cases(profile, "online")] == [
         "bert-onnx-fp32-concurrency1", "bert-onnx-fp32-rate5", "bert-onnx-fp32-rate12.5",
         "bert-onnx-fp32-maxrate-p99le80ms", "bert-onnx-fp32-maxconcurrency-p99le80ms"]
-    from tritonsuite.settings import LatencyBound
+    from tritonsuite.core.settings import LatencyBound
 
     narrowed = narrow(profile, request_rates=[7.0], latency_bound=LatencyBound.parse("avg <= 20 ms"),
                       search=["concurrency"])
@@ -181,7 +181,7 @@ def test_seed_gpu_profiles_hold_the_seeds_settings_for_every_published_row_they_
     the published deployment settings, so a run of the profile joins it; models the seeds publish for another GPU
     only are not in the profile."""
     from tritonsuite.deploy.formats import FORMATS
-    from tritonsuite.report.published import available_models, load_table
+    from tritonsuite.core.published import available_models, load_table
 
     profile = load_profile(name, PROFILES)
     published_models = available_models(name)
@@ -257,7 +257,7 @@ def test_unknown_precision_option_is_one_line_naming_the_choices(tmp_path):
 
 
 def test_the_hang_bound_is_derived_from_the_windows_unless_set():
-    from tritonsuite.settings import COUNT_WINDOW_TIMEOUT_S, MIN_TIMEOUT_S, MeasurementSettings
+    from tritonsuite.core.settings import COUNT_WINDOW_TIMEOUT_S, MIN_TIMEOUT_S, MeasurementSettings
 
     assert MeasurementSettings().timeout_s == MIN_TIMEOUT_S  # 2 x (0.5 s + 4 x 1 s) = 9 s: the floor
     assert MeasurementSettings(window_ms=10000, warmup_ms=1000).timeout_s == 2 * (1 + 4 * 10)  # 82 s

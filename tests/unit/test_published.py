@@ -1,4 +1,4 @@
-"""The seeds' published tables (tritonsuite.report.published): complete, internally consistent, loadable, and joined to
+"""The seeds' published tables (tritonsuite.core.published): complete, internally consistent, loadable, and joined to
 measured rows in the report, all on CPU with recorded rows."""
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tritonsuite.report.published import (COLUMNS, PUBLISHED_PARAMETER, PublishedError, available_gpus, join,
+from tritonsuite.core.published import (COLUMNS, PUBLISHED_PARAMETER, PublishedError, available_gpus, join,
                                    load_published, load_table, published_configurations)
+from tritonsuite.core.rows import LATENCY_PARTS, Row
+from tritonsuite.core.store import RawWriter, raw_path
 from tritonsuite.report import render_markdown, write_reports
-from tritonsuite.rows import LATENCY_PARTS, RawWriter, Row, raw_path
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = ROOT.parent / "shared" / "seeds"  # the seed documents, beside the checkout on the project's machines
@@ -84,7 +85,7 @@ def test_the_committed_tables_are_the_seeds_transcription(tmp_path):
     written = transcribe.write(transcribe.transcribe(SEEDS), tmp_path)
     assert len(written) == len(EXPECTED_ROWS)
     for path in written:
-        shipped = ROOT / "src" / "tritonsuite" / "report" / "published" / path.parent.name / path.name
+        shipped = ROOT / "src" / "tritonsuite" / "core" / "published" / path.parent.name / path.name
         assert path.read_text() == shipped.read_text(), f"{shipped} differs from the seeds: rerun the transcription"
 
 
@@ -114,7 +115,7 @@ def test_unknown_tables_and_malformed_csv_are_one_line_errors(tmp_path):
     with pytest.raises(PublishedError, match=r"no published table for 'bert' on a40; valid choices: fastpitch, "
                                              r"nnunet"):
         load_table("a40", "bert")
-    shutil.copytree(ROOT / "src" / "tritonsuite" / "report" / "published" / "a40", tmp_path / "a40")
+    shutil.copytree(ROOT / "src" / "tritonsuite" / "core" / "published" / "a40", tmp_path / "a40")
     path = tmp_path / "a40" / "nnunet.csv"
     lines = path.read_text().splitlines()
     lines[3] = lines[3].replace(",offline,", ",offlne,", 1)
@@ -249,7 +250,7 @@ def test_a_gpu_profiles_rows_name_their_profile_and_published_tables(tmp_path):
     from tritonsuite.models import default_registry
     from tritonsuite.profiles import load_profile
     from tritonsuite.deploy.repository import DeploymentConfig
-    from tritonsuite.suite import Deployment, Suite
+    from tritonsuite.run.suite import Deployment, Suite
 
     (tmp_path / "mine.yaml").write_text("device: gpu\ngpu: NVIDIA A100 80GB\npublished: a100\nmodels: {bert: {size: "
                                         "tiny, formats: [onnx], precisions: [fp16], max_batch_size: 4}}\n")

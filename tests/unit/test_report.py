@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from tritonsuite import report
-from tritonsuite.report import plot_offline, plot_online, render_markdown, write_reports
+from tritonsuite.core.rows import LATENCY_PARTS, RESULT_COLUMNS, Row
+from tritonsuite.core.store import RawWriter, load_rows, raw_path
 from tritonsuite.load.telemetry import GPU_COLUMNS
-from tritonsuite.rows import LATENCY_PARTS, RESULT_COLUMNS, RawWriter, Row, load_rows, raw_path
+from tritonsuite.report import plot_offline, plot_online, render_markdown, write_reports
 
 RUN = "20261122T021500-1234"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -224,7 +225,7 @@ def test_two_writers_in_one_dir_do_not_interfere(tmp_path):
 
 def test_two_processes_append_to_different_files(tmp_path):
     src = Path(report.__file__).resolve().parents[1]
-    code = ("import sys; from tritonsuite.rows import RawWriter, raw_path\n"
+    code = ("import sys; from tritonsuite.core.store import RawWriter, raw_path\n"
             "w = RawWriter(raw_path(sys.argv[1], 'offline', 'r', sys.argv[2]))\n"
             "for k in range(300): w.append({'run_id': 'r', 'worker': sys.argv[2], 'k': k})\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}

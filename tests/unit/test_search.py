@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
+from tritonsuite.core.settings import LatencyBound, MeasurementSettings
 from tritonsuite.load.engine import LoadPoint, Measurement, arrival_gaps, schedule_tolerance_ms
-from tritonsuite.load.windows import Window, stability
 from tritonsuite.load.search import CLEARLY_OVER, judge, search, stop_when_clearly_over
-from tritonsuite.settings import LatencyBound, MeasurementSettings
+from tritonsuite.load.windows import Window, stability
 
 SETTINGS = MeasurementSettings(search_resolution_percent=5, search_max_steps=14)
 

@@ -6,11 +6,11 @@ import shutil
 
 import pytest
 
+from tritonsuite.core.spec import file_digest
 from tritonsuite.models import Registry, default_registry
 from tritonsuite.models import training
 from tritonsuite.models.training import (ShippedWeightsError, manifest, ship, trained_checkpoint, training_stats,
                                          weights_origin, weights_sha256)
-from tritonsuite.spec import file_digest
 
 
 def test_each_shipped_checkpoint_is_used_by_default_and_matches_its_manifest(tmp_path):
@@ -73,7 +73,7 @@ def test_the_suite_uses_the_shipped_checkpoint_unless_retrain(tmp_path):
     from types import SimpleNamespace
 
     from tritonsuite.profiles import load_profile
-    from tritonsuite.suite import Suite
+    from tritonsuite.run.suite import Suite
 
     spec = dataclasses.replace(default_registry().get("tft", "cpu"), train=_counting_train)
     common = dict(profile=load_profile("cpu"), registry=Registry([spec]), server=SimpleNamespace(),

@@ -1,8 +1,8 @@
-"""Distribution-free percentile intervals and count-based share verdicts (tritonsuite.judge.stats)."""
+"""Distribution-free percentile intervals and count-based share verdicts (tritonsuite.core.stats)."""
 import numpy as np
 import pytest
 
-from tritonsuite.judge.stats import (binom_cdf, judge_share, min_samples, percentile_estimate, quantile_ranks,
+from tritonsuite.core.stats import (binom_cdf, judge_share, min_samples, percentile_estimate, quantile_ranks,
                                      share_pvalue)
 
 
@@ -69,7 +69,7 @@ def test_tables_show_each_percentile_with_its_samples_and_interval_or_mark_it_in
     from tests.unit.test_report import make_row, results_tables, split_cells
     from tritonsuite.load.windows import percentile_estimates, percentile_rule
     from tritonsuite.report import render_markdown
-    from tritonsuite.settings import MeasurementSettings
+    from tritonsuite.core.settings import MeasurementSettings
 
     settings = MeasurementSettings()
     latencies = np.random.default_rng(3).normal(20.0, 0.5, 71)
@@ -91,7 +91,7 @@ def test_tables_show_each_percentile_with_its_samples_and_interval_or_mark_it_in
 
 def test_repeats_are_interleaved_rounds_and_the_report_gives_their_median_and_drift():
     from tests.unit.test_report import make_row
-    from tritonsuite.cases import Case, ordered_cases
+    from tritonsuite.run.cases import Case, ordered_cases
     from tritonsuite.report import render_markdown
 
     sweep = [Case("bert", "onnx", "fp32", "online", 1, c) for c in (1, 2, 4)]
@@ -127,7 +127,7 @@ def test_repeats_are_interleaved_rounds_and_the_report_gives_their_median_and_dr
 def test_a_stable_point_is_lengthened_only_when_that_can_make_its_p99_a_measurement():
     from tritonsuite.load.point import LoadPoint
     from tritonsuite.load.windows import Window, wants_more_samples
-    from tritonsuite.settings import MeasurementSettings
+    from tritonsuite.core.settings import MeasurementSettings
 
     settings = MeasurementSettings()
     rng = np.random.default_rng(2)

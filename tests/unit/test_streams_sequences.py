@@ -5,14 +5,15 @@ import json
 import numpy as np
 import pytest
 
-from tritonsuite.description import describe
+from tritonsuite.core.description import describe
 from tritonsuite.load.composing import parse_composing
-from tritonsuite.load.kinds import kind_arguments
 from tritonsuite.load.grpc import prepare_grpc_request
 from tritonsuite.load.http import prepare_request
+from tritonsuite.load.kinds import kind_arguments
 from tritonsuite.load.sequences import SequenceSettings, grpc_decorator, http_decorator
 from tritonsuite.load.streams import StreamTiming, stream_columns
-from tritonsuite.plugin.kinds import parse_bls_composing
+from tritonsuite.run.checks import OptionError
+from tritonsuite.run.kindoptions import parse_bls_composing
 
 INPUTS = {"INPUT": np.arange(6, dtype=np.int32).reshape(2, 3)}
 
@@ -72,9 +73,9 @@ def test_bls_composing_models_option():
     known = ["bls", "a", "b"]
     assert parse_bls_composing(["a:3,b"], known) == (("", ("a:3", "b")),)
     assert parse_bls_composing(["bls=a"], known) == (("bls", ("a",)),)
-    with pytest.raises(pytest.UsageError, match="'c' is not a deployment of the run.*valid choices: a, b, bls"):
+    with pytest.raises(OptionError, match="'c' is not a deployment of the run.*valid choices: a, b, bls"):
         parse_bls_composing(["a,c"], known)
-    with pytest.raises(pytest.UsageError, match="NAME or NAME:VERSION"):
+    with pytest.raises(OptionError, match="NAME or NAME:VERSION"):
         parse_bls_composing(["a:x"], known)
 
 

@@ -89,7 +89,7 @@ def test_load_weights_takes_a_state_dict_a_trainer_file_or_its_directory(tmp_pat
 
 
 def test_a_corrupted_trained_checkpoint_is_noticed_and_retrained(spec, tmp_path):
-    from tritonsuite.deploy.integrity import CacheHealed
+    from tritonsuite.core.integrity import CacheHealed
 
     first = trained_checkpoint(spec, tmp_path)
     first.write_text("weights from")  # truncated on disk

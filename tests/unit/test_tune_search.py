@@ -137,7 +137,7 @@ def test_candidate_is_a_stock_configuration():
 
 
 def _row(role, label, concurrency, throughput, p99, within=True, stopped="", status="OK", **tune):
-    from tritonsuite.rows import Row
+    from tritonsuite.core.rows import Row
 
     return Row(scenario="tune", model="tft", deployment="tft_cpu_onnx_fp32_online", status=status, batch=1,
                concurrency=concurrency, result={"Inferences/Second": throughput, "p99 latency": p99},

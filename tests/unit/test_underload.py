@@ -1,9 +1,9 @@
-"""The accuracy-under-load verdict (tritonsuite.load.underload.judge) on hand-made responses: no server."""
+"""The accuracy-under-load verdict (tritonsuite.judge.underload.judge) on hand-made responses: no server."""
 import numpy as np
 import pytest
 
-from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec
-from tritonsuite.load.underload import judge, probe_set
+from tritonsuite.core.spec import AccuracyData, Metric, ModelSpec, TensorSpec
+from tritonsuite.judge.underload import judge, probe_set
 
 WIDTH = 4
 

@@ -12,7 +12,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from tritonsuite.description import ModelDescription
+from tritonsuite.core.description import ModelDescription
 
 
 class ComposedReference:

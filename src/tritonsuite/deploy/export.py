@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from tritonsuite.judge.accuracy import compare_outputs
+from tritonsuite.core.device import export_device, unavailable_reason
+from tritonsuite.core.integrity import file_record, mismatch, notice
+from tritonsuite.core.spec import PRECISIONS, ModelSpec, file_digest, path_digest, stable_hash
+from tritonsuite.core.tensors import compare_outputs
 from tritonsuite.deploy.backends import backend_for
-from tritonsuite.device import export_device, unavailable_reason
 from tritonsuite.deploy.formats import get_format, spec_formats
 from tritonsuite.deploy.formats.base import ExportMismatch, ExportUnsupported, compute_dtype
-from tritonsuite.deploy.integrity import file_record, mismatch, notice
-from tritonsuite.spec import PRECISIONS, ModelSpec, file_digest, path_digest, stable_hash
 
 EXPORT_VERSION = 4  # bump when the export procedure changes, to invalidate cached artifacts
 VERIFY_BATCH_SIZES = (1, 3)

@@ -14,9 +14,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritonsuite.core.device import INSTANCE_KINDS
+from tritonsuite.core.spec import ModelSpec
 from tritonsuite.deploy.backends import Backend, backend_for
-from tritonsuite.device import INSTANCE_KINDS
-from tritonsuite.spec import ModelSpec
 
 #: ``backend_accelerator`` choices: none, or the onnxruntime backend's TensorRT execution accelerator (GPU instances)
 BACKEND_ACCELERATORS = ("none", "trt")
@@ -92,7 +92,7 @@ def config_json(cfg) -> dict:
 def _link_or_copy(src: Path, dst: Path) -> None:
     """The deployment's own copy of the cached artifact (a reflink where the filesystem has them, never a hard
     link): nothing written through ``<repository>/<deployment>/`` reaches the cache."""
-    from tritonsuite.deploy.integrity import private_copy
+    from tritonsuite.core.integrity import private_copy
 
     private_copy(src, dst)
 
@@ -137,9 +137,9 @@ def config_of(deployment_dir: str | Path) -> dict:
 
 
 def describe_deployment(deployment_dir: str | Path, composing: tuple[str, ...] = ()):
-    """The :class:`~tritonsuite.description.ModelDescription` of a deployment directory, an ensemble's steps (and
+    """The :class:`~tritonsuite.core.description.ModelDescription` of a deployment directory, an ensemble's steps (and
     the ``composing`` models of a BLS one) resolved from the same repository."""
-    from tritonsuite.description import describe
+    from tritonsuite.core.description import describe
 
     repository = Path(deployment_dir).parent
 

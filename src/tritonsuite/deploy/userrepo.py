@@ -1,12 +1,12 @@
 """Bring your own deployment: every deployment of a stock Triton model repository, driven with no Python spec.
 
 :func:`read_repository` reads each ``<deployment>/config.pbtxt`` with Triton's own protobuf into the one
-description of a deployment (:func:`tritonsuite.description.describe`): platform, tensors of every Triton dtype
+description of a deployment (:func:`tritonsuite.core.description.describe`): platform, tensors of every Triton dtype
 (BYTES, BOOL, FP16, BF16, the integer widths), max batch size (0: batchless), instance groups, dynamic batching,
 version policy. Sequence, decoupled and python/BLS models are drivable (their kind is read from the served
 configuration); deployments the suite cannot drive yet come back as :class:`Undrivable` with their reason.
 :func:`user_spec` turns a drivable deployment and its input data (perf_analyzer's,
-:mod:`tritonsuite.load.inputdata`) into a :class:`~tritonsuite.spec.ModelSpec` whose reference is the same model
+:mod:`tritonsuite.core.inputdata`) into a :class:`~tritonsuite.core.spec.ModelSpec` whose reference is the same model
 file run in-process by the backend's session (onnxruntime, ``torch.jit.load``); a policy serving several versions
 gives one spec per version, named ``name:version``. :func:`serve` copies the whole deployment directory (label
 and resource files, every version directory the policy selects) into the run's repository
@@ -21,11 +21,11 @@ from typing import Mapping
 
 import numpy as np
 
+from tritonsuite.core.description import DescriptionError, ModelDescription, describe
+from tritonsuite.core.spec import AccuracyData, ModelSpec, TensorSpec, file_digest
 from tritonsuite.deploy.userserve import (RepositoryError, config_json, parse_input_data, parse_tolerances,
                                           repository_lookup, version_directories)
 from tritonsuite.deploy.validation import validation_score
-from tritonsuite.description import DescriptionError, ModelDescription, describe
-from tritonsuite.spec import AccuracyData, ModelSpec, TensorSpec, file_digest
 
 #: the ``size`` a user deployment has in the registry and the profile
 SIZE = "repository"
@@ -295,44 +295,3 @@ def deployment_config(dep: UserDeployment):
                             preferred_batch_sizes=tuple(b for b in dep.preferred_batch_sizes
                                                         if b <= dep.max_batch_size),
                             max_queue_delay_microseconds=dep.max_queue_delay_microseconds)
-
-
-def user_models(repository: str | Path, input_data: Mapping[str, str] | None = None, shapes: Mapping | None = None,
-                tolerances: Mapping[str, tuple[float, float]] | None = None, batch_sizes=(), concurrency=(),
-                named=None, references: Mapping[str, Path] | None = None, only=()):
-    """Everything a run needs for a user repository: (specs, model profiles, undrivable deployments).
-
-    A deployment the profile names (``models: <deployment>: {size: repository, ...}``, passed as ``named``) keeps
-    that entry; any other runs offline at ``batch_sizes`` (default 1 and its max batch size) and online at
-    ``concurrency`` (default 1, 2, 4) with batch 1, its own config.pbtxt deciding batching and instances.
-    """
-    from tritonsuite.load import inputdata
-    from tritonsuite.profiles import ModelProfile, OfflineProfile, OnlineProfile
-
-    deployments, undrivable = read_repository(repository)
-    input_data = {"": "random", **(input_data or {})}
-    tolerances = dict(tolerances or {})  # checked against the run's outputs by deploy.repooptions
-    specs, profiles = [], {}
-    versioned = [found.at_version(v) for found in deployments for v in found.versions]  # one entry per version
-    for dep in versioned:
-        if only and dep.name not in only and dep.ref not in only:  # --models names others: no input data asked for
-            continue
-        data = inputdata.load(input_data.get(dep.name, input_data[""]), dep.inputs, dep.outputs, shapes)
-        specs.append(user_spec(dep, data, tolerances, (references or {}).get(dep.name)))
-        if named and dep.ref in named:
-            profiles[dep.ref] = named[dep.ref]
-            continue
-        # batchless (max_batch_size 0): requests carry no batch dimension, so offline is batch 1 alone; --batch-sizes
-        # beyond a deployment's max_batch_size are left out for it (profiles.restrict refuses one no deployment takes)
-        fits = tuple(b for b in batch_sizes if b <= dep.max_batch_size)
-        offline = (1,) if not dep.max_batch_size else fits if batch_sizes else tuple(sorted({1, dep.max_batch_size}))
-        profiles[dep.ref] = ModelProfile(
-            model=dep.ref, size=SIZE, formats=(dep.format,), precisions=(dep.precision,), batchless=not dep.max_batch_size,
-            max_batch_size=max(dep.max_batch_size, 1), offline=OfflineProfile(offline, dep.instance_count),
-            online=OnlineProfile(concurrency=tuple(concurrency) or (1, 2, 4), batch_size=1,
-                                 instance_count=dep.instance_count,
-                                 preferred_batch_sizes=deployment_config(dep).preferred_batch_sizes,
-                                 max_queue_delay_microseconds=dep.max_queue_delay_microseconds),
-            instance_kind=dep.instance_kind)
-    return specs, profiles, undrivable
-

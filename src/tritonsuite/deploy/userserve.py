@@ -1,12 +1,12 @@
 """A user's deployment directory as the team ships it: its configuration read into the one description
-(:mod:`tritonsuite.description`), and the whole directory served.
+(:mod:`tritonsuite.core.description`), and the whole directory served.
 
 Triton loads a deployment from its directory: ``config.pbtxt``, every version directory the version policy selects,
 and whatever else the configuration names beside them (an output's ``label_filename``, a tokenizer's files, a
 python model's resources). :func:`serve_directory` copies all of it, byte for byte, into the run's repository
 (version directories the policy does not select are left out: Triton would not load them), so the copy loads as
 the original would; the user's directory is never written. :func:`config_json` reads a directory's
-``config.pbtxt`` with Triton's own protobuf into the JSON form :func:`tritonsuite.description.describe` takes, and
+``config.pbtxt`` with Triton's own protobuf into the JSON form :func:`tritonsuite.core.description.describe` takes, and
 :func:`repository_lookup` gives an ensemble's steps from the same repository.
 """
 from __future__ import annotations
@@ -17,8 +17,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from tritonsuite.description import describe
-from tritonsuite.spec import ModelSpec, file_digest
+from tritonsuite.core.description import describe
+from tritonsuite.core.spec import ModelSpec, file_digest
 
 
 class RepositoryError(ValueError):

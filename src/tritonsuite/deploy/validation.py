@@ -8,14 +8,14 @@ from typing import Mapping
 
 import numpy as np
 
-from tritonsuite.spec import Metric, TensorSpec
+from tritonsuite.core.spec import Metric, TensorSpec
 
 
 def validation_score(spec_outputs, expected: Mapping[str, np.ndarray], tolerances):
     """Metrics judging the served outputs against perf_analyzer's ``validation_data``: per output, the elements
     outside atol + rtol x |expected| (must be 0), with the comparison statistics of judge.accuracy."""
     def score(served, reference, precision) -> list[Metric]:
-        from tritonsuite.judge.accuracy import compare_outputs
+        from tritonsuite.core.tensors import compare_outputs
 
         metrics = []
         for out in spec_outputs:

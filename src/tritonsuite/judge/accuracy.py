@@ -1,113 +1,13 @@
-"""Accuracy of a deployment against its eager reference: per-output atol/rtol and the model's task metrics.
-
-Used for export verification (artifact vs eager) and for the accuracy scenario (Triton vs eager).
-"""
+"""The accuracy verdict of a deployment against its eager reference: per-output atol/rtol (core.tensors) and the
+model's task metrics, as one accuracy row."""
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
-import numpy as np
-
-from tritonsuite.rows import Row
-from tritonsuite.spec import Metric, ModelSpec, rule_precision
-
-
-@dataclass(frozen=True)
-class OutputComparison:
-    """How one output tensor compares with its reference."""
-
-    name: str
-    max_abs_error: float
-    max_rel_error: float
-    atol: float
-    rtol: float
-    mismatched: int  # elements outside atol + rtol * |reference|
-    total: int
-    worst_index: tuple[int, ...] = ()  # index of the largest violation; worst_index[0] is the sample
-    allowed_share: float = 0.0  # fraction of a sample's elements allowed out of tolerance (discrete outputs)
-    worst_sample: int = 0  # the sample with the largest share of elements out of tolerance
-    worst_sample_share: float = 0.0
-
-    @property
-    def passed(self) -> bool:
-        return self.mismatched == 0 or self.worst_sample_share <= self.allowed_share
-
-    def describe(self) -> str:
-        text = (f"{self.name}: max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g} "
-                f"(atol {self.atol:g}, rtol {self.rtol:g}")
-        text += f", at most {self.allowed_share:g} of a sample's elements outside)" if self.allowed_share else ")"
-        if self.mismatched and self.allowed_share:
-            text += (f"; {self.mismatched}/{self.total} elements out of tolerance, at most "
-                     f"{self.worst_sample_share:.3g} of sample {self.worst_sample}'s")
-        elif self.mismatched:
-            text += f"; {self.mismatched}/{self.total} elements out of tolerance, worst at sample {self.worst_index[0]}" \
-                    f" index {self.worst_index[1:]}"
-        return text
-
-
-def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], spec: ModelSpec,
-                    precision: str) -> list[OutputComparison]:
-    results = []
-    for out in spec.outputs:
-        if out.name not in actual:
-            raise KeyError(f"output {out.name!r} missing; got {sorted(actual)}")
-        a, e = _comparable(actual[out.name], expected[out.name])
-        valid = None
-        if out.valid_length is not None:  # compare the reference's valid frames only (padding is not output)
-            a, e, valid = _valid_region(a, e, expected[out.valid_length[0]], out.valid_length[1] + 1)
-        if a.shape != e.shape:
-            raise ValueError(f"output {out.name!r} has shape {a.shape}, reference has {e.shape}")
-        atol, rtol = spec.tolerance(precision, out.name)
-        diff = np.abs(a - e)
-        violation = diff - (atol + rtol * np.abs(e))
-        rel = diff / np.maximum(np.abs(e), 1e-12)
-        nan_mismatch = np.isnan(a) != np.isnan(e)
-        if valid is not None:
-            diff, rel = np.where(valid, diff, 0.0), np.where(valid, rel, 0.0)
-            violation, nan_mismatch = np.where(valid, violation, -np.inf), nan_mismatch & valid
-        bad = (violation > 0) | nan_mismatch
-        worst = np.unravel_index(int(np.nanargmax(np.where(nan_mismatch, np.inf, violation))), a.shape) if a.size else ()
-        per_sample = np.zeros(1)  # share of each sample's (valid) elements out of tolerance
-        if a.size:
-            counted = valid.reshape(len(valid), -1).sum(axis=1) if valid is not None else bad[0].size
-            per_sample = bad.reshape(len(bad), -1).sum(axis=1) / np.maximum(counted, 1)
-        results.append(OutputComparison(
-            name=out.name, max_abs_error=float(np.nanmax(diff)) if a.size else 0.0,
-            max_rel_error=float(np.nanmax(rel)) if a.size else 0.0, atol=atol, rtol=rtol,
-            mismatched=int(bad.sum()), total=int(a.size if valid is None else valid.sum()),
-            worst_index=tuple(int(i) for i in worst), allowed_share=spec.mismatch_share(precision, out.name),
-            worst_sample=int(np.argmax(per_sample)), worst_sample_share=float(per_sample.max())))
-    return results
-
-
-def _comparable(actual, expected) -> tuple[np.ndarray, np.ndarray]:
-    """Both as float64 arrays to compare with a tolerance. Strings (BYTES, compared as UTF-8 bytes) compare exactly:
-    each element becomes its distance, 0.0 where equal and 1.0 where not, against 0.0; BOOL, the integer widths,
-    FP16 and BF16 compare as numbers."""
-    a, e = np.asarray(actual), np.asarray(expected)
-    if a.dtype != object and e.dtype != object and a.dtype.kind not in "SU" and e.dtype.kind not in "SU":
-        return a.astype(np.float64), e.astype(np.float64)
-
-    def encoded(x: np.ndarray) -> np.ndarray:
-        return np.array([v if isinstance(v, bytes) else str(v).encode() for v in x.reshape(-1)],
-                        dtype=object).reshape(x.shape)
-
-    a, e = encoded(a), encoded(e)
-    if a.shape != e.shape:
-        return np.zeros(a.shape), np.zeros(e.shape)  # the caller names the shapes
-    return (a != e).astype(np.float64), np.zeros(e.shape)
-
-
-def _valid_region(actual: np.ndarray, expected: np.ndarray, lengths: np.ndarray, axis: int):
-    """Crop both arrays to a common size along ``axis`` and mask the elements past each sample's valid length."""
-    n = min(actual.shape[axis], expected.shape[axis])
-    actual, expected = np.take(actual, np.arange(n), axis=axis), np.take(expected, np.arange(n), axis=axis)
-    per_sample = np.asarray(lengths).reshape(len(expected), -1)[:, 0]
-    frames = np.arange(n).reshape([n if i == axis else 1 for i in range(expected.ndim)])
-    valid = frames < per_sample.reshape([-1] + [1] * (expected.ndim - 1))
-    return actual, expected, np.broadcast_to(valid, expected.shape)
+from tritonsuite.core.rows import Row
+from tritonsuite.core.spec import Metric, ModelSpec, rule_precision
+from tritonsuite.core.tensors import OutputComparison, compare_outputs, run_batched
 
 
 @dataclass
@@ -148,30 +48,6 @@ class AccuracyResult:
         return Row(**names, samples=self.samples, description=self.description, metrics=metrics,
                    thresholds=thresholds, metric_status=status, status="OK" if self.passed else "FAILED",
                    reasons=list(self.failures), seconds=round(self.seconds, 3))
-
-
-def run_batched(infer: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]], inputs: Mapping[str, np.ndarray],
-                batch_size: int) -> dict[str, np.ndarray]:
-    """Run ``infer`` over all samples in batches of ``batch_size`` and concatenate the outputs.
-
-    Outputs whose dynamic dims differ between batches (a padded length) are zero-padded to the longest first.
-    """
-    n = len(next(iter(inputs.values())))
-    parts: dict[str, list[np.ndarray]] = {}
-    for start in range(0, n, batch_size):
-        out = infer({k: v[start:start + batch_size] for k, v in inputs.items()})
-        for k, v in out.items():
-            parts.setdefault(k, []).append(v)
-    return {k: np.concatenate(pad_to_common_shape(v)) for k, v in parts.items()}
-
-
-def pad_to_common_shape(arrays: list[np.ndarray]) -> list[np.ndarray]:
-    """Zero-pad arrays (at the end of every axis but the first) to their largest common shape."""
-    target = np.max([a.shape[1:] for a in arrays], axis=0) if arrays and arrays[0].ndim > 1 else None
-    if target is None:
-        return arrays
-    return [a if a.shape[1:] == tuple(target) else
-            np.pad(a, [(0, 0)] + [(0, int(t) - d) for t, d in zip(target, a.shape[1:])]) for a in arrays]
 
 
 def evaluate(spec: ModelSpec, deployment: str, precision: str, data, served_infer, reference_infer,

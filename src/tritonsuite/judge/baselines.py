@@ -148,7 +148,7 @@ class BaselineStore:
         return data
 
     def compare(self, row) -> Comparison:
-        """Judge an accuracy row (:class:`tritonsuite.rows.Row`) against the stored baseline of its deployment."""
+        """Judge an accuracy row (:class:`tritonsuite.core.rows.Row`) against the stored baseline of its deployment."""
         path = self.path(row.model)
         entry = self.read(row.model).get("deployments", {}).get(row.deployment)
         if entry is None:

@@ -18,7 +18,6 @@ a comparison is informational. Stored runs are compared later with the command, 
 """
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections.abc import Iterable, Sequence
@@ -27,16 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from tritonsuite.report.manifest import differences as manifest_differences, read_manifest
-from tritonsuite.rows import Row, load_rows
+from tritonsuite.core.rows import Row
+from tritonsuite.core.store import PERFORMANCE_SCENARIOS, StoreError, differences as manifest_differences, load_run
 
-PERFORMANCE_SCENARIOS = ("offline", "online")
 DEFAULT_MIN_EFFECT = 10.0  # percent
 DEFAULT_ALPHA = 0.01
-
-
-class CompareError(ValueError):
-    """A run to compare with cannot be found or read (one line, naming it)."""
 
 
 def mann_whitney_greater(a: Sequence[float], b: Sequence[float]) -> float:
@@ -231,63 +225,6 @@ def render_comparison(comparison: Comparison, gate_percent: float | None = None)
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-# ------------------------------------------------------------------------------------------------ loading runs
-def load_run(reference: str | Path, reports_dir: str | Path = "reports") -> tuple[list[Row], str, dict | None]:
-    """The performance rows of a stored run, a label for it, and its provenance manifest where one was kept.
-    ``reference`` is a raw rows file (``.jsonl``, e.g. a copy kept as a baseline, with its
-    ``manifest-<run_id>.json`` beside it), a reports or raw directory (its newest run), or a run id in
-    ``reports_dir``."""
-    path = Path(reference)
-    manifest_dir = None
-    if path.is_file():
-        rows = _read_jsonl(path)
-        label = f"{path.name}"
-        manifest_dir = path.parent.parent if path.parent.name == "raw" else None
-    elif path.is_dir():
-        base = path if (path / "raw").is_dir() else path.parent if path.name == "raw" else None
-        rows = load_rows(base) if base is not None else []
-        if not rows:
-            raise CompareError(f"--compare {reference!r}: no raw rows in this directory (a reports directory holds "
-                               f"them under raw/)")
-        newest = max((r for r in rows if r.run_id), key=lambda r: r.run_id, default=None)
-        rows = [r for r in rows if newest is None or r.run_id == newest.run_id]
-        label = f"run {newest.run_id}" if newest else str(path)
-        manifest_dir = base
-    else:
-        rows = load_rows(reports_dir, run_id=str(reference))
-        if not rows:
-            runs = sorted({r.run_id for r in load_rows(reports_dir) if r.run_id})
-            raise CompareError(f"--compare {reference!r}: not a file, a directory or a run id in {reports_dir}/raw; "
-                               f"valid run ids: {', '.join(runs[-5:]) or 'none'}")
-        label = f"run {reference}"
-        manifest_dir = Path(reports_dir)
-    rows = [r for r in rows if r.scenario in PERFORMANCE_SCENARIOS]
-    if not rows:
-        raise CompareError(f"--compare {reference!r}: holds no offline or online rows")
-    run_ids = {r.run_id for r in rows}
-    manifest = None
-    if len(run_ids) == 1:
-        run_id = run_ids.pop()
-        sibling = path.parent / f"manifest-{run_id}.json" if path.is_file() else None
-        if sibling is not None and sibling.is_file():
-            manifest = json.loads(sibling.read_text(encoding="utf-8"))
-        elif manifest_dir is not None:
-            manifest = read_manifest(manifest_dir, run_id)
-    return rows, label, manifest
-
-
-def _read_jsonl(path: Path) -> list[Row]:
-    rows = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(Row.from_dict(json.loads(line)))
-        except (ValueError, TypeError) as exc:
-            raise CompareError(f"{path}:{lineno}: not a tritonsuite row ({exc})") from None
-    return rows
-
-
 def add_arguments(parser) -> None:
     parser.add_argument("then", help="the earlier run: a raw rows file, a reports directory, or a run id")
     parser.add_argument("now", help="the later run, likewise")
@@ -307,7 +244,7 @@ def run(args, parser) -> int:
     try:
         then_rows, then_label, then_manifest = load_run(args.then, args.reports_dir)
         now_rows, now_label, now_manifest = load_run(args.now, args.reports_dir)
-    except CompareError as exc:
+    except StoreError as exc:
         parser.error(str(exc))
     comparison = compare_runs(then_rows, now_rows, then_label=then_label, now_label=now_label,
                               min_effect=args.min_effect, then_manifest=then_manifest, now_manifest=now_manifest)

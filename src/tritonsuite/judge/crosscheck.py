@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tritonsuite.rows import Row
+from tritonsuite.core.rows import Row
 
 PERFORMANCE_SCENARIOS = ("offline", "online")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tritonsuite.spec import ModelSpec
+from tritonsuite.core.spec import ModelSpec
 
 DEFAULT_THRESHOLD = 0.01  # relative L2 error of a module's output against fp32's
 DIAGNOSED = (("bert", "large"), ("wide_deep", "full"), ("fastpitch", "large"), ("nnunet", "large"), ("tft", "large"))
@@ -215,7 +215,8 @@ def emulated_accuracy(spec: ModelSpec, checkpoint: Path | None = None, batch_siz
     import time
 
     from tritonsuite.deploy.export import eager_runner
-    from tritonsuite.judge.accuracy import AccuracyResult, compare_outputs, run_batched
+    from tritonsuite.core.tensors import compare_outputs, run_batched
+    from tritonsuite.judge.accuracy import AccuracyResult
 
     start = time.perf_counter()
     reference_module = copy.deepcopy(module if module is not None else spec.build(checkpoint)).float().eval()
@@ -238,7 +239,7 @@ def _device_name(device: str) -> str:
 
     if device == "cuda":
         return torch.cuda.get_device_name(0)
-    from tritonsuite.device import cpu_name
+    from tritonsuite.core.device import cpu_name
 
     return f"CPU ({cpu_name()})"
 
@@ -261,7 +262,7 @@ def add_fp16_diagnose_arguments(parser) -> None:
 
 
 def run_fp16_diagnose(args, parser) -> int:
-    from tritonsuite.device import cuda_available
+    from tritonsuite.core.device import cuda_available
     from tritonsuite.models import RegistryError, default_registry
 
     try:

@@ -26,8 +26,8 @@ from typing import Sequence
 
 import numpy as np
 
+from tritonsuite.core.rows import Row
 from tritonsuite.judge.compare import mann_whitney_greater
-from tritonsuite.rows import Row
 
 DEFAULT_MIN_EFFECT = 10.0  # percent, as the run-to-run comparison (asv's factor 1.1)
 DEFAULT_ALPHA = 0.01

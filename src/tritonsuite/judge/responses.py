@@ -19,8 +19,8 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from tritonsuite.core.spec import Metric
 from tritonsuite.judge.accuracy import AccuracyResult
-from tritonsuite.spec import Metric
 
 DEFAULT_TOLERANCE = (1e-5, 1e-5)  # floating outputs (an oldest batch may sum in another order); others: exact
 
@@ -125,9 +125,9 @@ ACCURACY_REQUESTS = 16  # requests of a decoupled model's accuracy run
 
 
 def described(server, name: str, composing: Sequence[str] = ()):
-    """The :class:`~tritonsuite.description.ModelDescription` of a loaded model, from the configuration the server
+    """The :class:`~tritonsuite.core.description.ModelDescription` of a loaded model, from the configuration the server
     runs (auto-completed where it was), composing models resolved through the server as well."""
-    from tritonsuite.description import describe
+    from tritonsuite.core.description import describe
 
     def lookup(other: str):
         try:
@@ -213,7 +213,7 @@ def kind_accuracy(server, description, spec, precision: str, data, protocol: str
     # a python model without a reference: its outputs against validation_data
     client = server.grpc_client() if protocol == "grpc" else server.client()
     try:
-        from tritonsuite.judge.accuracy import run_batched
+        from tritonsuite.core.tensors import run_batched
         from tritonsuite.load.client import served_infer
 
         t0 = time.perf_counter()

@@ -11,13 +11,13 @@ were lengthened) and the CPU other processes used meanwhile, which shows the bur
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Sequence
 
-from tritonsuite.rows import STATUSES, load_rows
+from tritonsuite.core.rows import STATUSES
+from tritonsuite.core.store import latest_manifest, load_rows
 
 BURNER = ("import sys, time\n"
           "on, off = float(sys.argv[1]), float(sys.argv[2])\n"
@@ -38,7 +38,7 @@ def reports_dir_of(command: Sequence[str]) -> Path:
 
 
 def summary(reports_dir: Path) -> str:
-    manifest = json.loads((reports_dir / "manifest.json").read_text())
+    manifest = latest_manifest(reports_dir)
     rows = [r for r in load_rows(reports_dir, manifest["run_id"]) if r.scenario in ("offline", "online")]
     lines = [f"run {manifest['run_id']}: {len(rows)} points, "
              + ", ".join(f"{sum(r.status == s for r in rows)} {s}" for s in STATUSES),

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
+from tritonsuite.core.spec import ModelSpec, TensorSpec
 from tritonsuite.server.shm import CLIENT_SHM_PREFIX
-from tritonsuite.spec import ModelSpec, TensorSpec
 
 if TYPE_CHECKING:
     from tritonsuite.server import TritonServer
@@ -146,7 +146,7 @@ def served_infer(client, model_name: str, spec: ModelSpec, batched: bool = True,
     request unanswered within the HTTP client's timeout or ``timeout_s`` (gRPC) raises Hang.
     ``model_name`` may name a version (``name:version``); a batchless deployment's outputs come back with a batch
     dimension of one added, like every other's."""
-    from tritonsuite.description import model_and_version
+    from tritonsuite.core.description import model_and_version
     from tritonsuite.load.point import Hang
 
     names = [t.name for t in spec.outputs]

@@ -8,7 +8,7 @@ shared memory references) and sent by an asyncio load generator, in one of two w
   from the scheduled send time, so a slow server cannot hide its queue (coordinated omission), and a request sent
   more than ``schedule_tolerance_ms`` (or a tenth of the mean gap between arrivals, if longer) after its time is
   late: a point whose late share is significantly above ``max_late_percent`` (a one-sided binomial test on the
-  counts over the stable windows, :mod:`tritonsuite.judge.stats`) measured the load generator, not the server,
+  counts over the stable windows, :mod:`tritonsuite.core.stats`) measured the load generator, not the server,
   and is INVALID; a point too short to tell is lengthened (``sample_windows``), not failed. Open-loop windows are judged stable on latency alone: their throughput is the schedule's (a
   Poisson count), not the server's.
 After a warm-up, measurement windows (time-based, or count-based) run until the
@@ -41,19 +41,19 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from tritonsuite.description import ModelDescription
+from tritonsuite.core.description import ModelDescription
+from tritonsuite.core.settings import STABLE_WINDOWS
+from tritonsuite.core.settings import MeasurementSettings
+from tritonsuite.core.spec import TensorSpec
 from tritonsuite.load.client import SharedMemoryRegions
-from tritonsuite.load.interrupt import run_interruptible
 from tritonsuite.load.generator import LoadGenerator, Progress, StopEarly, arrival_gaps, run_together
 from tritonsuite.load.http import prepare_request
-from tritonsuite.load.sequences import BATCH_ONE, SequenceSettings
+from tritonsuite.load.interrupt import run_interruptible
 from tritonsuite.load.point import LoadPoint, Measurement, MeasurementError
+from tritonsuite.load.sequences import BATCH_ONE, SequenceSettings
 from tritonsuite.load.telemetry import GpuSampler
 from tritonsuite.load.windows import LATENCY_SAMPLES, schedule_tolerance_ms, summarise
-from tritonsuite.settings import STABLE_WINDOWS
 from tritonsuite.server import TritonServer
-from tritonsuite.settings import MeasurementSettings
-from tritonsuite.spec import TensorSpec
 
 __all__ = ["LATENCY_SAMPLES", "LoadPoint", "Measurement", "MeasurementError", "MeasurementSettings", "StopEarly",
            "Progress", "SequenceSettings", "Traffic", "arrival_gaps", "measure", "measure_together",
@@ -89,11 +89,11 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
 
     ``probes`` (each one request's tensors, of the point's batch size) are sent in place of a seeded
     ``probe_share`` of the load requests; their decoded outputs come back in ``Measurement.probe_responses``
-    (accuracy under load, :mod:`tritonsuite.load.underload`). They are requests like the others: they count in the
+    (accuracy under load, :mod:`tritonsuite.judge.underload`). They are requests like the others: they count in the
     row's throughput, latencies and success counts.
 
     ``model`` may name a version (``name:version``: requests and statistics go to that version). ``description``
-    (:mod:`tritonsuite.description`) says what kind of deployment it is: a batchless one (``max_batch_size: 0``) is
+    (:mod:`tritonsuite.core.description`) says what kind of deployment it is: a batchless one (``max_batch_size: 0``) is
     sent batch 1 without the batch dimension; for an ensemble (its composing models, nested ones included) or a BLS
     model (the models it calls, as ``--bls-composing-models`` names them) the row's ``measurement["composing"]``
     gives each one's requests, queue and compute per request over the same windows; a decoupled one is driven over

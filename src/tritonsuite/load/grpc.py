@@ -28,7 +28,7 @@ def prepare_grpc_request(model: str, inputs: Mapping[str, np.ndarray], outputs: 
     """Serialise one ``ModelInferRequest`` with tritonclient's protocol code, once, for repeated sending."""
     from tritonclient.grpc._utils import _get_inference_request
 
-    from tritonsuite.description import model_and_version
+    from tritonsuite.core.description import model_and_version
 
     name, version = model_and_version(model)
     infer_inputs, infer_outputs = infer_tensors(inputs, outputs, shm, protocol="grpc", batched=batched)

@@ -101,7 +101,7 @@ class PreparedRequest:
 
 def model_path(model: str) -> str:
     """``/v2/models/<name>`` or, for ``name:version``, ``/v2/models/<name>/versions/<version>``."""
-    from tritonsuite.description import model_and_version
+    from tritonsuite.core.description import model_and_version
 
     name, version = model_and_version(model)
     return f"/v2/models/{name}" + (f"/versions/{version}" if version else "")

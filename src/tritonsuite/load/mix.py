@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from tritonsuite.core.settings import LatencyBound, MeasurementSettings
 from tritonsuite.load.engine import Measurement, Progress, Traffic, measure, measure_together
 from tritonsuite.server import TritonServer
-from tritonsuite.settings import LatencyBound, MeasurementSettings
 
 ROLES = ("alone", "together")
 DEFAULT_ROUNDS = 3

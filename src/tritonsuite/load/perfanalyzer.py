@@ -22,7 +22,7 @@ can check the engine against it. Usable without pytest::
   No shell; a bounded wait, with the server's liveness checked every 0.2 s; perf_analyzer runs in its own process
   group, dies with this process, and is killed on any way out.
 - **The row**: its CSV (``-f``, values in usec) is the seeds' columns, so it maps one to one onto
-  :data:`tritonsuite.rows.RESULT_COLUMNS` (ms); its profile export gives the stable windows' request latencies
+  :data:`tritonsuite.core.rows.RESULT_COLUMNS` (ms); its profile export gives the stable windows' request latencies
   (p50/p99 evidence for ``--compare`` and pytest-benchmark) and ``-v`` every window's throughput. The row's
   measurement says ``loadgen: perf_analyzer 2.51``, the command, the window and the stability criterion.
   perf_analyzer's own "Failed to obtain stable measurement" (it then writes no CSV) is UNSTABLE with its message
@@ -51,6 +51,9 @@ from pathlib import Path
 
 import numpy as np
 
+from tritonsuite.core.rows import RESULT_COLUMNS
+from tritonsuite.core.settings import STABLE_WINDOWS, MeasurementSettings
+from tritonsuite.core.spec import TensorSpec
 from tritonsuite.load.composing import parse_composing
 from tritonsuite.load.perfanalyzer_binary import (  # noqa: F401 - the binary's names, re-exported
     DISTRIBUTION, VERSION, WHEEL_PLATFORM, WHEEL_SHA256, MEMBER, MEMBER_SHA256, LOADGEN, LOADGEN_DESCRIPTION,
@@ -58,9 +61,6 @@ from tritonsuite.load.perfanalyzer_binary import (  # noqa: F401 - the binary's 
     library_dir, locate, pytriton_libs, unavailable_reason)
 from tritonsuite.load.point import LoadPoint, Measurement, MeasurementError
 from tritonsuite.load.windows import LATENCY_SAMPLES, even_subsample, spread
-from tritonsuite.rows import RESULT_COLUMNS
-from tritonsuite.settings import STABLE_WINDOWS, MeasurementSettings
-from tritonsuite.spec import TensorSpec
 
 POLL_S = 0.2
 UNSTABLE_MARK = "Failed to obtain stable measurement"
@@ -125,7 +125,7 @@ def build_command(pa: PerfAnalyzer, model: str, url: str, point: LoadPoint, sett
                   output_bytes: int | None = None, extra: Sequence[str] = ()) -> list[str]:
     """perf_analyzer's argv for one point (no shell): the suite's window lengthened ``factor`` times; ``extra``: a
     deployment kind's own options (``kind_arguments``: sequences, streaming, BLS composing models)."""
-    from tritonsuite.description import model_and_version
+    from tritonsuite.core.description import model_and_version
 
     c = point.concurrency
     name, version = model_and_version(model)
@@ -264,7 +264,7 @@ def _run(argv: list[str], env: dict, server, timeout_s: float, log: Path) -> _Ru
 
 
 def _server_counts(server, model: str) -> dict[str, int]:
-    from tritonsuite.description import model_and_version
+    from tritonsuite.core.description import model_and_version
 
     client = server.client(timeout=30.0)
     try:

@@ -7,8 +7,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from tritonsuite.rows import Row, not_measured
-from tritonsuite.settings import DISTRIBUTIONS
+from tritonsuite.core.rows import Row, not_measured
+from tritonsuite.core.settings import DISTRIBUTIONS
 
 
 class MeasurementError(RuntimeError):
@@ -17,7 +17,7 @@ class MeasurementError(RuntimeError):
 
 class Hang(MeasurementError):
     """The server gave no answer within the hang bound (``MeasurementSettings.timeout_s``): the deployment is given
-    up for the rest of the run (:mod:`tritonsuite.isolation`), its requests would wait the same way."""
+    up for the rest of the run (:mod:`tritonsuite.run.isolation`), its requests would wait the same way."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class Measurement:
     reasons: list[str] = field(default_factory=list)
     latencies_s: np.ndarray | None = None  # every request latency of the stable windows (pytest-benchmark's rounds)
     comparison: Any = None  # a tritonsuite.judge.compare.PointComparison when the run compares with a stored one
-    accuracy_under_load: Any = None  # a tritonsuite.load.underload.UnderLoadResult when the point carried probes
+    accuracy_under_load: Any = None  # a tritonsuite.judge.underload.UnderLoadResult when the point carried probes
     # (probe index, decoded outputs) of every accuracy probe answered during the point (see ``measure(probes=)``)
     probe_responses: list[tuple[int, dict[str, np.ndarray]]] = field(default_factory=list)
 
@@ -72,7 +72,7 @@ class Measurement:
 
     @property
     def not_measured(self) -> bool:
-        """No valid figures, although every request was answered (:func:`tritonsuite.rows.not_measured`)."""
+        """No valid figures, although every request was answered (:func:`tritonsuite.core.rows.not_measured`)."""
         return not_measured(self.status, self.meta)
 
     def to_row(self, **identity) -> Row:

@@ -21,8 +21,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tritonsuite.core.settings import LatencyBound, MeasurementSettings
 from tritonsuite.load.engine import Measurement, Progress, StopEarly
-from tritonsuite.settings import LatencyBound, MeasurementSettings
 
 CLEARLY_OVER = 2.0  # two windows in a row whose statistic exceeds this many times the bound end their point
 RE_MEASURES = 3  # attempts to confirm the answer, each lower than the last
@@ -82,10 +82,10 @@ def statistic_ms(measurement: Measurement, bound: LatencyBound) -> float:
 
 def count_verdict(latencies_ms, bound: LatencyBound, alpha: float = 0.05):
     """A percentile bound judged on counts ("p99 <= 50 ms": at most 1% of requests over 50 ms): the requests over the
-    bound against that share, one-sided binomial (:func:`tritonsuite.judge.stats.judge_share`); None for "avg"."""
+    bound against that share, one-sided binomial (:func:`tritonsuite.core.stats.judge_share`); None for "avg"."""
     import numpy as np
 
-    from tritonsuite.judge.stats import judge_share
+    from tritonsuite.core.stats import judge_share
 
     if bound.statistic == "avg":
         return None

@@ -23,9 +23,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from tritonsuite.core.rows import STREAM_COLUMNS
 from tritonsuite.load.http import PreparedRequest
 from tritonsuite.load.point import Hang, MeasurementError
-from tritonsuite.rows import STREAM_COLUMNS
 
 __all__ = ["STREAM_COLUMNS", "StreamTiming", "StreamTransport", "exchange_alone", "stream_columns", "summarise_streams"]
 
@@ -240,7 +240,7 @@ def exchange_alone(url: str, model: str, requests: Sequence[Mapping[str, np.ndar
 def summarise_streams(measurement, windows: Sequence, pool: tuple[int, int] | None) -> None:
     """Add the stream columns of the row's windows (the stable ones, as :func:`tritonsuite.load.windows.summarise`
     pools them) to ``measurement``: its result gets :data:`STREAM_COLUMNS`, its meta the samples behind them."""
-    from tritonsuite.settings import STABLE_WINDOWS
+    from tritonsuite.core.settings import STABLE_WINDOWS
 
     stable = windows[-STABLE_WINDOWS:] if pool is None else windows[pool[0]:pool[1]]
     timings = [t for w in stable for t in (w.timings or ())]

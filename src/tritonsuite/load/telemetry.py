@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from tritonsuite.device import _device_indices, _nvml, describe_gpus  # noqa: F401 - describe_gpus re-exported
+from tritonsuite.core.device import _device_indices, _nvml, describe_gpus  # noqa: F401 - describe_gpus re-exported
 
 #: The telemetry columns of a results table, in order; each cell reads "mean / max" over the stable windows.
 GPU_COLUMNS = ("GPU Utilization (%)", "GPU Memory Used (MiB)", "GPU Power (W)", "GPU SM Clock (MHz)")

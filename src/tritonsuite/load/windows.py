@@ -8,10 +8,10 @@ from typing import Sequence
 
 import numpy as np
 
+from tritonsuite.core.rows import LATENCY_PARTS, RESULT_COLUMNS
+from tritonsuite.core.settings import STABLE_WINDOWS, MeasurementSettings
 from tritonsuite.load.point import LoadPoint, Measurement
 from tritonsuite.load.telemetry import GpuSampler, unavailable_reason
-from tritonsuite.rows import LATENCY_PARTS, RESULT_COLUMNS
-from tritonsuite.settings import STABLE_WINDOWS, MeasurementSettings
 
 SERVER_STATS = ("queue", "compute_input", "compute_infer", "compute_output")
 SERVER_COLUMNS = ("Server Queue", "Server Compute Input", "Server Compute Infer", "Server Compute Output")
@@ -189,7 +189,7 @@ def summarise(point: LoadPoint, windows: list[Window], total: dict[str, int], co
         "window_avg_latency_ms": [round(float(w.samples[:, 0].mean() * 1e3), 4) if len(w.samples) else None
                                   for w in windows],
         "latency_samples_ms": [round(float(v), 4) for v in latency_ms[even_subsample(len(latency_ms))]],
-        # every percentile column: the latencies it came from and its distribution-free interval (judge.stats)
+        # every percentile column: the latencies it came from and its distribution-free interval (core.stats)
         "percentiles": {f"p{q}": e.to_json() for q, e in estimates.items()},
         "percentile_rule": percentile_rule(settings),
         "drift": drift(stable_windows, point.batch_size, settings.stability_percentage, point.open_loop),
@@ -255,8 +255,8 @@ LATENCY_SAMPLES = 2000
 
 
 def percentile_estimates(latency_ms: np.ndarray, settings: MeasurementSettings) -> dict:
-    """{50: PercentileEstimate, 90: ..., 95: ..., 99: ...} of the reported percentiles (judge.stats)."""
-    from tritonsuite.judge.stats import REPORTED_PERCENTILES, percentile_estimate
+    """{50: PercentileEstimate, 90: ..., 95: ..., 99: ...} of the reported percentiles (core.stats)."""
+    from tritonsuite.core.stats import REPORTED_PERCENTILES, percentile_estimate
 
     return {q: percentile_estimate(latency_ms, q, settings.percentile_confidence / 100.0,
                                    settings.percentile_precision_percent / 100.0) for q in REPORTED_PERCENTILES}
@@ -264,7 +264,7 @@ def percentile_estimates(latency_ms: np.ndarray, settings: MeasurementSettings) 
 
 def percentile_rule(settings: MeasurementSettings) -> str:
     """The rule behind the percentile columns, in one line (for rows and table headers)."""
-    from tritonsuite.judge.stats import min_samples
+    from tritonsuite.core.stats import min_samples
 
     c = settings.percentile_confidence
     return (f"each percentile has a distribution-free {c:g}% interval from order statistics; it is indicative when "
@@ -275,8 +275,8 @@ def percentile_rule(settings: MeasurementSettings) -> str:
 
 def late_verdict(samples: np.ndarray, point: LoadPoint, settings: MeasurementSettings):
     """Open loop: late sends (more than the schedule tolerance after their time) of ``samples`` judged against
-    ``max_late_percent`` on counts (a :class:`~tritonsuite.judge.stats.ShareVerdict`)."""
-    from tritonsuite.judge.stats import judge_share
+    ``max_late_percent`` on counts (a :class:`~tritonsuite.core.stats.ShareVerdict`)."""
+    from tritonsuite.core.stats import judge_share
 
     late = int((samples[:, 3] * 1e3 > schedule_tolerance_ms(point, settings)).sum())
     return judge_share(late, len(samples), settings.max_late_percent / 100.0, settings.verdict_alpha)
@@ -288,7 +288,7 @@ def wants_more_samples(windows: Sequence[Window], point: LoadPoint, settings: Me
     own): an open-loop late-send verdict still undecided, or a widest percentile (p99) that is indicative and that
     the extra windows would make a measurement (its minimum sample count reached; an interval too wide narrowed,
     as 1/sqrt(n), to the precision). Otherwise the percentile stays indicative and the point costs no more time."""
-    from tritonsuite.judge.stats import REPORTED_PERCENTILES, min_samples, percentile_estimate
+    from tritonsuite.core.stats import REPORTED_PERCENTILES, min_samples, percentile_estimate
 
     if windows_left <= 0:
         return False

@@ -1,6 +1,6 @@
 """The model registry: built-in specs, specs from installed packages (entry points), and user spec files.
 
-A spec module exposes ``SPECS``: a list of :class:`tritonsuite.spec.ModelSpec` (or a function returning one).
+A spec module exposes ``SPECS``: a list of :class:`tritonsuite.core.spec.ModelSpec` (or a function returning one).
 Other packages register theirs under the entry-point group ``tritonsuite.models``; a single file can be
 passed to pytest with ``--model-spec path.py``.
 """
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
-from tritonsuite.spec import ModelSpec
+from tritonsuite.core.spec import ModelSpec
 
 ENTRY_POINT_GROUP = "tritonsuite.models"
 BUILTIN_MODULES = ("tritonsuite.models.bert", "tritonsuite.models.identity", "tritonsuite.models.fastpitch",
@@ -29,7 +29,7 @@ def _specs_of(obj: object, origin: str) -> list[ModelSpec]:
     if isinstance(specs, ModelSpec):
         specs = [specs]
     if not isinstance(specs, (list, tuple)) or not all(isinstance(s, ModelSpec) for s in specs):
-        raise RegistryError(f"{origin}: SPECS must be a list of tritonsuite.spec.ModelSpec, got {type(specs).__name__}")
+        raise RegistryError(f"{origin}: SPECS must be a list of tritonsuite.core.spec.ModelSpec, got {type(specs).__name__}")
     return list(specs)
 
 

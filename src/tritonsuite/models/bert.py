@@ -19,8 +19,8 @@ from typing import Mapping
 
 import numpy as np
 
+from tritonsuite.core.spec import AccuracyData, Metric, ModelSpec, TensorSpec, file_digest
 from tritonsuite.models import squad
-from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec, file_digest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")

@@ -24,8 +24,8 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-from tritonsuite.deploy.integrity import mismatch, notice
-from tritonsuite.spec import file_digest
+from tritonsuite.core.integrity import mismatch, notice
+from tritonsuite.core.spec import file_digest
 
 PIP_TIMEOUT_S = 600
 

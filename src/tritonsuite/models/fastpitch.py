@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec
+from tritonsuite.core.spec import AccuracyData, Metric, ModelSpec, TensorSpec
 from tritonsuite.models.training import load_weights
 
 PAD = "_"

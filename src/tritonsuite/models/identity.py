@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec
+from tritonsuite.core.spec import AccuracyData, Metric, ModelSpec, TensorSpec
 
 WIDTH = 16
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec
+from tritonsuite.core.spec import AccuracyData, Metric, ModelSpec, TensorSpec
 from tritonsuite.models.training import load_weights
 
 CHANNELS = 4  # the four MRI modalities of BraTS

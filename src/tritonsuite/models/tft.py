@@ -47,8 +47,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tritonsuite.core.spec import AccuracyData, Metric, ModelSpec, TensorSpec, file_digest
 from tritonsuite.models.datasets import DatasetError, wheel_member
-from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec, file_digest
 
 HORIZON = 24
 QUANTILES = (0.1, 0.5, 0.9)

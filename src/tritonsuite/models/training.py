@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tritonsuite.deploy.integrity import file_record, mismatch, notice
-from tritonsuite.spec import ModelSpec, file_digest, path_digest, stable_hash
+from tritonsuite.core.integrity import file_record, mismatch, notice
+from tritonsuite.core.spec import ModelSpec, file_digest, path_digest, stable_hash
 
 TRAINING_VERSION = 1  # bump when the caching procedure changes
 CHECKPOINT_FILE = "checkpoint.pt"

@@ -33,8 +33,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from tritonsuite.core.spec import AccuracyData, Metric, ModelSpec, TensorSpec, file_digest
 from tritonsuite.models import adult
-from tritonsuite.spec import AccuracyData, Metric, ModelSpec, TensorSpec, file_digest
 from tritonsuite.models.training import load_weights
 
 OUTPUT = "wide_deep_model"

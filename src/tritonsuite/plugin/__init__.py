@@ -11,10 +11,13 @@ import re
 
 import pytest
 
-from tritonsuite.plugin.fixtures import XdistRunId, suite, suite_options, triton, write_session_reports
+from tritonsuite.plugin.fixtures import (OPTIONS_KEY, SERVER_KEY, XdistRunId, session_reports, suite, suite_options,
+                                         triton)
 from tritonsuite.plugin.flags import MARKERS, add_options
-from tritonsuite.plugin.options import OPTIONS_KEY, SCENARIO_MARKERS, SERVER_KEY, _csv, cases_for, resolve_options
-from tritonsuite.plugin.rootdir import correct_rootdir
+from tritonsuite.plugin.rootdir import correct_rootdir, output_root
+from tritonsuite.run.checks import OptionError
+from tritonsuite.run.options import SCENARIO_MARKERS, _csv, cases_for, resolve_options
+from tritonsuite.run.session import refused_deployments, undrivable_lines
 
 __all__ = ["suite", "suite_options", "triton"]  # fixtures, found by pytest in this module
 
@@ -44,20 +47,18 @@ def pytest_configure(config):
 
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminated)
-    config.stash[OPTIONS_KEY] = resolve_options(config)  # bad input -> pytest.UsageError naming choices
+    try:
+        config.stash[OPTIONS_KEY] = resolve_options(config.option, output_root(config),
+                                                    getattr(config, "workerinput", None))
+    except OptionError as exc:  # one line naming the bad value and the valid choices
+        raise pytest.UsageError(str(exc)) from None
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistRunId(), "tritonsuite-xdist")
 
 
-def _undrivable_lines(config) -> list[str]:
-    options = config.stash.get(OPTIONS_KEY, None)
-    return [f"tritonsuite: {'refused' if refused else 'skipped'} {name} in {repo}: {reason}"
-            for repo, name, reason, refused in (options.undrivable if options else ())]
-
-
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """The same list at the end of the run (a -q run prints no header), and why a run collected nothing."""
-    for line in _undrivable_lines(config):
+    for line in undrivable_lines(config.stash.get(OPTIONS_KEY, None)):
         terminalreporter.write_line(line)
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
         terminalreporter.write_line(
@@ -68,15 +69,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 def pytest_generate_tests(metafunc):
     if "refused_deployment" in metafunc.fixturenames:  # tritonsuite.plugin.scenarios.test_repository
-        options, named = metafunc.config.stash[OPTIONS_KEY], _csv(metafunc.config.getoption("models"))
-        refused = [(name, f"{name} in {repo}: Triton refuses to load it: {why}")  # of those --models names, if any
-                   for repo, name, why, is_refused in options.undrivable
-                   if is_refused and (not named or any(n.split(":")[0] == name for n in named))]
+        refused = refused_deployments(metafunc.config.stash[OPTIONS_KEY], _csv(metafunc.config.getoption("models")))
         metafunc.parametrize("refused_deployment", [line for _, line in refused], ids=[n for n, _ in refused])
     for scenario in SCENARIO_MARKERS:
         argname = f"{scenario}_case"
         if argname in metafunc.fixturenames:
-            cases = cases_for(metafunc.config, scenario)
+            cases = cases_for(metafunc.config.stash[OPTIONS_KEY], scenario)
             metafunc.parametrize(argname, [pytest.param(c, marks=pytest.mark.search) if c.search else c
                                            for c in cases], ids=[c.id for c in cases])
 
@@ -151,7 +149,7 @@ def _markers_named(config) -> set[str]:
 def pytest_report_header(config):
     """Deployments of --model-repository the suite cannot drive (listed with their reasons, not run), and the
     searches an online run leaves out."""
-    lines = _undrivable_lines(config)
+    lines = undrivable_lines(config.stash.get(OPTIONS_KEY, None))
     if config.option.markexpr and not searches_wanted(config) and "online" in config.option.markexpr:
         lines.append("tritonsuite: online latency-bound searches deselected (minutes each); run them with --searches "
                      "or -m search")
@@ -159,4 +157,4 @@ def pytest_report_header(config):
 
 
 def pytest_sessionfinish(session):
-    write_session_reports(session.config)
+    session_reports(session.config)

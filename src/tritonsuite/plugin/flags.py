@@ -2,11 +2,11 @@
 resolves their values into one typed ``Options`` per session."""
 from __future__ import annotations
 
+from tritonsuite.core.spec import PRECISIONS
 from tritonsuite.deploy.formats import FORMATS
-from tritonsuite.load.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE
+from tritonsuite.judge.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE
 from tritonsuite.profiles import SEARCHES
 from tritonsuite.server import LAUNCHERS
-from tritonsuite.spec import PRECISIONS
 
 MARKERS = {
     "offline": "offline performance scenario (static batching, shared memory, batch-size sweep)",

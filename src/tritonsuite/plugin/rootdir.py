@@ -84,29 +84,3 @@ def correct_rootdir(config, args: list[str]) -> None:
     for check in ("_checkversion", "_validate_plugins"):  # minversion, required_plugins of the right ini file
         if hasattr(config, check):
             getattr(config, check)()
-
-
-def handed_in_directories(opt, profile) -> list[tuple[str, Path]]:
-    """The directories the user handed in as input: model repositories, profiles, and --input-data, --checkpoint
-    or --dataset values that are directories."""
-    found = [("--model-repository", r) for r in opt.model_repository]
-    if profile.model_repository:
-        found.append((f"{profile.name}.yaml:model_repository", profile.model_repository))
-    if opt.profiles_dir:
-        found.append(("--profiles-dir", opt.profiles_dir))
-    for option, values in (("--input-data", opt.input_data), ("--checkpoint", opt.checkpoint),
-                           ("--dataset", opt.dataset)):
-        found += [(option, v if Path(v).exists() else v.partition("=")[2] or v) for v in values]
-    return [(option, Path(p).resolve()) for option, p in found if Path(p).is_dir()]
-
-
-def check_outputs_apart(opt, profile, outputs: dict[str, Path], root: Path) -> None:
-    """Nothing the suite writes may land in a directory handed in as input (a Triton server pointed at a model
-    repository would find the suite's directories beside the models): one line naming both, and the way out."""
-    for option, directory in handed_in_directories(opt, profile):
-        for name, out in outputs.items():
-            if out == directory or directory in out.parents:
-                raise pytest.UsageError(
-                    f"{option} {directory}: {name} {out} would lie inside it, and the suite never writes in a "
-                    f"directory handed in as input; give {name} outside it (by default outputs go under pytest's "
-                    f"rootdir, here {root}: run pytest from another directory)")

@@ -4,7 +4,7 @@ Profiles ship with the package (``tritonsuite/profiles/<name>.yaml``: ``cpu``, t
 GPU the seeds publish, ``a100``, ``a30``, ``a40``, ``t4``, ``v100``, plus ``h100`` with the A100 settings, each with
 the seeds' full-size models and Triton settings); ``--profiles-dir DIR`` adds a team's own, which win on a name
 clash. A GPU profile's ``published: <gpu>`` names the seeds' published tables its rows are shown beside
-(:mod:`tritonsuite.report.published`). The command line narrows a profile (``--models``, ``--formats``, ``--batch-sizes``,
+(:mod:`tritonsuite.core.published`). The command line narrows a profile (``--models``, ``--formats``, ``--batch-sizes``,
 ``--concurrency``) but never widens it past the model's limits.
 
 A profile is checked completely when it is loaded: malformed YAML (file and line), unknown keys (with the valid
@@ -16,13 +16,13 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from tritonsuite.device import INSTANCE_KINDS as DEVICES  # profile device -> default Triton instance kind
+from tritonsuite.core.device import INSTANCE_KINDS as DEVICES  # profile device -> default Triton instance kind
+from tritonsuite.core.settings import DISTRIBUTIONS, LatencyBound, MeasurementSettings
+from tritonsuite.core.spec import rule_precision
 from tritonsuite.deploy.repository import BACKEND_ACCELERATORS, PRECISION_MODES, DeploymentConfig
-from tritonsuite.settings import DISTRIBUTIONS, LatencyBound, MeasurementSettings
-from tritonsuite.spec import rule_precision
+from tritonsuite.profiles.mix import MixError, MixProfile, check_mixes, load_mixes
 from tritonsuite.profiles.values import (ProfileError, _bound, _choices, _int, _ints, _mapping, _rates,
                                          _unknown)
-from tritonsuite.profiles.mix import MixError, MixProfile, check_mixes, load_mixes
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 TOP_KEYS = ("device", "gpu", "published", "measurement", "models", "model_repository", "tolerances", "mix")
@@ -73,7 +73,7 @@ class ModelProfile:
     backend_accelerator: str = "none"  # "trt": onnx deployments run under onnxruntime's TensorRT accelerator
     precision_mode: str = ""  # the accelerator's precision; "" = each case's precision (fp16 -> FP16)
     max_workspace_size_bytes: int = 0  # the accelerator's workspace; 0 = the backend's default (1 GiB)
-    tune: Any = None  # the ``tune:`` block as written (checked at load; tritonsuite.tune.space.space_for reads it)
+    tune: Any = None  # the ``tune:`` block as written (checked at load; tritonsuite.profiles.tunespace.space_for reads it)
     # precisions the accuracy scenario checks besides ``precisions`` (the cpu profile judges fp16 in CI without
     # doubling its performance points); () = ``precisions``
     accuracy_precisions: tuple[str, ...] = ()
@@ -115,7 +115,7 @@ class Profile:
     gpu: str  # what the report's "GPU" row says
     models: Mapping[str, ModelProfile]
     measurement: MeasurementSettings = field(default_factory=MeasurementSettings)
-    published: str = ""  # the seeds' published tables this profile's runs are shown beside (tritonsuite.report.published)
+    published: str = ""  # the seeds' published tables this profile's runs are shown beside (tritonsuite.core.published)
     model_repository: str = ""  # a stock model repository whose every deployment joins the run (deploy.userrepo)
     tolerances: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # its outputs' (atol, rtol)
     mixes: Mapping[str, MixProfile] = field(default_factory=dict)  # mix: deployments run together (profiles/mix.py)
@@ -132,7 +132,7 @@ def available_profiles(directory: str | Path | None = None) -> list[str]:
 
 def _model_profile(name: str, data: Any, where: str, instance_kind: str) -> ModelProfile:
     from tritonsuite.deploy.formats import FORMATS
-    from tritonsuite.spec import PRECISIONS
+    from tritonsuite.core.spec import PRECISIONS
 
     data = _mapping(data, where)
     _unknown(data, MODEL_KEYS, where)
@@ -202,7 +202,7 @@ def _model_profile(name: str, data: Any, where: str, instance_kind: str) -> Mode
         tune=data.get("tune"),
     )
     if found.tune is not None:  # checked now, so a bad tune block is a one-line error before anything runs
-        from tritonsuite.tune.space import TuneError, space_for
+        from tritonsuite.profiles.tunespace import TuneError, space_for
 
         try:
             space_for(found)
@@ -283,7 +283,7 @@ def _published(value: Any, device: str, where: str) -> str:
     """``published:`` names the seeds' GPU tables a GPU profile's runs are shown beside; GPU figures only."""
     if value is None:
         return ""
-    from tritonsuite.report.published import available_gpus
+    from tritonsuite.core.published import available_gpus
 
     gpus = available_gpus()
     if value not in gpus:
@@ -298,7 +298,7 @@ def check_host(profile: Profile, server: str) -> None:
     """A GPU profile on the embedded server needs a CUDA device here; a remote server may have one elsewhere."""
     if profile.device != "gpu" or server != "embedded":
         return
-    from tritonsuite.device import cuda_available
+    from tritonsuite.core.device import cuda_available
 
     if not cuda_available():
         raise ProfileError(f"--gpu {profile.name}: this profile runs models on a GPU ({profile.gpu}) and this host "

@@ -135,7 +135,7 @@ def _tune(value: Any, where: str, models: list[str]) -> dict:
 
 
 def _measurement(value: Any, where: str) -> dict:
-    from tritonsuite.settings import MeasurementSettings
+    from tritonsuite.core.settings import MeasurementSettings
 
     if value is None:
         return {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from tritonsuite.settings import LatencyBound
+from tritonsuite.core.settings import LatencyBound
 
 
 class ProfileError(ValueError):

@@ -1,23 +1,24 @@
-"""Report writer: the run's rows (:mod:`tritonsuite.rows`) -> markdown tables and plots in the seeds' format.
+"""Report writer: the run's rows (:mod:`tritonsuite.core.rows`) -> markdown tables and plots in the seeds' format.
 
 At the end of a session :func:`write_reports` reads ``<reports_dir>/raw/*.jsonl`` and writes
 ``<reports_dir>/<scenario>/<model>.md`` plus plots in ``<reports_dir>/<scenario>/<model>/``, each page headed by the
 run's provenance line when its manifest (:mod:`tritonsuite.report.manifest`) was written first. Presenters only:
-storage is :mod:`tritonsuite.rows`.
+storage is :mod:`tritonsuite.core.rows`.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from tritonsuite.core.store import read_manifest
+from tritonsuite.core.store import fault_lines, load_rows, read_faults, safe_component
+from tritonsuite.judge.crosscheck import cross_points
 from tritonsuite.report.common import OFFLINE_PLOTS, ONLINE_PLOTS, SCENARIO_DESCRIPTIONS, _group
+from tritonsuite.report.manifest import header_line
 from tritonsuite.report.markdown import render_markdown
 from tritonsuite.report.pages import render_crosscheck, render_metrics_markdown, render_summary
 from tritonsuite.report.plots import plot_offline, plot_online
 from tritonsuite.report.steps import plot_steps
-from tritonsuite.report.manifest import header_line, read_manifest
-from tritonsuite.judge.crosscheck import cross_points
-from tritonsuite.rows import fault_lines, load_rows, read_faults, safe_component
 
 __all__ = ["OFFLINE_PLOTS", "ONLINE_PLOTS", "SCENARIO_DESCRIPTIONS", "plot_offline", "plot_online",
            "render_crosscheck", "render_markdown", "render_metrics_markdown", "render_summary", "write_reports"]

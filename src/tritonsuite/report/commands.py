@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from tritonsuite.core.store import load_rows
 from tritonsuite.judge.crosscheck import cross_points
 from tritonsuite.report import write_reports
 from tritonsuite.report.pages import render_crosscheck
-from tritonsuite.rows import load_rows
 
 
 def _reports_dir(parser, value: str) -> Path:

@@ -5,7 +5,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tritonsuite.rows import Row
+from tritonsuite.core.rows import Row
 from tritonsuite.load.telemetry import GPU_COLUMNS
 
 _UNITLESS_COLUMNS = ("Batch", "Concurrency", "Inferences/Second", "Responses/Request", "Responses/Second")

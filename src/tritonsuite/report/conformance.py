@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from tritonsuite.rows import Row, safe_component
+from tritonsuite.core.rows import Row
+from tritonsuite.core.store import safe_component
 
 VERDICT_WORDS = {"pass": "pass", "fail": "**FAIL**", "skipped": "skipped"}
 

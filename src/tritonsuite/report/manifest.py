@@ -22,16 +22,14 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from tritonsuite.rows import Row, read_faults
+from tritonsuite.core.rows import Row
+from tritonsuite.core.store import read_faults
 
 #: Distributions whose versions shape a result (absent ones are left out).
 DISTRIBUTIONS = ("tritonsuite", "nvidia-pytriton", "tritonclient", "torch", "onnx", "onnxruntime", "onnxruntime-gpu",
                  "tensorrt", "tensorrt-cu12", "tensorrt-cu13", "numpy", "nvidia-ml-py", "pytest", "pytest-benchmark",
                  "pytest-xdist")
-#: What two runs' manifests are compared on (dotted paths), in the order a comparison names differences.
-COMPARED = ("suite.git_revision", "suite.dirty", "server", "backends", "profile.sha256", "versions.torch",
-            "versions.onnxruntime", "versions.onnxruntime-gpu", "versions.tritonclient", "versions.tensorrt",
-            "host.cpu", "host.cores", "host.gpus", "host.cuda")
+
 
 
 def _versions() -> dict[str, str]:
@@ -74,8 +72,8 @@ def _memory_gib() -> float | None:
 
 
 def _host() -> dict[str, Any]:
-    from tritonsuite.device import cpu_name
-    from tritonsuite.device import describe_gpus
+    from tritonsuite.core.device import cpu_name
+    from tritonsuite.core.device import describe_gpus
 
     host = {"name": platform.node(), "cpu": cpu_name(), "cores": os.cpu_count(), "memory_gib": _memory_gib(), "platform": platform.platform(),
             "python": platform.python_version(), "gpus": describe_gpus() or "none"}
@@ -118,27 +116,6 @@ def build_manifest(*, run_id: str, profile, rows: Iterable[Row], repository_dir:
     }
 
 
-def manifest_path(reports_dir: str | os.PathLike[str], run_id: str) -> Path:
-    return Path(reports_dir) / "raw" / f"manifest-{run_id}.json"
-
-
-def write_manifest(reports_dir: str | os.PathLike[str], manifest: dict[str, Any]) -> list[Path]:
-    text = json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n"
-    paths = [manifest_path(reports_dir, manifest["run_id"]), Path(reports_dir) / "manifest.json"]
-    for path in paths:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return paths
-
-
-def read_manifest(reports_dir: str | os.PathLike[str], run_id: str) -> dict[str, Any] | None:
-    path = manifest_path(reports_dir, run_id)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def header_line(manifest: dict[str, Any] | None) -> str:
     """One line for a report's header: run, suite revision, server, host and command."""
     if not manifest:
@@ -151,22 +128,3 @@ def header_line(manifest: dict[str, Any] | None) -> str:
             f"{manifest.get('server') or 'no server answered'}; profile {manifest['profile']['name']} "
             f"(sha256 {manifest['profile']['sha256'][:12]}); host {host.get('cpu')}, {host.get('cores')} cores, GPUs "
             f"{host.get('gpus')}; command `{manifest.get('command')}`. Provenance: manifest.json.")
-
-
-def differences(then: dict[str, Any] | None, now: dict[str, Any] | None) -> list[str]:
-    """What differs between two runs' manifests, one line each ("versions.torch: 2.12.0 -> 2.13.0")."""
-    if not then or not now:
-        return []
-    lines = []
-    for path in COMPARED:
-        a, b = _get(then, path), _get(now, path)
-        if a != b:
-            lines.append(f"{path}: {a} -> {b}")
-    return lines
-
-
-def _get(data: dict[str, Any], path: str) -> Any:
-    node: Any = data
-    for part in path.split("."):
-        node = node.get(part) if isinstance(node, dict) else None
-    return node

@@ -1,21 +1,21 @@
 """Markdown pages in the seeds' format: per deployment, how it was measured, the "Parameter Name | Parameter
 Value" table, the results table (the seeds' columns, Status, Client CPU) and, for GPU profiles, the seeds' published
-figures beside the measured ones (:mod:`tritonsuite.report.published`); metric tables for accuracy."""
+figures beside the measured ones (:mod:`tritonsuite.core.published`); metric tables for accuracy."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tritonsuite.core.rows import RESULT_COLUMNS, STATUSES, STREAM_COLUMNS
+from tritonsuite.load.telemetry import GPU_COLUMNS
 from tritonsuite.report.common import (_PERCENTILE_COLUMNS, _percentile_cell, _percentile_note, _samples_cell,
                                        _EXTRA_COLUMNS, _INT_COLUMNS, _PLOT_ALT, _PLOTS, SCENARIO_DESCRIPTIONS,
                                        _column_header, _coord, _distinct, _format_number, _format_value, _group,
                                        _is_number, _load_kind, _pipe_table, _records, _result, _row_label, _search,
                                        _series, _sort_key, _status, _title)
-from tritonsuite.rows import RESULT_COLUMNS, STATUSES, STREAM_COLUMNS
-from tritonsuite.load.telemetry import GPU_COLUMNS
-from tritonsuite.report.pages import _under_load, render_metrics_markdown
 from tritonsuite.report.kinds import kinds_section
+from tritonsuite.report.pages import _under_load, render_metrics_markdown
 from tritonsuite.report.steps import steps_section
 
 
@@ -110,8 +110,8 @@ def _published_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """The seeds' published figures beside the measured ones, for the rows whose profile names published tables
     (GPU profiles only) and whose deployment and point match a published row; its heading says when the GPU the
     rows were measured on is not the published one."""
-    from tritonsuite.report.published import PUBLISHED_PARAMETER, join, published_configurations
-    from tritonsuite.rows import Row
+    from tritonsuite.core.published import PUBLISHED_PARAMETER, join, published_configurations
+    from tritonsuite.core.rows import Row
 
     named = [r for r in rows if (r.get("parameters") or {}).get(PUBLISHED_PARAMETER)]
     if not named:
@@ -133,7 +133,7 @@ def _published_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         heading += " — measured GPU not known here (remote server)"
     profile = _distinct((r.parameters.get("Profile") for r in measured))
     out = [heading, ""]
-    note = (f"From {first.published.labels['Source']} (transcribed in tritonsuite/report/published/{gpu}/"
+    note = (f"From {first.published.labels['Source']} (transcribed in tritonsuite/core/published/{gpu}/"
             f"{first.published.model}.csv), the rows of this deployment's configuration and points; "
             f"ratios are measured / published (throughput above 1: faster than published; p99 above 1: slower).")
     if False in same:

@@ -8,12 +8,11 @@ difference (:func:`tritonsuite.judge.compare.compare_runs`). The inputs are read
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
 
-from tritonsuite.rows import RawWriter, load_rows, raw_path
+from tritonsuite.core.store import RawWriter, load_rows, raw_path, read_manifests, write_manifest
 
 
 class MergeError(ValueError):
@@ -28,18 +27,6 @@ def host_name(manifest: dict | None) -> str | None:
     if host.get("cpu"):
         return f"{host.get('cpu')}, {host.get('cores')} cores, GPUs {host.get('gpus')}"
     return None
-
-
-def _manifests(reports_dir: Path) -> dict[str, dict]:
-    found = {}
-    for path in sorted((reports_dir / "raw").glob("manifest-*.json")):
-        try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(manifest, dict) and manifest.get("run_id"):
-            found[str(manifest["run_id"])] = manifest
-    return found
 
 
 def merge_reports(sources, out: str | os.PathLike[str]) -> dict[str, int]:
@@ -57,10 +44,9 @@ def merge_reports(sources, out: str | os.PathLike[str]) -> dict[str, int]:
     (out / "raw").mkdir(parents=True)
     per_host: dict[str, int] = {}
     for index, source in enumerate(sources):
-        manifests = _manifests(source)
-        for run_id, manifest in manifests.items():
-            (out / "raw" / f"manifest-{run_id}.json").write_text(json.dumps(manifest, indent=2) + "\n",
-                                                                encoding="utf-8")
+        manifests = read_manifests(source)
+        for manifest in manifests.values():
+            write_manifest(out, manifest, latest=False)
         writers: dict[tuple, RawWriter] = {}
         for row in load_rows(source):
             host = (host_name(manifests.get(row.run_id)) or row.extra.get("host")

@@ -9,9 +9,10 @@ import statistics
 from pathlib import Path
 from typing import Sequence
 
+from tritonsuite.core.rows import Row
+from tritonsuite.core.store import safe_component
 from tritonsuite.judge.interference import interference
 from tritonsuite.report.common import _format_number, _percentile_cell, _pipe_table, _records
-from tritonsuite.rows import Row, safe_component
 
 PLOT = "timeline.png"
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tritonsuite.core.rows import not_measured
+from tritonsuite.judge.crosscheck import cross_points
 from tritonsuite.report.common import (_distinct, _format_number, _format_value, _group,
                                        _is_number, _load_kind, _pipe_table, _records, _result, _row_label, _search,
                                        _series, _status, _title)
-from tritonsuite.judge.crosscheck import cross_points
 from tritonsuite.report.conformance import summary_lines as conformance_summary
-from tritonsuite.rows import not_measured
 
 
 def _under_load(row: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A row's accuracy-under-load verdict (``tritonsuite.load.underload``), or {} when the point carried no probes."""
+    """A row's accuracy-under-load verdict (``tritonsuite.judge.underload``), or {} when the point carried no probes."""
     found = row.get("accuracy_under_load")
     return found if isinstance(found, Mapping) else {}
 
@@ -102,7 +102,7 @@ def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[st
 
 def not_measured_lines(rows: Sequence[Any]) -> list[str]:
     """One line per performance point that could not be measured although every request was answered
-    (:func:`tritonsuite.rows.not_measured`): its deployment, load, status and first reason."""
+    (:func:`tritonsuite.core.rows.not_measured`): its deployment, load, status and first reason."""
     return [f"{r.get('deployment')} {_row_label(r)}: {_status(r)}: {(r.get('reasons') or ['-'])[0]}"
             for r in _records(rows) if r.get("scenario") in ("offline", "online")
             and not_measured(_status(r), r.get("measurement") or {})]
@@ -183,7 +183,7 @@ def render_crosscheck(rows: Sequence[Any]) -> str:
     """perf_analyzer side by side with the suite's engine (:func:`tritonsuite.judge.crosscheck.cross_points`): per point
     both generators' throughput, p50 and p99, the ratios perf_analyzer / suite, the server-side parts that explain
     a gap (Server Queue, Server Compute Infer per request), and both rows' statuses."""
-    from tritonsuite.rows import Row
+    from tritonsuite.core.rows import Row
 
     points = cross_points([r if isinstance(r, Row) else Row.from_dict(r) for r in rows])
     out = ["# perf_analyzer side by side with the suite's engine", ""]

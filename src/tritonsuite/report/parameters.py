@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tritonsuite.core.device import gpu_description, host_description
+from tritonsuite.core.published import PUBLISHED_PARAMETER
 from tritonsuite.deploy.backends import backend_for
 from tritonsuite.deploy.formats import FORMATS, get_format
-from tritonsuite.device import gpu_description, host_description
 from tritonsuite.models.training import shipped_record, training_stats
-from tritonsuite.report.published import PUBLISHED_PARAMETER
 
 
 def deployment_parameters(deployment, server, profile, weights: str, checkpoint: Path | None) -> dict:
@@ -33,7 +33,7 @@ def deployment_parameters(deployment, server, profile, weights: str, checkpoint:
         "Weights": weights,
     }
     params["Profile"] = profile.name
-    if profile.published:  # the join key of tritonsuite.report.published: whose published tables these rows meet
+    if profile.published:  # the join key of tritonsuite.core.published: whose published tables these rows meet
         params[PUBLISHED_PARAMETER] = profile.published
     if cfg.dynamic_batching:
         params["Preferred batch sizes"] = " ".join(map(str, cfg.preferred_batch_sizes)) or "-"

@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tritonsuite.core.rows import LATENCY_PARTS
 from tritonsuite.report.common import (_coord, _distinct, _format_number, _group, _is_number, _load_kind,
                                        _records, _result, _search, _series, _sort_key, _status, _title)
-from tritonsuite.rows import LATENCY_PARTS
 
 _OK_NOTE = "hollow markers: row not valid (status other than OK)"
 

@@ -2,7 +2,7 @@
 ``summary.md`` (the answer, the A B A B re-measure, accuracy under load, every configuration measured, early-stopped
 ones marked) and ``throughput_vs_latency.png`` (every measured point: throughput against the bound's statistic,
 the frontier of the points within the bound, the bound and the winner). ``config.pbtxt`` is written beside them by
-the tune itself (:func:`tritonsuite.tune.run_tune_case`)."""
+the tune itself (:func:`tritonsuite.run.tunecase.run_tune_case`)."""
 from __future__ import annotations
 
 import os
@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tritonsuite.core.settings import LatencyBound
+from tritonsuite.core.store import safe_component
 from tritonsuite.report.common import _format_number, _group, _pipe_table, _records, _result, _status
-from tritonsuite.rows import safe_component
-from tritonsuite.settings import LatencyBound
 
 PLOT = "throughput_vs_latency.png"
 

@@ -2,7 +2,7 @@
 batching of every deployment at once, each within its own latency bound, for the most weighted throughput.
 
 - **The space** is the product of the members' own tune spaces (each model's ``tune:`` block, or its defaults,
-  :func:`tritonsuite.tune.space.space_for`); a joint candidate is one :class:`~tritonsuite.tune.space.Candidate`
+  :func:`tritonsuite.profiles.tunespace.space_for`); a joint candidate is one :class:`~tritonsuite.profiles.tunespace.Candidate`
   per deployment, and its dimensions are ``<i>:<setting>`` (``0:instance_count``, ``1:max_queue_delay_microseconds``).
 - **The walk** is the single-deployment tune's coordinate search (:func:`tritonsuite.tune.strategy.run_strategy`)
   over those dimensions, from the profile's configurations, within the budget.
@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from tritonsuite.core.settings import LatencyBound, MeasurementSettings
 from tritonsuite.load.engine import Measurement, Traffic, measure_together
 from tritonsuite.load.search import judge
-from tritonsuite.settings import LatencyBound, MeasurementSettings
+from tritonsuite.profiles.tunespace import DIMENSIONS, Budget, Candidate, TuneSpace
 from tritonsuite.tune.runner import TuneTarget
-from tritonsuite.tune.space import DIMENSIONS, Budget, Candidate, TuneSpace
 from tritonsuite.tune.strategy import Evaluation, run_strategy, winner
 
 ABAB_ROUNDS = 3

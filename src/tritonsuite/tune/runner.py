@@ -22,12 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tritonsuite.core.settings import LatencyBound, MeasurementSettings
+from tritonsuite.core.spec import ModelSpec
 from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
 from tritonsuite.load.engine import LoadPoint, Measurement, measure
 from tritonsuite.load.search import judge, stop_when_clearly_over
-from tritonsuite.settings import LatencyBound, MeasurementSettings
-from tritonsuite.spec import ModelSpec
-from tritonsuite.tune.space import Budget, Candidate, TuneSpace
+from tritonsuite.profiles.tunespace import Budget, Candidate, TuneSpace
 from tritonsuite.tune.strategy import Evaluation, run_strategy, winner
 
 DOMINATED_SHARE = 0.5
@@ -181,7 +181,7 @@ def _verify(target: TuneTarget, result: TuneResult, settings: MeasurementSetting
         result.accuracy_note = ("accuracy under load not checked: " +
                                 ("the model has no accuracy task" if accuracy_data is None else "probe share is 0"))
     else:
-        from tritonsuite.load.underload import accuracy_under_load
+        from tritonsuite.judge.underload import accuracy_under_load
 
         m, under = accuracy_under_load(target.server, target.tune_name, target.spec, target.precision, accuracy_data,
                                        point, settings, probe_share, probe_seed)

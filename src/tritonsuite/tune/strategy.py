@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tritonsuite.tune.space import DIMENSIONS, Candidate, TuneSpace
+from tritonsuite.profiles.tunespace import DIMENSIONS, Candidate, TuneSpace
 
 MIN_GAIN = 0.03  # a step must gain more than 3% to move the best (window-to-window noise is about that)
 MAX_PASSES = 2

@@ -92,7 +92,7 @@ class OnnxRuntimeBackend(Backend):
             return None
         import onnxruntime as ort
 
-        from tritonsuite.device import cuda_available
+        from tritonsuite.core.device import cuda_available
         from tritonsuite.deploy.formats.tensorrt import tensorrt_import_error
 
         if "TensorrtExecutionProvider" not in ort.get_available_providers():

@@ -1,7 +1,7 @@
 """The parts of the ``mixed`` recipes that TorchScript formats share (docs/precision.md): fp32 islands and autocast.
 
 - :func:`keep_fp32` wraps every submodule whose type is among the spec's ``fp32_modules`` (normalisations and
-  softmax by default, :data:`tritonsuite.spec.FP32_MODULES`) in an :class:`Fp32Island`-style module: its
+  softmax by default, :data:`tritonsuite.core.spec.FP32_MODULES`) in an :class:`Fp32Island`-style module: its
   parameters stay fp32, its input is cast to fp32 and its output back to the input's dtype. The wrapper is
   scriptable, so ``ts-script`` (which does not record autocast) gets its fp32 islands from it.
 - :func:`autocast_module` runs a module under ``torch.autocast(device_type, float16, cache_enabled=False)`` and

@@ -68,7 +68,7 @@ def keep_declared_inputs(path: Path, inputs) -> None:
     present = {i.name: i for i in model.graph.input}
     if all(t.name in present for t in inputs):
         return
-    from tritonsuite.spec import numpy_dtype
+    from tritonsuite.core.spec import numpy_dtype
 
     declared = []
     for t in inputs:

@@ -134,7 +134,7 @@ class TensorRTFormat(Format):
         reason = tensorrt_import_error()
         if reason:
             return reason
-        from tritonsuite.device import cuda_available
+        from tritonsuite.core.device import cuda_available
 
         if not cuda_available():
             return "TensorRT builds and runs plans on a CUDA device; this host has no CUDA device"

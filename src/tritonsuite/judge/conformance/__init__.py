@@ -2,7 +2,7 @@
 
 perf_analyzer and Model Analyzer measure a deployment; Model Navigator validates a model before it is deployed.
 These checks take a *running* server and a deployment's repository directory (its ``config.pbtxt``, read with
-Triton's protobuf into a :class:`~tritonsuite.description.ModelDescription`: what is declared) and compare with what
+Triton's protobuf into a :class:`~tritonsuite.core.description.ModelDescription`: what is declared) and compare with what
 the server shows (metadata, configuration, the statistics extension, Prometheus metrics, answers):
 
 - ``identity``: platform/backend, tensors, dtypes, dims and max batch size as served; READY versions exactly those
@@ -21,7 +21,7 @@ the server shows (metadata, configuration, the statistics extension, Prometheus 
   hit with the same answer, a different input a miss, and the cached answer is what the model computes.
 
 Each check returns a :class:`CheckResult` (check, declared, observed, verdict pass/fail/skipped with its reason,
-evidence), which becomes a :class:`~tritonsuite.rows.Row` of scenario ``conformance``. Use it from a script::
+evidence), which becomes a :class:`~tritonsuite.core.rows.Row` of scenario ``conformance``. Use it from a script::
 
     target = Target(server, Path("model_repos/bert_cpu_onnx_fp32_online"))
     for result in run_checks(target):

@@ -9,8 +9,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from tritonsuite.description import ModelDescription
-from tritonsuite.rows import Row
+from tritonsuite.core.description import ModelDescription
+from tritonsuite.core.rows import Row
 
 VERDICTS = ("pass", "fail", "skipped")
 _LOAD_SEEDS = itertools.count(1000)  # requests never sent before, for a cached deployment's load

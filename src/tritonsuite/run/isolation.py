@@ -10,7 +10,7 @@ is given up the same way, and unloaded so its stuck instances hold nothing the o
 A remote server is not ours to restart: its death fails the rest of the run, in one line per case.
 
 What was given up and every restart are kept in ``<reports>/raw/faults/<run>-<worker>.jsonl`` (one JSON object a
-line, :func:`tritonsuite.rows.faults_path`), which the manifest, ``summary.md`` and the terminal summary read.
+line, :func:`tritonsuite.core.store.faults_path`), which the manifest, ``summary.md`` and the terminal summary read.
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tritonsuite.core.store import faults_path
 from tritonsuite.load.point import Hang
-from tritonsuite.rows import faults_path
 from tritonsuite.server.base import ServerError, TritonServer
 
 __all__ = ["GivenUp", "Isolation", "faults_path", "gives_up"]

@@ -11,7 +11,7 @@ import shutil
 import warnings
 from pathlib import Path
 
-from tritonsuite.spec import file_digest
+from tritonsuite.core.spec import file_digest
 
 _FICLONE = 0x40049409  # linux/fs.h: share the source's extents (btrfs, xfs with reflink, overlayfs on them)
 

@@ -59,7 +59,7 @@ class MeasurementSettings:
     # its lower end), and after this many measured points
     search_resolution_percent: float = 5.0
     search_max_steps: int = 14
-    # sample-aware percentiles (tritonsuite.judge.stats): each percentile carries an order-statistic interval at
+    # sample-aware percentiles (tritonsuite.core.stats): each percentile carries an order-statistic interval at
     # this confidence (%) and is indicative when the interval has no end in the sample or is wider than +-precision
     # (% of the estimate); a stable point measures up to sample_windows more windows (pooled with its stable ones,
     # while they stay stable) when that gets its widest percentile (p99) enough samples, or a share rule (late

@@ -3,9 +3,8 @@
 :mod:`tritonsuite.load.sequences`) and ``--bls-composing-models`` (the models a BLS deployment calls)."""
 from __future__ import annotations
 
-import pytest
-
 from tritonsuite.load.sequences import SequenceSettings, SequenceSettingsError
+from tritonsuite.run.checks import OptionError
 
 
 def parse_bls_composing(values, known) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -17,20 +16,20 @@ def parse_bls_composing(values, known) -> tuple[tuple[str, tuple[str, ...]], ...
         for name in ((target,) if sep else ()) + models:
             base, _, version = name.partition(":")
             if base not in known or (version and not version.isdigit()):
-                raise pytest.UsageError(f"--bls-composing-models {value!r}: {name!r} is not a deployment of the run "
+                raise OptionError(f"--bls-composing-models {value!r}: {name!r} is not a deployment of the run "
                                         f"(NAME or NAME:VERSION); valid choices: {', '.join(sorted(known))}")
         if not models:
-            raise pytest.UsageError(f"--bls-composing-models {value!r}: expected [DEPLOYMENT=]NAME[:VERSION],...")
+            raise OptionError(f"--bls-composing-models {value!r}: expected [DEPLOYMENT=]NAME[:VERSION],...")
         found[target if sep else ""] = models
     return tuple(found.items())
 
 
 def kind_options(opt, registry) -> dict:
-    """The Options fields of these kinds, or pytest.UsageError naming the bad value and what is valid."""
+    """The Options fields of these kinds, or OptionError naming the bad value and what is valid."""
     try:
         start, end = SequenceSettings.parse_id_range(opt.sequence_id_range)
         sequences = SequenceSettings(length=opt.sequence_length, variation_percent=opt.sequence_length_variation,
                                      id_start=start, id_end=end)
     except SequenceSettingsError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise OptionError(str(exc)) from None
     return {"sequences": sequences, "bls_composing": parse_bls_composing(opt.bls_composing_models, registry.names())}

@@ -22,7 +22,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from tritonsuite.spec import TensorSpec
+from tritonsuite.core.spec import TensorSpec
 
 MODES = ("random", "zero")
 STRING_LENGTH = 128  # perf_analyzer's --string-length default

@@ -1,4 +1,4 @@
-"""A mix of the profile run by the suite (``pytest -m mix``, :meth:`tritonsuite.suite.Suite.run_mix`): each
+"""A mix of the profile run by the suite (``pytest -m mix``, :meth:`tritonsuite.run.suite.Suite.run_mix`): each
 deployment deployed as its online one, its traffic (the profile's concurrency, request rate or share of a total
 rate), accuracy probes in its own traffic, the interleaved rounds of :func:`tritonsuite.load.mix.run_mix`, one row
 per deployment per measurement (scenario ``mix``, recorded the moment it exists), and each deployment's
@@ -9,12 +9,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from tritonsuite.core.rows import Row
 from tritonsuite.judge import responses as kinds
 from tritonsuite.judge.interference import Interference, interference
 from tritonsuite.load.engine import LoadPoint, Progress, Traffic
 from tritonsuite.load.mix import Step, run_mix
 from tritonsuite.profiles.mix import MixProfile
-from tritonsuite.rows import Row
 
 
 @dataclass
@@ -35,7 +35,7 @@ class MixResult:
 def _probes(suite, member, deployment, point: LoadPoint):
     """(ProbeSet, one-at-a-time answers) of a member with an accuracy task, else (None, None)."""
     from tritonsuite.load.client import served_infer
-    from tritonsuite.load.underload import probe_set, run_alone
+    from tritonsuite.judge.underload import probe_set, run_alone
 
     spec = deployment.spec
     if suite.load_probe_share <= 0 or spec.accuracy_data is None:
@@ -101,7 +101,7 @@ def run_mix_case(suite, name: str, progress: Progress | None = None) -> MixResul
                        end_s=round(step.end_s, 3), deployments=[d.name for d in deployments])
             found, alone = references[i]
             if found is not None and step.role == "together":  # accuracy under the mixed load
-                from tritonsuite.load.underload import judge
+                from tritonsuite.judge.underload import judge
 
                 verdict = judge(dep.spec, member.precision, found[1], found[0], alone, m.probe_responses,
                                 deployment=dep.name, batch_size=m.point.batch_size,
@@ -173,7 +173,7 @@ def run_mix_tune(suite, name: str, progress: Progress | None = None):
 
     from tritonsuite.tune.mix import tune_set, write_configs
     from tritonsuite.tune.runner import TuneTarget
-    from tritonsuite.tune.space import Budget, space_for
+    from tritonsuite.profiles.tunespace import Budget, space_for
 
     mix, deployments, traffic, _ = _setup(suite, name, progress, probes=False)
     targets = [TuneTarget(suite.server, d.name, d.spec, d.artifact, d.config, suite.repository_dir, m.precision,

@@ -1,4 +1,4 @@
-"""The accuracy scenario run by the suite (``pytest -m accuracy``, :meth:`tritonsuite.suite.Suite.run_accuracy`): a
+"""The accuracy scenario run by the suite (``pytest -m accuracy``, :meth:`tritonsuite.run.suite.Suite.run_accuracy`): a
 deployment's accuracy data through Triton at its max batch size, judged against the eager reference
 (:func:`tritonsuite.judge.accuracy.evaluate`), then against its committed baseline
 (:mod:`tritonsuite.judge.baselines`), with the weights and data it ran on named and hashed, and the row recorded. A
@@ -6,16 +6,16 @@ sequence model, a decoupled one or a python model is judged by its kind instead 
 whole sequences, whole response streams, validation_data)."""
 from __future__ import annotations
 
-from tritonsuite.cases import Case
+from tritonsuite.core.rows import Row
+from tritonsuite.core.spec import path_digest
 from tritonsuite.deploy import export as export_mod
 from tritonsuite.deploy import userrepo
-from tritonsuite.judge.accuracy import AccuracyResult, evaluate
 from tritonsuite.judge import responses as kinds
+from tritonsuite.judge.accuracy import AccuracyResult, evaluate
 from tritonsuite.judge.baselines import provenance
 from tritonsuite.load.client import served_infer
 from tritonsuite.models.training import weights_sha256
-from tritonsuite.rows import Row
-from tritonsuite.spec import path_digest
+from tritonsuite.run.cases import Case
 
 
 def run_accuracy_case(suite, case: Case) -> AccuracyResult:

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from tritonsuite.judge.accuracy import OutputComparison, compare_outputs, pad_to_common_shape
+from tritonsuite.core.spec import AccuracyData, ModelSpec, rule_precision
+from tritonsuite.core.tensors import OutputComparison, compare_outputs, pad_to_common_shape
 from tritonsuite.judge.baselines import default_allowance
-from tritonsuite.spec import AccuracyData, ModelSpec, rule_precision
 
 DEFAULT_PROBE_SHARE = 0.1  # of an online point's requests, at its highest concurrency
 DEFAULT_PROBE_SEED = 0

@@ -11,7 +11,7 @@ and an ensemble's steps with the composing models resolved recursively (nested e
 ``lookup`` of configurations by name. A BLS model's configuration does not name the models it calls: they come
 from the user (perf_analyzer's ``--bls-composing-models``) as ``composing``.
 
-A leaf of the typed core: it imports only :mod:`tritonsuite.spec`. Reading ``config.pbtxt`` files is
+A leaf of the typed core: it imports only :mod:`tritonsuite.core.spec`. Reading ``config.pbtxt`` files is
 :mod:`tritonsuite.deploy`'s; asking a server is :mod:`tritonsuite.server`'s.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from tritonsuite.spec import TRITON_DTYPES, TensorSpec
+from tritonsuite.core.spec import TRITON_DTYPES, TensorSpec
 
 #: ``ModelConfig.scheduling_choice`` as this module names it (no field set: ``none``, the default scheduler)
 SCHEDULERS = ("none", "dynamic", "sequence", "ensemble")
@@ -27,7 +27,7 @@ SCHEDULERS = ("none", "dynamic", "sequence", "ensemble")
 CONTROL_KINDS = ("CONTROL_SEQUENCE_START", "CONTROL_SEQUENCE_READY", "CONTROL_SEQUENCE_END",
                  "CONTROL_SEQUENCE_CORRID")
 #: Triton data type (the configuration's enum without ``TYPE_``) -> the dtype name of a
-#: :class:`~tritonsuite.spec.TensorSpec` (the configuration calls BYTES ``TYPE_STRING``)
+#: :class:`~tritonsuite.core.spec.TensorSpec` (the configuration calls BYTES ``TYPE_STRING``)
 NUMPY_DTYPES = {**{v: k for k, v in TRITON_DTYPES.items()}, "STRING": "bytes"}
 
 

@@ -8,29 +8,30 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from tritonsuite.core.description import ModelDescription
+from tritonsuite.core.rows import Row
+from tritonsuite.core.settings import LatencyBound
+from tritonsuite.core.spec import ModelSpec
+from tritonsuite.core.store import RawWriter, raw_path
 from tritonsuite.deploy import export as export_mod
-from tritonsuite.judge.accuracy import AccuracyResult
+from tritonsuite.deploy import userrepo, userserve
 from tritonsuite.deploy.backends import backend_for
-from tritonsuite.cases import Case, profile_cases
+from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name
+from tritonsuite.judge import responses as kinds  # sequences, decoupled, python/BLS, the streaming example
+from tritonsuite.judge.accuracy import AccuracyResult
 from tritonsuite.judge.baselines import BaselineStore
-from tritonsuite.judge.conformance import CHECKS, CheckResult, Target, run_check
 from tritonsuite.judge.compare import comparable, compare_points, point_key
-from tritonsuite.isolation import Isolation, faults_path
+from tritonsuite.judge.conformance import CHECKS, CheckResult, Target, run_check
+from tritonsuite.judge.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
 from tritonsuite.load.engine import LoadPoint, Measurement, Progress, SequenceSettings, measure
 from tritonsuite.load.search import SearchResult, judge, remeasure_drift, search, stop_when_clearly_over
 from tritonsuite.models import Registry
+from tritonsuite.models.training import trained_checkpoint, weights_origin
 from tritonsuite.profiles import ModelProfile, Profile
 from tritonsuite.report.parameters import deployment_parameters
-from tritonsuite.rows import RawWriter, Row, raw_path
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name
-from tritonsuite.deploy import userrepo, userserve
+from tritonsuite.run.cases import Case, profile_cases
+from tritonsuite.run.isolation import Isolation, faults_path
 from tritonsuite.server import TritonServer
-from tritonsuite.settings import LatencyBound
-from tritonsuite.spec import ModelSpec
-from tritonsuite.description import ModelDescription
-from tritonsuite.models.training import trained_checkpoint, weights_origin
-from tritonsuite.load.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
-from tritonsuite.judge import responses as kinds  # sequences, decoupled, python/BLS, the streaming example
 
 
 @dataclass
@@ -41,7 +42,7 @@ class Deployment:
     config: DeploymentConfig
     directory: Path
     served_by: str  # the backend that serves it, as the server reports it
-    description: ModelDescription | None = None  # its kind, read back from the server (tritonsuite.description)
+    description: ModelDescription | None = None  # its kind, read back from the server (tritonsuite.core.description)
 
     @property
     def batched(self) -> bool:  # False: batchless (max_batch_size 0), requests carry no batch dimension
@@ -77,7 +78,7 @@ class Suite:
     _deployments: dict = field(default_factory=dict, repr=False)
     _served: dict = field(default_factory=dict, repr=False)  # a user's deployment directory -> its copy
     _writers: dict = field(default_factory=dict, repr=False)
-    isolation: Isolation | None = None  # broken deployments and restarts (tritonsuite.isolation); made when absent
+    isolation: Isolation | None = None  # broken deployments and restarts (tritonsuite.run.isolation); made when absent
     _last: Deployment | None = field(default=None, repr=False)  # the deployment handed out last
 
     def __post_init__(self):
@@ -366,8 +367,8 @@ class Suite:
 
     def run_accuracy(self, case: Case) -> AccuracyResult:
         """Run the model's accuracy data through Triton at the max batch size and judge it against eager and its
-        baseline (:func:`tritonsuite.accuracycase.run_accuracy_case`)."""
-        from tritonsuite.accuracycase import run_accuracy_case
+        baseline (:func:`tritonsuite.run.accuracycase.run_accuracy_case`)."""
+        from tritonsuite.run.accuracycase import run_accuracy_case
 
         return run_accuracy_case(self, case)
 
@@ -385,15 +386,14 @@ class Suite:
         return result
 
     def run_mix(self, name: str, progress: Progress | None = None, search: str = ""):
-        """A mix of the profile (:mod:`tritonsuite.mixcase`): rows of scenario ``mix`` and the ratios; ``search``
+        """A mix of the profile (:mod:`tritonsuite.run.mixcase`): rows of scenario ``mix`` and the ratios; ``search``
         "scale": the most mixed load within every bound, "tune": the configuration search for the set."""
-        from tritonsuite.mixcase import run_mix_case, run_mix_search, run_mix_tune
+        from tritonsuite.run.mixcase import run_mix_case, run_mix_search, run_mix_tune
 
         return {"": run_mix_case, "scale": run_mix_search, "tune": run_mix_tune}[search](self, name, progress)
 
     def run_tune(self, case: Case, strategy: str = "search", budget: str = ""):
-        """The configuration search of a case's online deployment (:func:`tritonsuite.tune.run_tune_case`)."""
-        from tritonsuite.tune import Budget, run_tune_case, space_for
+        """The configuration search of a case's online deployment (:func:`tritonsuite.run.tunecase.run_tune_case`)."""
+        from tritonsuite.run.tunecase import run_tune_case
 
-        limit = Budget.parse(budget, space_for(self.model_profile(case.model)).budget) if budget else None
-        return run_tune_case(self, case, strategy, limit)
+        return run_tune_case(self, case, strategy, budget)

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
+from tritonsuite.core.device import cpu_name
+from tritonsuite.core.rows import LOADGENS
 from tritonsuite.deploy.export import artifact_session, export
+from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name
 from tritonsuite.load.engine import LoadPoint, Measurement, MeasurementError, MeasurementSettings, measure
 from tritonsuite.models import default_registry
 from tritonsuite.profiles import load_profile
-from tritonsuite.device import cpu_name
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name
-from tritonsuite.rows import LOADGENS
 from tritonsuite.server import EmbeddedServer
 
 ROOT = Path.cwd()  # the checkout the command runs in: its model_repos/ and reports/

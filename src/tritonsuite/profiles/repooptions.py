@@ -16,8 +16,12 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-from tritonsuite.deploy.userrepo import (REFERENCE_BACKENDS, SIZE, RepositoryError, parse_input_data,
-                                         parse_tolerances, read_repository, user_models)
+from typing import Mapping
+
+from tritonsuite.core import inputdata
+from tritonsuite.deploy.userrepo import (REFERENCE_BACKENDS, SIZE, RepositoryError, deployment_config,
+                                         parse_input_data, parse_tolerances, read_repository, user_spec)
+from tritonsuite.profiles import ModelProfile, OfflineProfile, OnlineProfile
 
 
 def _choices(names) -> str:
@@ -79,7 +83,7 @@ def served_versions(names, known) -> list[str]:
 
 def check_shapes(values, run: RepositoryRun) -> dict[str, tuple[int, ...]]:
     """``--shape NAME:d1,d2``: positive dims, NAME an input of a deployment of the repositories."""
-    from tritonsuite.load.inputdata import parse_shapes
+    from tritonsuite.core.inputdata import parse_shapes
 
     shapes = parse_shapes(values)
     inputs = run.tensors("inputs")
@@ -107,7 +111,7 @@ def check_tolerances(values, run: RepositoryRun) -> dict[str, tuple[float, float
 def check_input_data(values, run: RepositoryRun) -> dict[str, str]:
     """``--input-data [DEPLOYMENT=]VALUE``: DEPLOYMENT of the repositories; VALUE random, zero, a file or a
     directory."""
-    from tritonsuite.load.inputdata import MODES
+    from tritonsuite.core.inputdata import MODES
 
     data = parse_input_data(values)
     for name, value in data.items():
@@ -168,3 +172,41 @@ def add_repositories(registry, profile, repositories, input_data=(), shapes=(), 
             registry.add(spec)
         models.update(found)
     return replace(profile, models=models), tuple(run.undrivable)
+
+
+def user_models(repository: str | Path, input_data: Mapping[str, str] | None = None, shapes: Mapping | None = None,
+                tolerances: Mapping[str, tuple[float, float]] | None = None, batch_sizes=(), concurrency=(),
+                named=None, references: Mapping[str, Path] | None = None, only=()):
+    """Everything a run needs for a user repository: (specs, model profiles, undrivable deployments).
+
+    A deployment the profile names (``models: <deployment>: {size: repository, ...}``, passed as ``named``) keeps
+    that entry; any other runs offline at ``batch_sizes`` (default 1 and its max batch size) and online at
+    ``concurrency`` (default 1, 2, 4) with batch 1, its own config.pbtxt deciding batching and instances.
+    """
+    deployments, undrivable = read_repository(repository)
+    input_data = {"": "random", **(input_data or {})}
+    tolerances = dict(tolerances or {})  # checked against the run's outputs by deploy.repooptions
+    specs, profiles = [], {}
+    versioned = [found.at_version(v) for found in deployments for v in found.versions]  # one entry per version
+    for dep in versioned:
+        if only and dep.name not in only and dep.ref not in only:  # --models names others: no input data asked for
+            continue
+        data = inputdata.load(input_data.get(dep.name, input_data[""]), dep.inputs, dep.outputs, shapes)
+        specs.append(user_spec(dep, data, tolerances, (references or {}).get(dep.name)))
+        if named and dep.ref in named:
+            profiles[dep.ref] = named[dep.ref]
+            continue
+        # batchless (max_batch_size 0): requests carry no batch dimension, so offline is batch 1 alone; --batch-sizes
+        # beyond a deployment's max_batch_size are left out for it (profiles.restrict refuses one no deployment takes)
+        fits = tuple(b for b in batch_sizes if b <= dep.max_batch_size)
+        offline = (1,) if not dep.max_batch_size else fits if batch_sizes else tuple(sorted({1, dep.max_batch_size}))
+        profiles[dep.ref] = ModelProfile(
+            model=dep.ref, size=SIZE, formats=(dep.format,), precisions=(dep.precision,), batchless=not dep.max_batch_size,
+            max_batch_size=max(dep.max_batch_size, 1), offline=OfflineProfile(offline, dep.instance_count),
+            online=OnlineProfile(concurrency=tuple(concurrency) or (1, 2, 4), batch_size=1,
+                                 instance_count=dep.instance_count,
+                                 preferred_batch_sizes=deployment_config(dep).preferred_batch_sizes,
+                                 max_queue_delay_microseconds=dep.max_queue_delay_microseconds),
+            instance_kind=dep.instance_kind)
+    return specs, profiles, undrivable
+

@@ -1,9 +1,9 @@
 """The seeds' published result tables, and the join of a measured row to its published row.
 
-The tables ship with the package as ``tritonsuite/report/published/<gpu>/<model>.csv`` (``gpu``: a100, a30, a40, t4,
+The tables ship with the package as ``tritonsuite/core/published/<gpu>/<model>.csv`` (``gpu``: a100, a30, a40, t4,
 v100; ``model``: the suite's model names), transcribed from the seeds' result tables by
 ``fixtures/published/transcribe.py``. One CSV row is one published row: the labels that identify the published
-configuration, then the seeds' result columns (:data:`tritonsuite.rows.RESULT_COLUMNS`, times in ms) with a column
+configuration, then the seeds' result columns (:data:`tritonsuite.core.rows.RESULT_COLUMNS`, times in ms) with a column
 the seed did not publish left empty.
 
 Labels: the join keys in the suite's vocabulary (``gpu``, ``model``, ``size``: the suite's model size that has the
@@ -20,7 +20,7 @@ accelerator, max batch size, number of model instances, batch and concurrency ar
 join: the published figures are GPU figures. A run whose GPU is not the published one still joins (the a100
 profile on an H100, the h100 profile against the A100 tables) and :attr:`Match.same_gpu` says so.
 
-A leaf module apart from :mod:`tritonsuite.rows`: usable without pytest, the server or torch.
+A leaf module apart from :mod:`tritonsuite.core.rows`: usable without pytest, the server or torch.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from tritonsuite.rows import RESULT_COLUMNS, Row
+from tritonsuite.core.rows import RESULT_COLUMNS, Row
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 #: The join keys, in the suite's vocabulary.
@@ -46,7 +46,7 @@ SCENARIOS = ("offline", "online")
 ACCELERATORS = ("none", "trt", "amp")
 #: The GPU name token of each published GPU, as the seeds and NVML write it.
 GPU_TOKENS = {"a100": "A100", "a30": "A30", "a40": "A40", "t4": "T4", "v100": "V100", "h100": "H100"}
-#: Row parameters the join reads (written by tritonsuite.suite.Suite.parameters).
+#: Row parameters the join reads (written by tritonsuite.run.suite.Suite.parameters).
 PUBLISHED_PARAMETER = "Published tables"
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
+from tritonsuite.core.rows import LOADGENS
+from tritonsuite.core.settings import LatencyBound
 from tritonsuite.profiles import Profile
-from tritonsuite.rows import LOADGENS
-from tritonsuite.settings import LatencyBound
 
 SCENARIOS = ("offline", "online", "accuracy", "tune", "conformance", "mix")
 #: the conformance checks a shipped model's offline deployment runs (the online one runs every check)

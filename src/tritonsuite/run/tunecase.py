@@ -1,0 +1,60 @@
+"""A case of scenario ``tune`` on the suite: the configuration search of a case's online deployment, its rows
+recorded as they are measured, the shipped ``reports/tune/<deployment>/config.pbtxt`` and the tune pages."""
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from pathlib import Path
+
+from tritonsuite.core.settings import LatencyBound
+from tritonsuite.profiles.tunespace import Budget, space_for
+from tritonsuite.report.tune import write_tune_pages
+from tritonsuite.tune import write_config
+from tritonsuite.tune.runner import TuneTarget, tune
+
+
+def run_tune_case(suite, case, strategy: str = "search", budget: str = ""):
+    """Tune the online deployment of ``case`` on ``suite``'s server within ``budget`` (``--tune-budget``; "": the
+    profile's); returns the TuneResult. The shipped configuration goes to
+    ``reports/tune/<deployment>/config.pbtxt``, the evidence and summary pages beside it."""
+    deployment = suite.deployment(case.model, case.format, case.precision, "online")
+    spec = deployment.spec
+    identity = {**suite._identity(case), "deployment": deployment.name}
+    rows = []
+
+    def record(measurement, name, config, meta):
+        shown = replace(deployment, name=name, config=config)  # the parameter table of what was measured
+        row = measurement.to_row(**identity, parameters=suite.parameters(shown))
+        row.measurement["tune"] = {**meta, "strategy": strategy}
+        if meta.get("accuracy_under_load") is not None:
+            row.extra["accuracy_under_load"] = meta["accuracy_under_load"]
+        suite.record(row)
+        rows.append(row)
+        return row
+
+    mp = suite.model_profile(case.model)
+    space = space_for(mp)
+    limit = Budget.parse(budget, space.budget) if budget else None
+    data = (spec.accuracy_data(suite.datasets.get(case.model), suite.checkpoint(case.model))
+            if spec.accuracy_data is not None else None)
+    target = TuneTarget(suite.server, deployment.name, spec, deployment.artifact, deployment.config,
+                        suite.repository_dir, case.precision, case.batch_size)
+    result = tune(target, space, LatencyBound.parse(case.bound), suite.profile.measurement, record,
+                  strategy=strategy, budget=limit, accuracy_data=data, probe_share=suite.load_probe_share,
+                  probe_seed=suite.load_probe_seed)
+    out = Path(suite.reports_dir) / "tune" / deployment.name
+    write_config(out / "config.pbtxt", deployment.name, spec, deployment.artifact,
+                 result.shipped.config(deployment.config))
+    source = result.best.points[-1] if result.best else (rows[-1] if rows else None)
+    answer = copy.deepcopy(source)
+    if answer is not None:  # the answer row (the winner's point): the run's summary and the pages read it back
+        answer.measurement = {**answer.measurement, "tune": {
+            **answer.measurement["tune"], "role": "answer", "answer": result.describe(),
+            "recommended": result.recommended, "shipped": result.shipped.to_dict(),
+            "configurations": len(result.evaluations), "space": result.space_size,
+            "seconds": round(result.seconds, 1)}}
+        answer.deployment = deployment.name
+        suite.record(answer)
+        rows.append(answer)
+    write_tune_pages(suite.reports_dir, rows)
+    return result

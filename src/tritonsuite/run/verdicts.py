@@ -1,0 +1,156 @@
+"""Each scenario case run and judged: a :class:`Verdict` (passed, skipped or failed, with its one-line reason and
+the figures to attach) that the plugin's thin test functions map to pytest's outcomes, and a script can read as is.
+
+A failure says why in one message: an invalid row's status and reasons, the metrics that missed their thresholds,
+or the server's error. A case that cannot be exported here is skipped with the reason; a point every request of
+which was answered but that has no valid figures is skipped as not measured (failed under --strict-stability or a
+--perf-gate).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from tritonsuite.deploy.export import ExportUnsupported
+from tritonsuite.judge.baselines import BaselineError
+from tritonsuite.server import ServerError
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: str  # "passed", "skipped" or "failed"
+    line: str = ""  # why, for a skip or a failure
+    figures: dict = field(default_factory=dict)  # what the result shows (JUnit properties under pytest)
+    measured: Any = None  # a valid, right performance point (the plugin's pytest-benchmark record reads it)
+
+
+PASSED = Verdict("passed")
+
+
+def _skip(line: str) -> Verdict:
+    return Verdict("skipped", line)
+
+
+def _fail(line: str | None) -> Verdict:
+    return Verdict("failed", line) if line else PASSED
+
+
+def judged(case_id: str, run: Callable[[], Any], verdict: Callable[[Any], Verdict],
+           figures: Callable[[Any], dict]) -> Verdict:
+    """Run a case and judge its result; the figures go with whatever the verdict is."""
+    try:
+        result = run()
+    except ExportUnsupported as exc:
+        return _skip(str(exc))
+    except (ServerError, BaselineError) as exc:
+        return _fail(f"{case_id}: {exc}")
+    found = verdict(result)
+    return Verdict(found.outcome, found.line, figures(result), found.measured)
+
+
+def performance(suite, case, options, progress=None) -> Verdict:
+    """An offline or online sweep point (tritonsuite.run.suite.Suite.run_performance)."""
+    gate = options.perf_gate
+
+    def verdict(m) -> Verdict:
+        under_load = m.accuracy_under_load
+        wrong = f"accuracy under load {under_load.describe()}" if under_load and not under_load.passed else ""
+        if not m.valid:
+            found = f"{case.id}: {m.status}: " + "; ".join(m.reasons)
+            if m.not_measured and not wrong and not options.strict_stability and gate is None:
+                # every request was answered; the point has no valid figures: reported, not a failure
+                return _skip(f"not measured: {found} (--strict-stability fails such a point)")
+            return _fail(found + (f"\n{case.id}: {wrong}" if wrong else ""))
+        if wrong:
+            return _fail(f"{case.id}: {wrong}")
+        if gate is not None and m.comparison is not None and m.comparison.regressions_beyond(gate):
+            return Verdict("failed", f"{case.id}: perf gate ({gate:g}%): {m.comparison.describe()}", measured=m)
+        return Verdict("passed", measured=m)
+
+    def figures(m) -> dict:
+        # a figure the load generator did not give (perf_analyzer's unstable point: no CSV) is left out
+        found = {**{k: round(v, 4) for k, v in m.result.items() if v is not None}, "status": m.status}
+        if m.comparison is not None:
+            found["comparison"] = m.comparison.describe()
+        if m.accuracy_under_load is not None:
+            found["accuracy_under_load"] = m.accuracy_under_load.describe()
+        return found
+
+    return judged(case.id, lambda: suite.run_performance(case, progress), verdict, figures)
+
+
+def search(suite, case, options, progress=None) -> Verdict:
+    """The most load within the latency bound: fails when no point was within it; when points were within it but
+    none stayed so when measured again, the answer could not be measured on this host: skipped with the reason,
+    failed under --strict-stability or --perf-gate."""
+    def verdict(found) -> Verdict:
+        if found.found:
+            return PASSED
+        if found.unstable and not options.strict_stability and options.perf_gate is None:
+            return _skip(f"not measured: {case.id}: {found.describe()} (--strict-stability fails such a search)")
+        return _fail(f"{case.id}: {found.describe()}")
+
+    def figures(found) -> dict:
+        best = found.best
+        return {"answer": found.describe(), "points": found.points, **({"max": round(best.load, 3)} if best else {})}
+
+    return judged(case.id, lambda: suite.run_search(case, progress), verdict, figures)
+
+
+def accuracy(suite, case) -> Verdict:
+    """The deployment through Triton against its eager reference, with thresholds per precision."""
+    return judged(case.id, lambda: suite.run_accuracy(case),
+                  lambda r: _fail(None if r.passed else f"{r.deployment} ({r.samples} samples, {r.description}) "
+                                                        f"missed its thresholds:\n  " + "\n  ".join(r.failures)),
+                  lambda r: {**{m.name: round(m.value, 6) for m in r.metrics}, "passed": r.passed})
+
+
+def conformance(suite, case, options) -> Verdict:
+    """One check of a deployment against what its config.pbtxt declares: its one-line reason when it fails, or
+    where it does not apply or cannot be shown on this host (skipped)."""
+    def verdict(result) -> Verdict:
+        if result.verdict == "skipped":
+            return _skip(result.line())
+        return _fail(None if result.passed else result.line())
+
+    return judged(case.id, lambda: suite.run_conformance(case, options.allow_reload), verdict,
+                  lambda r: {"check": r.check, "declared": r.declared, "observed": r.observed, "verdict": r.verdict,
+                             "reason": r.reason})
+
+
+def tune(suite, case, options) -> Verdict:
+    """The configuration to ship; keeping the profile's is an answer too: fails only when nothing was measured."""
+    def figures(result) -> dict:
+        best = result.best
+        return {"answer": result.describe(), "recommended": result.recommended,
+                "configurations": len(result.evaluations), "space": result.space_size,
+                "config_pbtxt": str(suite.reports_dir / "tune" / result.deployment / "config.pbtxt"),
+                **({"best_inferences_per_second": round(best.score, 3), "best_concurrency": best.load} if best else {})}
+
+    return judged(case.id, lambda: suite.run_tune(case, options.tune_strategy, options.tune_budget),
+                  lambda result: _fail(None if result.best is not None else f"{case.id}: {result.describe()}"),
+                  figures)
+
+
+def mix(suite, case, options, progress=None) -> Verdict:
+    """A set of deployments served together; its scale search or its joint configuration search."""
+    if case.search == "scale":  # the most mixed load within every bound: fails when no factor stayed within them
+        return judged(case.id, lambda: suite.run_mix(case.model, progress, search="scale"),
+                      lambda found: _fail(None if found.factor is not None else f"{case.id}: {found.describe()}"),
+                      lambda found: {"answer": found.describe(), "points": found.result.points})
+    if case.search == "tune":  # the set's configuration search: keeping the profile's is an answer too
+        return judged(case.id, lambda: suite.run_mix(case.model, progress, search="tune"),
+                      lambda result: _fail(None if result.best is not None else f"{case.id}: {result.describe()}"),
+                      lambda result: {"answer": result.describe(), "configurations": len(result.evaluations)})
+
+    def verdict(result) -> Verdict:
+        wrong = [f"{d}: accuracy under the mix {r.describe()}" for d, r in result.accuracy.items() if not r.passed]
+        failed = [r for r in result.invalid if r.status == "FAILED" or r.measurement.get("server_fail_delta")]
+        unmeasured = [r for r in result.invalid if r not in failed]
+        lines = wrong + [f"{r.deployment} ({r.extra['mix']['role']}, round {r.extra['mix']['round']}): {r.status}: "
+                         + "; ".join(r.reasons) for r in failed + (unmeasured if options.strict_stability else [])]
+        return _fail(f"{case.id}: " + "\n".join(lines) if lines else None)
+
+    return judged(case.id, lambda: suite.run_mix(case.model, progress), verdict,
+                  lambda result: {**{f"ratio {r.deployment}": r.describe() for r in result.ratios},
+                                  "rows": len(result.rows)})
