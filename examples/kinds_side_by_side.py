@@ -13,9 +13,8 @@ import numpy as np
 from pathlib import Path
 from tests.kinds import bls_models, decoupled_model, dense_ensemble, sequence_model
 from tritonsuite.core.settings import MeasurementSettings
-from tritonsuite.judge.responses import described
 from tritonsuite.load.engine import measure, LoadPoint
-from tritonsuite.load.kinds import kind_arguments
+from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
 from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.server.embedded import EmbeddedServer
@@ -33,12 +32,12 @@ with EmbeddedServer(repo, repo / "logs") as s:
     cases = [("seq_direct", {"INPUT": np.ones((1, 1), np.int32)}), ("stream_n", {"COUNT": np.full((1, 1), 4, np.int32), "DATA": np.ones((1, 4), np.float32)}),
              ("bls_add", {"X": np.ones((1, 4), np.float32)}), ("dense_pipeline", {"INPUT": np.ones((1, 4), np.float32)})]
     for model, inputs in (c for c in cases if len(sys.argv) < 4 or c[0] in sys.argv[3:]):
-        d = described(s, model, ["add_onnx"] if model == "bls_add" else [])
+        d = s.model_description(model, ["add_onnx"] if model == "bls_add" else [])
         for c in (1, 2, 4):
             pt = LoadPoint(1, c, protocol="grpc")
             for r in range(rounds):
                 e = measure(s, model, inputs, d.outputs, pt, st, description=d, sequences=seqs)
-                p = measure_with_perf_analyzer(s, model, inputs, d.outputs, pt, st, extra=kind_arguments(d, seqs))
+                p = measure_with_perf_analyzer(s, model, inputs, d.outputs, pt, st, extra=driver_for(d, seqs).arguments())
                 pr, er = p.result, e.result
                 print(model, "c%d" % c, "engine %.0f (%s, p50 %.2f)" % (er["Inferences/Second"], e.status, er["p50 latency"]),
                       "pa %s (%s %s, p50 %s)" % (pr["Inferences/Second"], p.status, p.reasons[:1], pr["p50 latency"]),

@@ -101,7 +101,8 @@ def test_shared_memory_carries_outputs_of_dynamic_shape(served, spec):
         client.close()
     settings = MeasurementSettings(window_ms=200, min_requests_per_window=3, stability_percentage=50, max_trials=4,
                                    warmup_ms=100)
-    m = measure(served, "static", spec.example_inputs(2, 0), spec.outputs, LoadPoint(2, 1, True), settings)
+    m = measure(served, "static", spec.example_inputs(2, 0), spec.outputs, LoadPoint(2, 1, True), settings,
+                description=served.model_description("static"))
     assert m.meta["shared_memory"] == "system" and m.meta["server_fail_delta"] == 0
     assert m.meta["server_success_delta"] == m.meta["requests_sent"] > 0
 

@@ -7,9 +7,8 @@ import pytest
 
 from tests.kinds import bls_models, decoupled_model, sequence_model
 from tritonsuite.core.settings import MeasurementSettings
-from tritonsuite.judge.responses import described
 from tritonsuite.load.engine import LoadPoint
-from tritonsuite.load.kinds import kind_arguments
+from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
 from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.server.embedded import EmbeddedServer
@@ -35,8 +34,8 @@ def server(tmp_path_factory):
     ("stream_n", {"COUNT": np.full((1, 1), 3, np.int32), "DATA": np.ones((1, 4), np.float32)}, ["--streaming"]),
 ])
 def test_perf_analyzer_drives_the_kind(server, pa, model, inputs, flags):
-    description = described(server, model)
-    extra = kind_arguments(description, SequenceSettings(length=5, id_start=100, id_end=200))
+    description = server.model_description(model)
+    extra = driver_for(description, SequenceSettings(length=5, id_start=100, id_end=200)).arguments()
     assert extra == flags
     found = measure_with_perf_analyzer(server, model, inputs, description.outputs, LoadPoint(1, 2, protocol="grpc"),
                                        SETTINGS, pa, extra=extra)
@@ -51,12 +50,12 @@ def test_bls_composing_models_side_by_side(server, pa):
     both attribute the ONNX model's time to the BLS model that calls it once per request."""
     from tritonsuite.load.engine import measure
 
-    description = described(server, "bls_add", ["add_onnx"])
+    description = server.model_description("bls_add", ["add_onnx"])
     inputs = {"X": np.ones((1, 4), np.float32)}
     point = LoadPoint(1, 2)
     ours = measure(server, "bls_add", inputs, description.outputs, point, SETTINGS, description=description)
     theirs = measure_with_perf_analyzer(server, "bls_add", inputs, description.outputs, point, SETTINGS, pa,
-                                        extra=kind_arguments(description))
+                                        extra=driver_for(description).arguments())
     assert "--bls-composing-models=add_onnx" in theirs.meta["loadgen_command"]
     for found in (ours.meta["composing"], theirs.meta["composing"]):
         assert set(found) == {"add_onnx"} and abs(found["add_onnx"]["per request"] - 1.0) < 0.05

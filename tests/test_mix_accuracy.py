@@ -22,7 +22,8 @@ def test_each_deployments_probes_are_judged_in_its_own_traffic(served):  # noqa:
         finally:
             client.close()
         checks[kind] = (spec, data, probes, alone)
-    traffic = [Traffic(kind, spec.example_inputs(1, 0), spec.outputs, LoadPoint(1, 4), probes.requests, 0.5, 3)
+    traffic = [Traffic(kind, spec.example_inputs(1, 0), spec.outputs, LoadPoint(1, 4), served.model_description(kind),
+                       probes.requests, 0.5, 3)
                for kind, (spec, data, probes, alone) in checks.items()]
     measured = dict(zip(checks, measure_together(served, traffic, FAST)))
     verdicts = {kind: judge(spec, "fp32", data, probes, alone, measured[kind].probe_responses, deployment=kind,

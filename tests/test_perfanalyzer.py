@@ -33,7 +33,7 @@ def test_identity_point_by_perf_analyzer_and_by_the_engine(tmp_path, pa):
                                      DeploymentConfig(max_batch_size=8, intra_op_threads=1)))
         theirs = perfanalyzer.measure_with_perf_analyzer(server, name, inputs, spec.outputs, point, SETTINGS, pa)
         assert not _perf_analyzers()  # it exited (or was killed) before the measurement returned
-        ours = measure(server, name, inputs, spec.outputs, point, SETTINGS)
+        ours = measure(server, name, inputs, spec.outputs, point, SETTINGS, description=server.model_description(name))
         stats = server.client().get_inference_statistics(name)["model_stats"][0]
     assert theirs.status == "OK", theirs.reasons
     r, m = theirs.result, theirs.meta

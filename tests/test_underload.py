@@ -80,7 +80,7 @@ def _run(server, kind: str, share: float = 0.5):
     spec = _spec(kind)
     data = spec.accuracy_data()
     return spec, data, *accuracy_under_load(server, kind, spec, "fp32", data, LoadPoint(1, 4), FAST, share=share,
-                                            seed=3)
+                                            seed=3, description=server.model_description(kind))
 
 
 # what each model answers a request of one sample sent alone, from the graphs above
@@ -131,7 +131,8 @@ def test_probes_follow_the_seed(served):
     data = spec.accuracy_data()
 
     def probes(seed):
-        m = accuracy_under_load(served, "correct", spec, "fp32", data, LoadPoint(1, 1), FAST, share=0.3, seed=seed)[0]
+        m = accuracy_under_load(served, "correct", spec, "fp32", data, LoadPoint(1, 1), FAST, share=0.3, seed=seed,
+                                description=served.model_description("correct"))[0]
         return [p for p, _ in m.probe_responses]
 
     first, again, other = probes(11), probes(11), probes(12)

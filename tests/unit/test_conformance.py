@@ -72,9 +72,16 @@ def test_the_cpu_profile_asks_every_check_of_each_online_deployment_and_some_of_
     assert len({c.id for c in cases}) == len(cases)
 
 
-def test_the_refusals_check_sends_exactly_the_malformed_requests_it_names():
-    d = describe(CONFIG)
-    target = Target(server=None, directory=".", description=d)
+def test_the_refusals_check_sends_exactly_the_malformed_requests_it_names(tmp_path):
+    from google.protobuf import json_format, text_format
+    from tritonclient.grpc import model_config_pb2
+
+    directory = tmp_path / CONFIG["name"]  # what the target declares: its config.pbtxt, read as Triton would
+    directory.mkdir()
+    (directory / "config.pbtxt").write_text(
+        text_format.MessageToString(json_format.ParseDict(CONFIG, model_config_pb2.ModelConfig())))
+    target = Target(server=None, directory=directory)
+    assert target.description == describe(CONFIG)
     sent = {problem: (tensors, outputs) for problem, tensors, outputs in probes(target)}
     assert list(sent) == ["batch above max_batch_size", "wrong dtype", "wrong shape", "other size of a variable dim",
                           "missing input", "unknown output", "truncated body", "oversized body"]

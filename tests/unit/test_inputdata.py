@@ -76,7 +76,8 @@ def test_repository_reads_drivable_and_lists_the_rest_with_reasons(tmp_path):
     assert [d.name for d in found] == ["onnx_scale"]
     dep = found[0]
     assert (dep.format, dep.backend, dep.max_batch_size, dep.inputs) == ("onnx", "onnxruntime", 8, (X,))
-    assert dep.dynamic_batching and dep.preferred_batch_sizes == (4,) and dep.max_queue_delay_microseconds == 500
+    db = dep.description.dynamic_batching
+    assert db is not None and db.preferred_batch_sizes == (4,) and db.max_queue_delay_microseconds == 500
     reasons = {u.name: u.reason for u in skipped}
     assert "ensemble" in reasons["pipeline"]
     assert "decoupled" not in reasons["stream"]  # decoupled models are driven (load.streams); this one lacks parts

@@ -256,10 +256,16 @@ def test_a_gpu_profiles_rows_name_their_profile_and_published_tables(tmp_path):
                                         "tiny, formats: [onnx], precisions: [fp16], max_batch_size: 4}}\n")
     server = SimpleNamespace(local=False, name="remote", version=lambda: "2.51.0", describe=lambda: "gpu-host:8000",
                              provenance=lambda: "remote")
+    from tritonsuite.core.description import describe
+    from tritonsuite.deploy.backends import backend_for
+    from tritonsuite.deploy.repository import config_json, model_config
+
     registry = default_registry()
-    deployment = Deployment("bert_tiny_onnx_fp16_offline", registry.get("bert", "tiny"),
-                            SimpleNamespace(format="onnx", precision="fp16", key="0" * 64, max_abs_error={}),
-                            DeploymentConfig(max_batch_size=4, instance_kind="KIND_GPU"), tmp_path, "onnxruntime")
+    name, spec = "bert_tiny_onnx_fp16_offline", registry.get("bert", "tiny")
+    config = DeploymentConfig(max_batch_size=4, instance_kind="KIND_GPU")
+    deployment = Deployment(name, spec, SimpleNamespace(format="onnx", precision="fp16", key="0" * 64,
+                                                        max_abs_error={}), config, tmp_path, "onnxruntime",
+                            describe(config_json(model_config(name, spec, backend_for("onnx"), config))))
     for profile, expected in ((load_profile("mine", tmp_path), "a100"), (load_profile("cpu"), None)):
         suite = Suite(profile, registry, server, tmp_path, tmp_path, tmp_path, run_id="r")
         params = suite.parameters(deployment)

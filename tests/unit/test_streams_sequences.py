@@ -9,7 +9,7 @@ from tritonsuite.core.description import describe
 from tritonsuite.load.composing import parse_composing
 from tritonsuite.load.grpc import prepare_grpc_request
 from tritonsuite.load.http import prepare_request
-from tritonsuite.load.kinds import kind_arguments
+from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.sequences import SequenceSettings, grpc_decorator, http_decorator
 from tritonsuite.load.streams import StreamTiming, stream_columns
 from tritonsuite.run.checks import OptionError
@@ -61,12 +61,12 @@ def _config(**extra):
 
 def test_perf_analyzer_options_per_kind():
     sequence = describe(_config(sequence_batching={"oldest": {}}))
-    assert kind_arguments(sequence, SequenceSettings(length=7, variation_percent=10, id_start=5)) == [
+    assert driver_for(sequence, SequenceSettings(length=7, variation_percent=10, id_start=5)).arguments() == [
         "--sequence-length", "7", "--sequence-length-variation", "10", "--sequence-id-range", "5"]
-    assert kind_arguments(describe(_config(model_transaction_policy={"decoupled": True}))) == ["--streaming"]
+    assert driver_for(describe(_config(model_transaction_policy={"decoupled": True}))).arguments() == ["--streaming"]
     bls = describe(_config(), lambda name: _config(name=name, backend="onnxruntime"), ("a", "b"))
-    assert kind_arguments(bls) == ["--bls-composing-models=a,b"] and bls.kinds == ("BLS",)
-    assert kind_arguments(describe(_config())) == [] and kind_arguments(None) == []
+    assert driver_for(bls).arguments() == ["--bls-composing-models=a,b"] and bls.kinds == ("BLS",)
+    assert driver_for(describe(_config())).arguments() == []
 
 
 def test_bls_composing_models_option():

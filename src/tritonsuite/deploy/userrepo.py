@@ -49,7 +49,8 @@ class Undrivable:
 
 @dataclass(frozen=True)
 class UserDeployment:
-    """One drivable deployment of a user's repository, as its config.pbtxt declares it."""
+    """One drivable deployment of a user's repository: where its files are, and its description (what its
+    config.pbtxt declares, :mod:`tritonsuite.core.description`), which every other fact is read from."""
 
     name: str
     directory: Path  # the user's <repository>/<name>
@@ -58,18 +59,33 @@ class UserDeployment:
     format: str
     backend: str
     platform: str
-    inputs: tuple[TensorSpec, ...]
-    outputs: tuple[TensorSpec, ...]
-    max_batch_size: int
-    instance_count: int
-    instance_kind: str
-    dynamic_batching: bool
-    preferred_batch_sizes: tuple[int, ...]
-    max_queue_delay_microseconds: int
-    config: Mapping  # the configuration as JSON (what Triton hands a backend)
+    description: ModelDescription
     versions: tuple[str, ...] = ()  # every version directory the version policy selects, ascending
-    description: ModelDescription | None = None
     auto_completed: bool = False  # shipped without config.pbtxt: the server completes it (read back when loaded)
+
+    @property
+    def config(self) -> Mapping:  # the configuration as JSON (what Triton hands a backend)
+        return self.description.config
+
+    @property
+    def inputs(self) -> tuple[TensorSpec, ...]:
+        return self.description.inputs
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        return self.description.outputs
+
+    @property
+    def max_batch_size(self) -> int:
+        return self.description.max_batch_size
+
+    @property
+    def instance_count(self) -> int:
+        return self.description.instance_count
+
+    @property
+    def instance_kind(self) -> str:
+        return "KIND_GPU" if any(g.kind == "KIND_GPU" for g in self.description.instance_groups) else "KIND_CPU"
 
     @property
     def precision(self) -> str:
@@ -126,16 +142,10 @@ def read_deployment(directory: str | Path) -> UserDeployment | Undrivable:
     missing = [v for v in versions if filename and not (directory / v / filename).exists()]
     if missing:
         return Undrivable(name, f"no model file {missing[0]}/{filename}")
-    groups = desc.instance_groups
-    db = desc.dynamic_batching
     return UserDeployment(
         name=name, directory=directory, version=versions[-1], model_file=directory / versions[-1] / filename,
-        format=fmt, backend=backend, platform=desc.platform or f"{backend} backend", inputs=desc.inputs,
-        outputs=desc.outputs, max_batch_size=desc.max_batch_size, instance_count=desc.instance_count,
-        instance_kind="KIND_GPU" if any(g.kind == "KIND_GPU" for g in groups) else "KIND_CPU",
-        dynamic_batching=db is not None, preferred_batch_sizes=db.preferred_batch_sizes if db else (),
-        max_queue_delay_microseconds=db.max_queue_delay_microseconds if db else 0, config=config,
-        versions=versions, description=desc, auto_completed=auto_completed)
+        format=fmt, backend=backend, platform=desc.platform or f"{backend} backend", description=desc,
+        versions=versions, auto_completed=auto_completed)
 
 
 def auto_complete(directory: Path) -> dict | Undrivable:
@@ -181,7 +191,7 @@ class Reference:
             from tritonsuite.deploy.pyreference import python_reference
 
             self._session = python_reference(dep, file)
-        elif dep.description is not None and dep.description.ensemble and file is None:
+        elif dep.description.ensemble and file is None:
             from tritonsuite.deploy.ensemble import ComposedReference
 
             self._session = ComposedReference(dep.description, lambda model, version: _step_session(
@@ -257,8 +267,7 @@ def user_spec(dep: UserDeployment, data, tolerances: Mapping[str, tuple[float, f
         config={"user_repository": str(dep.directory), "version": dep.version, "versions": dep.versions,
                 "model_file_digest": digest,
                 "reference": str(reference) if reference else None, "auto_completed": dep.auto_completed,
-                "max_batch_size": dep.max_batch_size, "composing": tuple(m.name for m in dep.description.all_composing())
-                if dep.description is not None else ()},
+                "max_batch_size": dep.max_batch_size, "composing": tuple(m.name for m in dep.description.all_composing())},
         parameters={"Model repository": str(dep.directory.parent), "Model file": f"{dep.version}/{dep.model_file.name} "
                     f"(served as given, sha256 {str(digest)[:12]})" if digest else "ensemble of " + ", ".join(
                         m.name for m in dep.description.all_composing()), "Export format": "none (the user's file)",
@@ -271,8 +280,6 @@ def user_spec(dep: UserDeployment, data, tolerances: Mapping[str, tuple[float, f
 def _kind_parameters(dep: UserDeployment) -> dict[str, str]:
     """The report's rows naming what kind of deployment it is and which version of its policy a row drives."""
     desc = dep.description
-    if desc is None:
-        return {}
     found = {"Deployment kind": ", ".join(desc.kinds), "Platform": desc.platform or dep.platform,
              "Version": f"{dep.version} (version policy {desc.version_policy.describe()}; served: "
                         f"{', '.join(dep.versions)})"}
@@ -290,8 +297,9 @@ def deployment_config(dep: UserDeployment):
     report's parameter table; the served config.pbtxt is the user's, unchanged)."""
     from tritonsuite.deploy.repository import DeploymentConfig
 
+    db = dep.description.dynamic_batching
     return DeploymentConfig(max_batch_size=dep.max_batch_size, instance_count=dep.instance_count,  # 0: batchless
-                            instance_kind=dep.instance_kind, dynamic_batching=dep.dynamic_batching,
-                            preferred_batch_sizes=tuple(b for b in dep.preferred_batch_sizes
+                            instance_kind=dep.instance_kind, dynamic_batching=db is not None,
+                            preferred_batch_sizes=tuple(b for b in (db.preferred_batch_sizes if db else ())
                                                         if b <= dep.max_batch_size),
-                            max_queue_delay_microseconds=dep.max_queue_delay_microseconds)
+                            max_queue_delay_microseconds=db.max_queue_delay_microseconds if db else 0)

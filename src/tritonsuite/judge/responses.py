@@ -124,20 +124,6 @@ ACCURACY_SEQUENCES = 4  # sequences sent interleaved (and then alone) by the acc
 ACCURACY_REQUESTS = 16  # requests of a decoupled model's accuracy run
 
 
-def described(server, name: str, composing: Sequence[str] = ()):
-    """The :class:`~tritonsuite.core.description.ModelDescription` of a loaded model, from the configuration the server
-    runs (auto-completed where it was), composing models resolved through the server as well."""
-    from tritonsuite.core.description import describe
-
-    def lookup(other: str):
-        try:
-            return server.model_config(other)
-        except Exception as exc:  # the server's own error: not loaded, unknown
-            raise LookupError(str(exc)) from None
-
-    return describe(server.model_config(name), lookup, tuple(c.split(":")[0] for c in composing))
-
-
 def composing_models(deployment, bls_composing: Mapping[str, Sequence[str]]) -> tuple[str, ...]:
     """The models a python (BLS) deployment calls, as the user named them (``--bls-composing-models``, for this
     deployment or for every one); none for other backends."""
@@ -146,33 +132,9 @@ def composing_models(deployment, bls_composing: Mapping[str, Sequence[str]]) -> 
     return tuple(bls_composing.get(deployment.name) or bls_composing.get("") or ())
 
 
-def kind_point(point, description):
-    """A load point as a deployment's kind needs it, and notes: one per kind that changes how the point is measured
-    (a reason for the row, or "" when the kind only turns accuracy probes off: its accuracy is judged by whole
-    sequences of requests and responses instead). A point the kind cannot take raises ExportUnsupported (the case
-    skips with the reason): a sequence model at batch > 1, which Triton's sequence batcher refuses."""
-    from dataclasses import replace
-
-    if description is None or not (description.sequence or description.decoupled):
-        return point, []
-    if description.sequence and point.batch_size > 1:  # refused by Triton itself, on any server: skipped, not sent
-        from tritonsuite.deploy.export import ExportUnsupported
-        from tritonsuite.load.sequences import BATCH_ONE
-
-        raise ExportUnsupported(f"{description.name} at batch {point.batch_size}: {BATCH_ONE}")
-    notes = [""]
-    if description.decoupled:  # a gRPC stream, for the engine and perf_analyzer (--streaming -i grpc) alike
-        if point.shared_memory:
-            notes.append("decoupled: inputs and outputs travel on a gRPC stream, not through shared memory")
-        point = replace(point, shared_memory=False, protocol="grpc")
-    return point, notes
-
-
 def judged_by_kind(description, spec) -> bool:
     """Whether a deployment's accuracy is this module's: a sequence or decoupled model, or a python model with no
     reference file (nothing runs its model.py in-process: its validation_data judge it)."""
-    if description is None:
-        return False
     return description.sequence or description.decoupled or (description.python and
                                                               not (spec.config or {}).get("reference"))
 
@@ -270,4 +232,4 @@ def streamed(server, inner, precision: str) -> dict:
     if not check.passed:
         raise ValueError(f"{name}: the streamed responses are not the unary answer chunked: {check.failures[0]}")
     return {"name": name, "directory": directory, "served_by": server.backend_description(name),
-            "description": described(server, name)}
+            "description": server.model_description(name)}

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from tritonsuite.core.description import ModelDescription
 from tritonsuite.core.spec import AccuracyData, ModelSpec, rule_precision
 from tritonsuite.core.tensors import OutputComparison, compare_outputs, pad_to_common_shape
 from tritonsuite.judge.baselines import default_allowance
@@ -196,7 +197,7 @@ def run_alone(infer, probes: ProbeSet) -> list[dict[str, np.ndarray]]:
 
 def accuracy_under_load(server, deployment: str, spec: ModelSpec, precision: str, data: AccuracyData, point,
                         settings, share: float = DEFAULT_PROBE_SHARE, seed: int = DEFAULT_PROBE_SEED,
-                        progress: Callable[[str], None] | None = None, description=None):
+                        progress: Callable[[str], None] | None = None, *, description: ModelDescription):
     """Measure ``point`` of ``deployment`` with a ``share`` of its requests carrying ``data``'s samples, and judge
     them against the same requests sent one at a time just before. Returns (Measurement, UnderLoadResult)."""
     from tritonsuite.load.client import served_infer
@@ -208,7 +209,7 @@ def accuracy_under_load(server, deployment: str, spec: ModelSpec, precision: str
                  f"reference), then the point with a share of {share:g} of its requests carrying them")
     client = server.grpc_client() if getattr(point, "protocol", "http") == "grpc" else server.client()
     try:
-        alone = run_alone(served_infer(client, deployment, spec, description is None or description.batching), probes)
+        alone = run_alone(served_infer(client, deployment, spec, description.batching), probes)
     except Exception:
         if server.gone():
             raise server.died(f"while sending the accuracy samples of {deployment} one at a time") from None

@@ -42,15 +42,15 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from tritonsuite.core.description import ModelDescription
-from tritonsuite.core.settings import STABLE_WINDOWS
-from tritonsuite.core.settings import MeasurementSettings
+from tritonsuite.core.settings import STABLE_WINDOWS, MeasurementSettings
 from tritonsuite.core.spec import TensorSpec
 from tritonsuite.load.client import SharedMemoryRegions
 from tritonsuite.load.generator import LoadGenerator, Progress, StopEarly, arrival_gaps, run_together
 from tritonsuite.load.http import prepare_request
 from tritonsuite.load.interrupt import run_interruptible
 from tritonsuite.load.point import LoadPoint, Measurement, MeasurementError
-from tritonsuite.load.sequences import BATCH_ONE, SequenceSettings
+from tritonsuite.load.kinds import Driver, driver_for
+from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.load.telemetry import GpuSampler
 from tritonsuite.load.windows import LATENCY_SAMPLES, schedule_tolerance_ms, summarise
 from tritonsuite.server import TritonServer
@@ -63,25 +63,30 @@ __all__ = ["LATENCY_SAMPLES", "LoadPoint", "Measurement", "MeasurementError", "M
 @dataclass(frozen=True)
 class Traffic:
     """One deployment's share of a point measured together with others (:func:`measure_together`): the model, one
-    request's tensors, its load point (a concurrency or a request rate), optional accuracy probes, its kind
-    (``description``) and, for a sequence model, perf_analyzer's sequence options (``sequences``)."""
+    request's tensors, its load point (a concurrency or a request rate), its description (what kind it is, read by
+    its driver: :func:`tritonsuite.load.kinds.driver_for`), optional accuracy probes and, for a sequence model,
+    perf_analyzer's sequence options (``sequences``)."""
 
     model: str
     inputs: Mapping[str, np.ndarray]
     outputs: Sequence[TensorSpec]
     point: LoadPoint
+    description: ModelDescription
     probes: Sequence[Mapping[str, np.ndarray]] = ()
     probe_share: float = 0.0
     probe_seed: int = 0
-    description: ModelDescription | None = None  # its kind: batchless, composing models, sequence, decoupled
     sequences: SequenceSettings | None = None  # a sequence model's pattern (their defaults when None)
+
+    @property
+    def driver(self) -> Driver:
+        return driver_for(self.description, self.sequences)
 
 
 def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[TensorSpec],
             point: LoadPoint, settings: MeasurementSettings = MeasurementSettings(),
-            stop_early: StopEarly | None = None, probes: Sequence[Mapping[str, np.ndarray]] = (),
-            probe_share: float = 0.0, probe_seed: int = 0, progress: Progress | None = None,
-            description: ModelDescription | None = None, sequences: SequenceSettings | None = None) -> Measurement:
+            stop_early: StopEarly | None = None, *, description: ModelDescription,
+            probes: Sequence[Mapping[str, np.ndarray]] = (), probe_share: float = 0.0, probe_seed: int = 0,
+            progress: Progress | None = None, sequences: SequenceSettings | None = None) -> Measurement:
     """Measure one load point of ``model`` with ``inputs`` (one request's tensors, batch first). ``stop_early``
     is asked after each window whether to give the point up (its row is then STOPPED, with the reason);
     ``progress`` is told after the warm-up starts and after each window how the point is going and what it waits
@@ -93,7 +98,8 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
     row's throughput, latencies and success counts.
 
     ``model`` may name a version (``name:version``: requests and statistics go to that version). ``description``
-    (:mod:`tritonsuite.core.description`) says what kind of deployment it is: a batchless one (``max_batch_size: 0``) is
+    (:mod:`tritonsuite.core.description`) says what kind of deployment it is, and its driver
+    (:func:`tritonsuite.load.kinds.driver_for`) what that changes: a batchless one (``max_batch_size: 0``) is
     sent batch 1 without the batch dimension; for an ensemble (its composing models, nested ones included) or a BLS
     model (the models it calls, as ``--bls-composing-models`` names them) the row's ``measurement["composing"]``
     gives each one's requests, queue and compute per request over the same windows; a decoupled one is driven over
@@ -102,7 +108,7 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
     request pattern of :mod:`tritonsuite.load.sequences` (``sequences``: perf_analyzer's sequence options, their
     defaults when None).
     """
-    return _measure(server, [Traffic(model, inputs, outputs, point, probes, probe_share, probe_seed, description,
+    return _measure(server, [Traffic(model, inputs, outputs, point, description, probes, probe_share, probe_seed,
                                      sequences)], settings, stop_early, progress)[0]
 
 
@@ -133,8 +139,9 @@ def _request_bound(settings: MeasurementSettings, point: LoadPoint) -> float:
 
 def _measure(server: TritonServer, traffic: Sequence[Traffic], settings: MeasurementSettings,
              stop_early: StopEarly | None, progress: Progress | None) -> list[Measurement]:
-    for t in traffic:
-        _check(t)
+    drivers = [t.driver for t in traffic]
+    for t, driver in zip(traffic, drivers):
+        _check(t, driver)
     server.check_alive()
     host = server.http_url.rsplit(":", 1)[0]
     mixed = len(traffic) > 1
@@ -142,21 +149,10 @@ def _measure(server: TritonServer, traffic: Sequence[Traffic], settings: Measure
     async def run(shm, gpu):
         generators = []
         for i, t in enumerate(traffic):
-            batch = _batch(t)
-            transport = None
-            if _decoupled(t):
-                from tritonsuite.load.streams import StreamTransport
+            driver, batch = drivers[i], _batch(t)
+            transport = driver.transport(server.grpc_url, _request_bound(settings, t.point), t.point)
 
-                transport = StreamTransport(server.grpc_url, _request_bound(settings, t.point), shared=t.point.open_loop)
-            elif t.point.protocol == "grpc":
-                from tritonsuite.load.grpc import GrpcTransport
-
-                transport = GrpcTransport(server.grpc_url, _request_bound(settings, t.point), shared=t.point.open_loop)
-
-            batched = t.description is None or t.description.batching
-            composing = [m.name for m in t.description.all_composing()] if t.description is not None else []
-
-            def prepare(tensors, names, shm=None, model=t.model, grpc=transport is not None, batched=batched):
+            def prepare(tensors, names, shm=None, model=t.model, grpc=transport is not None, batched=driver.batched):
                 if grpc:
                     from tritonsuite.load.grpc import prepare_grpc_request
 
@@ -166,31 +162,18 @@ def _measure(server: TritonServer, traffic: Sequence[Traffic], settings: Measure
             names = [o.name for o in t.outputs]
             request = prepare(batch, names, shm)
             prepared = [prepare({k: np.ascontiguousarray(v) for k, v in p.items()}, names) for p in t.probes]
-            pattern = None
-            if t.description is not None and t.description.sequence:
-                from tritonsuite.load.sequences import Sequences, grpc_decorator, http_decorator
-
-                decorate = (http_decorator if transport is None else grpc_decorator)(request)
-                pattern = Sequences(t.sequences or SequenceSettings(seed=t.point.seed), decorate)
             generators.append(LoadGenerator(server, t.model, request, t.point, settings, stop_early, prepared,
                                             t.probe_share, t.probe_seed, transport,
-                                            on_progress=progress if i == 0 else None, sequences=pattern,
-                                            composing=composing))
+                                            on_progress=progress if i == 0 else None,
+                                            sequences=driver.pattern(request, transport is not None, t.point),
+                                            composing=driver.composing()))
         results = await run_together(generators)
         measurements = []
-        for t, gen, (windows, total, completed) in zip(traffic, generators, results):
-            decoupled = _decoupled(t)
+        for t, driver, gen, (windows, total, completed) in zip(traffic, drivers, generators, results):
             measurement = summarise(t.point, windows, total, completed, settings,
-                                    "grpc (bidirectional stream)" if decoupled else t.point.protocol, gpu,
-                                    gen.max_outstanding, gen.stopped_early, gen.pool)
-            if t.description is not None:
-                measurement.meta["kind"] = list(t.description.kinds)
-            if gen.sequences is not None:
-                measurement.meta["sequences"] = gen.sequences.summary(gen.closing_sent)
-            if decoupled:
-                from tritonsuite.load.streams import summarise_streams
-
-                summarise_streams(measurement, windows, gen.pool)
+                                    driver.protocol(t.point, gen.transport), gpu, gen.max_outstanding,
+                                    gen.stopped_early, gen.pool)
+            driver.summarise(measurement, windows, gen)
             if mixed:
                 stable = windows[-STABLE_WINDOWS:] if gen.pool is None else windows[gen.pool[0]:gen.pool[1]]
                 duration = sum(w.end - w.start for w in stable)
@@ -229,12 +212,8 @@ def _batch(t: Traffic) -> dict[str, np.ndarray]:
     return {name: np.ascontiguousarray(array[:t.point.batch_size]) for name, array in t.inputs.items()}
 
 
-def _decoupled(t: Traffic) -> bool:
-    return t.description is not None and t.description.decoupled
-
-
-def _check(t: Traffic) -> None:
-    point, probes, description = t.point, t.probes, t.description
+def _check(t: Traffic, driver: Driver) -> None:
+    point, probes = t.point, t.probes
     if any(len(a) != point.batch_size for a in _batch(t).values()):
         raise ValueError(f"inputs hold fewer than {point.batch_size} samples")
     if not 0.0 <= t.probe_share <= 1.0:
@@ -244,10 +223,4 @@ def _check(t: Traffic) -> None:
     bad = [i for i, p in enumerate(probes) if any(len(a) != point.batch_size for a in p.values())]
     if bad:
         raise ValueError(f"probe {bad[0]} is not a batch of {point.batch_size} (the point's batch size)")
-    if description is not None and (description.decoupled or description.sequence) and probes:
-        raise ValueError(f"{t.model} is {' and '.join(description.kinds)}: its accuracy is checked by whole sequences "
-                         f"of requests and responses (load.sequences, load.streams), not by probes")
-    if _decoupled(t) and point.shared_memory:
-        raise ValueError(f"{t.model} is decoupled: its responses come over a gRPC stream, not through shared memory")
-    if description is not None and description.sequence and point.batch_size > 1:
-        raise ValueError(f"{t.model} at batch {point.batch_size}: {BATCH_ONE}")
+    driver.check(t.model, point, probes)

@@ -87,9 +87,9 @@ def run_mix(server: TritonServer, traffic: Sequence[Traffic], settings: Measurem
         for i in order:
             t = traffic[i]
             start = time.perf_counter() - began
-            m = measure(server, t.model, t.inputs, t.outputs, t.point, settings, probes=t.probes,
-                        probe_share=t.probe_share, probe_seed=t.probe_seed,
-                        progress=tell(f"round {r}/{rounds}, {t.model} alone"))
+            m = measure(server, t.model, t.inputs, t.outputs, t.point, settings, description=t.description,
+                        probes=t.probes, probe_share=t.probe_share, probe_seed=t.probe_seed,
+                        progress=tell(f"round {r}/{rounds}, {t.model} alone"), sequences=t.sequences)
             _record(run, Step("alone", r, i, start, time.perf_counter() - began, [m]), on_measured)
         start = time.perf_counter() - began
         together = measure_together(server, traffic, settings, tell(f"round {r}/{rounds}, together"))

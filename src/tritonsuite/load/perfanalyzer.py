@@ -124,7 +124,7 @@ def build_command(pa: PerfAnalyzer, model: str, url: str, point: LoadPoint, sett
                   input_data: Path, csv_file: Path, export_file: Path, factor: int = 1,
                   output_bytes: int | None = None, extra: Sequence[str] = ()) -> list[str]:
     """perf_analyzer's argv for one point (no shell): the suite's window lengthened ``factor`` times; ``extra``: a
-    deployment kind's own options (``kind_arguments``: sequences, streaming, BLS composing models)."""
+    deployment kind's own options (its driver's ``arguments()``: sequences, streaming, BLS composing models)."""
     from tritonsuite.core.description import model_and_version
 
     c = point.concurrency

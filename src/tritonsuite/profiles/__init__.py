@@ -65,7 +65,7 @@ class ModelProfile:
     size: str
     formats: tuple[str, ...]
     precisions: tuple[str, ...]
-    max_batch_size: int
+    max_batch_size: int  # 0: batchless, as Triton means it (a user deployment's; requests carry no batch dimension)
     offline: OfflineProfile
     online: OnlineProfile
     intra_op_threads: int = 0
@@ -77,9 +77,6 @@ class ModelProfile:
     # precisions the accuracy scenario checks besides ``precisions`` (the cpu profile judges fp16 in CI without
     # doubling its performance points); () = ``precisions``
     accuracy_precisions: tuple[str, ...] = ()
-    # a user deployment with max_batch_size 0: requests carry no batch dimension, offline is batch 1 whatever
-    # --batch-sizes asks (deploy.userrepo)
-    batchless: bool = False
 
     def scenario_precisions(self, scenario: str) -> tuple[str, ...]:
         """The precisions a scenario runs: ``precisions``, and for accuracy also ``accuracy_precisions``."""
@@ -320,7 +317,7 @@ def narrow(profile: Profile, models: Sequence[str] | None = None, formats: Seque
     kept = {}
     chosen = {n: mp for n, mp in profile.models.items() if not models or n in models}
     if batch_sizes:  # a size no chosen model takes is a mistake; one that some take runs where it fits
-        name = max((n for n, mp in chosen.items() if not mp.batchless), key=lambda n: chosen[n].max_batch_size,
+        name = max((n for n, mp in chosen.items() if mp.max_batch_size), key=lambda n: chosen[n].max_batch_size,
                    default=None)
         largest = chosen[name].max_batch_size if name is not None else None
         too_big = [b for b in batch_sizes if largest is not None and b > largest]
@@ -329,7 +326,7 @@ def narrow(profile: Profile, models: Sequence[str] | None = None, formats: Seque
                                f"{profile.name!r}" + (" (the largest of the models chosen)" if len(chosen) > 1 else ""))
     for name, mp in chosen.items():
         offline, online = mp.offline, mp.online
-        if batch_sizes and offline.batch_sizes and not mp.batchless:  # accuracy-only models stay so; batchless: 1
+        if batch_sizes and offline.batch_sizes and mp.max_batch_size:  # accuracy-only models stay so; batchless: 1
             offline = replace(offline, batch_sizes=tuple(b for b in batch_sizes if b <= mp.max_batch_size))
         if online.concurrency or online.request_rates:  # (a model without online points stays without them)
             if concurrency:

@@ -200,13 +200,14 @@ def user_models(repository: str | Path, input_data: Mapping[str, str] | None = N
         # beyond a deployment's max_batch_size are left out for it (profiles.restrict refuses one no deployment takes)
         fits = tuple(b for b in batch_sizes if b <= dep.max_batch_size)
         offline = (1,) if not dep.max_batch_size else fits if batch_sizes else tuple(sorted({1, dep.max_batch_size}))
+        declared = deployment_config(dep)
         profiles[dep.ref] = ModelProfile(
-            model=dep.ref, size=SIZE, formats=(dep.format,), precisions=(dep.precision,), batchless=not dep.max_batch_size,
-            max_batch_size=max(dep.max_batch_size, 1), offline=OfflineProfile(offline, dep.instance_count),
+            model=dep.ref, size=SIZE, formats=(dep.format,), precisions=(dep.precision,),
+            max_batch_size=dep.max_batch_size, offline=OfflineProfile(offline, dep.instance_count),
             online=OnlineProfile(concurrency=tuple(concurrency) or (1, 2, 4), batch_size=1,
                                  instance_count=dep.instance_count,
-                                 preferred_batch_sizes=deployment_config(dep).preferred_batch_sizes,
-                                 max_queue_delay_microseconds=dep.max_queue_delay_microseconds),
+                                 preferred_batch_sizes=declared.preferred_batch_sizes,
+                                 max_queue_delay_microseconds=declared.max_queue_delay_microseconds),
             instance_kind=dep.instance_kind)
     return specs, profiles, undrivable
 

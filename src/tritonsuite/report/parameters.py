@@ -40,8 +40,8 @@ def deployment_parameters(deployment, server, profile, weights: str, checkpoint:
         params["Max queue delay (us)"] = cfg.max_queue_delay_microseconds
     params.update(deployment.spec.parameters)
     # the served deployment's kind (a python model's config as the server completed it, a BLS model's callees)
-    description = getattr(deployment, "description", None)
-    if description is not None and description.kinds != ("model",):  # sequence (direct), decoupled, BLS, ...
+    description = deployment.description
+    if description.kinds != ("model",):  # sequence (direct), decoupled, BLS, ...
         params["Deployment kind"] = ", ".join(description.kinds)
         if description.composing:
             params["Composing models"] = ", ".join(m.name for m in description.all_composing())

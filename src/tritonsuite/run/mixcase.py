@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tritonsuite.core.rows import Row
-from tritonsuite.judge import responses as kinds
 from tritonsuite.judge.interference import Interference, interference
 from tritonsuite.load.engine import LoadPoint, Progress, Traffic
+from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.mix import Step, run_mix
 from tritonsuite.profiles.mix import MixProfile
 
@@ -65,13 +65,14 @@ def _setup(suite, name: str, progress: Progress | None, probes: bool = True):
         rate = member.rate(mix.total_rate)
         point = LoadPoint(online.batch_size, member.concurrency or 1, request_rate=rate,
                           distribution=online.distribution, seed=online.seed + i, protocol=suite.protocol)
-        point, notes = kinds.kind_point(point, dep.description)  # a sequence or decoupled model: no probes
-        found, alone = _probes(suite, member, dep, point) if probes and not notes else (None, None)
+        driver = driver_for(dep.description, suite.sequences)
+        point, _ = driver.point(point)
+        found, alone = _probes(suite, member, dep, point) if probes and driver.probes else (None, None)
         deployments.append(dep)
         references.append((found, alone))
         traffic.append(Traffic(dep.name, dep.spec.example_inputs(point.batch_size, 0), dep.spec.outputs, point,
-                               found[0].requests if found else (), suite.load_probe_share if found else 0.0,
-                               suite.load_probe_seed, dep.description, suite.sequences))
+                               dep.description, found[0].requests if found else (),
+                               suite.load_probe_share if found else 0.0, suite.load_probe_seed, suite.sequences))
     return mix, deployments, traffic, references
 
 
@@ -177,7 +178,8 @@ def run_mix_tune(suite, name: str, progress: Progress | None = None):
 
     mix, deployments, traffic, _ = _setup(suite, name, progress, probes=False)
     targets = [TuneTarget(suite.server, d.name, d.spec, d.artifact, d.config, suite.repository_dir, m.precision,
-                          t.point.batch_size) for d, m, t in zip(deployments, mix.members, traffic)]
+                          t.point.batch_size, d.description, suite.sequences)
+               for d, m, t in zip(deployments, mix.members, traffic)]
     spaces = [space_for(suite.model_profile(m.model)) for m in mix.members]
     bounds = [suite.model_profile(m.model).online.latency_bound for m in mix.members]
     rows: list[Row] = []

@@ -98,10 +98,13 @@ def run(args, parser) -> int:
     with tempfile.TemporaryDirectory(prefix="tritonsuite-selfbench-") as tmp:
         with EmbeddedServer(Path(tmp) / "repo", ROOT / "reports" / "logs") as server:
             server.load(build_deployment(Path(tmp) / "repo", name, spec, artifact, mp.deployment_config("offline")))
+            description = server.model_description(name)
             for r in range(args.rounds):
                 def served():
-                    return (measure(server, name, inputs_big, spec.outputs, LoadPoint(big, 1, True), settings),
-                            measure(server, name, inputs_one, spec.outputs, LoadPoint(1, 1, True), settings))
+                    return (measure(server, name, inputs_big, spec.outputs, LoadPoint(big, 1, True), settings,
+                                    description=description),
+                            measure(server, name, inputs_one, spec.outputs, LoadPoint(1, 1, True), settings,
+                                    description=description))
 
                 def local():
                     return in_process(runner, inputs_big, args.seconds)[0], in_process(runner, inputs_one,

@@ -24,6 +24,7 @@ from tritonsuite.judge.compare import comparable, compare_points, point_key
 from tritonsuite.judge.conformance import CHECKS, CheckResult, Target, run_check
 from tritonsuite.judge.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
 from tritonsuite.load.engine import LoadPoint, Measurement, Progress, SequenceSettings, measure
+from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.search import SearchResult, judge, remeasure_drift, search, stop_when_clearly_over
 from tritonsuite.models import Registry
 from tritonsuite.models.training import trained_checkpoint, weights_origin
@@ -42,7 +43,7 @@ class Deployment:
     config: DeploymentConfig
     directory: Path
     served_by: str  # the backend that serves it, as the server reports it
-    description: ModelDescription | None = None  # its kind, read back from the server (tritonsuite.core.description)
+    description: ModelDescription  # as the server runs it (tritonsuite.core.description): its driver reads its kind
 
     @property
     def batched(self) -> bool:  # False: batchless (max_batch_size 0), requests carry no batch dimension
@@ -188,7 +189,7 @@ class Suite:
         directory = build_deployment(self.repository_dir, name, spec, artifact, config)
         self.server.load(directory)
         return Deployment(name, spec, artifact, config, directory, self.server.backend_description(name),
-                          kinds.described(self.server, name))
+                          self.server.model_description(name))
 
     def _deploy_user(self, spec: ModelSpec, fmt: str, precision: str) -> Deployment:
         """A user's deployment: its whole directory (an ensemble's steps too) copied unchanged and loaded, once."""
@@ -208,7 +209,7 @@ class Suite:
                                        max_abs_error={}, max_rel_error={}, verified_batch_sizes=(), versions={},
                                        export_seconds=0.0)
         # a python model's kind is read from the configuration the server runs (its model.py may complete it)
-        description = (kinds.described(self.server, dep.name, composing) if dep.backend == "python"
+        description = (self.server.model_description(dep.name, composing) if dep.backend == "python"
                        else dep.description)
         return Deployment(spec.name, spec, artifact, config, served, self.server.backend_description(dep.name),
                           description)
@@ -261,20 +262,20 @@ class Suite:
                 progress(f"deploying {case.model} as {case.format} {case.precision}: export (cached across runs), "
                          f"verification against eager, model repository, load on the server")
             deployment = self.deployment(case.model, case.format, case.precision, "stream" if case.stream else case.scenario)
-            spec, point, notes = deployment.spec, *kinds.kind_point(point, deployment.description)
-            inputs = spec.example_inputs(case.batch_size, 0) if not self.probes_accuracy(case) or notes else None
-            if self.probes_accuracy(case) and not notes:
+            driver = driver_for(deployment.description, self.sequences)
+            spec, (point, notes) = deployment.spec, driver.point(point)
+            probing = self.probes_accuracy(case) and driver.probes  # a sequence or a stream is judged whole instead
+            inputs = None if probing else spec.example_inputs(case.batch_size, 0)
+            if probing:
                 data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
                 result, under_load = accuracy_under_load(
                     self.server, deployment.name, spec, case.precision, data, point, self.profile.measurement,
-                    self.load_probe_share, self.load_probe_seed, progress, deployment.description)
+                    self.load_probe_share, self.load_probe_seed, progress, description=deployment.description)
                 result.accuracy_under_load = under_load
             elif case.loadgen == "perf_analyzer":  # the same point, tensors and settings, NVIDIA's load generator
-                from tritonsuite.load.kinds import kind_arguments
                 from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
                 result = measure_with_perf_analyzer(self.server, deployment.name, inputs, spec.outputs, point,
-                                                    self.profile.measurement, extra=kind_arguments(
-                                                        deployment.description, self.sequences))
+                                                    self.profile.measurement, extra=driver.arguments())
             else:
                 result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement,
                                  stop_early, progress=progress, description=deployment.description,
@@ -288,7 +289,7 @@ class Suite:
                                  concurrency=None if point.open_loop else point.concurrency,
                                  request_rate=point.request_rate)
             raise
-        result.reasons += [n for n in notes if n]
+        result.reasons += notes
         if case.scenario == "offline" and not point.shared_memory and not notes:
             result.reasons.append(f"inputs and outputs sent over {self.protocol}, not shared memory: " + (
                 "the server is not on this host" if not self.server.local else "BYTES tensors"))

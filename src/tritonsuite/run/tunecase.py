@@ -38,7 +38,7 @@ def run_tune_case(suite, case, strategy: str = "search", budget: str = ""):
     data = (spec.accuracy_data(suite.datasets.get(case.model), suite.checkpoint(case.model))
             if spec.accuracy_data is not None else None)
     target = TuneTarget(suite.server, deployment.name, spec, deployment.artifact, deployment.config,
-                        suite.repository_dir, case.precision, case.batch_size)
+                        suite.repository_dir, case.precision, case.batch_size, deployment.description, suite.sequences)
     result = tune(target, space, LatencyBound.parse(case.bound), suite.profile.measurement, record,
                   strategy=strategy, budget=limit, accuracy_data=data, probe_share=suite.load_probe_share,
                   probe_seed=suite.load_probe_seed)

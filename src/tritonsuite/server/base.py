@@ -7,6 +7,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 LOOPBACK = "127.0.0.1"
 
@@ -181,6 +182,20 @@ class TritonServer(ABC):
             return client.get_model_config(name)
         finally:
             client.close()
+
+    def model_description(self, name: str, composing: Sequence[str] = ()):
+        """The :class:`~tritonsuite.core.description.ModelDescription` of a loaded model, from the configuration the
+        server runs (auto-completed where it was), composing models resolved through the server as well
+        (``composing``: a BLS model's callees, ``name`` or ``name:version``)."""
+        from tritonsuite.core.description import describe
+
+        def lookup(other: str):
+            try:
+                return self.model_config(other)
+            except Exception as exc:  # the server's own error: not loaded, unknown
+                raise LookupError(str(exc)) from None
+
+        return describe(self.model_config(name), lookup, tuple(c.split(":")[0] for c in composing))
 
     def backend_description(self, name: str) -> str:
         """What serves a loaded model, read back from the server: e.g. "onnxruntime (python-based stand-in,

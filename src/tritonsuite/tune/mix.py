@@ -18,7 +18,7 @@ batching of every deployment at once, each within its own latency bound, for the
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -112,7 +112,8 @@ def tune_set(targets: Sequence[TuneTarget], spaces: Sequence[TuneSpace], traffic
              bounds: Sequence[LatencyBound | None], weights: Sequence[float], settings: MeasurementSettings,
              record: Record, budget: Budget) -> MixTuneResult:
     """Search the set's joint configuration, then check the winner (module docstring). ``traffic[i]`` is deployment
-    i's load (its model name is replaced by the candidate's deployment); every point goes through ``record``."""
+    i's load (its model name is replaced by the candidate's deployment, of the same kind); every point goes through
+    ``record``."""
     space = JointSpace(tuple(spaces))
     default = JointCandidate(tuple(Candidate.of(t.config) for t in targets))
     started = time.monotonic()
@@ -124,8 +125,7 @@ def tune_set(targets: Sequence[TuneTarget], spaces: Sequence[TuneSpace], traffic
         return (total if within else 0.0), within, [v[1] for v in verdicts]
 
     def measure_joint(names: Sequence[str], role: str, candidate: JointCandidate) -> tuple[float, bool]:
-        found = measure_together(targets[0].server, [Traffic(n, t.inputs, t.outputs, t.point)
-                                                     for n, t in zip(names, traffic)], settings)
+        found = measure_together(targets[0].server, [replace(t, model=n) for n, t in zip(names, traffic)], settings)
         value, within, whys = score(found)
         for i, m in enumerate(found):
             record(m, role, candidate, i, {"label": candidate.label(), "within": within, "why": whys[i],

@@ -22,10 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tritonsuite.core.description import ModelDescription
 from tritonsuite.core.settings import LatencyBound, MeasurementSettings
 from tritonsuite.core.spec import ModelSpec
 from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
-from tritonsuite.load.engine import LoadPoint, Measurement, measure
+from tritonsuite.load.engine import LoadPoint, Measurement, SequenceSettings, measure
 from tritonsuite.load.search import judge, stop_when_clearly_over
 from tritonsuite.profiles.tunespace import Budget, Candidate, TuneSpace
 from tritonsuite.tune.strategy import Evaluation, run_strategy, winner
@@ -50,6 +51,8 @@ class TuneTarget:
     repository_dir: Path
     precision: str
     batch_size: int
+    description: ModelDescription  # the deployment's, as the server runs it: its kind drives the load
+    sequences: SequenceSettings | None = None  # a sequence model's pattern (perf_analyzer's options)
 
     @property
     def tune_name(self) -> str:
@@ -103,9 +106,11 @@ def dominated(incumbent: float, batch: int) -> Callable:
     return check
 
 
-def _load(target: TuneTarget, config: DeploymentConfig) -> None:
+def _load(target: TuneTarget, config: DeploymentConfig) -> ModelDescription:
+    """Load the candidate; its description as the server runs it (its kind drives its load)."""
     directory = build_deployment(target.repository_dir, target.tune_name, target.spec, target.artifact, config)
     target.server.load(directory)
+    return target.server.model_description(target.tune_name)
 
 
 def _evaluate(target: TuneTarget, space: TuneSpace, bound: LatencyBound, settings: MeasurementSettings,
@@ -115,13 +120,14 @@ def _evaluate(target: TuneTarget, space: TuneSpace, bound: LatencyBound, setting
 
     def evaluate(candidate: Candidate, incumbent: float) -> Evaluation:
         config = candidate.config(target.config)
-        _load(target, config)
+        description = _load(target, config)
         mine = dominated(incumbent, target.batch_size)
         found = Evaluation(candidate, 0.0)
         for concurrency in space.concurrency:
             m = measure(target.server, target.tune_name, inputs, target.spec.outputs,
                         LoadPoint(target.batch_size, concurrency), settings,
-                        lambda windows: over(windows) or mine(windows))
+                        lambda windows: over(windows) or mine(windows), description=description,
+                        sequences=target.sequences)
             within, why = judge(m, bound)
             reason = m.meta.get("stopped_early") or ""  # the engine keeps the stop check's reason as it was given
             stopped = reason if m.status == "STOPPED" and reason.startswith("dominated") else ""
@@ -174,7 +180,7 @@ def _verify(target: TuneTarget, result: TuneResult, settings: MeasurementSetting
         result.reason = f"it is the best configuration measured ({best.score:.1f} inf/s at concurrency {best.load})"
         return
     config = best.candidate.config(target.config)
-    _load(target, config)
+    description = _load(target, config)
     point = LoadPoint(target.batch_size, best.load)
     meta = {"candidate": best.candidate.to_dict(), "label": best.candidate.label(), "bound": str(result.bound)}
     if accuracy_data is None or probe_share <= 0:
@@ -184,7 +190,7 @@ def _verify(target: TuneTarget, result: TuneResult, settings: MeasurementSetting
         from tritonsuite.judge.underload import accuracy_under_load
 
         m, under = accuracy_under_load(target.server, target.tune_name, target.spec, target.precision, accuracy_data,
-                                       point, settings, probe_share, probe_seed)
+                                       point, settings, probe_share, probe_seed, description=description)
         record(m, target.tune_name, config, {**meta, "role": "accuracy", "accuracy_under_load": under.to_dict(),
                                              "accuracy_line": under.describe()})
         result.accuracy = under
@@ -194,10 +200,11 @@ def _verify(target: TuneTarget, result: TuneResult, settings: MeasurementSetting
             return
     rows = {"winner": [], "default": []}
     for _ in range(ABAB_ROUNDS):  # A B A B ...: a busy spell hits both alike
-        for side, name, side_config, candidate in (("winner", target.tune_name, config, best.candidate),
-                                                   ("default", target.name, target.config, result.default)):
+        for side, name, side_config, candidate, kind in (
+                ("winner", target.tune_name, config, best.candidate, description),
+                ("default", target.name, target.config, result.default, target.description)):
             m = measure(target.server, name, target.spec.example_inputs(target.batch_size, 0), target.spec.outputs,
-                        point, settings)
+                        point, settings, description=kind, sequences=target.sequences)
             rows[side].append(record(m, name, side_config, {"role": f"abab-{side}", "candidate": candidate.to_dict(),
                                                             "label": candidate.label(),
                                                             "bound": str(result.bound)}))

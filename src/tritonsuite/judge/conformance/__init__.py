@@ -34,6 +34,7 @@ from typing import Callable
 
 from tritonsuite.judge.conformance.result import (STATUS, VERDICTS, CheckResult, ConformanceError, Target,
                                                   declared_inputs)
+from tritonsuite.load.kinds import driver_for
 
 __all__ = ["CHECKS", "STATUS", "VERDICTS", "CheckResult", "ConformanceError", "Target", "declared_inputs",
            "parse_checks", "run_check", "run_checks"]
@@ -48,21 +49,6 @@ def _registry() -> dict[str, Callable[[Target], CheckResult]]:
     return {"identity": identity.check_identity, "batching": batching.check_batching,
             "instances": batching.check_instances, "refusals": refusals.check_refusals,
             "counters": counters.check_counters, "cache": cache.check_cache, "reload": reload.check_reload}
-
-
-#: checks that send stateless requests (HTTP, unary gRPC) and judge their answers: not applicable to a sequence
-#: model (it refuses a request without a sequence id and START flag); identity sends each kind its own way, the
-#: others skip the kinds they cannot drive themselves, each with its reason
-_STATELESS = ("refusals", "counters", "cache")
-
-
-def not_applicable(description, check: str) -> str:
-    """Why ``check`` does not apply to a deployment of this kind ("" when it does): a sequence model's stateless
-    checks."""
-    if description is not None and description.sequence and check in _STATELESS:
-        return (f"{', '.join(description.kinds)}: this check sends stateless requests; a sequence model needs a "
-                f"sequence id and START/END flags on each (tritonsuite.load.sequences drives it)")
-    return ""
 
 
 def parse_checks(value: str | None) -> tuple[str, ...]:
@@ -83,7 +69,7 @@ def run_check(target: Target, check: str) -> CheckResult:
         raise ConformanceError(f"conformance check {check!r}; valid choices: {', '.join(CHECKS)}")
     start = time.monotonic()
     target.server.check_alive(f"before the {check} check of {target.name}")
-    why = not_applicable(target.description, check)
+    why = driver_for(target.description).not_applicable(check)
     if why:
         return CheckResult(target.name, check, "-", "-", "skipped", why)
     try:

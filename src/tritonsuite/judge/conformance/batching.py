@@ -150,9 +150,8 @@ def check_instances(target: Target) -> CheckResult:
         return CheckResult(target.name, "instances", f"{d.instance_count} instance(s)", "-", "skipped", why)
     default = ""
     if not d.instance_groups:  # none declared: Triton's default, as the server completed the configuration (two
-        from tritonsuite.judge.responses import described  # KIND_CPU instances on a CPU host, seen here)
-
-        d, default = described(target.server, target.name), " (Triton's default)"
+        # KIND_CPU instances on a CPU host, seen here)
+        d, default = target.server.model_description(target.name), " (Triton's default)"
     n = d.instance_count
     groups = (", ".join(f"{g.count} x {g.kind}" for g in d.instance_groups) or "1") + default
     concurrency = 2 * n

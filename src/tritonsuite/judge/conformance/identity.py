@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import client, infer, outputs_of, response_version
-from tritonsuite.judge.responses import described
 
 
 def _tensors(tensors) -> str:
@@ -55,7 +54,7 @@ def _ask(target: Target, conn, version: int, request, names) -> tuple[list[dict]
 
 def check_identity(target: Target) -> CheckResult:
     declared = target.description
-    served = described(target.server, target.name)  # an ensemble's steps looked up on the server
+    served = target.server.model_description(target.name)  # an ensemble's steps looked up on the server
     problems = []
     want, got = _signature(declared), _signature(served)
     if (not declared.platform or not served.platform) and declared.backend == served.backend:

@@ -71,16 +71,15 @@ class Target:
     inputs: Callable[[int, int], Mapping[str, np.ndarray]] | None = None
     batch_size: int = 1
     allow_reload: bool = False
-    description: ModelDescription | None = None
+    #: what the deployment declares: its config.pbtxt, or without one the configuration the server completed
+    description: ModelDescription = field(init=False)
 
     def __post_init__(self):
         from tritonsuite.deploy.repository import describe_deployment
-        from tritonsuite.judge.responses import described
 
         self.directory = Path(self.directory)
-        if self.description is None:
-            self.description = (describe_deployment(self.directory) if self.declared else
-                                described(self.server, self.directory.name))  # auto-completed by the server
+        self.description = (describe_deployment(self.directory) if self.declared else
+                            self.server.model_description(self.directory.name))  # auto-completed by the server
         if self.inputs is None:
             self.inputs = lambda batch, seed=0: declared_inputs(self.description, batch, seed)
 

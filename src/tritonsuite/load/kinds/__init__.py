@@ -1,0 +1,34 @@
+"""One driver per deployment, chosen in one place: :func:`driver_for` reads a deployment's
+:class:`~tritonsuite.core.description.ModelDescription` and returns the :class:`Driver` every stage uses to know
+what its kind changes: the point it can take (and the notes its row carries), refusals, the transport its
+requests travel on, the pattern they follow, the composing models whose time the row breaks down, what the kind adds
+to a row, perf_analyzer's arguments for it and which conformance checks apply.
+
+A deployment may be several kinds at once (a decoupled sequence model, a BLS model that streams): the driver
+composes the :class:`Kind` of each that applies, in :data:`KINDS`' order; a deployment none applies to is
+stateless (one independent request at a time, over HTTP or unary gRPC). How a batchless deployment's tensors or a
+dtype travel is the codec's (:mod:`tritonsuite.load.http`, :mod:`tritonsuite.load.grpc`), not a kind.
+
+Adding a kind: one module here with a :class:`Kind` subclass (its ``applies`` reads the description), named in
+:data:`KINDS`, and its tests. Nothing else asks which kind a deployment is; perf_analyzer likewise chooses its load
+manager by mode, never by kind, and keeps sequences and streaming in the request layer.
+"""
+from __future__ import annotations
+
+from tritonsuite.core.description import ModelDescription
+from tritonsuite.load.kinds.base import Driver, Kind
+from tritonsuite.load.kinds.composing import Composing
+from tritonsuite.load.kinds.sequence import Sequence
+from tritonsuite.load.kinds.stream import Stream
+from tritonsuite.load.sequences import SequenceSettings
+
+#: The kinds beyond stateless, in the order a driver composes them
+KINDS: tuple[type[Kind], ...] = (Sequence, Stream, Composing)
+
+__all__ = ["Driver", "KINDS", "Kind", "driver_for"]
+
+
+def driver_for(description: ModelDescription, sequences: SequenceSettings | None = None) -> Driver:
+    """The driver of a deployment: its description's kinds composed (``sequences``: perf_analyzer's sequence options
+    for a sequence model, their defaults when None)."""
+    return Driver(description, tuple(kind(description, sequences) for kind in KINDS if kind.applies(description)))

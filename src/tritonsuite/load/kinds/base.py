@@ -1,0 +1,138 @@
+"""The driver of a deployment and the hooks a kind fills; a stateless deployment has no kind beside its driver."""
+from __future__ import annotations
+
+from tritonsuite.core.description import ModelDescription
+from tritonsuite.load.point import LoadPoint
+
+
+class Kind:
+    """What one kind changes. Every hook's default leaves the stateless behaviour as it is."""
+
+    def __init__(self, description: ModelDescription, sequences=None):
+        self.description, self.sequences = description, sequences
+
+    @staticmethod
+    def applies(description: ModelDescription) -> bool:
+        raise NotImplementedError
+
+    def skip(self, point: LoadPoint) -> str:
+        """Why Triton itself refuses such a point for this kind ("" when it takes it): the case skips, nothing is
+        sent."""
+        return ""
+
+    def point(self, point: LoadPoint) -> tuple[LoadPoint, str]:
+        """The point as this kind sends it, and a note for its row ("" when the change needs none)."""
+        return point, ""
+
+    def refuse(self, point: LoadPoint, probes) -> str:
+        """Why the engine cannot drive this point of this kind ("" when it can): a caller's mistake, raised."""
+        return ""
+
+    probes = True  # whether accuracy probes may ride in the load (else the kind's accuracy is judged otherwise)
+
+    def transport(self, grpc_url: str, bound_s: float, shared: bool):
+        """The transport its requests travel on (None: the point's protocol decides)."""
+        return None
+
+    def pattern(self, request, grpc: bool, point: LoadPoint):
+        """The request pattern the load generator follows (None: independent requests)."""
+        return None
+
+    def composing(self) -> list[str]:
+        """The models whose time the row breaks down (an ensemble's steps, a BLS model's callees)."""
+        return []
+
+    def summarise(self, measurement, windows, generator) -> None:
+        """Add what this kind adds to a measured row."""
+
+    def arguments(self) -> list[str]:
+        """perf_analyzer's options for this kind, the engine's semantics in its names."""
+        return []
+
+    def not_applicable(self, check: str) -> str:
+        """Why a conformance check does not apply to this kind ("" when it does)."""
+        return ""
+
+
+class Driver:
+    """A deployment's kinds composed: every stage asks the driver, never the description, what its kind changes."""
+
+    def __init__(self, description: ModelDescription, kinds: tuple[Kind, ...] = ()):
+        self.description, self.kinds = description, kinds
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The kinds in words, as rows carry them (``("model",)`` for a stateless one)."""
+        return self.description.kinds
+
+    @property
+    def batched(self) -> bool:
+        """False for a batchless deployment (max_batch_size 0): the codec sends no batch dimension."""
+        return self.description.batching
+
+    @property
+    def probes(self) -> bool:
+        """Whether accuracy probes may ride in its load (a sequence or a stream is judged by whole exchanges)."""
+        return all(kind.probes for kind in self.kinds)
+
+    def point(self, point: LoadPoint) -> tuple[LoadPoint, list[str]]:
+        """The point as the kinds need it, and the notes its row carries on what changed. A point Triton refuses for
+        the kind raises ExportUnsupported: the case skips with the reason."""
+        for kind in self.kinds:
+            if reason := kind.skip(point):
+                from tritonsuite.deploy.export import ExportUnsupported
+
+                raise ExportUnsupported(f"{self.description.name} at batch {point.batch_size}: {reason}")
+        notes = []
+        for kind in self.kinds:
+            point, note = kind.point(point)
+            notes += [note] if note else []
+        return point, notes
+
+    def check(self, model: str, point: LoadPoint, probes) -> None:
+        """Raise ValueError naming why the engine cannot drive this point of this deployment."""
+        if probes and not self.probes:
+            raise ValueError(f"{model} is {' and '.join(self.names)}: its accuracy is checked by whole sequences of "
+                             f"requests and responses (load.sequences, load.streams), not by probes")
+        for kind in self.kinds:
+            if reason := kind.refuse(point, probes):
+                raise ValueError(f"{model} {reason}")
+
+    def transport(self, grpc_url: str, bound_s: float, point: LoadPoint):
+        """How its requests travel: a kind's own transport, else unary gRPC when the point asks, else HTTP (None)."""
+        for kind in self.kinds:
+            found = kind.transport(grpc_url, bound_s, point.open_loop)
+            if found is not None:
+                return found
+        if point.protocol == "grpc":
+            from tritonsuite.load.grpc import GrpcTransport
+
+            return GrpcTransport(grpc_url, bound_s, shared=point.open_loop)
+        return None
+
+    def protocol(self, point: LoadPoint, transport) -> str:
+        """The row's protocol, in words."""
+        return "grpc (bidirectional stream)" if getattr(transport, "streaming", False) else point.protocol
+
+    def pattern(self, request, grpc: bool, point: LoadPoint):
+        for kind in self.kinds:
+            found = kind.pattern(request, grpc, point)
+            if found is not None:
+                return found
+        return None
+
+    def composing(self) -> list[str]:
+        return [name for kind in self.kinds for name in kind.composing()]
+
+    def summarise(self, measurement, windows, generator) -> None:
+        measurement.meta["kind"] = list(self.names)
+        for kind in self.kinds:
+            kind.summarise(measurement, windows, generator)
+
+    def arguments(self) -> list[str]:
+        """perf_analyzer's options for the deployment's kinds (none for a stateless one)."""
+        return [arg for kind in self.kinds for arg in kind.arguments()]
+
+    def not_applicable(self, check: str) -> str:
+        """Why a conformance check does not apply to this deployment ("" when it does)."""
+        return next((reason for kind in self.kinds if (reason := kind.not_applicable(check))), "")

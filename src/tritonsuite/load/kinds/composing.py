@@ -1,0 +1,21 @@
+"""A deployment that calls others: an ensemble's steps (nested ensembles resolved) or a BLS model's callees (as
+``--bls-composing-models`` names them). Each composing model's requests, queue and compute per request are read
+with the deployment's statistics over the same windows (:func:`tritonsuite.load.windows.snapshot`); perf_analyzer's
+own figures of them: :mod:`tritonsuite.load.composing`."""
+from __future__ import annotations
+
+from tritonsuite.load.kinds.base import Kind
+
+
+class Composing(Kind):
+    @staticmethod
+    def applies(description) -> bool:
+        return bool(description.all_composing())
+
+    def composing(self) -> list[str]:
+        return [m.name for m in self.description.all_composing()]
+
+    def arguments(self) -> list[str]:
+        if self.description.python and self.description.composing:
+            return [f"--bls-composing-models={','.join(m.name for m in self.description.composing)}"]
+        return []

@@ -1,0 +1,45 @@
+"""A sequence model (the sequence batcher): requests in sequences, each with its id and START/END flags
+(:mod:`tritonsuite.load.sequences`, perf_analyzer's ``--sequence-length``, ``--sequence-length-variation`` and
+``--sequence-id-range``), one sample per request."""
+from __future__ import annotations
+
+from tritonsuite.load.kinds.base import Kind
+from tritonsuite.load.sequences import BATCH_ONE, SequenceSettings, Sequences, grpc_decorator, http_decorator
+
+#: conformance checks that send stateless requests and judge their answers: a sequence model refuses a request
+#: without a sequence id and START flag
+STATELESS_CHECKS = ("refusals", "counters", "cache")
+
+
+class Sequence(Kind):
+    probes = False  # judged by whole sequences, each sent alone and interleaved
+
+    @staticmethod
+    def applies(description) -> bool:
+        return description.sequence
+
+    def skip(self, point) -> str:
+        return BATCH_ONE if point.batch_size > 1 else ""  # refused by Triton itself, on any server
+
+    def refuse(self, point, probes) -> str:
+        return f"at batch {point.batch_size}: {BATCH_ONE}" if point.batch_size > 1 else ""
+
+    def _settings(self, point=None) -> SequenceSettings:
+        return self.sequences or (SequenceSettings(seed=point.seed) if point is not None else SequenceSettings())
+
+    def pattern(self, request, grpc: bool, point):
+        return Sequences(self._settings(point), (grpc_decorator if grpc else http_decorator)(request))
+
+    def summarise(self, measurement, windows, generator) -> None:
+        measurement.meta["sequences"] = generator.sequences.summary(generator.closing_sent)
+
+    def arguments(self) -> list[str]:
+        s = self._settings()
+        return ["--sequence-length", str(s.length), "--sequence-length-variation", f"{s.variation_percent:g}",
+                "--sequence-id-range", f"{s.id_start}:{s.id_end}" if s.id_end else str(s.id_start)]
+
+    def not_applicable(self, check: str) -> str:
+        if check in STATELESS_CHECKS:
+            return (f"{', '.join(self.description.kinds)}: this check sends stateless requests; a sequence model "
+                    f"needs a sequence id and START/END flags on each (tritonsuite.load.sequences drives it)")
+        return ""
