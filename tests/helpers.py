@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,15 +28,24 @@ models:
 """
 
 
+#: the modules that collect the scenario tests (tritonsuite.plugin.scenarios): what a run of the suite collects
+SCENARIO_MODULES = tuple(f"tests/test_{name}.py" for name in ("offline", "online", "accuracy", "conformance", "tune",
+                                                              "mix", "repository"))
+
+
 def run_pytest(args: list[str], tmp_path: Path, profile: str = TINY_PROFILE, timeout: float = 600,
                pythonpath: str = "") -> subprocess.CompletedProcess:
-    """Run the suite as a user would, in a subprocess, against a profile and report directory in tmp_path."""
+    """Run the suite as a user would, in a subprocess, against a profile and report directory in tmp_path. Unless
+    ``args`` name test files, it collects the scenario modules alone (as a team's project does), not this
+    repository's own tests: their imports and collection would cost each run seconds, and a defect in one of them
+    would fail every run."""
     profiles = tmp_path / "profiles"
     profiles.mkdir(exist_ok=True)
     (profiles / "tiny.yaml").write_text(profile)
+    named = any(re.search(r"(^|/)test_[^/]*\.py(::|$)", str(a)) for a in args)  # a test file or test id
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={ROOT}",
                f"--profiles-dir={profiles}", f"--reports-dir={tmp_path / 'reports'}",
-               f"--repository-dir={tmp_path / 'repos'}", *args]
+               f"--repository-dir={tmp_path / 'repos'}", *args, *(() if named else SCENARIO_MODULES)]
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [pythonpath, env.get("PYTHONPATH")]))

@@ -37,7 +37,7 @@ def test_versions_and_kinds_are_read_from_the_description(tmp_path):
     specs, profiles, _ = repooptions.user_models(repo, {"strings": "zero"}, only=("latest_two:2", "latest_two:3",
                                                                                "batchless"))
     assert sorted(s.name for s in specs) == ["batchless", "latest_two:2", "latest_two:3"]
-    assert profiles["batchless"].offline.batch_sizes == (1,) and profiles["batchless"].batchless
+    assert profiles["batchless"].offline.batch_sizes == (1,) and profiles["batchless"].max_batch_size == 0
     served = userserve.serve(next(s for s in specs if s.name == "latest_two:2"), tmp_path / "served")[
         str(repo / "latest_two")]
     assert sorted(p.name for p in served.iterdir()) == ["2", "3", "config.pbtxt"]  # version 1 left out
