@@ -8,6 +8,16 @@ from tritonsuite.models import default_registry
 from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
 
 
+@pytest.fixture(scope="session", autouse=True)
+def shared_export_cache(tmp_path_factory):
+    """One artifact cache for every end-to-end run of the session (tests.helpers.run_pytest passes --cache-dir)."""
+    from tests import helpers
+
+    helpers.SHARED_CACHE = tmp_path_factory.mktemp("export-cache")
+    yield helpers.SHARED_CACHE
+    helpers.SHARED_CACHE = None
+
+
 @pytest.fixture(scope="module")
 def identity_repo(tmp_path_factory):
     """A model repository holding the tiny identity model as an ONNX deployment (max batch size 8)."""

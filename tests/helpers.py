@@ -28,6 +28,10 @@ models:
 """
 
 
+#: the artifact cache every run_pytest run shares (tests/conftest.py sets it for the session): a run exports what no
+#: earlier run of the session exported, as runs pointed at one --cache-dir do; a test that needs a cache of its own
+#: passes --cache-dir
+SHARED_CACHE: Path | None = None
 #: the modules that collect the scenario tests (tritonsuite.plugin.scenarios): what a run of the suite collects
 SCENARIO_MODULES = tuple(f"tests/test_{name}.py" for name in ("offline", "online", "accuracy", "conformance", "tune",
                                                               "mix", "repository"))
@@ -45,7 +49,9 @@ def run_pytest(args: list[str], tmp_path: Path, profile: str = TINY_PROFILE, tim
     named = any(re.search(r"(^|/)test_[^/]*\.py(::|$)", str(a)) for a in args)  # a test file or test id
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={ROOT}",
                f"--profiles-dir={profiles}", f"--reports-dir={tmp_path / 'reports'}",
-               f"--repository-dir={tmp_path / 'repos'}", *args, *(() if named else SCENARIO_MODULES)]
+               f"--repository-dir={tmp_path / 'repos'}",
+               *([f"--cache-dir={SHARED_CACHE}"] if SHARED_CACHE and "--cache-dir" not in args else []),
+               *args, *(() if named else SCENARIO_MODULES)]
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [pythonpath, env.get("PYTHONPATH")]))

@@ -70,7 +70,7 @@ def test_wide_deep_through_triton(tmp_path):
 
 def test_the_shipped_adult_checkpoint_runs_by_default_and_retrain_trains_here(tmp_path):
     """No --checkpoint: the Adult model's rows come from the checkpoint shipped with tritonsuite (named with its
-    sha256, nothing trained); --retrain trains it here (cached under the repository dir) and the rows say so."""
+    sha256, nothing trained); --retrain trains it here (in the --cache-dir given) and the rows say so."""
     from tritonsuite.models.training import manifest
     from tritonsuite.core.spec import file_digest
 
@@ -78,13 +78,14 @@ def test_the_shipped_adult_checkpoint_runs_by_default_and_retrain_trains_here(tm
     for extra, expected in (((), f"shipped with tritonsuite (wide_deep_adult-base.pt, sha256 {record['sha256'][:12]})"),
                             (("--retrain",), "trained here")):
         result = run_pytest(["--gpu", "tiny", "-m", "accuracy", "-q", "-p", "no:warnings", "--models",
-                             "wide_deep_adult", "--reports-dir", str(tmp_path / f"reports{len(extra)}"), *extra],
+                             "wide_deep_adult", "--reports-dir", str(tmp_path / f"reports{len(extra)}"),
+                             "--cache-dir", str(tmp_path / "cache"), *extra],
                             tmp_path, profile=PROFILE)
         assert result.returncode == 0, result.stdout + result.stderr
         [row] = raw_rows(tmp_path / f"reports{len(extra)}", "accuracy")
         assert row["weights"] == expected and f"weights: {expected}" in row["description"]
         assert row["metrics"]["auc"] >= 0.9
-        trained = list((tmp_path / "repos" / ".cache").glob("wide_deep_adult-base-trained-*/checkpoint.pt"))
+        trained = list((tmp_path / "cache").glob("wide_deep_adult-base-trained-*/checkpoint.pt"))  # --cache-dir
         assert len(trained) == len(extra)  # nothing trained without --retrain; one checkpoint with it
         # the sha256 a baseline records: of the file that ran (on the host that shipped it, training reproduces it)
         assert row["weights_sha256"] == (file_digest(trained[0]) if extra else record["sha256"])

@@ -67,6 +67,9 @@ def add_options(parser) -> None:
                     "under pytest's rootdir as the test paths and ini file decide it, never an option's value)")
     group.addoption("--repository-dir", default=None, help="where model repositories go (default: model_repos/ "
                     "under pytest's rootdir, as --reports-dir)")
+    group.addoption("--cache-dir", default=None, help="the artifact cache: exports (verified against eager) and "
+                    "trained checkpoints, keyed by what made them, shared by every run pointed at it (default: "
+                    "<--repository-dir>/.cache)")
     group.addoption("--baselines-dir", default=None, help="accuracy baselines, <dir>/<profile>/<model>.json "
                     "(default: fixtures/baselines under pytest's rootdir, as --reports-dir)")
     group.addoption("--update-baselines", action="store_true", help="rewrite the baselines of deployments that "

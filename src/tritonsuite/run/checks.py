@@ -41,7 +41,7 @@ def check_checkpoint(model: str, path: Path) -> None:
     except Exception as exc:
         first_line = (str(exc).strip().splitlines() or [""])[0]
         raise OptionError(f"--checkpoint {model}={path}: not a checkpoint torch.load(weights_only=True) "
-                                f"reads ({type(exc).__name__}: {first_line[:200]})") from None
+                          f"reads ({type(exc).__name__}: {first_line[:200]})") from None
 
 
 def check_remote(opt) -> None:
@@ -52,7 +52,7 @@ def check_remote(opt) -> None:
     given = [f"--triton-{k}-url" for k in ("grpc", "metrics") if getattr(opt, f"triton_{k}_url")]
     if opt.server != "remote" and given:
         raise OptionError(f"{given[0]} applies to --server remote, not --server {opt.server} (whose ports "
-                                f"the suite knows)")
+                          f"the suite knows)")
     problem = opt.server == "remote" and remote_problem(opt.triton_url, opt.triton_grpc_url, opt.triton_metrics_url,
                                                         REMOTE_CHECK_TIMEOUT_S)
     if problem:
@@ -72,7 +72,7 @@ def check_container(image: str, gpus: str, profile: Profile) -> str:
         raise OptionError(str(exc)) from None
     if profile.device == "gpu" and gpus == "none":
         raise OptionError(f"--gpus none: profile {profile.name!r} runs models on a GPU; valid choices: all, or "
-                                f"device ids (0,1)")
+                          f"device ids (0,1)")
     try:
         client = docker_client()
     except ServerError as exc:
@@ -81,8 +81,8 @@ def check_container(image: str, gpus: str, profile: Profile) -> str:
         client.images.get(image)
     except Exception:
         raise OptionError(f"--image {image}: not on the Docker engine; pull it first (docker pull {image}), "
-                                f"or build the local image (tritonsuite "
-                                f"build-local-image, then --image tritonsuite-local:latest)") from None
+                          f"or build the local image (tritonsuite "
+                          f"build-local-image, then --image tritonsuite-local:latest)") from None
     finally:
         client.close()
     return gpus
@@ -94,15 +94,15 @@ def check_backend_directory(directory: str | None, server: str) -> None:
         return
     if server == "remote":
         raise OptionError("--backend-directory applies to --server embedded or container; a remote server "
-                                "serves with its own backends")
+                          "serves with its own backends")
     from tritonsuite.deploy.backends import native_backends
 
     if not Path(directory).is_dir():
         raise OptionError(f"--backend-directory {directory}: no such directory")
     if not native_backends(directory):
         raise OptionError(f"--backend-directory {directory}: holds no backend library; expected "
-                                f"<name>/libtriton_<name>.so, e.g. onnxruntime/libtriton_onnxruntime.so or "
-                                f"pytorch/libtriton_pytorch.so (as in an NGC image's /opt/tritonserver/backends)")
+                          f"<name>/libtriton_<name>.so, e.g. onnxruntime/libtriton_onnxruntime.so or "
+                          f"pytorch/libtriton_pytorch.so (as in an NGC image's /opt/tritonserver/backends)")
 
 
 def handed_in_directories(opt, profile) -> list[tuple[str, Path]]:

@@ -17,7 +17,7 @@ def parse_bls_composing(values, known) -> tuple[tuple[str, tuple[str, ...]], ...
             base, _, version = name.partition(":")
             if base not in known or (version and not version.isdigit()):
                 raise OptionError(f"--bls-composing-models {value!r}: {name!r} is not a deployment of the run "
-                                        f"(NAME or NAME:VERSION); valid choices: {', '.join(sorted(known))}")
+                                  f"(NAME or NAME:VERSION); valid choices: {', '.join(sorted(known))}")
         if not models:
             raise OptionError(f"--bls-composing-models {value!r}: expected [DEPLOYMENT=]NAME[:VERSION],...")
         found[target if sep else ""] = models
