@@ -3,7 +3,6 @@
 the correct one (2x), with the same space. The profile's configuration waits 100 ms for a batch of 8 that never
 fills at concurrency 4, so it serves at most 40 requests/s on any host; the other candidate waits 2 ms, which is
 faster on any host that runs Triton, and batches requests (one instance, four in flight)."""
-from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -21,8 +20,6 @@ SPACE = parse_space({"instance_count": [1], "preferred_batch_sizes": [[8]],
                      "max_queue_delay_microseconds": [2_000, 100_000], "concurrency": [4]}, "test.tune",
                     max_batch_size=8, instance_count=1, preferred_batch_sizes=(8,), max_queue_delay_microseconds=100_000,
                     intra_op_threads=1, concurrency=(4,))
-# no point is client bound: the candidates are judged on the server's answers, not on this host's client
-SETTINGS = replace(FAST, client_bound_percent=1000)
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +46,7 @@ def _tune(target):
         rows.append(row)
         return row
 
-    result = tune(target, SPACE, LatencyBound.parse("p99 <= 2000 ms"), SETTINGS, record,
+    result = tune(target, SPACE, LatencyBound.parse("p99 <= 2000 ms"), FAST, record,
                   accuracy_data=target.spec.accuracy_data(), probe_share=0.5, probe_seed=3)
     return result, rows
 
