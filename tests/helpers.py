@@ -9,13 +9,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# The end-to-end tests check plumbing (export, repository, server, rows, reports), not this host's noise: any spread
-# of the last windows counts as stable (100%), so a busy shared machine does not fail them (test_engine checks
+# The end-to-end tests check plumbing (export, repository, server, rows, reports), not this host's noise or speed: any
+# spread of the last windows counts as stable (100%), so a busy shared machine does not fail them, and the load
+# generator's CPU never makes a point client bound, which a fast server beside a slow client may (test_engine checks
 # stability itself).
 TINY_PROFILE = """
 device: cpu
 gpu: none (CPU only)
-measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 100, max_trials: 8, warmup_ms: 200}
+measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 100, max_trials: 8, warmup_ms: 200,
+              client_bound_percent: 1000}
 models:
   bert:
     size: tiny
@@ -57,6 +59,13 @@ def run_pytest(args: list[str], tmp_path: Path, profile: str = TINY_PROFILE, tim
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [pythonpath, env.get("PYTHONPATH")]))
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env,
                           stdin=subprocess.DEVNULL)
+
+
+def measure_loaded(server, model: str, *args, **kwargs):
+    """The engine's measure() of a model loaded on ``server``, with its description as the server runs it."""
+    from tritonsuite.load.engine import measure
+
+    return measure(server, model, *args, description=server.model_description(model), **kwargs)
 
 
 def raw_rows(reports_dir: Path, scenario: str = "*") -> list[dict]:

@@ -28,11 +28,10 @@ def test_server_killed_mid_point_the_run_goes_on_with_the_next_deployment(tmp_pa
     (tmp_path / "killer.py").write_text(KILLER_PLUGIN)
     profile = TINY_PROFILE.replace("batch_sizes: [1, 4]", "batch_sizes: [1, 2, 4, 3]") \
                           .replace("max_trials: 8", "max_trials: 50").replace("window_ms: 300", "window_ms: 500")
-    start = time.monotonic()
+    # the remaining tests must not hang: a run that does is stopped by the timeout (TimeoutExpired fails the test)
     result = run_pytest(["--gpu", "tiny", "-m", "offline", "--formats", "onnx,ts-trace", "-p", "killer",
                          "-p", "no:warnings", "-rA"], tmp_path, profile=profile, timeout=400, pythonpath=str(tmp_path))
     out = result.stdout + result.stderr
-    assert time.monotonic() - start < 300, "the remaining tests must not hang"
     assert result.returncode == 1, out
     assert "PASSED tests/test_offline.py::test_offline[bert-onnx-fp32-batch1]" in out
     assert "died while measuring bert_tiny_onnx_fp32_offline at batch 2" in out

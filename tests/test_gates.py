@@ -1,5 +1,6 @@
 """The CI gates end to end on the real server: pytest-benchmark records, the provenance manifest, and run-to-run
-comparison (back-to-back runs compare clean; a doctored baseline with doubled throughput fails the perf gate)."""
+comparison (back-to-back runs joined point by point; a doctored baseline with a hundred times the throughput fails the
+perf gate)."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,8 @@ from tests.helpers import ROOT, raw_rows, run_pytest
 IDENTITY_PROFILE = """
 device: cpu
 gpu: none (CPU only)
-measurement: {window_ms: 400, min_requests_per_window: 20, stability_percentage: 100, max_trials: 6, warmup_ms: 200}
+measurement: {window_ms: 400, min_requests_per_window: 20, stability_percentage: 100, max_trials: 6, warmup_ms: 200,
+              client_bound_percent: 1000}
 models:
   identity:
     size: tiny
@@ -31,14 +33,14 @@ def _offline(tmp_path, *args):
 
 
 def _doctor(source, target):
-    """The run's rows as a stored baseline that claims five times the throughput (and a fifth of the latencies):
-    far enough that the gate's verdict does not hang on how busy the host was during either run (at twice, a
-    first run measured beside other work and a third on a quieter host came within the 25% gate at one point)."""
+    """The run's rows as a stored baseline that claims a hundred times the throughput (and a hundredth of the
+    latencies): far beyond what any change in how busy the host was between two runs makes up (at twice, a first
+    run measured beside other work and a third on a quieter host came within the 25% gate at one point)."""
     lines = []
     for row in source:
-        row["result"]["Inferences/Second"] *= 5
-        row["measurement"]["window_throughputs"] = [v * 5 for v in row["measurement"]["window_throughputs"]]
-        row["measurement"]["latency_samples_ms"] = [v / 5 for v in row["measurement"]["latency_samples_ms"]]
+        row["result"]["Inferences/Second"] *= 100
+        row["measurement"]["window_throughputs"] = [v * 100 for v in row["measurement"]["window_throughputs"]]
+        row["measurement"]["latency_samples_ms"] = [v / 100 for v in row["measurement"]["latency_samples_ms"]]
         lines.append(json.dumps(row))
     target.write_text("\n".join(lines) + "\n")
 
@@ -69,20 +71,22 @@ def test_benchmark_records_manifest_and_comparisons(tmp_path):
     page = (tmp_path / "a" / "reports" / "offline" / "identity.md").read_text()
     assert f"Run `{manifest['run_id']}`: tritonsuite" in page.splitlines()[2]
 
-    # back to back, compared with the first run: joined point by point and within a gate no busy host trips (a run
-    # of this machine's own noise may still be judged a real change at 10%; the README shows such a pair)
-    second = _offline(tmp_path / "b", f"--compare={tmp_path / 'a' / 'reports'}", "--perf-gate=50")
+    # back to back, compared with the first run: joined point by point, informational (whether the host was busier
+    # during one of the runs is this host's figure, not a verdict: the README shows such a pair)
+    second = _offline(tmp_path / "b", f"--compare={tmp_path / 'a' / 'reports'}")
     assert second.returncode == 0, second.stdout[-3000:]
     comparison = (tmp_path / "b" / "reports" / "compare.md").read_text()
-    assert "2 joined points" in comparison and "gate: a significant regression of more than 50% fails" in comparison
+    assert "2 joined points: " in comparison and "; informational (no --perf-gate)" in comparison
     assert "compared with run" in second.stdout
 
-    # a stored baseline claiming five times the throughput: the gate fails the points, naming the regression
+    # a stored baseline claiming a hundred times the throughput: the gate fails the points, naming the regression
     baseline = tmp_path / "doctored.jsonl"
     _doctor(raw_rows(tmp_path / "a" / "reports", "offline"), baseline)
     third = _offline(tmp_path / "c", f"--compare={baseline}", "--perf-gate=25")
     assert third.returncode == 1
     assert third.stdout.count("perf gate (25%)") >= 2 and "regression: throughput" in third.stdout
+    gated = (tmp_path / "c" / "reports" / "compare.md").read_text()
+    assert "gate: a significant regression of more than 25% fails" in gated
     without_gate = subprocess.run([sys.executable, "-m", "tritonsuite.cli", "compare", str(baseline),
                                    str(tmp_path / "b" / "reports"), "--perf-gate=25"],
                                   cwd=ROOT, capture_output=True, text=True, timeout=60)

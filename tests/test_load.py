@@ -10,8 +10,6 @@ def test_request_rates_and_the_most_concurrency_within_a_bound(tmp_path):
                          "--concurrency", "1", "--request-rates", "20", "--latency-bound", "p99<=25ms",
                          "--search", "concurrency", f"--junitxml={tmp_path / 'junit.xml'}"], tmp_path)
     out = result.stdout + result.stderr
-    assert result.returncode == 0, out
-    assert "3 passed" in out, out
     rows = raw_rows(tmp_path / "reports", "online")
     rate = [r for r in rows if r.get("request_rate") and not r["measurement"].get("search")]
     assert len(rate) == 1 and rate[0]["request_rate"] == 20.0 and rate[0]["concurrency"] is None
@@ -19,17 +17,26 @@ def test_request_rates_and_the_most_concurrency_within_a_bound(tmp_path):
     searched = [r for r in rows if r["measurement"].get("search")]
     evidence = [r for r in searched if r["measurement"]["search"]["role"] == "evidence"]
     answer = [r for r in searched if r["measurement"]["search"]["role"] == "result"]
-    assert len(answer) == 1 and len(evidence) >= 2
+    assert len(answer) == 1 and evidence and evidence[0]["concurrency"] == 1  # the search starts at concurrency 1
     assert [r["measurement"]["search"]["step"] for r in evidence] == list(range(1, len(evidence) + 1))
     best = answer[0]["measurement"]["search"]
-    assert best["within"] and best["max"] == answer[0]["concurrency"] and answer[0]["result"]["p99 latency"] <= 25
-    assert best["answer"].startswith(f"max concurrency at p99 <= 25 ms: concurrency {best['max']:g} (p99 ")
+    cases = {c.get("name"): c for c in ET.parse(tmp_path / "junit.xml").getroot().iter("testcase")}
+    case = cases["test_online[bert-onnx-fp32-maxconcurrency-p99le25ms]"]
+    assert {p.get("name"): p.get("value") for p in case.iter("property")}["answer"] == best["answer"]
+    # which concurrency keeps p99 within 25 ms is this host's answer; the run's verdict follows the answer
+    if best["max"] is not None:  # a point within it, and measured again (evidence too)
+        assert result.returncode == 0 and "3 passed" in out and len(evidence) >= 2, out
+        assert best["within"] and best["max"] == answer[0]["concurrency"] and answer[0]["result"]["p99 latency"] <= 25
+        assert best["answer"].startswith(f"max concurrency at p99 <= 25 ms: concurrency {best['max']:g} (p99 ")
+    else:  # none within it (failed), or none that stayed within it when measured again (not measured: skipped)
+        skipped = case.find("skipped") is not None
+        assert case.find("failure") is not None or skipped, out
+        assert result.returncode == (0 if skipped else 1), out
+        assert ("2 passed, 1 skipped" if skipped else "1 failed, 2 passed") in out, out
+        assert best["answer"].startswith("max concurrency at p99 <= 25 ms: none (")
     page = (tmp_path / "reports" / "online" / "bert.md").read_text()
     assert f"**{best['answer']}**" in page and "|   Offered (req/s) |" in page
     assert (tmp_path / "reports" / "online" / "bert" / "latency_vs_throughput.png").read_bytes()[:4] == b"\x89PNG"
-    cases = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")}
-             for c in ET.parse(tmp_path / "junit.xml").getroot().iter("testcase")}
-    assert cases["test_online[bert-onnx-fp32-maxconcurrency-p99le25ms]"]["answer"] == best["answer"]
 
 
 def test_a_bound_no_load_meets_fails_naming_the_answer(tmp_path):

@@ -1,20 +1,23 @@
 """Interference measured on the real embedded Triton: a victim deployment served beside a CPU-hungry companion
 must show a throughput ratio (together ÷ alone) significantly below 1, and beside a light companion no significant
 effect. The three deployments are python-backend models written here into tmp_path: the victim spends a fixed
-amount of CPU per request, the hungry companion burns ~25 ms of CPU per request on three instances at concurrency 3
-(three stub processes: more than both cores of a 2-core host), the light one echoes its input at a few requests per second.
+amount of CPU per request, the hungry companion burns ~25 ms of CPU per request on three instances at concurrency 3,
+the light one echoes its input at a few requests per second. Every instance's stub process is pinned to one CPU, so
+the hungry companion's three share the victim's core on any host, however many cores it has.
 
 The verdict is robust on a shared host by design (judge/interference.py): interleaved rounds (alone, together,
 alone, together, ...), windows from every round pooled per side, a Mann-Whitney test at alpha 0.01 and a minimum
 effect of 10% before anything reads as interference."""
 from __future__ import annotations
 
+import os
 import textwrap
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from tritonsuite.core.description import describe
 from tritonsuite.core.rows import Row
 from tritonsuite.core.settings import LatencyBound, MeasurementSettings
 from tritonsuite.core.spec import TensorSpec
@@ -68,11 +71,28 @@ def served(tmp_path_factory):
     with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
         for name in ("victim", "hungry", "light"):
             server.load(repo / name)
+        _pin_stubs(server)
         yield server
 
 
+def _pin_stubs(server) -> None:
+    """Every thread of the server's child processes (the model instances' stubs) on one CPU this process may use."""
+    import psutil
+
+    cpu = min(os.sched_getaffinity(0))
+    stubs = server.process_ids()[1:]
+    assert len(stubs) == 5, stubs  # victim 1, hungry 3, light 1
+    for pid in stubs:
+        for thread in psutil.Process(pid).threads():
+            os.sched_setaffinity(thread.id, {cpu})
+        assert psutil.Process(pid).cpu_affinity() == [cpu]
+
+
 def traffic(name: str, point: LoadPoint) -> Traffic:
-    return Traffic(name, {"INPUT0": np.ones((1, 4), np.float32)}, OUTPUTS, point)
+    description = describe({"name": name, "backend": "python", "max_batch_size": 8,  # CONFIG, as Triton reads it
+                            "input": [{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]}],
+                            "output": [{"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]}]})
+    return Traffic(name, {"INPUT0": np.ones((1, 4), np.float32)}, OUTPUTS, point, description)
 
 
 VICTIM = traffic("victim", LoadPoint(1, 1))
@@ -136,9 +156,9 @@ def test_the_most_mixed_load_names_the_deployment_whose_bound_broke(served):
     found = max_mix(served, [VICTIM, traffic("light", LoadPoint(1, request_rate=5.0))],
                     [LatencyBound.parse("avg <= 25 ms"), None], replace(SETTINGS, search_resolution_percent=25))
     print(found.describe())
-    assert found.factor is not None and found.factor >= 1, found.describe()
+    # the victim's bound breaks on any host (at concurrency 8 its requests queue for at least 8 x 4 ms of CPU); the
+    # factor it takes, if any, is this host's answer: one measured within every bound
     assert found.bound_by.startswith("victim not within avg <= 25 ms"), found.bound_by
     assert found.result.steps[0].load == 1.0 and len(found.result.steps) >= 3
-    within = [s for s in found.result.steps if s.within]
     assert all(len(s.measurement) == 2 for s in found.result.steps)  # every point measures both deployments
-    assert max(s.load for s in within) >= found.factor
+    assert found.factor is None or found.factor in {s.load for s in found.result.steps if s.within}

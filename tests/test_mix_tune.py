@@ -4,6 +4,7 @@ winner re-measured against the profile's configurations interleaved, and stock c
 from __future__ import annotations
 
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -12,13 +13,15 @@ from tritonsuite.core.settings import LatencyBound, MeasurementSettings
 from tritonsuite.deploy.export import export
 from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
 from tritonsuite.load.engine import LoadPoint, Traffic
+from tritonsuite.load.search import judge
 from tritonsuite.models import default_registry
 from tritonsuite.profiles.tunespace import Budget, Candidate, parse_space
 from tritonsuite.server import EmbeddedServer
-from tritonsuite.tune.mix import JointCandidate, JointSpace, tune_set, write_configs
+from tritonsuite.tune.mix import JointCandidate, JointSpace, MixTuneResult, _verify, tune_set, write_configs
 from tritonsuite.tune.runner import TuneTarget
+from tritonsuite.tune.strategy import Evaluation
 
-SETTINGS = MeasurementSettings(window_ms=300, min_requests_per_window=5, stability_percentage=50, max_trials=8,
+SETTINGS = MeasurementSettings(window_ms=300, min_requests_per_window=5, stability_percentage=100, max_trials=8,
                                warmup_ms=150)
 CONFIG = DeploymentConfig(max_batch_size=8, intra_op_threads=1, dynamic_batching=True, preferred_batch_sizes=(4,),
                           max_queue_delay_microseconds=100)
@@ -33,7 +36,8 @@ def setup(tmp_path_factory):
         targets = []
         for name in ("ida", "idb"):
             server.load(build_deployment(repo, name, spec, artifact, CONFIG))
-            targets.append(TuneTarget(server, name, spec, artifact, CONFIG, repo, "fp32", 1))
+            targets.append(TuneTarget(server, name, spec, artifact, CONFIG, repo, "fp32", 1,
+                                      server.model_description(name)))
         yield server, spec, targets
 
 
@@ -50,6 +54,41 @@ def test_the_joint_space_walks_one_setting_of_one_deployment_at_a_time():
     assert "0:max_queue_delay_microseconds" in joint.dimensions and joint.values("0:instance_count") == (1, 2)
 
 
+def _verify_with(scores, best=True):
+    """The winner check (_verify) on fixed weighted scores, in the order measured: default, winner, default, ..."""
+    default = JointCandidate((Candidate.of(CONFIG),) * 2)
+    won = JointCandidate((replace(Candidate.of(CONFIG), instance_count=2), Candidate.of(CONFIG)))
+    found = Evaluation(won if best else default, 50.0, order=2)
+    result = MixTuneResult(["ida", "idb"], default, [found], 16, best=found)
+    measured, calls = iter(scores), []
+
+    def measure_joint(names, role, candidate):
+        calls.append((role, tuple(names), candidate))
+        return next(measured), True
+
+    _verify(result, [SimpleNamespace(name="ida"), SimpleNamespace(name="idb")],
+            lambda candidate: ["ida_mixtune", "idb_mixtune"], measure_joint)
+    return result, calls
+
+
+def test_the_winner_is_recommended_when_it_beats_the_profile_by_10_percent_in_every_comparable_pair():
+    result, calls = _verify_with([100, 120, 100, 111, 90, 150])
+    assert result.recommended and result.pairs == [(100, 120), (100, 111), (90, 150)]
+    assert result.shipped == result.best.candidate and result.describe().startswith("ship 2 inst")
+    assert [(role, names, c == result.default) for role, names, c in calls] == [
+        ("tune-abab-default", ("ida", "idb"), True), ("tune-abab-winner", ("ida_mixtune", "idb_mixtune"), False)] * 3
+    assert _verify_with([0, 120, 100, 150, 100, 150])[0].recommended  # a pair with a score of 0 is not judged
+
+
+def test_the_profiles_configuration_stays_unless_the_winner_holds_up_interleaved():
+    result, _ = _verify_with([100, 120, 100, 109, 90, 150])  # 9% better in one pair
+    assert not result.recommended and result.shipped == result.default and "100.0 vs 109.0" in result.reason
+    result, _ = _verify_with([0, 120, 100, 150, 100, 0])  # one comparable pair of the two needed
+    assert not result.recommended and "at least 2 needed" in result.reason
+    result, calls = _verify_with([], best=False)  # the profile's own configuration won: nothing measured again
+    assert not calls and not result.recommended and result.reason.startswith("it is the best joint configuration")
+
+
 def test_a_set_search_measures_together_and_writes_stock_configs(setup, tmp_path):
     from google.protobuf import text_format
     from tritonclient.grpc import model_config_pb2
@@ -60,30 +99,40 @@ def test_a_set_search_measures_together_and_writes_stock_configs(setup, tmp_path
                         preferred_batch_sizes=(4,), max_queue_delay_microseconds=100, intra_op_threads=1,
                         concurrency=(1,))
     inputs = spec.example_inputs(1, 0)
-    traffic = [Traffic(t.name, inputs, spec.outputs, LoadPoint(1, c)) for t, c in zip(targets, (4, 2))]
+    traffic = [Traffic(t.name, inputs, spec.outputs, LoadPoint(1, c), t.description) for t, c in zip(targets, (4, 2))]
     recorded = []
 
     def record(m, role, candidate, i, meta):
         recorded.append((role, i, candidate, meta, m))
 
-    result = tune_set(targets, [space, space], traffic, [LatencyBound.parse("avg <= 500 ms"), None], [1.0, 0.5],
-                      replace(SETTINGS), record, Budget(3, 5.0))
+    bound = LatencyBound.parse("avg <= 500 ms")
+    result = tune_set(targets, [space, space], traffic, [bound, None], [1.0, 0.5], SETTINGS, record, Budget(3, 5.0))
     print(result.describe())
     evidence = [r for r in recorded if r[0] == "tune-evidence"]
     assert len(result.evaluations) == 3 and len(evidence) == 6  # each joint configuration: both deployments' rows
-    assert {i for _, i, *_ in evidence} == {0, 1} and evidence[0][2] == result.default
-    for _, _, candidate, meta, m in evidence:  # the score is the weighted throughput of the two rows measured together
-        assert meta["weighted_score"] in (0.0, pytest.approx(meta["weighted_score"]))
-    first = [m for _, _, c, _, m in evidence[:2]]
-    expected = first[0].result["Inferences/Second"] + 0.5 * first[1].result["Inferences/Second"]
-    assert result.evaluations[0].score in (0.0, pytest.approx(expected, rel=1e-6))
-    assert result.best is not None
-    abab = [r[0] for r in recorded if r[0].startswith("tune-abab")]
-    if result.best.candidate != result.default:  # re-measured interleaved: default, winner, default, winner, ...
-        assert abab == ["tune-abab-default"] * 2 + ["tune-abab-winner"] * 2 + (["tune-abab-default"] * 2 + [
-            "tune-abab-winner"] * 2) * 2 and len(result.pairs) == 3
-    else:
-        assert not abab and not result.recommended
+    assert [i for _, i, *_ in evidence] == [0, 1] * 3 and evidence[0][2] == result.default
+    for evaluation, first, second in zip(result.evaluations, evidence[::2], evidence[1::2]):
+        (_, _, candidate, meta, m0), (_, _, _, meta1, m1) = first, second
+        # the score is the weighted throughput of the two rows measured together, when each is within its bound
+        within = judge(m0, bound)[0] and m1.valid
+        weighted = 1.0 * m0.result["Inferences/Second"] + 0.5 * m1.result["Inferences/Second"]
+        assert candidate == evaluation.candidate and meta["within"] == meta1["within"] == within
+        assert evaluation.score == (pytest.approx(weighted, rel=1e-12) if within else 0.0)
+        assert meta["weighted_score"] == meta1["weighted_score"] == round(evaluation.score, 3)
+    scored = [e for e in result.evaluations if e.score > 0]
+    assert result.best == (max(scored, key=lambda e: (e.score, -e.order)) if scored else None)
+    abab = [(role, i) for role, i, *_ in recorded if role.startswith("tune-abab")]
+    if result.best is None or result.best.candidate == result.default:  # nothing to measure again
+        assert not abab and not result.pairs and not result.recommended and result.shipped == result.default
+        assert result.reason.startswith("no joint configuration" if result.best is None else "it is the best")
+    else:  # re-measured interleaved, both deployments each time: default, winner, default, winner, ...
+        assert abab == [("tune-abab-default", 0), ("tune-abab-default", 1), ("tune-abab-winner", 0),
+                        ("tune-abab-winner", 1)] * 3
+        scores = [meta["weighted_score"] for role, i, _, meta, _ in recorded if role.startswith("tune-abab") and i == 0]
+        assert [round(v, 3) for pair in result.pairs for v in pair] == scores
+        judged = [(d, w) for d, w in result.pairs if d > 0 and w > 0]
+        assert result.recommended == (len(judged) >= 2 and all(w > 1.1 * d for d, w in judged)), result.pairs
+        assert result.shipped == (result.best.candidate if result.recommended else result.default)
     paths = write_configs(tmp_path, targets, result.shipped)
     for path, target, candidate in zip(paths, targets, result.shipped.members):
         config = text_format.Parse(path.read_text(), model_config_pb2.ModelConfig())

@@ -13,8 +13,9 @@ from tritonsuite.load.engine import LoadPoint, MeasurementSettings
 from tritonsuite.server import EmbeddedServer
 
 WIDTH = 16
+# plumbing: any spread counts as stable and no point is client bound (the probes' answers are the verdict here)
 FAST = MeasurementSettings(window_ms=200, min_requests_per_window=5, stability_percentage=100, max_trials=4,
-                           warmup_ms=100)
+                           warmup_ms=100, client_bound_percent=1000)
 # a queue delay long enough that concurrent requests are batched together (preferred batch 4)
 BATCHING = DeploymentConfig(max_batch_size=8, intra_op_threads=1, dynamic_batching=True, preferred_batch_sizes=(4,),
                             max_queue_delay_microseconds=20_000)
@@ -145,7 +146,8 @@ def test_probes_follow_the_seed(served):
 MIXING_PROFILE = """
 device: cpu
 gpu: none (CPU only)
-measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 100, max_trials: 4, warmup_ms: 200}
+measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 100, max_trials: 4, warmup_ms: 200,
+              client_bound_percent: 1000}
 models:
   mixing: &model
     size: tiny

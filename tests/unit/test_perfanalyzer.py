@@ -1,5 +1,6 @@
-"""perf_analyzer as a load generator, without a server: its recorded output parsed into the suite's row schema, the
-command line built from the suite's settings, its library directory, and the one-line reasons it cannot start."""
+"""perf_analyzer as a load generator, without perf_analyzer: its recorded output parsed into the suite's row schema,
+the command line built from the suite's settings, its library directory, the one-line reasons it cannot start, and
+stand-in binaries measuring points of the real embedded Triton serving the identity model."""
 import base64
 import csv
 import io
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers import leftover_shm
 from tritonsuite.core.rows import RESULT_COLUMNS, Row
 from tritonsuite.core.settings import MeasurementSettings
 from tritonsuite.core.spec import TensorSpec
@@ -31,6 +33,7 @@ from tritonsuite.load.perfanalyzer import (
     write_input_data,
 )
 from tritonsuite.report.pages import render_crosscheck
+from tritonsuite.server import EmbeddedServer, ServerDied
 
 DATA = Path(__file__).resolve().parents[2] / "fixtures" / "perf_analyzer"
 
@@ -266,41 +269,12 @@ def test_rows_before_loadgen_existed_read_as_the_suites():
     assert Row.from_dict(record).loadgen == "suite"
 
 
-class _FakeServer:
-    """What measure_with_perf_analyzer asks of a server, without one: the point runs a stand-in binary."""
-
-    http_url, local = "127.0.0.1:1", True
-
-    def __init__(self, dead=False):
-        self.dead, self.counts = dead, 0
-
-    def check_alive(self):
-        pass
-
-    def gone(self):
-        return self.dead
-
-    def died(self, context):
-        return RuntimeError(f"server died {context}")
-
-    def process_ids(self):
-        return []
-
-    def describe(self):
-        return "fake"
-
-    def client(self, timeout=30.0):
-        server = self
-
-        class Client:
-            def get_inference_statistics(self, model):
-                server.counts += 10
-                return {"model_stats": [{"inference_stats": {"success": {"count": server.counts},
-                                                             "fail": {"count": 0}}}]}
-
-            def close(self):
-                pass
-        return Client()
+@pytest.fixture(scope="module")
+def served(identity_repo, tmp_path_factory):
+    """The real embedded Triton serving the identity model, for the points a stand-in binary measures."""
+    with EmbeddedServer(identity_repo, tmp_path_factory.mktemp("logs")) as server:
+        server.load(identity_repo / "identity")
+        yield server
 
 
 def _stand_in(tmp_path, body: str) -> PerfAnalyzer:
@@ -316,10 +290,10 @@ def _identity_point(tmp_path, pa, server, **settings):
                                              [spec], LoadPoint(1, 2), MeasurementSettings(**settings), pa)
 
 
-def test_perf_analyzers_unstable_point_lengthens_then_is_unstable_with_its_message(tmp_path):
+def test_perf_analyzers_unstable_point_lengthens_then_is_unstable_with_its_message(tmp_path, served):
     log = DATA / "identity_online_c2_unstable.log"
     pa = _stand_in(tmp_path, f"echo \"$@\" >> {tmp_path / 'argv'}\ncat {log}\nexit 2\n")
-    m = _identity_point(tmp_path, pa, _FakeServer(), window_ms=300, max_window_factor=2)
+    m = _identity_point(tmp_path, pa, served, window_ms=300, max_window_factor=2)
     assert m.status == "UNSTABLE" and not m.valid
     assert "Failed to obtain stable measurement within 3 measurement windows" in m.reasons[0]
     calls = (tmp_path / "argv").read_text().splitlines()
@@ -329,28 +303,33 @@ def test_perf_analyzers_unstable_point_lengthens_then_is_unstable_with_its_messa
     assert m.result["Inferences/Second"] == pytest.approx(np.mean([t for t, _ in passes]))
     assert m.result["p99 latency"] is None and tuple(m.result) == RESULT_COLUMNS
     assert m.meta["loadgen"] == "perf_analyzer 2.51"
+    assert m.meta["server_success_delta"] == m.meta["server_fail_delta"] == 0  # the server's count: the stand-in sent none
 
 
-def test_perf_analyzer_failing_otherwise_is_one_line(tmp_path):
+def test_perf_analyzer_failing_otherwise_is_one_line(tmp_path, served):
     pa = _stand_in(tmp_path, "echo 'error: failed to get model metadata: model not found' >&2\nexit 99\n")
     with pytest.raises(MeasurementError, match="perf_analyzer exited 99: error: failed to get model metadata"):
-        _identity_point(tmp_path, pa, _FakeServer())
+        _identity_point(tmp_path, pa, served)
 
 
-def test_perf_analyzer_that_outlives_its_bound_is_killed(tmp_path, monkeypatch):
+def test_perf_analyzer_that_outlives_its_bound_is_killed(tmp_path, monkeypatch, served):
     import psutil
 
     monkeypatch.setattr(pa_mod, "run_timeout_s", lambda settings, factor: 1.0)
     pa = _stand_in(tmp_path, "echo started\nexec sleep 300\n")
     with pytest.raises(MeasurementError, match=r"did not finish within 1 s \(its last line: started\)"):
-        _identity_point(tmp_path, pa, _FakeServer())
+        _identity_point(tmp_path, pa, served)
     assert not [p for p in psutil.Process().children(recursive=True) if "sleep" in p.name()]
 
 
-def test_a_server_that_dies_during_the_point_stops_perf_analyzer(tmp_path):
+def test_a_server_that_dies_during_the_point_stops_perf_analyzer(tmp_path, identity_repo):
+    """A real death: the stand-in kills its own server (started for this test alone) and waits."""
     import psutil
 
-    pa = _stand_in(tmp_path, "exec sleep 300\n")
-    with pytest.raises(RuntimeError, match="server died while perf_analyzer measured"):
-        _identity_point(tmp_path, pa, _FakeServer(dead=True))
-    assert not [p for p in psutil.Process().children(recursive=True) if "sleep" in p.name()]
+    with EmbeddedServer(identity_repo, tmp_path / "logs") as server:
+        server.load(identity_repo / "identity")
+        pa = _stand_in(tmp_path, f"kill -KILL {server.process.pid}\nexec sleep 300\n")
+        with pytest.raises(ServerDied, match="is not running: it died while perf_analyzer measured"):
+            _identity_point(tmp_path, pa, server)
+        assert not [p for p in psutil.Process().children(recursive=True) if "sleep" in p.name()]
+    assert not server.is_alive() and not leftover_shm(server.shm_prefix or "none")
