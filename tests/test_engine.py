@@ -203,3 +203,25 @@ def test_server_death_mid_measurement_fails_fast_with_the_log_tail(identity, tmp
             measure_loaded(server, "static", identity.example_inputs(1, 0), identity.outputs, LoadPoint(1, 2, True), slow)
         killer.join()
     assert not leftover_shm(CLIENT_SHM_PREFIX) and not leftover_shm(server.shm_prefix or "none")
+
+
+HANGS = "import time\n\n\nclass TritonPythonModel:\n    def execute(self, requests):\n        time.sleep(3600)\n"
+HANGS_CONFIG = ('backend: "python"\nmax_batch_size: 8\ninput [{ name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] }]\n'
+                'output [{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] }]\n')
+
+
+def test_a_model_that_never_answers_is_a_hang_already_in_the_warm_up(tmp_path):
+    """The warm-up waits for a response on every connection: bounded by the hang bound like every window (it waited
+    forever for a model that never answers, when that model's first case was an offline point)."""
+    from tritonsuite.core.spec import TensorSpec
+    from tritonsuite.load.point import Hang
+
+    (tmp_path / "repo" / "hangs" / "1").mkdir(parents=True)
+    (tmp_path / "repo" / "hangs" / "1" / "model.py").write_text(HANGS)
+    (tmp_path / "repo" / "hangs" / "config.pbtxt").write_text(HANGS_CONFIG)
+    settings = MeasurementSettings(window_ms=100, warmup_ms=50, request_timeout_s=2)
+    with EmbeddedServer(tmp_path / "repo", tmp_path / "logs") as server:
+        server.load(tmp_path / "repo" / "hangs")
+        with pytest.raises(Hang, match=r"no response within 2 s \(warming up\)"):
+            measure_loaded(server, "hangs", {"INPUT0": np.ones((1, 4), np.float32)},
+                           [TensorSpec("OUTPUT0", "float32", (4,))], LoadPoint(1, 1), settings)

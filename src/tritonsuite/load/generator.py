@@ -282,8 +282,14 @@ async def run_together(generators: Sequence[LoadGenerator]) -> list[tuple[list[W
             lead.on_progress(f"warming up: {s.warmup_ms:g} ms and a response on each of {n} connection"
                              f"{'s' if n > 1 else ''}" + (f" of {len(generators)} deployments" if mixed else ""))
         warmup_end = time.perf_counter() + s.warmup_ms / 1000.0
+        seen, last_progress = 0, time.perf_counter()
         while time.perf_counter() < warmup_end or any(g.completed < g.concurrency for g in generators):
             await guarded(lead._wait_window_until(min(warmup_end, time.perf_counter() + 0.5)))
+            completed = sum(g.completed for g in generators)  # no completion for the hang bound: a hang, as in a window
+            if completed != seen:
+                seen, last_progress = completed, time.perf_counter()
+            elif time.perf_counter() - last_progress > s.timeout_s:
+                raise Hang(f"no response within {s.timeout_s:.0f} s (warming up)")
         previous = await guarded(snapshots())
         # windows are contiguous; a count-based one holds exactly its count and ends at its last completion
         # (more may complete before this coroutine wakes: they open the next window)
