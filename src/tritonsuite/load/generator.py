@@ -282,14 +282,17 @@ async def run_together(generators: Sequence[LoadGenerator]) -> list[tuple[list[W
             lead.on_progress(f"warming up: {s.warmup_ms:g} ms and a response on each of {n} connection"
                              f"{'s' if n > 1 else ''}" + (f" of {len(generators)} deployments" if mixed else ""))
         warmup_end = time.perf_counter() + s.warmup_ms / 1000.0
+        # no completion at all for longer than any request's own bound (a request waits behind the others in
+        # flight): a hang, where the transport has no bound of its own to say so first (HTTP)
         seen, last_progress = 0, time.perf_counter()
+        bound = s.timeout_s * max(g.concurrency for g in generators) + 1.0
         while time.perf_counter() < warmup_end or any(g.completed < g.concurrency for g in generators):
             await guarded(lead._wait_window_until(min(warmup_end, time.perf_counter() + 0.5)))
-            completed = sum(g.completed for g in generators)  # no completion for the hang bound: a hang, as in a window
+            completed = sum(g.completed for g in generators)
             if completed != seen:
                 seen, last_progress = completed, time.perf_counter()
-            elif time.perf_counter() - last_progress > s.timeout_s:
-                raise Hang(f"no response within {s.timeout_s:.0f} s (warming up)")
+            elif time.perf_counter() - last_progress > bound:
+                raise Hang(f"no response within {bound:.0f} s (warming up)")
         previous = await guarded(snapshots())
         # windows are contiguous; a count-based one holds exactly its count and ends at its last completion
         # (more may complete before this coroutine wakes: they open the next window)
