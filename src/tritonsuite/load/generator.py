@@ -13,7 +13,7 @@ from tritonsuite.core.settings import STABLE_WINDOWS, MeasurementSettings
 from tritonsuite.load.hostload import HostCpu, other_cpu_percent
 from tritonsuite.load.http import Connection, HttpTransport, PreparedRequest, model_path
 from tritonsuite.load.metered import metered
-from tritonsuite.load.point import Hang, LoadPoint, MeasurementError, arrival_gaps
+from tritonsuite.load.point import Hang, LoadPoint, MeasurementError, Silence, arrival_gaps
 from tritonsuite.load.windows import Window, delta, progress_line, snapshot, stability, wants_more_samples
 from tritonsuite.server import TritonServer
 
@@ -284,15 +284,10 @@ async def run_together(generators: Sequence[LoadGenerator]) -> list[tuple[list[W
         warmup_end = time.perf_counter() + s.warmup_ms / 1000.0
         # no completion at all for longer than any request's own bound (a request waits behind the others in
         # flight): a hang, where the transport has no bound of its own to say so first (HTTP)
-        seen, last_progress = 0, time.perf_counter()
-        bound = s.timeout_s * max(g.concurrency for g in generators) + 1.0
+        silence = Silence(generators, s.timeout_s * max(g.concurrency for g in generators) + 1.0, " (warming up)")
         while time.perf_counter() < warmup_end or any(g.completed < g.concurrency for g in generators):
             await guarded(lead._wait_window_until(min(warmup_end, time.perf_counter() + 0.5)))
-            completed = sum(g.completed for g in generators)
-            if completed != seen:
-                seen, last_progress = completed, time.perf_counter()
-            elif time.perf_counter() - last_progress > bound:
-                raise Hang(f"no response within {bound:.0f} s (warming up)")
+            silence.check()
         previous = await guarded(snapshots())
         # windows are contiguous; a count-based one holds exactly its count and ends at its last completion
         # (more may complete before this coroutine wakes: they open the next window)
@@ -381,17 +376,12 @@ async def _wait_windows(generators: Sequence[LoadGenerator], indexes: Sequence[i
     deadline = time.perf_counter() + s.window_ms * factor / 1000.0 if s.window_requests <= 0 else None
     per = s.window_requests if s.window_requests > 0 else s.min_requests_per_window
     targets = [index + factor * per for index in indexes]
-    last_progress = time.perf_counter()
-    seen = sum(g.completed for g in generators)
+    silence = Silence(generators, s.timeout_s)
     while True:
         now = time.perf_counter()
         if all(g.completed >= t for g, t in zip(generators, targets)) and (deadline is None or now >= deadline):
             return
-        completed = sum(g.completed for g in generators)
-        if completed != seen:
-            seen, last_progress = completed, now
-        elif now - last_progress > s.timeout_s:
-            raise Hang(f"no response within {s.timeout_s:.0f} s")
+        silence.check()
         event.clear()
         timeout = max(0.001, deadline - now) if deadline is not None and now < deadline else 0.5
         try:

@@ -2,6 +2,7 @@
 :class:`Measurement` (the seeds' columns, how it was measured, the status and its reasons)."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -18,6 +19,25 @@ class MeasurementError(RuntimeError):
 class Hang(MeasurementError):
     """The server gave no answer within the hang bound (``MeasurementSettings.timeout_s``): the deployment is given
     up for the rest of the run (:mod:`tritonsuite.run.isolation`), its requests would wait the same way."""
+
+
+class Silence:
+    """No completion at all among load generators for longer than ``bound_s`` is a :class:`Hang`: the warm-up and
+    every window ask :meth:`check` after each wake-up."""
+
+    def __init__(self, generators, bound_s: float, where: str = ""):
+        self.generators, self.bound_s, self.where = generators, bound_s, where
+        self.seen, self.since = self._completed(), time.perf_counter()
+
+    def _completed(self) -> int:
+        return sum(g.completed for g in self.generators)
+
+    def check(self) -> None:
+        completed, now = self._completed(), time.perf_counter()
+        if completed != self.seen:
+            self.seen, self.since = completed, now
+        elif now - self.since > self.bound_s:
+            raise Hang(f"no response within {self.bound_s:.0f} s{self.where}")
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ class Deployment:
 
     @property
     def batched(self) -> bool:  # False: batchless (max_batch_size 0), requests carry no batch dimension
-        return self.config.max_batch_size > 0
+        return self.description.batching
 
 
 @dataclass

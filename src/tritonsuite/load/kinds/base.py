@@ -15,17 +15,13 @@ class Kind:
     def applies(description: ModelDescription) -> bool:
         raise NotImplementedError
 
-    def skip(self, point: LoadPoint) -> str:
-        """Why Triton itself refuses such a point for this kind ("" when it takes it): the case skips, nothing is
-        sent."""
-        return ""
-
     def point(self, point: LoadPoint) -> tuple[LoadPoint, str]:
         """The point as this kind sends it, and a note for its row ("" when the change needs none)."""
         return point, ""
 
     def refuse(self, point: LoadPoint, probes) -> str:
-        """Why the engine cannot drive this point of this kind ("" when it can): a caller's mistake, raised."""
+        """Why the engine cannot drive this point of this kind ("" when it can), after :meth:`point` changed it: a
+        point the kind cannot take (a caller's mistake to the engine; a case the suite skips)."""
         return ""
 
     probes = True  # whether accuracy probes may ride in the load (else the kind's accuracy is judged otherwise)
@@ -76,17 +72,18 @@ class Driver:
         return all(kind.probes for kind in self.kinds)
 
     def point(self, point: LoadPoint) -> tuple[LoadPoint, list[str]]:
-        """The point as the kinds need it, and the notes its row carries on what changed. A point Triton refuses for
-        the kind raises ExportUnsupported: the case skips with the reason."""
-        for kind in self.kinds:
-            if reason := kind.skip(point):
-                from tritonsuite.deploy.export import ExportUnsupported
-
-                raise ExportUnsupported(f"{self.description.name} at batch {point.batch_size}: {reason}")
+        """The point as the kinds need it, and the notes its row carries on what changed. A point the kinds still
+        refuse then (a sequence model at batch > 1, which Triton's sequence batcher refuses on any server) raises
+        ExportUnsupported: the case skips with the reason, nothing is sent."""
         notes = []
         for kind in self.kinds:
             point, note = kind.point(point)
             notes += [note] if note else []
+        for kind in self.kinds:
+            if reason := kind.refuse(point, ()):
+                from tritonsuite.deploy.export import ExportUnsupported
+
+                raise ExportUnsupported(f"{self.description.name} {reason}")
         return point, notes
 
     def check(self, model: str, point: LoadPoint, probes) -> None:

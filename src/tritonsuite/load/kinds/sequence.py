@@ -18,10 +18,7 @@ class Sequence(Kind):
     def applies(description) -> bool:
         return description.sequence
 
-    def skip(self, point) -> str:
-        return BATCH_ONE if point.batch_size > 1 else ""  # refused by Triton itself, on any server
-
-    def refuse(self, point, probes) -> str:
+    def refuse(self, point, probes) -> str:  # refused by Triton itself, on any server
         return f"at batch {point.batch_size}: {BATCH_ONE}" if point.batch_size > 1 else ""
 
     def _settings(self, point=None) -> SequenceSettings:
