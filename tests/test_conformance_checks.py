@@ -219,9 +219,10 @@ def test_counters_catch_a_second_client_on_the_model(repo, server):
     def other_client():
         conn = server.client()
         try:
-            from tritonsuite.judge.conformance.traffic import infer
+            from tritonsuite.load.client import infer_tensors
             while not stop.is_set():
-                infer(conn, "shared", sixteen(1, 5), ["OUTPUT0"])
+                tensors, outputs = infer_tensors(sixteen(1, 5), ["OUTPUT0"])
+                conn.infer("shared", tensors, outputs=outputs)
                 sending.set()
                 time.sleep(0.005)
         finally:

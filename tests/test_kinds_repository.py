@@ -118,8 +118,8 @@ def test_every_numeric_dtype_by_dlpack_as_under_numpy_2(tmp_path, monkeypatch):
 
 @pytest.mark.smoke
 def test_conformance_checks_that_apply_to_each_kind(tmp_path):
-    """-m conformance on batchless, ensembles (nested too), BYTES and an auto-completed deployment: no check
-    fails; identity answers each kind; what does not apply is skipped with its reason."""
+    """-m conformance on batchless, ensembles (nested too, judged at their steps), BYTES and an auto-completed
+    deployment: no check fails; identity answers each kind; what does not apply is skipped with its reason."""
     repo = make_repository(tmp_path / "repo")
     models = "batchless,pipeline,nested,strings,no_config"
     result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "-m", "conformance", "--models", models,
@@ -130,7 +130,10 @@ def test_conformance_checks_that_apply_to_each_kind(tmp_path):
     assert all(rows[(d, "identity")]["verdict"] == "pass" for d in models.split(","))
     assert rows[("batchless", "batching")]["reasons"] == ["max_batch_size 0: no batch dimension, nothing to batch"]
     assert rows[("batchless", "reload")]["verdict"] == "pass"  # requests of the unbatched shape throughout
-    assert "ensemble scheduler" in rows[("nested", "batching")]["reasons"][0]
+    # an ensemble is judged at its steps (the nested pipeline's resolved), each against its own configuration
+    nested = rows[("nested", "batching")]
+    assert [part.split(":")[0] for part in nested["declared"].split("; ")] == ["scale", "pool"], nested["declared"]
+    assert set(nested["evidence"]["models"]) == {"scale", "pool"}
     assert rows[("no_config", "reload")]["evidence"]["changed_config"].startswith("not tried: no config.pbtxt")
     assert not (tmp_path / "repos" / "no_config" / "config.pbtxt").exists()
 

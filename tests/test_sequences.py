@@ -124,7 +124,7 @@ def test_conformance_identity_sends_a_sequence_and_skips_the_stateless_checks(se
     target = Target(server, server.model_repository / "seq_direct")
     identity = run_check(target, "identity")
     assert identity.verdict == "pass", identity.line()
-    assert identity.evidence["answers"] == {1: "answered (a sequence of one request)"}
+    assert identity.evidence["answers"] == {1: "answered by version 1 (1 response(s) with outputs)"}
     refusals = run_check(target, "refusals")
     assert refusals.verdict == "skipped" and "sequence id and START/END" in refusals.reason
 

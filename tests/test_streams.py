@@ -76,4 +76,4 @@ def test_conformance_identity_reads_a_decoupled_models_answer_on_a_stream(server
                                                   "DATA": np.ones((batch, 4), np.float32)})
     identity = run_check(target, "identity")
     assert identity.verdict == "pass", identity.line()
-    assert identity.evidence["answers"] == {1: "answered (3 response(s) with outputs, then the final one)"}
+    assert identity.evidence["answers"] == {1: "answered by version 1 (3 response(s) with outputs)"}

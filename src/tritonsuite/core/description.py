@@ -62,6 +62,8 @@ class SequenceBatching:
     max_sequence_idle_microseconds: int  # 1 s when the configuration leaves it 0
     controls: tuple[ControlInput, ...] = ()
     states: tuple[tuple[str, str], ...] = ()  # implicit state: (input_name, output_name)
+    preferred_batch_sizes: tuple[int, ...] = ()  # oldest's
+    max_queue_delay_microseconds: int = 0  # direct's or oldest's
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,19 @@ class ModelDescription:
     def batching(self) -> bool:
         """Whether requests carry a batch dimension (``max_batch_size`` > 0)."""
         return self.max_batch_size > 0
+
+    @property
+    def batcher(self) -> DynamicBatching | None:
+        """What groups this deployment's requests into executions, in the dynamic batcher's terms: its dynamic
+        batching, or its sequence batcher's (the strategy's preferred sizes and queue delay; ``direct`` batches the
+        slots that have a request ready). None where nothing groups its requests: no batcher, batchless, or an
+        ensemble's scheduler (its steps batch on their own)."""
+        if not self.batching:
+            return None
+        if self.sequence_batching is not None:
+            sb = self.sequence_batching
+            return DynamicBatching(sb.preferred_batch_sizes, sb.max_queue_delay_microseconds)
+        return self.dynamic_batching
 
     @property
     def ensemble(self) -> bool:
@@ -229,11 +244,14 @@ def describe(config: Mapping[str, Any], lookup: Callable[[str], Mapping[str, Any
                                            else "TYPE_BOOL" if "bool_false_true" in control
                                            else "TYPE_UINT64")).removeprefix("TYPE_")
                 controls.append(ControlInput(str(entry.get("name", "")), kind, datatype))
+        strategy = sb.get("oldest") or sb.get("direct") or {}
         sequence = SequenceBatching(
             strategy="oldest" if "oldest" in sb else "direct",
             max_sequence_idle_microseconds=_int(sb.get("max_sequence_idle_microseconds"), 1_000_000) or 1_000_000,
             controls=tuple(controls),
-            states=tuple((str(s.get("input_name", "")), str(s.get("output_name", ""))) for s in sb.get("state", [])))
+            states=tuple((str(s.get("input_name", "")), str(s.get("output_name", ""))) for s in sb.get("state", [])),
+            preferred_batch_sizes=tuple(int(b) for b in strategy.get("preferred_batch_size", [])),
+            max_queue_delay_microseconds=_int(strategy.get("max_queue_delay_microseconds")))
     groups = tuple(InstanceGroup(str(g.get("kind", "KIND_AUTO")), _int(g.get("count"), 1) or 1,
                                  tuple(int(d) for d in g.get("gpus", []))) for g in config.get("instance_group", []))
     policy_json = config.get("version_policy") or {}

@@ -95,8 +95,23 @@ class PreparedRequest:
     decode_outputs: Sequence[str]  # outputs returned in the body (not through shared memory)
     batched: bool = True  # False: a batchless deployment's; decoded outputs get a batch dimension of one
 
-    def decode(self, result) -> dict[str, np.ndarray]:
-        return {n: result.as_numpy(n) if self.batched else result.as_numpy(n)[None] for n in self.decode_outputs}
+    def decode(self, result) -> "Outputs":
+        return Outputs({n: result.as_numpy(n) if self.batched else result.as_numpy(n)[None]
+                        for n in self.decode_outputs}, response_version(result))
+
+
+class Outputs(dict):
+    """One response's decoded outputs by name, and the model version that answered (``version``)."""
+
+    def __init__(self, tensors, version: str = ""):
+        super().__init__(tensors)
+        self.version = version
+
+
+def response_version(result) -> str:
+    """The model version that answered, from tritonclient's result (HTTP: the JSON header; gRPC: the message)."""
+    response = result.get_response()
+    return str(response.get("model_version", "") if isinstance(response, dict) else response.model_version)
 
 
 def model_path(model: str) -> str:

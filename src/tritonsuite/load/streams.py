@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from tritonsuite.core.rows import STREAM_COLUMNS
-from tritonsuite.load.http import PreparedRequest
+from tritonsuite.load.http import Outputs, PreparedRequest, response_version
 from tritonsuite.load.point import Hang, MeasurementError
 
 __all__ = ["STREAM_COLUMNS", "StreamTiming", "StreamTransport", "exchange_alone", "stream_columns", "summarise_streams"]
@@ -107,7 +107,8 @@ class StreamConnection:
                     pending.timing.arrivals.append(now)
                     if pending.decode:
                         result = InferResult(infer)
-                        pending.responses.append({n: result.as_numpy(n) for n in pending.decode})
+                        pending.responses.append(Outputs({n: result.as_numpy(n) for n in pending.decode},
+                                                         response_version(result)))
                 final = infer.parameters["triton_final_response"].bool_param if "triton_final_response" in \
                     infer.parameters else False
                 if final:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import client, infer, outputs_of, same, settled_statistics, stats_delta
+from tritonsuite.judge.conformance.traffic import answered, same, settled_statistics, stats_delta
 
 #: a fresh computation of the cached sample must agree this closely (a batch may take other kernels)
 RTOL, ATOL = 1e-4, 1e-5
@@ -31,26 +31,19 @@ def check_cache(target: Target) -> CheckResult:
     if not d.response_cache:
         return CheckResult(target.name, "cache", "response_cache not enabled", "-", "skipped",
                            "the configuration does not enable response_cache")
-    if d.decoupled:
-        return CheckResult(target.name, "cache", "response_cache enabled", "-", "skipped",
-                           "decoupled: Triton does not cache decoupled responses")
-    names = [t.name for t in d.outputs]
+    names = target.output_names
     request = target.request(1)
-    conn = client(target.server)
-    try:
-        before = settled_statistics(target.server, target.name)
-        first = outputs_of(infer(conn, target.name, request, names), names)
-        after_first = settled_statistics(target.server, target.name)
-        second = outputs_of(infer(conn, target.name, request, names), names)
-        after_second = settled_statistics(target.server, target.name)
-        infer(conn, target.name, _other(request), names)
-        after_other = settled_statistics(target.server, target.name)
-        fresh = None
-        if d.batching and d.max_batch_size >= 2:  # the same sample in a request the cache has not seen
-            pair = {k: np.concatenate([v, v]) for k, v in request.items()}
-            fresh = {k: v[:1] for k, v in outputs_of(infer(conn, target.name, pair, names), names).items()}
-    finally:
-        conn.close()
+    before = settled_statistics(target.server, target.name)
+    first = answered(target, request)
+    after_first = settled_statistics(target.server, target.name)
+    second = answered(target, request)
+    after_second = settled_statistics(target.server, target.name)
+    answered(target, _other(request))
+    after_other = settled_statistics(target.server, target.name)
+    fresh = None
+    if d.batching and d.max_batch_size >= 2:  # the same sample in a request the cache has not seen
+        pair = {k: np.concatenate([v, v]) for k, v in request.items()}
+        fresh = {k: v[:1] for k, v in answered(target, pair).items()}
     one, two, three = (stats_delta(a, b) for a, b in ((after_first, before), (after_second, after_first),
                                                       (after_other, after_second)))
     lookups = sum(x.get("cache_hit_count", 0) + x.get("cache_miss_count", 0) for x in (one, two, three))

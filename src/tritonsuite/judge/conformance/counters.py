@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.refusals import probes, send_http
-from tritonsuite.judge.conformance.traffic import client, infer, metrics, settled_statistics, statistics, stats_delta
+from tritonsuite.judge.conformance.refusals import SENDERS, probes, protocols
+from tritonsuite.judge.conformance.traffic import ask, metrics, settled_statistics, statistics, stats_delta
 
 REQUESTS = 5  # answered requests of each batch size
 SETTLE_S = 3.0  # how long the counters may take to show the last requests
@@ -21,28 +21,21 @@ SETTLE_S = 3.0  # how long the counters may take to show the last requests
 
 def check_counters(target: Target) -> CheckResult:
     d = target.description
-    if d.decoupled:
-        return CheckResult(target.name, "counters", "-", "-", "skipped", "decoupled: one request, many responses")
-    names = [t.name for t in d.outputs]
     batches = [1] + ([min(2, d.max_batch_size)] if d.max_batch_size >= 2 else [])
     before_stats = settled_statistics(target.server, target.name)
     before_metrics = metrics(target.server, target.name)
-    conn = client(target.server)
     answered = failed = samples = 0
-    try:
-        for b in batches:
-            for i in range(REQUESTS):  # distinct requests where a response cache would answer repeats
-                request = target.fresh_request(b) if d.response_cache else target.request(b)
-                try:
-                    infer(conn, target.name, request, names)
-                    answered += 1
-                    samples += b if d.batching else 1
-                except Exception:
-                    failed += 1
-    finally:
-        conn.close()
+    for b in batches:  # each request as the driver sends it (a decoupled model's on a stream: counted once, at
+        for i in range(REQUESTS):  # its final response); distinct ones where a response cache would answer repeats
+            request = target.fresh_request(b) if d.response_cache else target.request(b)
+            if ask(target, request).ok:
+                answered += 1
+                samples += b if d.batching else 1
+            else:
+                failed += 1
     shape_probe = next(p for p in probes(target) if p[0] == "wrong shape")
-    refused = sum(send_http(target.server, target.name, *shape_probe[1:])[0] != 200 for _ in range(2))
+    send = SENDERS[protocols(target)[0]]
+    refused = sum(send(target.server, target.name, *shape_probe[1:])[0] not in (200, "OK") for _ in range(2))
     sent = answered + failed + 2
     deadline = time.monotonic() + SETTLE_S
     while True:

@@ -1,10 +1,10 @@
 """Check 1, identity: the server serves what the repository's config.pbtxt declares, in the versions its policy
-selects, and each of those versions answers with the declared outputs (a sequence model a sequence of one request,
-a decoupled model on a gRPC stream)."""
+selects, and each of those versions answers with the declared outputs (sent as the deployment's driver sends a
+request: a sequence model's as a sequence of one, a decoupled model's on a gRPC stream)."""
 from __future__ import annotations
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import client, infer, outputs_of, response_version
+from tritonsuite.judge.conformance.traffic import ask, client, responses
 
 
 def _tensors(tensors) -> str:
@@ -34,24 +34,6 @@ def _fits(shape, dims, batching: bool) -> bool:
     return len(shape) == len(expected) and all(e < 0 or s == e for s, e in zip(shape, expected))
 
 
-def _ask(target: Target, conn, version: int, request, names) -> tuple[list[dict], str]:
-    """One request to one version, sent as the deployment's kind takes it: a sequence model's as a whole sequence of
-    one (its id, START and END), a decoupled model's on a gRPC stream (every response until the final one), else
-    a plain request. Returns the outputs of each response and the version that answered ("" where unknown)."""
-    model = f"{target.name}:{version}"
-    d = target.description
-    if d.sequence:
-        from tritonsuite.load.sequences import send_sequences
-
-        return [send_sequences(target.server, model, [[request]], names)[0][0]], ""
-    if d.decoupled:
-        from tritonsuite.load.streams import exchange_alone
-
-        return [r for r in exchange_alone(target.server.grpc_url, model, [request], names)[0] if r], ""
-    result = infer(conn, target.name, request, names, version=str(version))
-    return [outputs_of(result, names)], response_version(result)
-
-
 def check_identity(target: Target) -> CheckResult:
     declared = target.description
     served = target.server.model_description(target.name)  # an ensemble's steps looked up on the server
@@ -60,7 +42,7 @@ def check_identity(target: Target) -> CheckResult:
     if (not declared.platform or not served.platform) and declared.backend == served.backend:
         got["platform/backend"] = want["platform/backend"]  # a platform and the backend it maps to: the same thing
     problems += [f"{k}: declared {want[k]}, served {got[k]}" for k in want if want[k] != got[k]]
-    conn = target.server.client(timeout=30)
+    conn = client(target.server, timeout=30)
     try:
         metadata = conn.get_model_metadata(target.name)
     finally:
@@ -79,31 +61,23 @@ def check_identity(target: Target) -> CheckResult:
         problems.append(f"READY versions {ready}, but version policy {declared.version_policy.describe()} selects "
                         f"{selected} of the version directories {on_disk}")
     answers = {}
-    names = [t.name for t in declared.outputs]
     request = target.request(1)
-    with_client = client(target.server)
-    try:
-        for version in ready:
-            try:
-                responses, answered_by = _ask(target, with_client, version, request, names)
-            except Exception as exc:
-                answers[version] = f"refused: {(str(exc).strip().splitlines() or [''])[0][:200]}"
-                problems.append(f"version {version} did not answer a request of the declared inputs "
-                                f"({answers[version]})")
-                continue
-            bad = [f"{t.name} {list(outputs[t.name].shape)} {outputs[t.name].dtype}" for outputs in responses
-                   for t in declared.outputs
-                   if outputs.get(t.name) is None or not _fits(outputs[t.name].shape, t.shape, declared.batching)
-                   or (t.dtype not in ("bytes", "bfloat16") and str(outputs[t.name].dtype) != t.dtype)]
-            answers[version] = (f"answered ({len(responses)} response(s) with outputs, then the final one)"
-                                if declared.decoupled else f"answered (version {answered_by})" if answered_by
-                                else "answered (a sequence of one request)")
-            if bad:
-                problems.append(f"version {version} answered outputs unlike the declared ones: {', '.join(bad)}")
-            if answered_by and answered_by != str(version):
-                problems.append(f"a request for version {version} was answered by version {answered_by}")
-    finally:
-        with_client.close()
+    for version in ready:  # one request to each, as the deployment's driver sends it (a sequence model's as a
+        answer = ask(target, request, version)  # sequence of one, a decoupled model's on a stream)
+        if not answer.ok:
+            answers[version] = f"refused: {answer.error[:200]}"
+            problems.append(f"version {version} did not answer a request of the declared inputs ({answers[version]})")
+            continue
+        found = [r for r in responses(answer) if r]
+        bad = [f"{t.name} {list(outputs[t.name].shape)} {outputs[t.name].dtype}" for outputs in found
+               for t in declared.outputs
+               if outputs.get(t.name) is None or not _fits(outputs[t.name].shape, t.shape, declared.batching)
+               or (t.dtype not in ("bytes", "bfloat16") and str(outputs[t.name].dtype) != t.dtype)]
+        answers[version] = f"answered by version {answer.version or '?'} ({len(found)} response(s) with outputs)"
+        if bad:
+            problems.append(f"version {version} answered outputs unlike the declared ones: {', '.join(bad)}")
+        if answer.version and answer.version != str(version):
+            problems.append(f"a request for version {version} was answered by version {answer.version}")
     evidence = {"declared": want, "served": got, "versions_on_disk": on_disk, "selected": selected, "ready": ready,
                 "answers": answers, "server_platform": served.platform, "server_backend": served.backend}
     return CheckResult(

@@ -1,9 +1,10 @@
-"""Check 4, refusals: malformed requests are refused cleanly and harmlessly, over HTTP and gRPC.
+"""Check 4, refusals: malformed requests are refused cleanly and harmlessly, over HTTP and gRPC (a decoupled model:
+on a gRPC stream, the only way it takes requests).
 
 Each malformed request is written on the wire by hand (HTTP: the binary tensor extension's JSON header and raw
-bytes; gRPC: a ``ModelInferRequest`` with ``raw_input_contents``), so a truncated or oversized body is exactly that,
+bytes; gRPC: a ``ModelInferRequest`` with ``raw_input_contents``, unary or as a stream's message), so a truncated or oversized body is exactly that,
 not something a client library would refuse before sending. It must come back as an error (HTTP 4xx, gRPC
-INVALID_ARGUMENT or another non-OK status) whose message names the problem, within :data:`BOUND_S`; right after,
+INVALID_ARGUMENT or another non-OK status, a stream's response with its error message) whose message names the problem, within :data:`BOUND_S`; right after,
 the server is live, the model ready, and a reference request is answered exactly as before.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import client, infer, outputs_of, same
+from tritonsuite.judge.conformance.traffic import answered, client, same
 
 BOUND_S = 10.0  # an error later than this is a hang
 #: a dtype of the same item size (so the bytes fit and only the type is wrong)
@@ -141,7 +142,49 @@ def send_grpc(server, model: str, tensors: list[Tensor], outputs: list[str]) -> 
     return "OK", ""
 
 
-def _healthy(target: Target, conn, reference, names) -> str:
+def send_stream(server, model: str, tensors: list[Tensor], outputs: list[str]) -> tuple[str, str]:
+    """The malformed request on a gRPC stream (a decoupled model's only way in): its first error, or OK once the
+    final response came."""
+    import grpc
+    from tritonclient.grpc import service_pb2, service_pb2_grpc
+
+    request = service_pb2.ModelInferRequest(model_name=model, id="conformance")
+    for t in tensors:
+        request.inputs.add(name=t.name, datatype=t.datatype, shape=t.shape)
+        request.raw_input_contents.append(t.data)
+    for n in outputs:
+        request.outputs.add(name=n)
+    with grpc.insecure_channel(server.grpc_url) as channel:
+        try:
+            for response in service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelStreamInfer(
+                    iter([request]), timeout=BOUND_S):
+                if response.error_message:
+                    return "stream error", response.error_message
+        except grpc.RpcError as exc:
+            return exc.code().name, str(exc.details())
+    return "OK", ""
+
+
+#: how each protocol's probe is sent
+SENDERS = {"http": send_http, "grpc": send_grpc, "grpc stream": send_stream}
+
+
+def protocols(target: Target) -> tuple[str, ...]:
+    """The protocols the probes travel: the one the deployment's driver sends on (a decoupled model's gRPC stream),
+    else HTTP and, where the server's gRPC port is known, unary gRPC."""
+    from tritonsuite.load.kinds import driver_for
+    from tritonsuite.load.point import LoadPoint
+
+    try:
+        url = target.server.grpc_url
+    except ValueError:
+        url = ""
+    if getattr(driver_for(target.description).transport(url, BOUND_S, LoadPoint(1)), "streaming", False):
+        return ("grpc stream",)
+    return ("http", "grpc") if url else ("http",)
+
+
+def _healthy(target: Target, conn, reference) -> str:
     """"" when the server is live, the model ready and the reference request answered as before; else why not."""
     if not target.server.is_alive():
         return "the server died"
@@ -150,39 +193,28 @@ def _healthy(target: Target, conn, reference, names) -> str:
             return "the server is not live"
         if not conn.is_model_ready(target.name):
             return "the model is not ready"
-        answer = outputs_of(infer(conn, target.name, target.request(1), names), names)
+        answer = answered(target, target.request(1))
     except Exception as exc:
         return f"the reference request failed ({(str(exc).strip().splitlines() or [''])[0][:200]})"
     return "" if same(answer, reference) else "the reference request was answered differently than before"
 
 
 def check_refusals(target: Target) -> CheckResult:
-    d = target.description
-    if d.decoupled:
-        return CheckResult(target.name, "refusals", "decoupled", "-", "skipped",
-                           "decoupled: HTTP and unary gRPC refuse every request of a decoupled model")
-    names = [t.name for t in d.outputs]
     conn = client(target.server)
     problems, seen = [], []
     try:
-        reference = outputs_of(infer(conn, target.name, target.request(1), names), names)
-        grpc_known = True
-        try:
-            target.server.grpc_url
-        except ValueError:
-            grpc_known = False
-        for protocol in ("http", "grpc") if grpc_known else ("http",):
+        reference = answered(target, target.request(1))
+        for protocol in protocols(target):
             for problem, tensors, outputs in probes(target):
                 start = time.monotonic()
                 try:
-                    code, message = (send_http if protocol == "http" else send_grpc)(target.server, target.name,
-                                                                                    tensors, outputs)
+                    code, message = SENDERS[protocol](target.server, target.name, tensors, outputs)
                 except Exception as exc:
                     code, message = "no answer", f"{type(exc).__name__}: {exc}"
                 took = time.monotonic() - start
                 refused = code not in (200, "OK", "no answer")
                 named = any(w in message.lower() for w in NAMES[problem])
-                harm = _healthy(target, conn, reference, names)
+                harm = _healthy(target, conn, reference)
                 seen.append({"protocol": protocol, "problem": problem, "code": code, "message": message[:200],
                              "seconds": round(took, 3), "after": harm or "healthy, same answer"})
                 what = f"{protocol} {problem}"

@@ -100,6 +100,17 @@ class Target:
         return self.description.name
 
     @property
+    def driver(self):
+        """The deployment's driver (:func:`tritonsuite.load.kinds.driver_for`): how its requests are sent."""
+        from tritonsuite.load.kinds import driver_for
+
+        return driver_for(self.description)
+
+    @property
+    def output_names(self) -> list[str]:
+        return [t.name for t in self.description.outputs]
+
+    @property
     def declared(self) -> bool:
         """Whether the deployment ships a config.pbtxt (else the server auto-completed its configuration: what is
         declared is then what the server completed)."""

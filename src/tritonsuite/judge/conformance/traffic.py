@@ -1,64 +1,75 @@
-"""What the checks send and read: one request, a closed loop that keeps every answer (its version, timing and
-whether it matched), the statistics extension summed over a model's versions, and the Prometheus counters.
-
-The closed loop is not a measurement (that is :func:`tritonsuite.load.engine.measure`): a check needs each answer
-and when it came, not windows of stable throughput.
-"""
+"""What the checks send and read: one request or a closed-loop load, sent through the deployment's driver with every
+answer kept (:func:`tritonsuite.load.exchange.exchange`: a sequence model's in sequences, a decoupled model's on
+streams), the statistics extension summed over a model's versions, and the Prometheus counters."""
 from __future__ import annotations
 
 import re
 import threading
 import time
 import urllib.request
-from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import numpy as np
 
-from tritonsuite.load.client import infer_tensors
+from tritonsuite.load.exchange import Answer, exchange
+from tritonsuite.load.sequences import SequenceSettings
 
 #: the Prometheus counters the counters check reads (Triton's metric names)
 METRICS = ("nv_inference_request_success", "nv_inference_request_failure", "nv_inference_count",
            "nv_inference_exec_count", "nv_cache_num_hits_per_model", "nv_cache_num_misses_per_model")
-TIMEOUT_S = 60.0  # infer()'s deadline on a gRPC connection (an HTTP one has its client's: the server's bound)
+TIMEOUT_S = 60.0  # one request's bound: unanswered for longer, it failed
+#: a sequence model's single request: a sequence of one (START and END on it)
+ONE_REQUEST = SequenceSettings(length=1, variation_percent=0.0)
 
 
-@dataclass
-class Answer:
-    start: float  # monotonic seconds
-    end: float
-    ok: bool
-    version: str = ""  # the model version that answered
-    error: str = ""
-    matched: bool | None = None  # the outputs equal the reference's (None: not compared)
-
-    @property
-    def latency_ms(self) -> float:
-        return (self.end - self.start) * 1e3
-
-
-def client(server, protocol: str = "http", timeout: float | None = None):
-    """A client of ``server``; a request unanswered for ``timeout`` (default: the server's request timeout) fails."""
-    if protocol == "grpc":
-        return server.grpc_client()
+def client(server, timeout: float | None = None):
+    """An HTTP client of ``server`` for its metadata and health (a request unanswered for ``timeout``, default the
+    server's request timeout, fails)."""
     return server.client(timeout=timeout)
 
 
-def infer(conn, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[str], version: str = "",
-          protocol: str = "http", timeout: float = TIMEOUT_S):
-    """One request; returns tritonclient's result (``as_numpy``, ``get_response``)."""
-    tensors, requested = infer_tensors(inputs, outputs, protocol=protocol)
-    extra = {"client_timeout": timeout} if protocol == "grpc" else {}
-    return conn.infer(model, tensors, outputs=requested, model_version=str(version or ""), **extra)
+def load(target, concurrency: int, requests: int | None = None, stop: threading.Event | None = None,
+         deadline_s: float = 120.0) -> list[Answer]:
+    """The check's load: ``concurrency`` connections, each keeping one request of :meth:`Target.load_requests` in
+    flight, sent as the deployment's driver sends them (:func:`tritonsuite.load.exchange.exchange`), until
+    ``requests`` were sent or ``stop`` is set; every answer kept."""
+    return exchange(target.server, target.name, target.description,
+                    [_batch_first(target, r) for r in target.load_requests()], target.output_names,
+                    concurrency, count=requests, stop=stop, deadline_s=deadline_s, timeout_s=TIMEOUT_S)
 
 
-def response_version(result) -> str:
-    response = result.get_response()
-    return str(response.get("model_version", "") if isinstance(response, dict) else response.model_version)
+def ask(target, request: Mapping[str, np.ndarray], version: str | int = "") -> Answer:
+    """One request (a sequence model's: a sequence of one, START and END on it; a decoupled model's: on a stream,
+    every response until the final one), as the driver sends it; the answer, failed or not."""
+    model = f"{target.name}:{version}" if version else target.name
+    answer = exchange(target.server, model, target.description, [_batch_first(target, request)],
+                      target.output_names, count=1, sequences=ONE_REQUEST, timeout_s=TIMEOUT_S)[0]
+    if answer.ok and not target.description.batching:  # the outputs as the server sent them: no batch dimension
+        answer.outputs = [{k: v[0] for k, v in r.items()} for r in responses(answer)]
+    return answer
 
 
-def outputs_of(result, names: Sequence[str]) -> dict[str, np.ndarray]:
-    return {n: result.as_numpy(n) for n in names}
+def _batch_first(target, request: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+    """A check's request as the engine takes every request, batch first: a batchless deployment's (no batch
+    dimension on the wire) as a batch of one, which the codec sends without it."""
+    return request if target.description.batching else {k: np.asarray(v)[None] for k, v in request.items()}
+
+
+def answered(target, request: Mapping[str, np.ndarray], version: str | int = "") -> dict[str, np.ndarray]:
+    """:func:`ask`'s outputs (a decoupled model's: its first response's), raising what failed."""
+    answer = ask(target, request, version)
+    if not answer.ok:
+        raise ConformanceFailure(answer.error)
+    return responses(answer)[0] if responses(answer) else {}
+
+
+def responses(answer: Answer) -> list[dict[str, np.ndarray]]:
+    """Every response's outputs of one answer (one, but for a decoupled model's)."""
+    return list(answer.outputs) if isinstance(answer.outputs, list) else [answer.outputs]
+
+
+class ConformanceFailure(RuntimeError):
+    """A request of a check failed; the message is the server's (or the transport's) one line."""
 
 
 def same(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray]) -> bool:
@@ -66,53 +77,6 @@ def same(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray]) -> bool:
     return a.keys() == b.keys() and all(
         x is not None and y is not None and x.shape == y.shape and x.dtype == y.dtype
         and np.array_equal(x, y, equal_nan=x.dtype.kind == "f") for x, y in ((a[k], b[k]) for k in a))
-
-
-def closed_loop(server, model: str, inputs: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]], outputs: Sequence[str], concurrency: int,
-                requests: int | None = None, stop: threading.Event | None = None,
-                reference: Mapping[str, np.ndarray] | None = None, deadline_s: float = 120.0) -> list[Answer]:
-    """``concurrency`` clients, each keeping one request in flight, until ``requests`` were sent or ``stop`` is
-    set (or ``deadline_s`` passed); every answer kept, compared with ``reference`` when given. ``inputs``: one
-    request's tensors, or several requests sent in turn."""
-    cycle = [inputs] if isinstance(inputs, Mapping) else list(inputs)
-    answers: list[Answer] = []
-    lock = threading.Lock()
-    sent = [0]
-    end_by = time.monotonic() + deadline_s
-
-    def more() -> bool:
-        with lock:
-            if (requests is not None and sent[0] >= requests) or (stop is not None and stop.is_set()) \
-                    or time.monotonic() > end_by:
-                return False
-            sent[0] += 1
-            return cycle[sent[0] % len(cycle)]
-
-    def worker():
-        conn = client(server)
-        try:
-            while (request := more()) is not False:
-                start = time.monotonic()
-                try:
-                    result = infer(conn, model, request, outputs)
-                except Exception as exc:
-                    answer = Answer(start, time.monotonic(), False, error=str(exc).strip().splitlines()[0][:300]
-                                    if str(exc).strip() else type(exc).__name__)
-                else:
-                    answer = Answer(start, time.monotonic(), True, response_version(result))
-                    if reference is not None:
-                        answer.matched = same(outputs_of(result, outputs), reference)
-                with lock:
-                    answers.append(answer)
-        finally:
-            conn.close()
-
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(concurrency)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(deadline_s + server.request_timeout_s)  # each request's own bound (client(server))
-    return sorted(answers, key=lambda a: a.start)
 
 
 def statistics(server, model: str) -> dict:
@@ -176,7 +140,3 @@ def metrics(server, model: str) -> dict[str, float] | None:
         if match and match.group(1) in found and f'model="{model}"' in match.group(2):
             found[match.group(1)] += float(match.group(3))
     return found
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    return float(np.percentile(values, q)) if len(values) else None

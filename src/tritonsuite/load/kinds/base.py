@@ -38,6 +38,11 @@ class Kind:
         """The models whose time the row breaks down (an ensemble's steps, a BLS model's callees)."""
         return []
 
+    def scheduled(self) -> list[ModelDescription] | None:
+        """The models whose own schedulers execute this deployment's requests, whose batching and instances a check
+        judges (None: the deployment's own)."""
+        return None
+
     def summarise(self, measurement, windows, generator) -> None:
         """Add what this kind adds to a measured row."""
 
@@ -120,6 +125,11 @@ class Driver:
 
     def composing(self) -> list[str]:
         return [name for kind in self.kinds for name in kind.composing()]
+
+    def scheduled(self) -> list[ModelDescription]:
+        """The models whose schedulers execute its requests (their batching and instances are judged under its
+        load): an ensemble's steps, else the deployment itself."""
+        return next((found for kind in self.kinds if (found := kind.scheduled()) is not None), [self.description])
 
     def summarise(self, measurement, windows, generator) -> None:
         measurement.meta["kind"] = list(self.names)

@@ -15,6 +15,13 @@ class Composing(Kind):
     def composing(self) -> list[str]:
         return [m.name for m in self.description.all_composing()]
 
+    def scheduled(self):
+        """An ensemble's scheduler only passes tensors between steps: its steps' schedulers execute (nested
+        ensembles resolved). A BLS model executes its own requests."""
+        if not self.description.ensemble:
+            return None
+        return [m for m in self.description.all_composing() if not m.ensemble]
+
     def arguments(self) -> list[str]:
         if self.description.python and self.description.composing:
             return [f"--bls-composing-models={','.join(m.name for m in self.description.composing)}"]

@@ -36,3 +36,6 @@ class Stream(Kind):
 
     def arguments(self) -> list[str]:
         return ["--streaming"]
+
+    def not_applicable(self, check: str) -> str:
+        return "decoupled: Triton does not cache decoupled responses" if check == "cache" else ""

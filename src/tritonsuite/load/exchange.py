@@ -1,0 +1,148 @@
+"""Requests sent through a deployment's driver with every answer kept: the engine's transports and request
+patterns (:mod:`tritonsuite.load.kinds`), without windows.
+
+A measurement (:func:`tritonsuite.load.engine.measure`) wants windows of stable throughput; a check
+(:mod:`tritonsuite.judge.conformance`) wants each answer: when it was sent and came back, whether it failed and
+why, the model version that answered and its outputs. :func:`exchange` sends ``count`` requests (or until ``stop``
+is set) from ``concurrency`` connections, each keeping one request in flight, as the driver sends them: a sequence
+model's requests continue one live sequence per connection (and the sequences still open are ended when the
+requests run out), a decoupled model's travel on gRPC streams (an answer is complete at its final response, its
+outputs are the list of responses), any other over HTTP or unary gRPC.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from tritonsuite.core.description import ModelDescription
+from tritonsuite.load.http import HttpTransport, PreparedRequest, prepare_request
+from tritonsuite.load.kinds import driver_for
+from tritonsuite.load.point import Hang, LoadPoint
+from tritonsuite.load.sequences import SequenceSettings
+
+#: each request's bound when the caller gives none (a request unanswered for longer failed)
+TIMEOUT_S = 60.0
+
+
+@dataclass
+class Answer:
+    """One request and its answer (``ok`` False: ``error`` says why, in one line)."""
+
+    start: float  # monotonic seconds
+    end: float
+    ok: bool
+    version: str = ""  # the model version that answered
+    error: str = ""
+    outputs: object = None  # decoded outputs by name; a decoupled model's: the list of its responses' outputs
+    closing: bool = False  # a sequence model's request that ended a sequence still open when the requests ran out
+    sequence: tuple[int, int] | None = None  # a sequence model's: (sequence id, the request's place in it from 0)
+
+    @property
+    def latency_ms(self) -> float:
+        return (self.end - self.start) * 1e3
+
+
+def prepare(host: str, model: str, tensors: Mapping[str, np.ndarray], outputs: Sequence[str], grpc: bool,
+            batched: bool = True, shm=None) -> PreparedRequest:
+    """One request serialised once for its transport: gRPC's ``ModelInferRequest`` or the HTTP body."""
+    if grpc:
+        from tritonsuite.load.grpc import prepare_grpc_request
+
+        return prepare_grpc_request(model, tensors, outputs, shm, batched)
+    return prepare_request(host, model, tensors, outputs, shm, batched)
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
+
+
+def exchange(server, model: str, description: ModelDescription, requests: Sequence[Mapping[str, np.ndarray]],
+             outputs: Sequence[str], concurrency: int = 1, *, count: int | None = None,
+             stop: threading.Event | None = None, deadline_s: float = 120.0, protocol: str = "http",
+             sequences: SequenceSettings | None = None, timeout_s: float = TIMEOUT_S) -> list[Answer]:
+    """Send ``requests`` in turn (each one request's tensors, batch first where the deployment batches) from
+    ``concurrency`` connections until ``count`` were sent, ``stop`` is set or ``deadline_s`` passed; every answer,
+    in the order sent. ``protocol``: http or grpc for a stateless deployment (a decoupled one always streams);
+    ``sequences``: a sequence model's pattern (perf_analyzer's options, their defaults when None); ``timeout_s``:
+    one request's bound (an unanswered request fails, and its connection is opened again)."""
+    if count is None and stop is None:
+        raise ValueError("exchange needs a count of requests or a stop event: it never sends without an end")
+    driver = driver_for(description, sequences)
+    batch = len(next(iter(requests[0].values()))) if description.batching and requests[0] else 1
+    point, _ = driver.point(LoadPoint(batch_size=max(batch, 1), concurrency=concurrency, protocol=protocol))
+    host, port = server.http_url.rsplit(":", 1)
+    names = list(outputs)
+
+    try:
+        grpc_url = server.grpc_url
+    except ValueError:  # a remote server named by its HTTP URL alone: the driver's transport says if it needs one
+        grpc_url = ""
+
+    async def run() -> list[Answer]:
+        transport = driver.transport(grpc_url, timeout_s, point)
+        grpc = transport is not None
+        transport = transport or HttpTransport(host, int(port))
+        prepared = [prepare(host, model, {k: np.ascontiguousarray(v) for k, v in r.items()}, names, grpc,
+                            driver.batched) for r in requests]
+        pattern = driver.pattern(prepared[0], grpc, point)
+        answers: list[Answer] = []
+        sent = [0]
+        end_by = time.monotonic() + deadline_s
+
+        def more() -> PreparedRequest | None:
+            if (count is not None and sent[0] >= count) or (stop is not None and stop.is_set()) \
+                    or time.monotonic() > end_by:
+                return None
+            sent[0] += 1
+            return prepared[(sent[0] - 1) % len(prepared)]
+
+        async def one(conn, request: PreparedRequest, closing: bool = False, sequence=None):
+            start = time.monotonic()
+            try:
+                _, _, decoded, *_ = await asyncio.wait_for(transport.exchange(conn, request), timeout_s)
+            except (asyncio.TimeoutError, Hang):
+                answers.append(Answer(start, time.monotonic(), False, error=f"no answer within {timeout_s:g} s",
+                                      closing=closing, sequence=sequence))
+                return False  # the connection may still carry the lost request: a new one for the next
+            except Exception as exc:  # noqa: BLE001 - the answer's verdict, kept
+                answers.append(Answer(start, time.monotonic(), False, error=first_line(exc), closing=closing,
+                                      sequence=sequence))
+                return not getattr(conn, "error", None)
+            first = decoded[0] if isinstance(decoded, list) and decoded else decoded
+            answers.append(Answer(start, time.monotonic(), True, getattr(first, "version", ""), outputs=decoded,
+                                  closing=closing, sequence=sequence))
+            return True
+
+        async def worker(slot: int) -> None:
+            conn = await transport.open()
+            try:
+                while (request := more()) is not None:
+                    sequence = None
+                    if pattern is not None:
+                        request = pattern.request(slot)
+                        live = pattern.live[slot]
+                        sequence = (live.sequence_id, live.sent - 1)
+                    usable = await one(conn, request, sequence=sequence)
+                    if pattern is not None:
+                        pattern.done(slot)
+                    if not usable:
+                        conn.close()
+                        conn = await transport.open()
+                if pattern is not None and slot in pattern.live:
+                    live = pattern.live[slot]
+                    for request in pattern.closing(slot):
+                        await one(conn, request, closing=True, sequence=(live.sequence_id, live.sent))
+            finally:
+                conn.close()
+
+        await asyncio.gather(*(worker(slot) for slot in range(concurrency)))
+        await asyncio.sleep(0)  # let closed channels finish closing
+        return sorted(answers, key=lambda a: a.start)
+
+    return asyncio.run(run())
