@@ -54,11 +54,18 @@ def run_pytest(args: list[str], tmp_path: Path, profile: str = TINY_PROFILE, tim
                f"--repository-dir={tmp_path / 'repos'}",
                *([f"--cache-dir={SHARED_CACHE}"] if SHARED_CACHE and "--cache-dir" not in args else []),
                *args, *(() if named else SCENARIO_MODULES)]
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env = child_env()
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [pythonpath, env.get("PYTHONPATH")]))
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env,
                           stdin=subprocess.DEVNULL)
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a run of the suite of its own: not one of this run's xdist workers (their variables would
+    make the child's pytest-benchmark think it is one, and write no --benchmark-json)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")} \
+        | {"PYTHONDONTWRITEBYTECODE": "1", **extra}
 
 
 def measure_loaded(server, model: str, *args, **kwargs):

@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.helpers import ROOT, TINY_PROFILE, leftover_shm, raw_rows, run_leftovers, run_pytest
+from tests.helpers import ROOT, TINY_PROFILE, child_env, leftover_shm, raw_rows, run_leftovers, run_pytest
 from tritonsuite.models import default_registry
 from tritonsuite.server import ContainerServer, ServerDied, ServerError
 from tritonsuite.server.container import IMAGE_ENV
@@ -204,7 +204,7 @@ def test_pytest_killed_mid_run_leaves_no_container(engine, image, tmp_path):
                f"--repository-dir={tmp_path / 'repos'}", "--gpu", "tiny", "-m", "offline", "--formats", "onnx",
                "--server", "container", "--image", image, "-q"]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               stdin=subprocess.DEVNULL, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+                               stdin=subprocess.DEVNULL, env=child_env())
     try:
         def loaded() -> bool:
             logs = list((tmp_path / "reports" / "logs").glob("tritonserver-*-container.log"))
@@ -249,7 +249,7 @@ def _run_without_engine(tmp_path):
     profiles = tmp_path / "profiles"
     profiles.mkdir(exist_ok=True)
     (profiles / "tiny.yaml").write_text(TINY_PROFILE)
-    env = dict(os.environ, DOCKER_HOST=f"unix://{tmp_path}/no-engine.sock", PYTHONDONTWRITEBYTECODE="1")
+    env = child_env(DOCKER_HOST=f"unix://{tmp_path}/no-engine.sock")
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={ROOT}",
                            f"--profiles-dir={profiles}", f"--reports-dir={tmp_path / 'reports'}", "--gpu", "tiny",
                            "-m", "offline", "--server", "container"], cwd=ROOT, capture_output=True, text=True,

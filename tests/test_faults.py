@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.helpers import ROOT, TINY_PROFILE, leftover_shm, raw_rows, run_leftovers, run_pytest
+from tests.helpers import ROOT, TINY_PROFILE, child_env, leftover_shm, raw_rows, run_leftovers, run_pytest
 
 KILLER_PLUGIN = '''
 import threading
@@ -163,9 +163,9 @@ def _pytest_process(tmp_path, kill_at, args, profile):
     profiles.mkdir(exist_ok=True)
     (profiles / "tiny.yaml").write_text(profile)
     (tmp_path / "faultplugin.py").write_text(FAULT_PLUGIN)
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TRITONSUITE_TEST_KILL_AT=kill_at,
-               TRITONSUITE_TEST_RECORD=str(tmp_path / "killed.json"),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    env = child_env(TRITONSUITE_TEST_KILL_AT=kill_at,
+                    TRITONSUITE_TEST_RECORD=str(tmp_path / "killed.json"),
+                    PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={ROOT}",
                f"--profiles-dir={profiles}", f"--reports-dir={tmp_path / 'reports'}",
                f"--repository-dir={tmp_path / 'repos'}", "-p", "faultplugin", *args]

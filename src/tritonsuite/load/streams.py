@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from tritonsuite.core.rows import STREAM_COLUMNS
-from tritonsuite.load.http import Outputs, PreparedRequest, response_version
+from tritonsuite.load.http import PreparedRequest
 from tritonsuite.load.point import Hang, MeasurementError
 
 __all__ = ["STREAM_COLUMNS", "StreamTiming", "StreamTransport", "exchange_alone", "stream_columns", "summarise_streams"]
@@ -54,7 +54,7 @@ class StreamTiming:
 class _Pending:
     timing: StreamTiming
     done: asyncio.Future
-    decode: Sequence[str]
+    request: PreparedRequest  # its decode() turns each response into outputs (a batchless one's too)
     responses: list = field(default_factory=list)
 
 
@@ -105,10 +105,8 @@ class StreamConnection:
                     continue
                 if infer.outputs:
                     pending.timing.arrivals.append(now)
-                    if pending.decode:
-                        result = InferResult(infer)
-                        pending.responses.append(Outputs({n: result.as_numpy(n) for n in pending.decode},
-                                                         response_version(result)))
+                    if pending.request.decode_outputs:
+                        pending.responses.append(pending.request.decode(InferResult(infer)))
                 final = infer.parameters["triton_final_response"].bool_param if "triton_final_response" in \
                     infer.parameters else False
                 if final:
@@ -165,8 +163,7 @@ class StreamTransport:
             raise MeasurementError(f"the stream failed: {conn.error}")
         request_id = str(next(self._ids))
         extra = service_pb2.ModelInferRequest(id=request_id).SerializeToString()
-        pending = _Pending(StreamTiming(time.perf_counter()), asyncio.get_running_loop().create_future(),
-                           request.decode_outputs)
+        pending = _Pending(StreamTiming(time.perf_counter()), asyncio.get_running_loop().create_future(), request)
         conn.pending[request_id] = pending
         try:
             async with conn.write_lock:

@@ -70,16 +70,18 @@ def _pooled(a: dict, b: dict) -> dict:
 
 def _unmet(d, hist: dict, b: int) -> bool:
     db = d.batcher
-    return db is not None and bool(hist) and (max(hist) <= b or bool(db.preferred_batch_sizes) and not any(
+    return db is not None and d.max_batch_size > b and bool(hist) and (max(hist) <= b or bool(db.preferred_batch_sizes) and not any(
         s >= p for p in db.preferred_batch_sizes for s in hist))
 
 
-def _declared(d) -> str:
+def _declared(d, b: int) -> str:
     db = d.batcher
     if db is None:
         return f"{d.name}: no batcher (max_batch_size {d.max_batch_size}): one execution per request"
     what = "dynamic_batching" if d.dynamic_batching is not None else \
         f"sequence_batching {d.sequence_batching.strategy}"
+    if d.max_batch_size <= b:
+        return f"{d.name}: {what} with max_batch_size {d.max_batch_size}: one request of batch {b} per execution"
     return (f"{d.name}: {what}: preferred {list(db.preferred_batch_sizes) or 'none'}, max_queue_delay "
             f"{db.max_queue_delay_microseconds} us, max_batch_size {d.max_batch_size}")
 
@@ -92,7 +94,7 @@ def check_batching(target: Target) -> CheckResult:
     b = target.batch_size
     models = target.driver.scheduled()  # an ensemble's steps, else the deployment itself
     concurrency = max([2] + [math.ceil(2 * _largest(m) / b) for m in models if m.batcher is not None])
-    declared = "; ".join(_declared(m) for m in models)
+    declared = "; ".join(_declared(m, b) for m in models)
     requests = max(MIN_REQUESTS, REQUESTS_PER_CLIENT * concurrency)
     deltas, answers, elapsed = _load(target, concurrency, requests, [m.name for m in models])
     if any(_unmet(m, deltas[m.name]["batch_stats"], b) for m in models):
@@ -141,7 +143,7 @@ def _judge(d, delta: dict, sent: int, elapsed: float, concurrency: int, b: int) 
         problems.append(f"executions of batch {too_big} exceed max_batch_size {d.max_batch_size}")
     if not hist:
         problems.append("the statistics extension reported no batch_stats for the load")
-    elif db is not None:
+    elif db is not None and d.max_batch_size > b:
         # a batcher groups only requests that wait: how many waited on average (Little's law: requests per second
         # times queue time per request) says whether the load gave it anything to group
         waiting = count * queue_ms / 1e3 / elapsed if elapsed > 0 else 0.0
@@ -170,9 +172,9 @@ def _judge(d, delta: dict, sent: int, elapsed: float, concurrency: int, b: int) 
             problems.append(f"queue time {queue_ms:.2f} ms per request (over {delta.get('queue_count', 0)}) exceeds "
                             f"the queue delay {db.max_queue_delay_microseconds} us plus {rounds} execution(s) of "
                             f"{exec_ms:.2f} ms ({bound_ms:.2f} ms)")
-    elif executions != count or any(s != b for s in hist):
-        problems.append(f"no dynamic batching declared, but {count} requests ran as {executions} executions "
-                        f"(histogram {hist})")
+    elif executions != count or any(s != b for s in hist):  # no batcher, or one with room for a single request
+        problems.append(f"{'no dynamic batching declared' if db is None else f'max_batch_size {d.max_batch_size}'}, "
+                        f"but {count} requests ran as {executions} executions (histogram {hist})")
     return problems, "", evidence, observed
 
 
