@@ -62,7 +62,7 @@ def render_tune_summary(deployment: str, rows: Sequence[Mapping[str, Any]], plot
         table = [[_tune(r)["role"].split("-")[1], _tune(r).get("label", ""), str(r.get("concurrency")),
                   _format_number("Inferences/Second", _result(r).get("Inferences/Second")),
                   _format_number("p99 latency", _result(r).get("p99 latency")), _status(r)] for r in abab]
-        out += ["## Winner against the profile's configuration, measured interleaved (A B A B A B)", "",
+        out += ["## Winner against the deployment's own configuration, measured interleaved (A B A B A B)", "",
                 _pipe_table(["side", "configuration", "concurrency", "Inferences/Second", "p99 latency (ms)", "status"],
                             table, align="left"), ""]
     for r in rows:
