@@ -53,8 +53,11 @@ def render_tune_summary(deployment: str, rows: Sequence[Mapping[str, Any]], plot
         a = _tune(answers[-1])
         out += [f"**{'Recommended' if a.get('recommended') else 'Not recommended'}**: {a.get('answer')}", "",
                 f"`config.pbtxt` beside this page: the configuration to ship "
-                f"({'the winner' if a.get('recommended') else 'the profile' + chr(39) + 's own'}); "
-                f"{a.get('configurations')} of {a.get('space')} configurations measured in {a.get('seconds')} s.", ""]
+                f"({'the winner' if a.get('recommended') else 'the deployment' + chr(39) + 's own'}); "
+                f"{a.get('configurations')} of {a.get('space')} configurations measured in {a.get('seconds')} s; "
+                f"settings varied: {', '.join(a.get('varied') or []) or 'none'}.", ""]
+        if a.get("accuracy") and not any(_tune(r).get("role") == "accuracy" for r in rows):  # judged by its kind
+            out += [f"The winner's {a['accuracy']}", ""]
     else:
         out += ["The tune did not finish: the evidence below is what was measured.", ""]
     abab = [r for r in rows if str(_tune(r).get("role", "")).startswith("abab")]

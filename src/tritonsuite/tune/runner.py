@@ -109,7 +109,8 @@ class TuneResult:
                    f"x{len(self.comparisons)}: " \
                    f"{gains}; {self.accuracy_note}; " \
                    f"{measured}"
-        return f"keep the deployment's own configuration ({self.default.label()}): {self.reason}; {measured}"
+        checked = f"; {self.accuracy_note}" if self.accuracy_note and self.accuracy_note not in self.reason else ""
+        return f"keep the deployment's own configuration ({self.default.label()}): {self.reason}{checked}; {measured}"
 
 
 def dominated(incumbent: float, batch: int) -> Callable:
