@@ -13,6 +13,8 @@ latency test then hangs on the host's noise (measured: one of three pairs at p 0
 import json
 import shutil
 
+import pytest
+
 from tests.helpers import raw_rows, run_pytest
 from tests.kinds import decoupled_model, sequence_model
 from tritonsuite.server import EmbeddedServer
@@ -113,6 +115,7 @@ def test_an_ensemble_or_a_batchless_deployment_is_refused_in_one_line_saying_why
     from types import SimpleNamespace
 
     from tritonsuite.core.description import describe
+    from tritonsuite.tune import TuneError
     from tritonsuite.tune.runner import TuneTarget
 
     config = {"name": "ens", "platform": "ensemble", "max_batch_size": 8, "ensemble_scheduling": {
@@ -122,6 +125,6 @@ def test_an_ensemble_or_a_batchless_deployment_is_refused_in_one_line_saying_why
     assert target.refuses() == ("ens is an ensemble: it has no instance group or batcher of its own; tune its "
                                 "composing models (add_onnx)")
     batchless = describe({"name": "b", "platform": "onnxruntime_onnx"})
-    assert TuneTarget(SimpleNamespace(), "b", None, tmp_path, {}, tmp_path, "fp32", 1, batchless).refuses() == (
-        "b is batchless (max_batch_size 0): Triton batches none of its requests, so neither a batcher's settings "
-        "nor max_batch_size can vary")
+    with pytest.raises(TuneError, match=r"^b is batchless \(max_batch_size 0\): Triton batches none of its requests, so "
+                                        r"neither a batcher's settings nor max_batch_size can vary$"):
+        TuneTarget(SimpleNamespace(), "b", None, tmp_path, {}, tmp_path, "fp32", 1, batchless).check()

@@ -33,13 +33,13 @@ def run_tune_case(suite, case, strategy: str = "search", budget: str = ""):
         rows.append(row)
         return row
 
-    mp = suite.model_profile(case.model)
-    space = space_for(mp, Candidate.of(deployment.config))  # around the deployment's own configuration and batcher
+    target = TuneTarget(suite.server, deployment.name, spec, deployment.directory, deployment.config,
+                        suite.repository_dir, case.precision, case.batch_size, deployment.description,
+                        suite.sequences).check()  # an ensemble, a batchless one: why not, in one line
+    space = space_for(suite.model_profile(case.model), Candidate.of(deployment.config))  # around its own batcher
     limit = Budget.parse(budget, space.budget) if budget else None
     data = (spec.accuracy_data(suite.datasets.get(case.model), suite.checkpoint(case.model))
             if spec.accuracy_data is not None else None)
-    target = TuneTarget(suite.server, deployment.name, spec, deployment.directory, deployment.config,
-                        suite.repository_dir, case.precision, case.batch_size, deployment.description, suite.sequences)
     result = tune(target, space, LatencyBound.parse(case.bound), suite.profile.measurement, record,
                   strategy=strategy, budget=limit, accuracy_data=data, probe_share=suite.load_probe_share,
                   probe_seed=suite.load_probe_seed)

@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 from tritonsuite.core.settings import LatencyBound, MeasurementSettings
 from tritonsuite.load.engine import Measurement, Traffic, measure_together
 from tritonsuite.load.search import judge
-from tritonsuite.profiles.tunespace import DIMENSIONS, Budget, Candidate, TuneError, TuneSpace
+from tritonsuite.profiles.tunespace import DIMENSIONS, Budget, Candidate, TuneSpace
 from tritonsuite.tune.runner import TuneTarget
 from tritonsuite.tune.strategy import Evaluation, run_strategy, winner
 
@@ -115,8 +115,7 @@ def tune_set(targets: Sequence[TuneTarget], spaces: Sequence[TuneSpace], traffic
     i's load (its model name is replaced by the candidate's deployment, of the same kind); every point goes through
     ``record``."""
     for t in targets:
-        if reason := t.refuses():
-            raise TuneError(reason)
+        t.check()
     space = JointSpace(tuple(spaces))
     default = JointCandidate(tuple(Candidate.of(t.config) for t in targets))
     started = time.monotonic()

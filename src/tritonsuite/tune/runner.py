@@ -76,6 +76,12 @@ class TuneTarget:
                     f"a batcher's settings nor max_batch_size can vary")
         return None
 
+    def check(self) -> "TuneTarget":
+        """Itself, or a TuneError saying in one line why it cannot be tuned."""
+        if reason := self.refuses():
+            raise TuneError(reason)
+        return self
+
 
 @dataclass
 class TuneResult:
@@ -170,8 +176,7 @@ def tune(target: TuneTarget, space: TuneSpace, bound: LatencyBound, settings: Me
          probe_seed: int = 0) -> TuneResult:
     """Search ``target``'s configuration space for the most throughput within ``bound``, check the winner, and say
     whether to ship it. Every measured point goes through ``record`` the moment it exists."""
-    if reason := target.refuses():
-        raise TuneError(reason)
+    target.check()
     budget = budget or space.budget
     started = time.monotonic()
     default = Candidate.of(target.config)
