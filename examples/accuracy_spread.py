@@ -32,7 +32,7 @@ from pathlib import Path
 from tritonsuite.core.spec import rule_precision
 from tritonsuite.core.tensors import run_batched
 from tritonsuite.deploy import export as export_mod
-from tritonsuite.deploy.repository import DeploymentConfig
+from tritonsuite.deploy.repository import model_config
 from tritonsuite.judge.baselines import default_allowance, informational
 from tritonsuite.models import default_registry
 from tritonsuite.models.training import trained_checkpoint
@@ -83,8 +83,8 @@ def measure(models: list[str], label: str, out: Path, cache: Path) -> None:
                     settings = [(t, d) for t in (1, 2) for d in ((True, False) if fmt != "onnx" else (True,))]
                     for threads, onednn in settings + [(mp.intra_op_threads or 2, True)]:  # the last: run to run
                         torch.backends.mkldnn.enabled = onednn
-                        session = export_mod.artifact_session(spec, art.path, fmt, config=DeploymentConfig(
-                            max_batch_size=mp.max_batch_size, intra_op_threads=threads))
+                        session = export_mod.artifact_session(spec, art.path, fmt, config=model_config(
+                            spec.name, spec, fmt, max_batch_size=mp.max_batch_size, intra_op_threads=threads))
                         outputs = run_batched(session, data.inputs, mp.max_batch_size)
                         record(f"{model}-{fmt}-{precision}", precision,
                                f"threads {threads}" + ("" if fmt == "onnx" else f", oneDNN {'on' if onednn else 'off'}"),

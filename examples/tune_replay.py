@@ -6,6 +6,7 @@ walk alone, free of the load that other processes put on a shared host between t
 """
 import json, sys
 from pathlib import Path
+from tritonsuite.models import default_registry
 from tritonsuite.profiles import load_profile
 from tritonsuite.tune import Candidate, Evaluation, run_strategy, space_for, winner
 
@@ -17,7 +18,7 @@ for r in rows:
         continue
     c = t["candidate"]
     key = Candidate(c["instance_count"], c["max_batch_size"], tuple(c["preferred_batch_sizes"]),
-                    c["max_queue_delay_microseconds"], c["intra_op_threads"])
+                    c["max_queue_delay_microseconds"], c["intra_op_threads"], c.get("scheduler", "dynamic"))
     stopped = (r["measurement"].get("stopped_early") or "").startswith("dominated")
     if t["within"] and not stopped:
         scores[key] = r["result"]["Inferences/Second"]
@@ -26,7 +27,7 @@ for r in rows:
 profile, model = (sys.argv[2], sys.argv[3]) if len(sys.argv) > 3 else ("cpu", "tft")
 mp = load_profile(profile).models[model]
 space = space_for(mp)
-start = Candidate.of(mp.deployment_config("online"))
+start = Candidate.of(mp.model_config("online", model, default_registry().get(model, mp.size), mp.formats[0]))
 found = run_strategy("search", space, start, lambda c, inc: Evaluation(c, scores[c]),
                      lambda n: n >= space.budget.configurations)
 best_grid = max(scores.values())

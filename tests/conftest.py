@@ -5,7 +5,7 @@ import pytest
 
 from tritonsuite.deploy.export import export
 from tritonsuite.models import default_registry
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
+from tritonsuite.deploy.repository import build_deployment, model_config
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -24,7 +24,7 @@ def identity_repo(tmp_path_factory):
     spec = default_registry().get("identity", "tiny")
     artifact = export(spec, "onnx", "fp32", tmp_path_factory.mktemp("cache"))
     repo = tmp_path_factory.mktemp("repo")
-    build_deployment(repo, "identity", spec, artifact, DeploymentConfig(max_batch_size=8))
+    build_deployment(repo, model_config("identity", spec, artifact.format, max_batch_size=8), artifact)
     return repo
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from tritonsuite.core.integrity import CacheHealed
 from tritonsuite.deploy.export import export
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
+from tritonsuite.deploy.repository import build_deployment, model_config
 from tritonsuite.load.client import served_infer
 from tritonsuite.models import default_registry
 from tritonsuite.server import EmbeddedServer
@@ -35,7 +35,7 @@ def test_a_truncated_cached_artifact_is_rebuilt_and_served(tmp_path):
         assert export(spec, "onnx", "fp32", cache).cached
 
     repo = tmp_path / "repo"
-    deployment = build_deployment(repo, "identity", spec, healed, DeploymentConfig(max_batch_size=8))
+    deployment = build_deployment(repo, model_config("identity", spec, healed.format, max_batch_size=8), healed)
     deployed = deployment / "1" / healed.path.name
     assert deployed.stat().st_ino != healed.path.stat().st_ino  # the deployment's own copy, not a hard link
     with EmbeddedServer(repo, tmp_path / "logs") as server:

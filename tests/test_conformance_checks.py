@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tritonsuite.deploy.export import export
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
+from tritonsuite.deploy.repository import build_deployment, model_config
 from tritonsuite.judge.conformance import Target, run_check
 from tritonsuite.models import default_registry
 from tritonsuite.server import EmbeddedServer, RemoteServer, ServerError
@@ -92,8 +92,9 @@ def identity_online(repo, server, tmp_path_factory):
     """The identity model's ONNX export, dynamic batching (preferred 4, 2 ms), its response cache enabled."""
     spec = default_registry().get("identity", "tiny")
     artifact = export(spec, "onnx", "fp32", tmp_path_factory.mktemp("cache"))
-    directory = build_deployment(repo, "ident_online", spec, artifact, DeploymentConfig(
-        max_batch_size=8, dynamic_batching=True, preferred_batch_sizes=(4,), max_queue_delay_microseconds=2000))
+    directory = build_deployment(repo, model_config(
+        "ident_online", spec, artifact.format, max_batch_size=8, dynamic_batching=True, preferred_batch_sizes=(4,),
+        max_queue_delay_microseconds=2000), artifact)
     (directory / "config.pbtxt").write_text((directory / "config.pbtxt").read_text()
                                             + "response_cache { enable: true }\n")
     server.load(directory)
@@ -160,7 +161,7 @@ def test_dims_that_differ_from_the_model_never_load(repo, server, tmp_path):
     before any check could run; it used to load on the stand-in and fail identity's request."""
     spec = default_registry().get("identity", "tiny")
     artifact = export(spec, "onnx", "fp32", tmp_path / "cache")
-    directory = build_deployment(repo, "wrong_dims", spec, artifact, DeploymentConfig(max_batch_size=8))
+    directory = build_deployment(repo, model_config("wrong_dims", spec, artifact.format, max_batch_size=8), artifact)
     text = (directory / "config.pbtxt").read_text().replace("dims: 16", "dims: 17")
     assert "dims: 17" in text
     (directory / "config.pbtxt").write_text(text)

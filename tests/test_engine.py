@@ -9,7 +9,7 @@ import pytest
 from tests.helpers import leftover_shm, measure_loaded
 from tritonsuite.core.rows import LATENCY_PARTS, RESULT_COLUMNS
 from tritonsuite.deploy.export import export
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
+from tritonsuite.deploy.repository import build_deployment, model_config
 from tritonsuite.load.client import CLIENT_SHM_PREFIX
 from tritonsuite.load.engine import LoadPoint, MeasurementError, MeasurementSettings
 from tritonsuite.models import default_registry
@@ -31,11 +31,10 @@ def served(identity, tmp_path_factory):
     artifact = export(identity, "onnx", "fp32", tmp_path_factory.mktemp("cache"))
     repo = tmp_path_factory.mktemp("repo")
     with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
-        for name, config in (("static", DeploymentConfig(max_batch_size=8, intra_op_threads=1)),
-                             ("dynamic", DeploymentConfig(max_batch_size=8, intra_op_threads=1, dynamic_batching=True,
-                                                          preferred_batch_sizes=(4, 8),
-                                                          max_queue_delay_microseconds=100))):
-            server.load(build_deployment(repo, name, identity, artifact, config))
+        for name, settings in (("static", dict(max_batch_size=8, intra_op_threads=1)),
+                               ("dynamic", dict(max_batch_size=8, intra_op_threads=1, dynamic_batching=True,
+                                                preferred_batch_sizes=(4, 8), max_queue_delay_microseconds=100))):
+            server.load(build_deployment(repo, model_config(name, identity, artifact.format, **settings), artifact))
         yield server
 
 
@@ -196,7 +195,8 @@ def test_server_death_mid_measurement_fails_fast_with_the_log_tail(identity, tmp
     artifact = export(identity, "onnx", "fp32", tmp_path / "cache")
     server = EmbeddedServer(tmp_path / "repo", tmp_path / "logs")
     with server:
-        server.load(build_deployment(tmp_path / "repo", "static", identity, artifact, DeploymentConfig(max_batch_size=8)))
+        server.load(build_deployment(tmp_path / "repo", model_config("static", identity, artifact.format,
+                                                                     max_batch_size=8), artifact))
         killer = threading.Timer(1.0, server.process.kill)
         killer.start()
         slow = MeasurementSettings(window_ms=2000, stability_percentage=1e-6, max_trials=20)

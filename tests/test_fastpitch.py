@@ -8,7 +8,7 @@ import pytest
 
 from tritonsuite.core.tensors import compare_outputs, pad_to_common_shape
 from tritonsuite.deploy.export import export
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
+from tritonsuite.deploy.repository import build_deployment, model_config
 from tritonsuite.load.client import SharedMemoryRegions, infer_tensors, served_infer
 from tritonsuite.load.engine import LoadPoint, MeasurementSettings, measure
 from tritonsuite.models import default_registry
@@ -28,12 +28,12 @@ def served(spec, tmp_path_factory):
     artifact = export(spec, "ts-trace", "fp32", tmp_path_factory.mktemp("cache"))
     repo = tmp_path_factory.mktemp("repo")
     with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
-        server.load(build_deployment(repo, "static", spec, artifact, DeploymentConfig(max_batch_size=4,
-                                                                                      intra_op_threads=1)))
+        server.load(build_deployment(repo, model_config("static", spec, artifact.format, max_batch_size=4,
+                                                        intra_op_threads=1), artifact))
         # a long queue delay so that concurrent requests are surely executed together
-        server.load(build_deployment(repo, "dynamic", spec, artifact, DeploymentConfig(
-            max_batch_size=4, intra_op_threads=1, dynamic_batching=True, preferred_batch_sizes=(4,),
-            max_queue_delay_microseconds=2_000_000)))
+        server.load(build_deployment(repo, model_config(
+            "dynamic", spec, artifact.format, max_batch_size=4, intra_op_threads=1, dynamic_batching=True,
+            preferred_batch_sizes=(4,), max_queue_delay_microseconds=2_000_000), artifact))
         yield server
 
 

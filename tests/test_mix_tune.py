@@ -11,7 +11,7 @@ import pytest
 
 from tritonsuite.core.settings import LatencyBound, MeasurementSettings
 from tritonsuite.deploy.export import export
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
+from tritonsuite.deploy.repository import build_deployment, model_config
 from tritonsuite.load.engine import LoadPoint, Traffic
 from tritonsuite.load.search import judge
 from tritonsuite.models import default_registry
@@ -23,8 +23,9 @@ from tritonsuite.tune.strategy import Evaluation
 
 SETTINGS = MeasurementSettings(window_ms=300, min_requests_per_window=5, stability_percentage=100, max_trials=8,
                                warmup_ms=150)
-CONFIG = DeploymentConfig(max_batch_size=8, intra_op_threads=1, dynamic_batching=True, preferred_batch_sizes=(4,),
-                          max_queue_delay_microseconds=100)
+SETTINGS_OF = dict(max_batch_size=8, intra_op_threads=1, dynamic_batching=True, preferred_batch_sizes=(4,),
+                   max_queue_delay_microseconds=100)
+CONFIG = model_config("ida", default_registry().get("identity", "tiny"), "onnx", **SETTINGS_OF)
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +36,10 @@ def setup(tmp_path_factory):
     with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
         targets = []
         for name in ("ida", "idb"):
-            server.load(build_deployment(repo, name, spec, artifact, CONFIG))
-            targets.append(TuneTarget(server, name, spec, artifact, CONFIG, repo, "fp32", 1,
+            config = model_config(name, spec, artifact.format, **SETTINGS_OF)
+            directory = build_deployment(repo, config, artifact)
+            server.load(directory)
+            targets.append(TuneTarget(server, name, spec, directory, config, repo, "fp32", 1,
                                       server.model_description(name)))
         yield server, spec, targets
 

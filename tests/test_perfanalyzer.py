@@ -7,7 +7,7 @@ from tests.helpers import raw_rows, run_leftovers, run_pytest
 from tritonsuite.core.rows import RESULT_COLUMNS
 from tritonsuite.core.settings import MeasurementSettings
 from tritonsuite.deploy.export import export
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name
+from tritonsuite.deploy.repository import build_deployment, deployment_name, model_config
 from tritonsuite.load import perfanalyzer
 from tritonsuite.load.engine import LoadPoint, measure
 from tritonsuite.models import default_registry
@@ -30,8 +30,8 @@ def test_identity_point_by_perf_analyzer_and_by_the_engine(tmp_path, pa):
     inputs = spec.example_inputs(4, 0)
     point = LoadPoint(4, 1, shared_memory=True)
     with EmbeddedServer(tmp_path / "repo", tmp_path / "logs") as server:
-        server.load(build_deployment(tmp_path / "repo", name, spec, artifact,
-                                     DeploymentConfig(max_batch_size=8, intra_op_threads=1)))
+        server.load(build_deployment(tmp_path / "repo", model_config(name, spec, artifact.format, max_batch_size=8,
+                                                                     intra_op_threads=1), artifact))
         theirs = perfanalyzer.measure_with_perf_analyzer(server, name, inputs, spec.outputs, point, SETTINGS, pa)
         assert not _perf_analyzers()  # it exited (or was killed) before the measurement returned
         ours = measure(server, name, inputs, spec.outputs, point, SETTINGS, description=server.model_description(name))

@@ -9,13 +9,13 @@ import pytest
 
 from tests.test_underload import FAST, _graph, _spec
 from tritonsuite.core.settings import LatencyBound
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
+from tritonsuite.deploy.repository import build_deployment, model_config
 from tritonsuite.server import EmbeddedServer
 from tritonsuite.tune import parse_space
 from tritonsuite.tune.runner import TuneTarget, tune
 
-SLOW = DeploymentConfig(max_batch_size=8, intra_op_threads=1, dynamic_batching=True, preferred_batch_sizes=(8,),
-                        max_queue_delay_microseconds=100_000)
+SLOW = dict(max_batch_size=8, intra_op_threads=1, dynamic_batching=True, preferred_batch_sizes=(8,),
+            max_queue_delay_microseconds=100_000)
 SPACE = parse_space({"instance_count": [1], "preferred_batch_sizes": [[8]],
                      "max_queue_delay_microseconds": [2_000, 100_000], "concurrency": [4]}, "test.tune",
                     max_batch_size=8, instance_count=1, preferred_batch_sizes=(8,), max_queue_delay_microseconds=100_000,
@@ -32,8 +32,10 @@ def served(tmp_path_factory):
         for kind in ("mixing", "correct"):
             onnx.save(_graph(kind), models / f"{kind}.onnx")
             artifact = SimpleNamespace(path=models / f"{kind}.onnx", format="onnx")
-            server.load(build_deployment(repo, kind, _spec(kind), artifact, SLOW))
-            targets[kind] = TuneTarget(server, kind, _spec(kind), artifact, SLOW, repo, "fp32", 1,
+            config = model_config(kind, _spec(kind), artifact.format, **SLOW)
+            directory = build_deployment(repo, config, artifact)
+            server.load(directory)
+            targets[kind] = TuneTarget(server, kind, _spec(kind), directory, config, repo, "fp32", 1,
                                        server.model_description(kind))
         yield targets
 
@@ -59,7 +61,7 @@ def test_a_winner_that_breaks_accuracy_under_load_is_not_recommended(served):
     assert not result.recommended
     assert result.shipped == result.default  # the profile's configuration stays
     assert "broke accuracy under load FAILED" in result.reason, result.reason
-    assert result.describe().startswith("keep the profile's configuration")
+    assert result.describe().startswith("keep the deployment's own configuration")
     assert [r.measurement["tune"]["role"] for r in rows].count("accuracy") == 1
 
 

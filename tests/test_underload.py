@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tritonsuite.core.spec import AccuracyData, Metric, ModelSpec, TensorSpec
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
+from tritonsuite.deploy.repository import build_deployment, model_config
 from tritonsuite.judge.underload import accuracy_under_load
 from tritonsuite.load.engine import LoadPoint, MeasurementSettings
 from tritonsuite.server import EmbeddedServer
@@ -17,8 +17,8 @@ WIDTH = 16
 FAST = MeasurementSettings(window_ms=200, min_requests_per_window=5, stability_percentage=100, max_trials=4,
                            warmup_ms=100, client_bound_percent=1000)
 # a queue delay long enough that concurrent requests are batched together (preferred batch 4)
-BATCHING = DeploymentConfig(max_batch_size=8, intra_op_threads=1, dynamic_batching=True, preferred_batch_sizes=(4,),
-                            max_queue_delay_microseconds=20_000)
+BATCHING = dict(max_batch_size=8, intra_op_threads=1, dynamic_batching=True, preferred_batch_sizes=(4,),
+                max_queue_delay_microseconds=20_000)
 
 
 def _graph(kind: str):
@@ -73,7 +73,7 @@ def served(tmp_path_factory):
         for kind in ("mixing", "reversing", "correct"):
             onnx.save(_graph(kind), models / f"{kind}.onnx")
             artifact = SimpleNamespace(path=models / f"{kind}.onnx", format="onnx")
-            server.load(build_deployment(repo, kind, _spec(kind), artifact, BATCHING))
+            server.load(build_deployment(repo, model_config(kind, _spec(kind), "onnx", **BATCHING), artifact))
         yield server
 
 

@@ -83,13 +83,13 @@ def test_any_tensor_names_export_and_run_as_the_stock_backend_binds_them(specs, 
 def test_stand_in_sessions_honour_the_stock_parameters(tmp_path):
     import torch
 
-    from tritonsuite.deploy.repository import DeploymentConfig, config_json, model_config
+    from tritonsuite.deploy.repository import model_config
 
     identity = Registry()
     identity.load_module("tritonsuite.models.identity")
     spec = identity.get("identity", "tiny")
     onnx = export(spec, "onnx", "fp32", tmp_path)
-    config = config_json(model_config("m", spec, backend_for("onnx"), DeploymentConfig(4, intra_op_threads=1)))
+    config = model_config("m", spec, "onnx", max_batch_size=4, intra_op_threads=1)
     session = backend_for("onnx").session(onnx.path, config)
     assert session._session.get_session_options().intra_op_num_threads == 1
 
@@ -97,7 +97,7 @@ def test_stand_in_sessions_honour_the_stock_parameters(tmp_path):
     before = (torch.get_num_threads(), torch._C._jit_texpr_fuser_enabled())
     try:
         torch._C._jit_set_texpr_fuser_enabled(True)
-        config = config_json(model_config("m", spec, backend_for("ts-trace"), DeploymentConfig(4, intra_op_threads=1)))
+        config = model_config("m", spec, "ts-trace", max_batch_size=4, intra_op_threads=1)
         backend_for("ts-trace").session(trace.path, config)
         assert torch.get_num_threads() == 1 and not torch._C._jit_texpr_fuser_enabled()
     finally:

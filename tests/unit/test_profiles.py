@@ -15,9 +15,10 @@ def test_cpu_profile():
     assert bert.size == "cpu" and bert.precisions == ("fp32",) and "onnx" in bert.formats
     assert max(bert.offline.batch_sizes) <= bert.max_batch_size
     assert profile.measurement.stability_percentage == 10
-    online = bert.deployment_config("online")
-    assert online.dynamic_batching and online.preferred_batch_sizes == bert.online.preferred_batch_sizes
-    assert not bert.deployment_config("offline").dynamic_batching
+    spec = default_registry().get("bert", bert.size)
+    online = bert.model_config("online", "b", spec, "onnx")
+    assert online["dynamic_batching"]["preferred_batch_size"] == list(bert.online.preferred_batch_sizes)
+    assert "dynamic_batching" not in bert.model_config("offline", "b", spec, "onnx")
 
 
 def test_unknown_profile_names_the_choices():
@@ -238,7 +239,9 @@ def test_cpu_profile_judges_fp16_in_the_accuracy_scenario_only_and_precisions_na
     assert {c.model for c in accuracy if c.precision == "mixed"} == set(models)
     mixed = narrow(profile, precisions=["mixed"])
     assert {c.precision for c in profile_cases(mixed, "accuracy")} == {"mixed"}
-    assert profile.models["bert"].deployment_config("accuracy", "mixed").precision_mode == "FP16"
+    # no accelerator on CPU, whatever the precision (mixed -> FP16 on a GPU profile: test_tensorrt)
+    assert "optimization" not in profile.models["bert"].model_config("accuracy", "b", default_registry().get(
+        "bert", "tiny"), "onnx", "mixed")
     assert {c.precision for c in profile_cases(profile, "offline")} == {"fp32"}  # performance points stay fp32
     fp16 = narrow(profile, precisions=["fp16"])
     assert {c.precision for c in profile_cases(fp16, "accuracy")} == {"fp16"}

@@ -249,7 +249,6 @@ def test_a_gpu_profiles_rows_name_their_profile_and_published_tables(tmp_path):
 
     from tritonsuite.models import default_registry
     from tritonsuite.profiles import load_profile
-    from tritonsuite.deploy.repository import DeploymentConfig
     from tritonsuite.run.suite import Deployment, Suite
 
     (tmp_path / "mine.yaml").write_text("device: gpu\ngpu: NVIDIA A100 80GB\npublished: a100\nmodels: {bert: {size: "
@@ -257,15 +256,14 @@ def test_a_gpu_profiles_rows_name_their_profile_and_published_tables(tmp_path):
     server = SimpleNamespace(local=False, name="remote", version=lambda: "2.51.0", describe=lambda: "gpu-host:8000",
                              provenance=lambda: "remote")
     from tritonsuite.core.description import describe
-    from tritonsuite.deploy.backends import backend_for
-    from tritonsuite.deploy.repository import config_json, model_config
+    from tritonsuite.deploy.repository import model_config
 
     registry = default_registry()
     name, spec = "bert_tiny_onnx_fp16_offline", registry.get("bert", "tiny")
-    config = DeploymentConfig(max_batch_size=4, instance_kind="KIND_GPU")
+    config = model_config(name, spec, "onnx", max_batch_size=4, instance_kind="KIND_GPU")
     deployment = Deployment(name, spec, SimpleNamespace(format="onnx", precision="fp16", key="0" * 64,
                                                         max_abs_error={}), config, tmp_path, "onnxruntime",
-                            describe(config_json(model_config(name, spec, backend_for("onnx"), config))))
+                            describe(config))
     for profile, expected in ((load_profile("mine", tmp_path), "a100"), (load_profile("cpu"), None)):
         suite = Suite(profile, registry, server, tmp_path, tmp_path, tmp_path, run_id="r")
         params = suite.parameters(deployment)

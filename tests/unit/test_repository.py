@@ -2,7 +2,7 @@ import pytest
 
 from tritonsuite.deploy.export import export
 from tritonsuite.models import default_registry
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name, read_config
+from tritonsuite.deploy.repository import build_deployment, deployment_name, model_config, read_config
 
 
 @pytest.fixture(scope="module")
@@ -19,8 +19,8 @@ def test_offline_config_is_a_stock_onnxruntime_deployment(tmp_path, bert_artifac
     spec, artifact = bert_artifact
     name = deployment_name(spec, "onnx", "fp32", "offline")
     assert name == "bert_tiny_onnx_fp32_offline"
-    d = build_deployment(tmp_path, name, spec, artifact, DeploymentConfig(max_batch_size=8, instance_count=2,
-                                                                          intra_op_threads=3))
+    d = build_deployment(tmp_path, model_config(name, spec, "onnx", max_batch_size=8, instance_count=2,
+                                                intra_op_threads=3), artifact)
     cfg = read_config(d)
     assert cfg.name == name and cfg.platform == "onnxruntime_onnx" and not cfg.backend and cfg.max_batch_size == 8
     assert {f.name for f, _ in cfg.ListFields()} <= STOCK_FIELDS
@@ -39,7 +39,8 @@ def test_offline_config_is_a_stock_onnxruntime_deployment(tmp_path, bert_artifac
 def test_torchscript_deployment_is_a_stock_pytorch_one(tmp_path):
     spec = default_registry().get("identity", "tiny")
     artifact = export(spec, "ts-trace", "fp32", tmp_path / "cache")
-    d = build_deployment(tmp_path, "ident", spec, artifact, DeploymentConfig(max_batch_size=4, intra_op_threads=1))
+    d = build_deployment(tmp_path, model_config("ident", spec, "ts-trace", max_batch_size=4, intra_op_threads=1),
+                         artifact)
     cfg = read_config(d)
     assert cfg.platform == "pytorch_libtorch" and {f.name for f, _ in cfg.ListFields()} <= STOCK_FIELDS
     # pytorch_backend's own parameters: threads, the tensor fuser off on CPU, inference mode; never
@@ -52,23 +53,28 @@ def test_torchscript_deployment_is_a_stock_pytorch_one(tmp_path):
 
 def test_online_config_has_dynamic_batching(tmp_path, bert_artifact):
     spec, artifact = bert_artifact
-    config = DeploymentConfig(max_batch_size=8, dynamic_batching=True, preferred_batch_sizes=(4, 8),
-                              max_queue_delay_microseconds=500)
-    d = build_deployment(tmp_path, "x_online", spec, artifact, config)
+    config = model_config("x_online", spec, "onnx", max_batch_size=8, dynamic_batching=True,
+                          preferred_batch_sizes=(4, 8), max_queue_delay_microseconds=500)
+    d = build_deployment(tmp_path, config, artifact)
     cfg = read_config(d)
     assert list(cfg.dynamic_batching.preferred_batch_size) == [4, 8]
     assert cfg.dynamic_batching.max_queue_delay_microseconds == 500
     # rebuilding replaces the deployment in place
-    d2 = build_deployment(tmp_path, "x_online", spec, artifact, DeploymentConfig(max_batch_size=4))
+    d2 = build_deployment(tmp_path, model_config("x_online", spec, "onnx", max_batch_size=4), artifact)
     assert d2 == d and read_config(d).max_batch_size == 4 and not read_config(d).HasField("dynamic_batching")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x_online"]
 
 
 def test_bad_deployment_settings_are_rejected():
+    spec = default_registry().get("identity", "tiny")
+
+    def config(**settings):
+        return model_config("m", spec, "onnx", **settings)
+
     with pytest.raises(ValueError, match="preferred batch sizes \\[16\\] exceed max_batch_size 8"):
-        DeploymentConfig(max_batch_size=8, preferred_batch_sizes=(4, 16))
+        config(max_batch_size=8, preferred_batch_sizes=(4, 16))
     with pytest.raises(ValueError, match="valid choices: KIND_CPU, KIND_GPU"):
-        DeploymentConfig(max_batch_size=8, instance_kind="KIND_TPU")
+        config(max_batch_size=8, instance_kind="KIND_TPU")
     with pytest.raises(ValueError, match="max_batch_size must be >= 0"):
-        DeploymentConfig(max_batch_size=-1)
-    assert DeploymentConfig(max_batch_size=0).max_batch_size == 0  # batchless: a user's config.pbtxt may say so
+        config(max_batch_size=-1)
+    assert "max_batch_size" not in config(max_batch_size=0)  # batchless (proto3 leaves 0 out): Triton's default

@@ -1,4 +1,4 @@
-"""TensorRT two ways: onnxruntime's TensorRT execution accelerator (profile key -> DeploymentConfig -> config.pbtxt)
+"""TensorRT two ways: onnxruntime's TensorRT execution accelerator (profile key -> model_config -> config.pbtxt)
 and the ``trt`` format (ONNX -> plan). The pure parts run everywhere; building and running a plan needs tensorrt and
 a CUDA device, and skips with the reason without them."""
 import dataclasses
@@ -16,7 +16,7 @@ from tritonsuite.deploy.formats.tensorrt import (TENSORRT_INSTALL, optimization_
                                           tensorrt_import_error)
 from tritonsuite.models import default_registry
 from tritonsuite.profiles import ProfileError, load_profile
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, config_json, model_config, read_config
+from tritonsuite.deploy.repository import build_deployment, model_config, read_config
 
 
 @pytest.fixture(scope="module")
@@ -110,14 +110,15 @@ def test_tensorrt_plan_is_a_stock_backend_the_embedded_server_does_not_have(tmp_
     backend = backend_for("trt")
     assert isinstance(backend, TensorRTBackend) and BACKENDS["tensorrt_plan"] is backend
     assert backend.file_name == "model.plan" and not backend.standin
-    assert backend.refuses(DeploymentConfig(8)) == ("tensorrt_plan runs on GPU instances; this deployment's are "
-                                                    "KIND_CPU")
-    assert backend.refuses(DeploymentConfig(8, instance_kind="KIND_GPU")) is None
+    spec = default_registry().get("identity", "tiny")
+    cpu, gpu = (model_config("m", spec, "trt", max_batch_size=8, instance_kind=k) for k in ("KIND_CPU", "KIND_GPU"))
+    assert backend.refuses(cpu) == "tensorrt_plan runs on GPU instances; this deployment's are KIND_CPU"
+    assert backend.refuses(gpu) is None
     server = EmbeddedServer(tmp_path / "repo", tmp_path / "logs")
-    reason = server.refuses(backend, DeploymentConfig(8, instance_kind="KIND_GPU"))
+    reason = server.refuses(backend, gpu)
     assert reason.startswith("the embedded server (the nvidia-pytriton wheel's tritonserver) has no tensorrt backend "
                              "for tensorrt_plan")
-    assert server.refuses(backend_for("onnx"), DeploymentConfig(8)) is None
+    assert server.refuses(backend_for("onnx"), model_config("m", spec, "onnx", max_batch_size=8)) is None
 
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
@@ -143,9 +144,10 @@ def test_the_tensorrt_accelerator_is_written_as_the_onnxruntime_backend_reads_it
 
     spec = registry.get("identity", "tiny")
     artifact = export(spec, "onnx", "fp32", tmp_path / "cache")
-    gpu = DeploymentConfig(8, instance_kind="KIND_GPU", backend_accelerator="trt", precision_mode="FP16",
-                           max_workspace_size_bytes=4294967296)
-    cfg = read_config(build_deployment(tmp_path, "accelerated", spec, artifact, gpu))
+    settings = dict(max_batch_size=8, instance_kind="KIND_GPU", backend_accelerator="trt", precision_mode="FP16",
+                    max_workspace_size_bytes=4294967296)
+    gpu = model_config("accelerated", spec, "onnx", **settings)
+    cfg = read_config(build_deployment(tmp_path, gpu, artifact))
     assert text_format.MessageToString(cfg.optimization) == (
         'execution_accelerators {\n'
         '  gpu_execution_accelerator {\n'
@@ -161,23 +163,29 @@ def test_the_tensorrt_accelerator_is_written_as_the_onnxruntime_backend_reads_it
         '  }\n'
         '}\n')
     assert backend_for("onnx").accelerator_description(gpu) == "TensorRT (FP16, workspace 4 GiB)"
-    default_workspace = dataclasses.replace(gpu, precision_mode="FP32", max_workspace_size_bytes=0)
-    assert gpu_execution_accelerators(config_json(model_config("m", spec, backend_for("onnx"), default_workspace))) \
+    default_workspace = {**settings, "precision_mode": "FP32", "max_workspace_size_bytes": 0}
+    assert gpu_execution_accelerators(model_config("m", spec, "onnx", **default_workspace)) \
         == {"tensorrt": {"precision_mode": "FP32"}}
-    # only on GPU instances, only for onnxruntime, only when asked
-    for config, fmt in ((DeploymentConfig(8, instance_kind="KIND_GPU"), "onnx"),
-                        (dataclasses.replace(gpu, instance_kind="KIND_CPU"), "onnx"), (gpu, "ts-trace")):
-        assert not model_config("m", spec, backend_for(fmt), config).HasField("optimization")
-    assert backend_for("ts-trace").accelerator_description(gpu) == "-"
-    assert OnnxRuntimeBackend().refuses(dataclasses.replace(gpu, instance_kind="KIND_CPU")).startswith(
-        "the onnxruntime backend's TensorRT accelerator runs on GPU instances")
+    # only for onnxruntime, only when asked
+    for config, fmt in ((dict(max_batch_size=8, instance_kind="KIND_GPU"), "onnx"), (settings, "ts-trace")):
+        assert "optimization" not in model_config("m", spec, fmt, **config)
+    assert backend_for("ts-trace").accelerator_description(model_config("m", spec, "ts-trace", **settings)) == "-"
+    # asked for on CPU instances: written as asked, and refused before anything loads, saying why
+    on_cpu = model_config("m", spec, "onnx", **{**settings, "instance_kind": "KIND_CPU"})
+    assert gpu_execution_accelerators(on_cpu) == {"tensorrt": {"precision_mode": "FP16",
+                                                               "max_workspace_size_bytes": "4294967296"}}
+    assert OnnxRuntimeBackend().refuses(on_cpu).startswith(
+        "the onnxruntime backend's TensorRT accelerator runs on GPU instances; this deployment's are KIND_CPU")
+    assert OnnxRuntimeBackend().refuses(gpu) is None
 
 
 def test_bad_accelerator_settings_name_the_valid_choices():
     with pytest.raises(ValueError, match="backend_accelerator 'tensorrt'; valid choices: none, trt"):
-        DeploymentConfig(8, backend_accelerator="tensorrt")
+        model_config("m", default_registry().get("identity", "tiny"), "onnx", max_batch_size=8,
+                     backend_accelerator="tensorrt")
     with pytest.raises(ValueError, match="precision_mode 'INT8'; valid choices: FP32, FP16"):
-        DeploymentConfig(8, precision_mode="INT8")
+        model_config("m", default_registry().get("identity", "tiny"), "onnx", max_batch_size=8,
+                     precision_mode="INT8")
     with pytest.raises(ValueError, match="valid choices: FP32, FP16"):
         tensorrt_provider({"precision_mode": "INT8"})
 
@@ -191,12 +199,10 @@ def test_the_stand_in_runs_the_accelerator_through_onnxruntimes_tensorrt_provide
     assert tensorrt_provider({}) == ("TensorrtExecutionProvider", {"trt_fp16_enable": "False"})
     spec = registry.get("identity", "tiny")
     artifact = export(spec, "onnx", "fp32", tmp_path)
-    config = config_json(model_config("m", spec, backend_for("onnx"), DeploymentConfig(
-        8, instance_kind="KIND_GPU", backend_accelerator="trt")))
+    config = model_config("m", spec, "onnx", max_batch_size=8, instance_kind="KIND_GPU", backend_accelerator="trt")
     with pytest.raises(ValueError, match="the tensorrt execution accelerator runs on GPU instances"):
         OnnxRuntimeSession(str(artifact.path), config, "cpu")
-    reason = OnnxRuntimeBackend().standin_refuses(DeploymentConfig(8, instance_kind="KIND_GPU",
-                                                                   backend_accelerator="trt"))
+    reason = OnnxRuntimeBackend().standin_refuses(config)
     if "TensorrtExecutionProvider" not in ort.get_available_providers():
         assert reason.startswith("the embedded server's onnxruntime stand-in runs the TensorRT accelerator through "
                                  "onnxruntime's TensorRT execution provider, which onnxruntime")
@@ -205,10 +211,9 @@ def test_the_stand_in_runs_the_accelerator_through_onnxruntimes_tensorrt_provide
     elif reason is None:  # a GPU host with TensorRT: the accelerator runs and agrees with the CPU session
         session = OnnxRuntimeSession(str(artifact.path), config, "cuda")
         inputs = spec.example_inputs(3, 0)
-        plain = OnnxRuntimeSession(str(artifact.path), config_json(model_config(
-            "m", spec, backend_for("onnx"), DeploymentConfig(8))), "cpu")
+        plain = OnnxRuntimeSession(str(artifact.path), model_config("m", spec, "onnx", max_batch_size=8), "cpu")
         np.testing.assert_allclose(session(inputs)["OUTPUT__0"], plain(inputs)["OUTPUT__0"], rtol=1e-3, atol=1e-3)
-    assert OnnxRuntimeBackend().standin_refuses(DeploymentConfig(8)) is None
+    assert OnnxRuntimeBackend().standin_refuses(model_config("m", spec, "onnx", max_batch_size=8)) is None
 
 
 GPU_MODEL = "bert: {size: tiny, formats: [onnx, trt], precisions: [fp32, fp16], max_batch_size: 8, %s}"
@@ -220,13 +225,19 @@ def test_the_profile_asks_for_the_accelerator_with_the_backend_s_own_settings(tm
         "online: {batch_size: 2, preferred_batch_sizes: [4]}") + "}\n")
     bert = load_profile("g", tmp_path).models["bert"]
     assert bert.backend_accelerator == "trt" and bert.batch_sizes() == (1, 2, 4, 8)
-    fp16 = bert.deployment_config("online", "fp16")
-    assert (fp16.backend_accelerator, fp16.precision_mode, fp16.max_workspace_size_bytes) == ("trt", "FP16",
-                                                                                             2147483648)
-    assert bert.deployment_config("offline", "fp32").precision_mode == "FP32"  # follows each case's precision
+    spec = default_registry().get("bert", "tiny")
+    fp16 = bert.model_config("online", "b", spec, "onnx", "fp16")
+    assert gpu_execution_accelerators(fp16) == {"tensorrt": {"precision_mode": "FP16",
+                                                             "max_workspace_size_bytes": "2147483648"}}
+    # follows each case's precision (mixed: FP16, the accelerator takes no per-layer pins)
+    assert gpu_execution_accelerators(bert.model_config("offline", "b", spec, "onnx", "fp32")) == {
+        "tensorrt": {"precision_mode": "FP32", "max_workspace_size_bytes": "2147483648"}}
+    assert gpu_execution_accelerators(bert.model_config("accuracy", "b", spec, "onnx", "mixed"))["tensorrt"][
+        "precision_mode"] == "FP16"
     (tmp_path / "p.yaml").write_text("device: gpu\nmodels: {" + GPU_MODEL % "backend_accelerator: trt, "
                                      "precision_mode: fp16" + "}\n")
-    assert load_profile("p", tmp_path).models["bert"].deployment_config("offline", "fp32").precision_mode == "FP16"
+    assert gpu_execution_accelerators(load_profile("p", tmp_path).models["bert"].model_config(
+        "offline", "b", spec, "onnx", "fp32"))["tensorrt"]["precision_mode"] == "FP16"
     assert load_profile("cpu").models["bert"].backend_accelerator == "none"
 
 

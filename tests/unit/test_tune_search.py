@@ -126,14 +126,65 @@ def test_budget_option():
         Budget.parse("ten", Budget())
 
 
-def test_candidate_is_a_stock_configuration():
-    from tritonsuite.deploy.repository import DeploymentConfig
+def test_candidate_is_the_base_configuration_with_the_tuned_fields_set():
+    from tritonsuite.deploy.repository import config_text, model_config
+    from tritonsuite.models import default_registry
 
-    base = DeploymentConfig(max_batch_size=64, intra_op_threads=1)
-    config = Candidate(3, 64, (64,), 8000, 1).config(base)
-    assert (config.instance_count, config.preferred_batch_sizes, config.max_queue_delay_microseconds,
-            config.dynamic_batching) == (3, (64,), 8000, True)
-    assert Candidate.of(config) == Candidate(3, 64, (64,), 8000, 1)
+    spec = default_registry().get("identity", "tiny")
+    base = model_config("m", spec, "ts-trace", max_batch_size=64, intra_op_threads=1)
+    config = Candidate(3, 64, (64,), 8000, 2).config(base)
+    assert config["instance_group"] == [{"count": 3, "kind": "KIND_CPU"}]
+    assert config["dynamic_batching"] == {"preferred_batch_size": [64], "max_queue_delay_microseconds": 8000}
+    # the backend's thread parameter changed, its other parameters kept
+    assert {k: v["string_value"] for k, v in config["parameters"].items()} == {
+        "INTRA_OP_THREAD_COUNT": "2", "INFERENCE_MODE": "true", "ENABLE_TENSOR_FUSER": "false"}
+    assert Candidate.of(config) == Candidate(3, 64, (64,), 8000, 2)
+    assert Candidate.of(base) == Candidate(1, 64, (), 0, 1)
+    # the same settings as the profile would write them: the same config.pbtxt
+    assert config_text(config) == config_text(model_config("m", spec, "ts-trace", max_batch_size=64, instance_count=3,
+                                                           intra_op_threads=2, dynamic_batching=True,
+                                                           preferred_batch_sizes=(64,),
+                                                           max_queue_delay_microseconds=8000))
+
+
+SEQUENCE = {"name": "s", "backend": "python", "max_batch_size": 8, "instance_group": [{"kind": "KIND_CPU", "count": 1}],
+            "input": [{"name": "INPUT", "data_type": "TYPE_INT32", "dims": ["1"]}],
+            "output": [{"name": "OUTPUT", "data_type": "TYPE_INT32", "dims": ["1"]}]}
+
+
+@pytest.mark.parametrize("strategy", ["direct", "oldest"])
+def test_a_sequence_model_s_candidate_sets_its_sequence_batcher_never_dynamic_batching(strategy):
+    from tritonsuite.deploy.repository import config_text
+
+    base = {**SEQUENCE, "sequence_batching": {"max_sequence_idle_microseconds": "5000000",
+                                              strategy: {"max_queue_delay_microseconds": "500"}}}
+    start = Candidate.of(base)
+    assert start == Candidate(1, 8, (), 500, 0, strategy)
+    preferred = (4,) if strategy == "oldest" else ()
+    config = Candidate(2, 4, preferred, 100, 0, strategy).config(base)
+    assert "dynamic_batching" not in config and config["max_batch_size"] == 4
+    assert config["sequence_batching"] == {"max_sequence_idle_microseconds": "5000000", strategy: {
+        "max_queue_delay_microseconds": 100, **({"preferred_batch_size": [4]} if preferred else {})}}
+    assert config["instance_group"] == [{"kind": "KIND_CPU", "count": 2}]
+    config_text(config)  # Triton's protobuf takes it
+    label = Candidate(2, 4, preferred, 100, 0, strategy).label()
+    assert f"sequence batcher {strategy}" in label and ("preferred 4" in label) == (strategy == "oldest"), label
+    # the space around it: the sequence batcher's settings, named as Triton names them
+    space = parse_space({}, "s.tune", max_batch_size=8, instance_count=1, preferred_batch_sizes=(),
+                        max_queue_delay_microseconds=500, intra_op_threads=0, concurrency=(2,), scheduler=strategy)
+    assert all(c.scheduler == strategy for c in space.grid())
+    assert space.preferred_batch_sizes == (((),) if strategy == "direct" else ((), (8,)))
+    assert f"sequence_batching.{strategy}.max_queue_delay_microseconds" in space.varied()
+    assert "dynamic_batching.max_queue_delay_microseconds" not in space.varied()
+
+
+def test_a_direct_sequence_batcher_has_no_preferred_batch_sizes():
+    with pytest.raises(TuneError, match=r"^s\.tune\.preferred_batch_sizes \[\[4\]\]: the sequence batcher's direct "
+                                        r"strategy has no preferred batch sizes; valid choices: \[\[\]\], or leave "
+                                        r"it out$"):
+        parse_space({"preferred_batch_sizes": [[4]]}, "s.tune", max_batch_size=8, instance_count=1,
+                    preferred_batch_sizes=(), max_queue_delay_microseconds=0, intra_op_threads=0, concurrency=(2,),
+                    scheduler="direct")
 
 
 def _row(role, label, concurrency, throughput, p99, within=True, stopped="", status="OK", **tune):

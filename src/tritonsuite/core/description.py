@@ -62,8 +62,8 @@ class SequenceBatching:
     max_sequence_idle_microseconds: int  # 1 s when the configuration leaves it 0
     controls: tuple[ControlInput, ...] = ()
     states: tuple[tuple[str, str], ...] = ()  # implicit state: (input_name, output_name)
-    preferred_batch_sizes: tuple[int, ...] = ()  # oldest's
-    max_queue_delay_microseconds: int = 0  # direct's or oldest's
+    max_queue_delay_microseconds: int = 0  # the strategy's (direct or oldest) wait for a fuller batch
+    preferred_batch_sizes: tuple[int, ...] = ()  # oldest only (direct has none)
 
 
 @dataclass(frozen=True)
@@ -244,14 +244,15 @@ def describe(config: Mapping[str, Any], lookup: Callable[[str], Mapping[str, Any
                                            else "TYPE_BOOL" if "bool_false_true" in control
                                            else "TYPE_UINT64")).removeprefix("TYPE_")
                 controls.append(ControlInput(str(entry.get("name", "")), kind, datatype))
-        strategy = sb.get("oldest") or sb.get("direct") or {}
+        strategy = "oldest" if "oldest" in sb else "direct"
+        chosen = sb.get(strategy) or {}
         sequence = SequenceBatching(
-            strategy="oldest" if "oldest" in sb else "direct",
+            strategy=strategy,
             max_sequence_idle_microseconds=_int(sb.get("max_sequence_idle_microseconds"), 1_000_000) or 1_000_000,
             controls=tuple(controls),
             states=tuple((str(s.get("input_name", "")), str(s.get("output_name", ""))) for s in sb.get("state", [])),
-            preferred_batch_sizes=tuple(int(b) for b in strategy.get("preferred_batch_size", [])),
-            max_queue_delay_microseconds=_int(strategy.get("max_queue_delay_microseconds")))
+            max_queue_delay_microseconds=_int(chosen.get("max_queue_delay_microseconds")),
+            preferred_batch_sizes=tuple(int(b) for b in chosen.get("preferred_batch_size", [])))
     groups = tuple(InstanceGroup(str(g.get("kind", "KIND_AUTO")), _int(g.get("count"), 1) or 1,
                                  tuple(int(d) for d in g.get("gpus", []))) for g in config.get("instance_group", []))
     policy_json = config.get("version_policy") or {}

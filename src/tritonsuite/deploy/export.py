@@ -129,15 +129,14 @@ def eager_runner(module, spec: ModelSpec, device: str = "cpu"):
 
 def artifact_session(spec: ModelSpec, path: str | Path, fmt: str, device: str = "cpu", config=None):
     """Run an artifact in-process exactly as its stock backend serves it: the backend's stand-in session over the
-    deployment's configuration (a :class:`~tritonsuite.deploy.repository.DeploymentConfig`; by default the spec's tensors
-    and the backend's default parameters)."""
-    from tritonsuite.deploy.repository import DeploymentConfig, config_json, model_config
+    deployment's configuration (JSON, :func:`~tritonsuite.deploy.repository.model_config`; by default the spec's
+    tensors and the backend's default parameters)."""
+    from tritonsuite.deploy.repository import model_config
 
-    backend = backend_for(fmt)
     if config is None:
-        config = DeploymentConfig(max_batch_size=64, instance_kind="KIND_GPU" if device.startswith("cuda")
-                                  else "KIND_CPU")
-    return backend.session(path, config_json(model_config(spec.name, spec, backend, config)), device)
+        config = model_config(spec.name, spec, fmt, max_batch_size=64,
+                              instance_kind="KIND_GPU" if device.startswith("cuda") else "KIND_CPU")
+    return backend_for(fmt).session(path, dict(config), device)
 
 
 def check_output_dtypes(outputs: dict[str, np.ndarray], spec: ModelSpec, what: str) -> None:

@@ -85,7 +85,9 @@ class UserDeployment:
 
     @property
     def instance_kind(self) -> str:
-        return "KIND_GPU" if any(g.kind == "KIND_GPU" for g in self.description.instance_groups) else "KIND_CPU"
+        from tritonsuite.deploy.backends import instance_kind
+
+        return instance_kind(self.config)
 
     @property
     def precision(self) -> str:
@@ -291,15 +293,3 @@ def _kind_parameters(dep: UserDeployment) -> dict[str, str]:
 def is_user_spec(spec: ModelSpec) -> bool:
     return "user_repository" in spec.config
 
-
-def deployment_config(dep: UserDeployment):
-    """The deployment's settings as the suite's :class:`~tritonsuite.deploy.repository.DeploymentConfig` (for the
-    report's parameter table; the served config.pbtxt is the user's, unchanged)."""
-    from tritonsuite.deploy.repository import DeploymentConfig
-
-    db = dep.description.dynamic_batching
-    return DeploymentConfig(max_batch_size=dep.max_batch_size, instance_count=dep.instance_count,  # 0: batchless
-                            instance_kind=dep.instance_kind, dynamic_batching=db is not None,
-                            preferred_batch_sizes=tuple(b for b in (db.preferred_batch_sizes if db else ())
-                                                        if b <= dep.max_batch_size),
-                            max_queue_delay_microseconds=db.max_queue_delay_microseconds if db else 0)

@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 from tritonsuite.core.device import INSTANCE_KINDS as DEVICES  # profile device -> default Triton instance kind
 from tritonsuite.core.settings import DISTRIBUTIONS, LatencyBound, MeasurementSettings
 from tritonsuite.core.spec import rule_precision
-from tritonsuite.deploy.repository import BACKEND_ACCELERATORS, PRECISION_MODES, DeploymentConfig
+from tritonsuite.deploy.repository import BACKEND_ACCELERATORS, PRECISION_MODES, model_config
 from tritonsuite.profiles.mix import MixError, MixProfile, check_mixes, load_mixes
 from tritonsuite.profiles.values import (ProfileError, _bound, _choices, _int, _ints, _mapping, _rates,
                                          _unknown)
@@ -84,19 +84,19 @@ class ModelProfile:
             return self.precisions
         return tuple(dict.fromkeys(self.precisions + self.accuracy_precisions))
 
-    def deployment_config(self, scenario: str, precision: str = "fp32") -> DeploymentConfig:
-        """Triton settings for a scenario: static batching offline (and for accuracy), dynamic batching online;
-        the backend accelerator's settings for a case of ``precision``."""
-        common = dict(max_batch_size=self.max_batch_size, instance_kind=self.instance_kind,
-                      intra_op_threads=self.intra_op_threads, backend_accelerator=self.backend_accelerator,
-                      # mixed -> FP16: onnxruntime's TensorRT accelerator takes no per-layer pins (docs/precision.md)
-                      precision_mode=self.precision_mode or rule_precision(precision).upper(),
-                      max_workspace_size_bytes=self.max_workspace_size_bytes)
-        if scenario == "online":
-            return DeploymentConfig(instance_count=self.online.instance_count, dynamic_batching=True,
-                                    preferred_batch_sizes=self.online.preferred_batch_sizes,
-                                    max_queue_delay_microseconds=self.online.max_queue_delay_microseconds, **common)
-        return DeploymentConfig(instance_count=self.offline.instance_count, **common)
+    def model_config(self, scenario: str, name: str, spec, fmt: str, precision: str = "fp32") -> dict:
+        """The configuration (JSON) of ``spec``'s deployment ``name`` as ``fmt`` for a scenario: static batching offline
+        (and for accuracy), dynamic batching online; the backend accelerator's settings for a case of ``precision``."""
+        online = scenario == "online"
+        return model_config(
+            name, spec, fmt, max_batch_size=self.max_batch_size, instance_kind=self.instance_kind,
+            intra_op_threads=self.intra_op_threads, backend_accelerator=self.backend_accelerator,
+            # mixed -> FP16: onnxruntime's TensorRT accelerator takes no per-layer pins (docs/precision.md)
+            precision_mode=self.precision_mode or rule_precision(precision).upper(),
+            max_workspace_size_bytes=self.max_workspace_size_bytes,
+            instance_count=self.online.instance_count if online else self.offline.instance_count,
+            dynamic_batching=online, preferred_batch_sizes=self.online.preferred_batch_sizes if online else (),
+            max_queue_delay_microseconds=self.online.max_queue_delay_microseconds if online else 0)
 
     def batch_sizes(self) -> tuple[int, ...]:
         """Every batch size the model's deployments are asked for: the offline sweep, the online batch and

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Mapping
 
 from tritonsuite.core import inputdata
-from tritonsuite.deploy.userrepo import (REFERENCE_BACKENDS, SIZE, RepositoryError, deployment_config,
+from tritonsuite.deploy.userrepo import (REFERENCE_BACKENDS, SIZE, RepositoryError,
                                          parse_input_data, parse_tolerances, read_repository, user_spec)
 from tritonsuite.profiles import ModelProfile, OfflineProfile, OnlineProfile
 
@@ -200,14 +200,15 @@ def user_models(repository: str | Path, input_data: Mapping[str, str] | None = N
         # beyond a deployment's max_batch_size are left out for it (profiles.restrict refuses one no deployment takes)
         fits = tuple(b for b in batch_sizes if b <= dep.max_batch_size)
         offline = (1,) if not dep.max_batch_size else fits if batch_sizes else tuple(sorted({1, dep.max_batch_size}))
-        declared = deployment_config(dep)
+        declared = dep.description.dynamic_batching
         profiles[dep.ref] = ModelProfile(
             model=dep.ref, size=SIZE, formats=(dep.format,), precisions=(dep.precision,),
             max_batch_size=dep.max_batch_size, offline=OfflineProfile(offline, dep.instance_count),
             online=OnlineProfile(concurrency=tuple(concurrency) or (1, 2, 4), batch_size=1,
                                  instance_count=dep.instance_count,
-                                 preferred_batch_sizes=declared.preferred_batch_sizes,
-                                 max_queue_delay_microseconds=declared.max_queue_delay_microseconds),
+                                 preferred_batch_sizes=tuple(b for b in declared.preferred_batch_sizes
+                                                             if b <= dep.max_batch_size) if declared else (),
+                                 max_queue_delay_microseconds=declared.max_queue_delay_microseconds if declared else 0),
             instance_kind=dep.instance_kind)
     return specs, profiles, undrivable
 

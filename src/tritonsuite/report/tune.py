@@ -53,8 +53,11 @@ def render_tune_summary(deployment: str, rows: Sequence[Mapping[str, Any]], plot
         a = _tune(answers[-1])
         out += [f"**{'Recommended' if a.get('recommended') else 'Not recommended'}**: {a.get('answer')}", "",
                 f"`config.pbtxt` beside this page: the configuration to ship "
-                f"({'the winner' if a.get('recommended') else 'the profile' + chr(39) + 's own'}); "
-                f"{a.get('configurations')} of {a.get('space')} configurations measured in {a.get('seconds')} s.", ""]
+                f"({'the winner' if a.get('recommended') else 'the deployment' + chr(39) + 's own'}); "
+                f"{a.get('configurations')} of {a.get('space')} configurations measured in {a.get('seconds')} s; "
+                f"settings varied: {', '.join(a.get('varied') or []) or 'none'}.", ""]
+        if a.get("accuracy") and not any(_tune(r).get("role") == "accuracy" for r in rows):  # judged by its kind
+            out += [f"The winner's {a['accuracy']}", ""]
     else:
         out += ["The tune did not finish: the evidence below is what was measured.", ""]
     abab = [r for r in rows if str(_tune(r).get("role", "")).startswith("abab")]
@@ -62,7 +65,7 @@ def render_tune_summary(deployment: str, rows: Sequence[Mapping[str, Any]], plot
         table = [[_tune(r)["role"].split("-")[1], _tune(r).get("label", ""), str(r.get("concurrency")),
                   _format_number("Inferences/Second", _result(r).get("Inferences/Second")),
                   _format_number("p99 latency", _result(r).get("p99 latency")), _status(r)] for r in abab]
-        out += ["## Winner against the profile's configuration, measured interleaved (A B A B A B)", "",
+        out += ["## Winner against the deployment's own configuration, measured interleaved (A B A B A B)", "",
                 _pipe_table(["side", "configuration", "concurrency", "Inferences/Second", "p99 latency (ms)", "status"],
                             table, align="left"), ""]
     for r in rows:

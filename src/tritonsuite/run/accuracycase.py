@@ -37,7 +37,7 @@ def run_accuracy_case(suite, case: Case) -> AccuracyResult:
             result = evaluate(spec, deployment.name, case.precision, data,
                               served_infer(client, deployment.name, spec, deployment.batched,
                                            suite.server.request_timeout_s), reference,
-                              max(deployment.config.max_batch_size, 1))
+                              max(deployment.description.max_batch_size, 1))
         except Exception:
             if suite.server.gone():
                 raise suite.server.died(f"during the accuracy run of {deployment.name}") from None

@@ -174,13 +174,13 @@ def run_mix_tune(suite, name: str, progress: Progress | None = None):
 
     from tritonsuite.tune.mix import tune_set, write_configs
     from tritonsuite.tune.runner import TuneTarget
-    from tritonsuite.profiles.tunespace import Budget, space_for
+    from tritonsuite.profiles.tunespace import Budget, Candidate, space_for
 
     mix, deployments, traffic, _ = _setup(suite, name, progress, probes=False)
-    targets = [TuneTarget(suite.server, d.name, d.spec, d.artifact, d.config, suite.repository_dir, m.precision,
-                          t.point.batch_size, d.description, suite.sequences)
+    targets = [TuneTarget(suite.server, d.name, d.spec, d.directory, d.config, suite.repository_dir, m.precision,
+                          t.point.batch_size, d.description, suite.sequences).check()
                for d, m, t in zip(deployments, mix.members, traffic)]
-    spaces = [space_for(suite.model_profile(m.model)) for m in mix.members]
+    spaces = [space_for(suite.model_profile(m.model), Candidate.of(d.config)) for d, m in zip(deployments, mix.members)]
     bounds = [suite.model_profile(m.model).online.latency_bound for m in mix.members]
     rows: list[Row] = []
 

@@ -23,7 +23,7 @@ import numpy as np
 from tritonsuite.core.device import cpu_name
 from tritonsuite.core.rows import LOADGENS
 from tritonsuite.deploy.export import artifact_session, export
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name
+from tritonsuite.deploy.repository import build_deployment, deployment_name, model_config
 from tritonsuite.load.engine import LoadPoint, Measurement, MeasurementError, MeasurementSettings, measure
 from tritonsuite.models import default_registry
 from tritonsuite.profiles import load_profile
@@ -94,10 +94,11 @@ def run(args, parser) -> int:
     # in-process, served; ...), while the server idles during the in-process turns: a host that slows down over
     # the run (onnxruntime's CPU arena, a neighbour) then shows in both sides alike, not in one ratio by order.
     rounds: list[tuple[Measurement, Measurement, float, float]] = []
-    runner = artifact_session(spec, artifact.path, "onnx", config=mp.deployment_config("offline"))
+    config = mp.model_config("offline", name, spec, "onnx")
+    runner = artifact_session(spec, artifact.path, "onnx", config=config)
     with tempfile.TemporaryDirectory(prefix="tritonsuite-selfbench-") as tmp:
         with EmbeddedServer(Path(tmp) / "repo", ROOT / "reports" / "logs") as server:
-            server.load(build_deployment(Path(tmp) / "repo", name, spec, artifact, mp.deployment_config("offline")))
+            server.load(build_deployment(Path(tmp) / "repo", config, artifact))
             description = server.model_description(name)
             for r in range(args.rounds):
                 def served():
@@ -175,9 +176,8 @@ def ceiling_points(server, repo: Path, cache_dir, loadgens=("suite",)) -> list[t
     trivial = default_registry().get("identity", "tiny")
     trivial_artifact = export(trivial, "onnx", "fp32", cache_dir)
     trivial_name = deployment_name(trivial, "onnx", "fp32", "online")
-    config = DeploymentConfig(max_batch_size=64, dynamic_batching=True, preferred_batch_sizes=(),
-                              max_queue_delay_microseconds=0, intra_op_threads=1)
-    server.load(build_deployment(repo, trivial_name, trivial, trivial_artifact, config))
+    config = model_config(trivial_name, trivial, "onnx", max_batch_size=64, dynamic_batching=True, intra_op_threads=1)
+    server.load(build_deployment(repo, config, trivial_artifact))
     inputs = trivial.example_inputs(1, 0)
     measured = []
     for c in CEILING_CONCURRENCY:

@@ -16,7 +16,7 @@ from tritonsuite.core.store import RawWriter, raw_path
 from tritonsuite.deploy import export as export_mod
 from tritonsuite.deploy import userrepo, userserve
 from tritonsuite.deploy.backends import backend_for
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment, deployment_name
+from tritonsuite.deploy.repository import build_deployment, deployment_name
 from tritonsuite.judge import responses as kinds  # sequences, decoupled, python/BLS, the streaming example
 from tritonsuite.judge.accuracy import AccuracyResult
 from tritonsuite.judge.baselines import BaselineStore
@@ -40,7 +40,7 @@ class Deployment:
     name: str
     spec: ModelSpec
     artifact: export_mod.Artifact
-    config: DeploymentConfig
+    config: Mapping  # its configuration as written (JSON): what the profile produced, or the user's config.pbtxt
     directory: Path
     served_by: str  # the backend that serves it, as the server reports it
     description: ModelDescription  # as the server runs it (tritonsuite.core.description): its driver reads its kind
@@ -176,7 +176,8 @@ class Suite:
             return self._deploy_user(spec, fmt, precision)
         export_mod.check_supported(spec, fmt, precision)
         profile = self.model_profile(model)
-        config = profile.deployment_config(scenario, precision)
+        name = deployment_name(spec, fmt, precision, scenario)
+        config = profile.model_config(scenario, name, spec, fmt, precision)
         backend = backend_for(fmt)
         reason = backend.refuses(config) or self.server.refuses(backend, config)
         if reason:  # known before any work: the case skips with the reason
@@ -185,8 +186,7 @@ class Suite:
                                      module=self.eager_module(model) if precision == "fp32" else None,
                                      batch_sizes=profile.batch_sizes())
         backend.check_artifact(artifact, self.server)  # e.g. a plan's TensorRT version against the server's
-        name = deployment_name(spec, fmt, precision, scenario)
-        directory = build_deployment(self.repository_dir, name, spec, artifact, config)
+        directory = build_deployment(self.repository_dir, config, artifact)
         self.server.load(directory)
         return Deployment(name, spec, artifact, config, directory, self.server.backend_description(name),
                           self.server.model_description(name))
@@ -194,9 +194,8 @@ class Suite:
     def _deploy_user(self, spec: ModelSpec, fmt: str, precision: str) -> Deployment:
         """A user's deployment: its whole directory (an ensemble's steps too) copied unchanged and loaded, once."""
         dep = userrepo.read_deployment(spec.config["user_repository"])
-        config = userrepo.deployment_config(dep)
         backend = backend_for(fmt)
-        if reason := backend.refuses(config) or self.server.refuses(backend, config):
+        if reason := backend.refuses(dep.config) or self.server.refuses(backend, dep.config):
             raise export_mod.ExportUnsupported(f"{spec.name} ({dep.platform}) on the {self.server.name} server: "
                                                f"{reason}")
         for name in (composing := kinds.composing_models(dep, self.bls_composing)):  # a BLS model's callees first
@@ -211,8 +210,8 @@ class Suite:
         # a python model's kind is read from the configuration the server runs (its model.py may complete it)
         description = (self.server.model_description(dep.name, composing) if dep.backend == "python"
                        else dep.description)
-        return Deployment(spec.name, spec, artifact, config, served, self.server.backend_description(dep.name),
-                          description)
+        return Deployment(spec.name, spec, artifact, dict(dep.config), served,
+                          self.server.backend_description(dep.name), description)
 
     def parameters(self, deployment: Deployment) -> dict:
         """The report's "Parameter Name | Parameter Value" table for a deployment."""

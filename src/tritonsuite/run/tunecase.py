@@ -1,5 +1,6 @@
-"""A case of scenario ``tune`` on the suite: the configuration search of a case's online deployment, its rows
-recorded as they are measured, the shipped ``reports/tune/<deployment>/config.pbtxt`` and the tune pages."""
+"""A case of scenario ``tune`` on the suite: the configuration search of a case's online deployment (the profile's,
+or a user's deployment as its config.pbtxt declares it, whatever its kind), its rows recorded as they are measured,
+the shipped ``reports/tune/<deployment>/config.pbtxt`` and the tune pages."""
 from __future__ import annotations
 
 import copy
@@ -7,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tritonsuite.core.settings import LatencyBound
-from tritonsuite.profiles.tunespace import Budget, space_for
+from tritonsuite.profiles.tunespace import Budget, Candidate, space_for
 from tritonsuite.report.tune import write_tune_pages
 from tritonsuite.tune import write_config
 from tritonsuite.tune.runner import TuneTarget, tune
@@ -22,8 +23,8 @@ def run_tune_case(suite, case, strategy: str = "search", budget: str = ""):
     identity = {**suite._identity(case), "deployment": deployment.name}
     rows = []
 
-    def record(measurement, name, config, meta):
-        shown = replace(deployment, name=name, config=config)  # the parameter table of what was measured
+    def record(measurement, name, description, meta):
+        shown = replace(deployment, name=name, description=description)  # the parameter table of what was measured
         row = measurement.to_row(**identity, parameters=suite.parameters(shown))
         row.measurement["tune"] = {**meta, "strategy": strategy}
         if meta.get("accuracy_under_load") is not None:
@@ -32,25 +33,25 @@ def run_tune_case(suite, case, strategy: str = "search", budget: str = ""):
         rows.append(row)
         return row
 
-    mp = suite.model_profile(case.model)
-    space = space_for(mp)
+    target = TuneTarget(suite.server, deployment.name, spec, deployment.directory, deployment.config,
+                        suite.repository_dir, case.precision, case.batch_size, deployment.description,
+                        suite.sequences).check()  # an ensemble, a batchless one: why not, in one line
+    space = space_for(suite.model_profile(case.model), Candidate.of(deployment.config))  # around its own batcher
     limit = Budget.parse(budget, space.budget) if budget else None
     data = (spec.accuracy_data(suite.datasets.get(case.model), suite.checkpoint(case.model))
             if spec.accuracy_data is not None else None)
-    target = TuneTarget(suite.server, deployment.name, spec, deployment.artifact, deployment.config,
-                        suite.repository_dir, case.precision, case.batch_size, deployment.description, suite.sequences)
     result = tune(target, space, LatencyBound.parse(case.bound), suite.profile.measurement, record,
                   strategy=strategy, budget=limit, accuracy_data=data, probe_share=suite.load_probe_share,
                   probe_seed=suite.load_probe_seed)
     out = Path(suite.reports_dir) / "tune" / deployment.name
-    write_config(out / "config.pbtxt", deployment.name, spec, deployment.artifact,
-                 result.shipped.config(deployment.config))
+    write_config(out / "config.pbtxt", result.shipped.config(deployment.config))
     source = result.best.points[-1] if result.best else (rows[-1] if rows else None)
     answer = copy.deepcopy(source)
     if answer is not None:  # the answer row (the winner's point): the run's summary and the pages read it back
         answer.measurement = {**answer.measurement, "tune": {
             **answer.measurement["tune"], "role": "answer", "answer": result.describe(),
-            "recommended": result.recommended, "shipped": result.shipped.to_dict(),
+            "recommended": result.recommended, "shipped": result.shipped.to_dict(), "varied": space.varied(),
+            "accuracy": result.accuracy_note,
             "configurations": len(result.evaluations), "space": result.space_size,
             "seconds": round(result.seconds, 1)}}
         answer.deployment = deployment.name

@@ -114,6 +114,8 @@ def tune_set(targets: Sequence[TuneTarget], spaces: Sequence[TuneSpace], traffic
     """Search the set's joint configuration, then check the winner (module docstring). ``traffic[i]`` is deployment
     i's load (its model name is replaced by the candidate's deployment, of the same kind); every point goes through
     ``record``."""
+    for t in targets:
+        t.check()
     space = JointSpace(tuple(spaces))
     default = JointCandidate(tuple(Candidate.of(t.config) for t in targets))
     started = time.monotonic()
@@ -133,12 +135,12 @@ def tune_set(targets: Sequence[TuneTarget], spaces: Sequence[TuneSpace], traffic
         return value, within
 
     def load(candidate: JointCandidate) -> list[str]:
-        from tritonsuite.deploy.repository import build_deployment
+        from tritonsuite.deploy.repository import copy_deployment
 
         names = []
         for t, c in zip(targets, candidate.members):
             name = f"{t.name}_mixtune"
-            t.server.load(build_deployment(t.repository_dir, name, t.spec, t.artifact, c.config(t.config)))
+            t.server.load(copy_deployment(t.directory, t.repository_dir, {**c.config(t.config), "name": name}))
             names.append(name)
         return names
 
@@ -185,5 +187,4 @@ def write_configs(out: Path, targets: Sequence[TuneTarget], shipped: JointCandid
     """The configurations to ship, one stock ``config.pbtxt`` per deployment under ``out/<deployment>/``."""
     from tritonsuite.tune import write_config
 
-    return [write_config(out / t.name / "config.pbtxt", t.name, t.spec, t.artifact, c.config(t.config))
-            for t, c in zip(targets, shipped.members)]
+    return [write_config(out / t.name / "config.pbtxt", c.config(t.config)) for t, c in zip(targets, shipped.members)]

@@ -7,13 +7,19 @@ until a point is within the latency bound; then the winner is checked before it 
   of the best score so far: at a lower concurrency it would give less still (closed loop), so the candidate ends
   there, marked early-stopped. Its score is the inferences/s of the first (highest-concurrency) point within the
   bound, 0 when none was.
-- **A winner that holds**: accuracy under load at the winner's load (a share of its requests carry the model's
-  accuracy samples, judged against the same requests sent alone), then the winner and the profile's own
-  configuration (the online deployment) measured interleaved, A B three times, at that load; each pair is judged
-  with the suite's comparison statistics (:func:`tritonsuite.judge.compare.compare_points`: throughput beyond the
-  minimum effect and slower requests by Mann-Whitney U). The winner is recommended only when accuracy held (or the
-  model has no accuracy task, which is said), at least two pairs were both valid, and every such pair is a
-  significant improvement.
+- **Every kind as it is**: a candidate is the deployment's own configuration with the tuned fields set
+  (:class:`~tritonsuite.profiles.tunespace.Candidate`: a sequence model's sequence batcher, never dynamic batching
+  beside it) in a copy of its directory, and it is measured by its description as the server runs it (sequences for a
+  sequence model, streams for a decoupled one). An ensemble or a batchless deployment is refused in one line.
+- **A winner that holds**: its accuracy first. Where the kind lets probes ride in the load, accuracy under load at
+  the winner's load (a share of its requests carry the model's accuracy samples, judged against the same requests
+  sent alone); a sequence or a decoupled model is judged whole instead
+  (:func:`tritonsuite.judge.responses.kind_accuracy` on the winner: sequences sent interleaved against each sent
+  alone, a stream's responses multiplexed against each request alone). Then the winner and the deployment's own configuration measured interleaved, A B three times, at
+  that load; each pair is judged with the suite's comparison statistics
+  (:func:`tritonsuite.judge.compare.compare_points`: throughput beyond the minimum effect and slower requests by
+  Mann-Whitney U). The winner is recommended only when accuracy held (or the model has no accuracy task, which is
+  said), at least two pairs were both valid, and every such pair is a significant improvement.
 """
 from __future__ import annotations
 
@@ -21,33 +27,35 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from tritonsuite.core.description import ModelDescription
 from tritonsuite.core.settings import LatencyBound, MeasurementSettings
 from tritonsuite.core.spec import ModelSpec
-from tritonsuite.deploy.repository import DeploymentConfig, build_deployment
+from tritonsuite.deploy.repository import copy_deployment
 from tritonsuite.load.engine import LoadPoint, Measurement, SequenceSettings, measure
+from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.search import judge, stop_when_clearly_over
-from tritonsuite.profiles.tunespace import Budget, Candidate, TuneSpace
+from tritonsuite.profiles.tunespace import Budget, Candidate, TuneError, TuneSpace
 from tritonsuite.tune.strategy import Evaluation, run_strategy, winner
 
 DOMINATED_SHARE = 0.5
 ABAB_ROUNDS = 3  # winner and default measured interleaved this many times each
 MIN_COMPARABLE = 2  # pairs both valid (OK), so that one unstable point on a busy host does not decide
-#: record(measurement, deployment name, config, tune metadata) -> the row it recorded
-Record = Callable[[Measurement, str, DeploymentConfig, dict], object]
+#: record(measurement, deployment name, its description as served, tune metadata) -> the row it recorded
+Record = Callable[[Measurement, str, ModelDescription, dict], object]
 
 
 @dataclass(frozen=True)
 class TuneTarget:
-    """What is tuned: a deployment already loaded with the profile's own configuration (``name``), and what a
-    candidate deployment is built from."""
+    """What is tuned: a deployment already loaded with its own configuration (``name``), and what a candidate
+    deployment is made from: the files of ``directory`` under the candidate's configuration."""
 
     server: object  # a TritonServer with explicit model control
     name: str
     spec: ModelSpec
-    artifact: object  # tritonsuite.deploy.export.Artifact
-    config: DeploymentConfig  # the profile's own (online) configuration
+    directory: Path  # the deployment's directory as loaded (its model file, a python model's model.py)
+    config: Mapping  # its own configuration (JSON): the profile's online one, or a user's config.pbtxt
     repository_dir: Path
     precision: str
     batch_size: int
@@ -57,6 +65,22 @@ class TuneTarget:
     @property
     def tune_name(self) -> str:
         return f"{self.name}_tune"
+
+    def refuses(self) -> str | None:
+        """Why this deployment's configuration cannot be tuned, or None."""
+        if self.description.ensemble:
+            return (f"{self.name} is an ensemble: it has no instance group or batcher of its own; tune its composing "
+                    f"models ({', '.join(s.model for s in self.description.steps)})")
+        if not self.description.batching:
+            return (f"{self.name} is batchless (max_batch_size 0): Triton batches none of its requests, so neither "
+                    f"a batcher's settings nor max_batch_size can vary")
+        return None
+
+    def check(self) -> "TuneTarget":
+        """Itself, or a TuneError saying in one line why it cannot be tuned."""
+        if reason := self.refuses():
+            raise TuneError(reason)
+        return self
 
 
 @dataclass
@@ -87,10 +111,12 @@ class TuneResult:
             gains = ", ".join(f"{c.throughput_delta_percent:+.1f}% (p={c.p_value:.2g})" if c.p_value is not None
                               else c.verdict for c in self.comparisons)
             return f"ship {self.best.candidate.label()}: {self.best.score:.1f} inf/s at concurrency " \
-                   f"{self.best.load}; against the profile's configuration, interleaved A B x{len(self.comparisons)}: " \
+                   f"{self.best.load}; against the deployment's own configuration, interleaved A B " \
+                   f"x{len(self.comparisons)}: " \
                    f"{gains}; {self.accuracy_note}; " \
                    f"{measured}"
-        return f"keep the profile's configuration ({self.default.label()}): {self.reason}; {measured}"
+        checked = f"; {self.accuracy_note}" if self.accuracy_note and self.accuracy_note not in self.reason else ""
+        return f"keep the deployment's own configuration ({self.default.label()}): {self.reason}{checked}; {measured}"
 
 
 def dominated(incumbent: float, batch: int) -> Callable:
@@ -106,10 +132,11 @@ def dominated(incumbent: float, batch: int) -> Callable:
     return check
 
 
-def _load(target: TuneTarget, config: DeploymentConfig) -> ModelDescription:
-    """Load the candidate; its description as the server runs it (its kind drives its load)."""
-    directory = build_deployment(target.repository_dir, target.tune_name, target.spec, target.artifact, config)
-    target.server.load(directory)
+def _load(target: TuneTarget, candidate: Candidate) -> ModelDescription:
+    """Load the candidate (the deployment's files under its configuration); its description as the server runs it
+    (its kind drives its load)."""
+    config = {**candidate.config(target.config), "name": target.tune_name}
+    target.server.load(copy_deployment(target.directory, target.repository_dir, config))
     return target.server.model_description(target.tune_name)
 
 
@@ -119,8 +146,7 @@ def _evaluate(target: TuneTarget, space: TuneSpace, bound: LatencyBound, setting
     inputs = target.spec.example_inputs(target.batch_size, 0)
 
     def evaluate(candidate: Candidate, incumbent: float) -> Evaluation:
-        config = candidate.config(target.config)
-        description = _load(target, config)
+        description = _load(target, candidate)
         mine = dominated(incumbent, target.batch_size)
         found = Evaluation(candidate, 0.0)
         for concurrency in space.concurrency:
@@ -131,9 +157,10 @@ def _evaluate(target: TuneTarget, space: TuneSpace, bound: LatencyBound, setting
             within, why = judge(m, bound)
             reason = m.meta.get("stopped_early") or ""  # the engine keeps the stop check's reason as it was given
             stopped = reason if m.status == "STOPPED" and reason.startswith("dominated") else ""
-            found.points.append(record(m, target.tune_name, config, {
+            found.points.append(record(m, target.tune_name, description, {
                 "role": "evidence", "candidate": candidate.to_dict(), "label": candidate.label(),
-                "bound": str(bound), "within": within, "why": why, "early_stopped": stopped}))
+                "varied": space.varied(), "bound": str(bound), "within": within, "why": why,
+                "early_stopped": stopped}))
             if within:
                 found.score, found.load = float(m.result["Inferences/Second"]), concurrency
                 break
@@ -149,6 +176,7 @@ def tune(target: TuneTarget, space: TuneSpace, bound: LatencyBound, settings: Me
          probe_seed: int = 0) -> TuneResult:
     """Search ``target``'s configuration space for the most throughput within ``bound``, check the winner, and say
     whether to ship it. Every measured point goes through ``record`` the moment it exists."""
+    target.check()
     budget = budget or space.budget
     started = time.monotonic()
     default = Candidate.of(target.config)
@@ -179,35 +207,31 @@ def _verify(target: TuneTarget, result: TuneResult, settings: MeasurementSetting
     if best.candidate == result.default:
         result.reason = f"it is the best configuration measured ({best.score:.1f} inf/s at concurrency {best.load})"
         return
-    config = best.candidate.config(target.config)
-    description = _load(target, config)
+    description = _load(target, best.candidate)
     point = LoadPoint(target.batch_size, best.load)
     meta = {"candidate": best.candidate.to_dict(), "label": best.candidate.label(), "bound": str(result.bound)}
     if accuracy_data is None or probe_share <= 0:
         result.accuracy_note = ("accuracy under load not checked: " +
                                 ("the model has no accuracy task" if accuracy_data is None else "probe share is 0"))
     else:
-        from tritonsuite.judge.underload import accuracy_under_load
-
-        m, under = accuracy_under_load(target.server, target.tune_name, target.spec, target.precision, accuracy_data,
-                                       point, settings, probe_share, probe_seed, description=description)
-        record(m, target.tune_name, config, {**meta, "role": "accuracy", "accuracy_under_load": under.to_dict(),
-                                             "accuracy_line": under.describe()})
+        m, under, result.accuracy_note = _winner_accuracy(target, description, accuracy_data, point, settings,
+                                                          probe_share, probe_seed)
+        if m is not None:  # the point the probes rode in
+            record(m, target.tune_name, description, {**meta, "role": "accuracy",
+                                                      "accuracy_under_load": under.to_dict(),
+                                                      "accuracy_line": under.describe()})
         result.accuracy = under
-        result.accuracy_note = f"accuracy under load {under.describe()}"
         if not under.passed:
             result.reason = f"the best configuration ({best.candidate.label()}) broke {result.accuracy_note}"
             return
     rows = {"winner": [], "default": []}
     for _ in range(ABAB_ROUNDS):  # A B A B ...: a busy spell hits both alike
-        for side, name, side_config, candidate, kind in (
-                ("winner", target.tune_name, config, best.candidate, description),
-                ("default", target.name, target.config, result.default, target.description)):
+        for side, name, candidate, kind in (("winner", target.tune_name, best.candidate, description),
+                                            ("default", target.name, result.default, target.description)):
             m = measure(target.server, name, target.spec.example_inputs(target.batch_size, 0), target.spec.outputs,
                         point, settings, description=kind, sequences=target.sequences)
-            rows[side].append(record(m, name, side_config, {"role": f"abab-{side}", "candidate": candidate.to_dict(),
-                                                            "label": candidate.label(),
-                                                            "bound": str(result.bound)}))
+            rows[side].append(record(m, name, kind, {"role": f"abab-{side}", "candidate": candidate.to_dict(),
+                                                     "label": candidate.label(), "bound": str(result.bound)}))
     result.comparisons = [compare_points(then, now) for then, now in zip(rows["default"], rows["winner"])]
     judged = [c for c in result.comparisons if c.verdict != "not comparable"]
     if len(judged) >= MIN_COMPARABLE and all(c.verdict == "improvement" for c in judged):
@@ -217,3 +241,25 @@ def _verify(target: TuneTarget, result: TuneResult, settings: MeasurementSetting
                      f"not beat it significantly in every comparable pair (at least {MIN_COMPARABLE} needed) when "
                      f"measured again interleaved, {ABAB_ROUNDS} x A B: " +
                      "; ".join(c.describe() for c in result.comparisons))
+
+
+def _winner_accuracy(target: TuneTarget, description: ModelDescription, accuracy_data, point: LoadPoint,
+                     settings: MeasurementSettings, probe_share: float, probe_seed: int):
+    """The winner's accuracy: (the measurement its probes rode in, UnderLoadResult, the line) where its kind lets
+    probes ride in the load; else (None, AccuracyResult, the line) of its kind's whole exchanges judged
+    (:func:`~tritonsuite.judge.responses.kind_accuracy`: sequences sent interleaved against each sent alone, a
+    stream's responses multiplexed against each request sent alone)."""
+    driver = driver_for(description, target.sequences)
+    if driver.probes:
+        from tritonsuite.judge.underload import accuracy_under_load
+
+        m, under = accuracy_under_load(target.server, target.tune_name, target.spec, target.precision, accuracy_data,
+                                       point, settings, probe_share, probe_seed, description=description)
+        return m, under, f"accuracy under load {under.describe()}"
+    from tritonsuite.judge.responses import kind_accuracy
+
+    found = kind_accuracy(target.server, description, target.spec, target.precision, accuracy_data,
+                          sequences=target.sequences)
+    verdict = "passed" if found.passed else "FAILED (" + "; ".join(found.failures) + ")"
+    return None, found, (f"accuracy {verdict}, judged by whole exchanges, not by probes under load (a "
+                         f"{', '.join(description.kinds)} deployment takes none): {found.description}")

@@ -8,48 +8,78 @@ from __future__ import annotations
 
 import keyword
 from pathlib import Path
+from typing import Mapping
 
-from tritonsuite.deploy.backends.standin import (DEFAULT_MODEL_FILENAMES, libtorch_input_binding, libtorch_output_binding,
-                                          open_session)
+from tritonsuite.deploy.backends.standin import (DEFAULT_MODEL_FILENAMES, gpu_execution_accelerators,
+                                                 libtorch_input_binding, libtorch_output_binding, open_session)
 
 STANDIN_FILE = Path(__file__).with_name("standin.py")
 STOCKCHECKS_FILE = Path(__file__).with_name("stockchecks.py")  # copied beside it: the stock backends' checks
 
 
+def instance_kind(config: Mapping) -> str:
+    """KIND_GPU when any instance group of a configuration (JSON) runs on a GPU, else KIND_CPU."""
+    return "KIND_GPU" if any(g.get("kind") == "KIND_GPU" for g in config.get("instance_group", [])) else "KIND_CPU"
+
+
+def parameter(config: Mapping, key: str) -> str:
+    """A configuration's ``parameters[key].string_value`` ("" when absent)."""
+    return str(((config.get("parameters") or {}).get(key) or {}).get("string_value", ""))
+
+
 class Backend:
-    """One stock Triton backend (named by its ``platform`` in ``config.pbtxt``)."""
+    """One stock Triton backend (named by its ``platform`` in ``config.pbtxt``). Every method that judges a
+    deployment reads its configuration as JSON (Triton's ``ModelConfig``,
+    :func:`~tritonsuite.deploy.repository.config_json`)."""
 
     platform = ""  # config.pbtxt ``platform``
     name = ""  # Triton's backend name: what ``/v2/models/<m>/config`` reports as "backend"
     formats: tuple[str, ...] = ()  # export formats whose artifact this backend serves
     standin = True  # the embedded server serves it through standin.py as a python-based backend
+    thread_parameters: tuple[str, ...] = ()  # its ``parameters`` that set threads per instance (the first: intra-op)
 
     @property
     def file_name(self) -> str:
         """The model file's default name in the version directory (Triton's model repository docs)."""
         return DEFAULT_MODEL_FILENAMES[self.name]
 
-    def parameters(self, config) -> dict[str, str]:
-        """The stock backend's own ``parameters`` for a :class:`~tritonsuite.deploy.repository.DeploymentConfig`."""
+    def parameters(self, threads: int, instance_kind: str) -> dict[str, str]:
+        """The stock backend's own ``parameters`` for ``threads`` per instance (0: its default) on ``instance_kind``."""
         return {}
 
-    def gpu_execution_accelerators(self, config) -> list[tuple[str, dict[str, str]]]:
-        """``optimization { execution_accelerators { gpu_execution_accelerator [...] } }`` entries for a
-        deployment: (name, parameters) each; none unless the backend has accelerators and the config asks."""
+    def threads(self, config: Mapping) -> int:
+        """Threads per instance a configuration sets through this backend's parameters (0: the backend's default)."""
+        value = parameter(config, self.thread_parameters[0]) if self.thread_parameters else ""
+        return int(value) if value.isdigit() else 0
+
+    def with_threads(self, config: Mapping, threads: int) -> dict:
+        """``config`` with its thread parameters set for ``threads`` (0: removed), its other parameters kept."""
+        found = {**config, "parameters": {k: v for k, v in (config.get("parameters") or {}).items()
+                                          if k not in self.thread_parameters}}
+        found["parameters"].update({k: {"string_value": v} for k, v in self.parameters(
+            threads, instance_kind(config)).items() if k in self.thread_parameters})
+        if not found["parameters"]:
+            del found["parameters"]
+        return found
+
+    def accelerators(self, accelerator: str, precision_mode: str,
+                     max_workspace_size_bytes: int) -> list[tuple[str, dict[str, str]]]:
+        """``optimization { execution_accelerators { gpu_execution_accelerator [...] } }`` entries for a backend
+        accelerator (``BACKEND_ACCELERATORS``): (name, parameters) each; none unless the backend has accelerators."""
         return []
 
-    def refuses(self, config) -> str | None:
-        """Why this backend cannot serve a deployment with these settings (instance kind, accelerator), or None."""
+    def refuses(self, config: Mapping) -> str | None:
+        """Why this backend cannot serve a deployment of this configuration (instance kind, accelerator), or None."""
         return None
 
     def check_artifact(self, artifact, server) -> None:
         """Raise, in one line, when ``server`` cannot load this exported artifact (checked before loading)."""
 
-    def standin_refuses(self, config) -> str | None:
+    def standin_refuses(self, config: Mapping) -> str | None:
         """Why this host's stand-in (the embedded server runs it here) cannot serve ``config``, or None."""
         return None
 
-    def accelerator_description(self, config) -> str:
+    def accelerator_description(self, config: Mapping) -> str:
         """The report's "Backend accelerator" row."""
         return "-"
 
@@ -64,31 +94,33 @@ class Backend:
 
 class OnnxRuntimeBackend(Backend):
     platform, name, formats = "onnxruntime_onnx", "onnxruntime", ("onnx",)
+    thread_parameters = ("intra_op_thread_count", "inter_op_thread_count")
 
-    def parameters(self, config) -> dict[str, str]:
-        if not config.intra_op_threads:
+    def parameters(self, threads: int, instance_kind: str) -> dict[str, str]:
+        if not threads:
             return {}
         # sequential execution (the default) runs one node at a time: inter-op threads would only idle
-        return {"intra_op_thread_count": str(config.intra_op_threads), "inter_op_thread_count": "1"}
+        return {"intra_op_thread_count": str(threads), "inter_op_thread_count": "1"}
 
-    def gpu_execution_accelerators(self, config) -> list[tuple[str, dict[str, str]]]:
+    def accelerators(self, accelerator: str, precision_mode: str,
+                     max_workspace_size_bytes: int) -> list[tuple[str, dict[str, str]]]:
         """The TensorRT execution accelerator (the onnxruntime backend's README: ``name: "tensorrt"`` with
-        ``precision_mode`` and ``max_workspace_size_bytes``), on GPU instances only."""
-        if config.backend_accelerator != "trt" or config.instance_kind != "KIND_GPU":
+        ``precision_mode`` and ``max_workspace_size_bytes``); it runs on GPU instances (:meth:`refuses`)."""
+        if accelerator != "trt":
             return []
-        parameters = {"precision_mode": config.precision_mode}
-        if config.max_workspace_size_bytes:
-            parameters["max_workspace_size_bytes"] = str(config.max_workspace_size_bytes)
+        parameters = {"precision_mode": precision_mode}
+        if max_workspace_size_bytes:
+            parameters["max_workspace_size_bytes"] = str(max_workspace_size_bytes)
         return [("tensorrt", parameters)]
 
-    def refuses(self, config) -> str | None:
-        if config.backend_accelerator == "trt" and config.instance_kind != "KIND_GPU":
+    def refuses(self, config: Mapping) -> str | None:
+        if "tensorrt" in gpu_execution_accelerators(config) and instance_kind(config) != "KIND_GPU":
             return (f"the onnxruntime backend's TensorRT accelerator runs on GPU instances; this deployment's are "
-                    f"{config.instance_kind}")
+                    f"{instance_kind(config)}")
         return None
 
-    def standin_refuses(self, config) -> str | None:
-        if config.backend_accelerator != "trt":
+    def standin_refuses(self, config: Mapping) -> str | None:
+        if "tensorrt" not in gpu_execution_accelerators(config):
             return None
         import onnxruntime as ort
 
@@ -106,27 +138,29 @@ class OnnxRuntimeBackend(Backend):
             return "the TensorRT accelerator runs on a CUDA device; this host has none"
         return None
 
-    def accelerator_description(self, config) -> str:
-        accelerators = dict(self.gpu_execution_accelerators(config))
-        if "tensorrt" not in accelerators:
+    def accelerator_description(self, config: Mapping) -> str:
+        accelerators = gpu_execution_accelerators(config)
+        if "tensorrt" not in accelerators or instance_kind(config) != "KIND_GPU":
             return "-"
-        workspace = config.max_workspace_size_bytes
-        return (f"TensorRT ({accelerators['tensorrt']['precision_mode']}, workspace "
+        workspace = int(accelerators["tensorrt"].get("max_workspace_size_bytes", 0))
+        return (f"TensorRT ({accelerators['tensorrt'].get('precision_mode', 'FP32')}, workspace "
                 f"{f'{workspace / 2**30:g} GiB' if workspace else 'the backend default, 1 GiB'})")
 
 
 class PyTorchBackend(Backend):
     platform, name, formats = "pytorch_libtorch", "pytorch", ("ts-trace", "ts-script")
 
-    def parameters(self, config) -> dict[str, str]:
+    thread_parameters = ("INTRA_OP_THREAD_COUNT",)
+
+    def parameters(self, threads: int, instance_kind: str) -> dict[str, str]:
         params = {"INFERENCE_MODE": "true"}
-        if config.intra_op_threads:
+        if threads:
             # at::set_num_threads at each model's load: process-wide on a stock server (the last pytorch model
             # loaded sets it for all), safe to call again. INTER_OP_THREAD_COUNT is never written: the stock backend
             # calls at::set_num_interop_threads at each load, which throws on its second call in a process and
             # aborts the server (measured on pytorch_backend r24.10: every TorchScript deployment after the first)
-            params["INTRA_OP_THREAD_COUNT"] = str(config.intra_op_threads)
-        if config.instance_kind == "KIND_CPU":
+            params["INTRA_OP_THREAD_COUNT"] = str(threads)
+        if instance_kind == "KIND_CPU":
             # TorchScript's TensorExpr fuser compiles kernels per input shape; on CPU, with shapes that vary (text
             # lengths, frame counts, batch sizes) it recompiled and ran FastPitch 3-50x slower than eager.
             params["ENABLE_TENSOR_FUSER"] = "false"
@@ -154,9 +188,9 @@ class TensorRTBackend(Backend):
     def file_name(self) -> str:
         return "model.plan"
 
-    def refuses(self, config) -> str | None:
-        if config.instance_kind != "KIND_GPU":
-            return f"tensorrt_plan runs on GPU instances; this deployment's are {config.instance_kind}"
+    def refuses(self, config: Mapping) -> str | None:
+        if instance_kind(config) != "KIND_GPU":
+            return f"tensorrt_plan runs on GPU instances; this deployment's are {instance_kind(config)}"
         return None
 
     def check_artifact(self, artifact, server) -> None:
@@ -212,6 +246,14 @@ def torchscript_signature(inputs: list[str], outputs: list[str]) -> tuple[list[s
 
 BACKENDS: dict[str, Backend] = {b.platform: b for b in (OnnxRuntimeBackend(), PyTorchBackend(), TensorRTBackend(),
                                                         PythonBackend())}
+
+
+def backend_of(config: Mapping) -> Backend | None:
+    """The stock backend a configuration (JSON) names by its platform or backend; None for any other (an ensemble)."""
+    for backend in BACKENDS.values():
+        if config.get("platform") == backend.platform or (config.get("backend") or None) == backend.name:
+            return backend
+    return None
 
 
 def backend_for(fmt: str) -> Backend:
