@@ -21,6 +21,7 @@ import numpy as np
 
 from tritonsuite.core.spec import Metric
 from tritonsuite.judge.accuracy import AccuracyResult
+from tritonsuite.load.kinds import driver_for
 
 DEFAULT_TOLERANCE = (1e-5, 1e-5)  # floating outputs (an oldest batch may sum in another order); others: exact
 
@@ -133,10 +134,11 @@ def composing_models(deployment, bls_composing: Mapping[str, Sequence[str]]) -> 
 
 
 def judged_by_kind(description, spec) -> bool:
-    """Whether a deployment's accuracy is this module's: a sequence or decoupled model, or a python model with no
-    reference file (nothing runs its model.py in-process: its validation_data judge it)."""
-    return description.sequence or description.decoupled or (description.python and
-                                                              not (spec.config or {}).get("reference"))
+    """Whether a deployment's accuracy is this module's: one its driver judges by whole exchanges (a sequence or
+    decoupled model), or a python model with no reference file (nothing runs its model.py in-process: its
+    validation_data judge it)."""
+    return bool(driver_for(description).accuracy) or (description.python and
+                                                      not (spec.config or {}).get("reference"))
 
 
 def _samples(inputs: Mapping[str, np.ndarray], batching: bool) -> list[dict[str, np.ndarray]]:
@@ -161,7 +163,8 @@ def kind_accuracy(server, description, spec, precision: str, data, protocol: str
         reference = reference_callable(named)
     else:
         reference = spec.build(None) if named else None
-    if description.sequence:
+    how = driver_for(description).accuracy
+    if how == "sequences":
         settings = sequences or SequenceSettings()
         rng = np.random.default_rng(settings.seed)
         runs = [[samples[(j + i) % len(samples)] for i in range(draw_length(rng, settings))]
@@ -169,7 +172,7 @@ def kind_accuracy(server, description, spec, precision: str, data, protocol: str
         return sequence_accuracy(server, description.name, precision, runs, outputs, protocol, tolerances,
                                  f"{len(runs)} sequences ({sum(map(len, runs))} steps, {settings.describe()}) of "
                                  f"{data.description} sent interleaved, then each alone", first_id=settings.id_start)
-    if description.decoupled:
+    if how == "streams":
         return stream_accuracy(server, description.name, precision, samples[:ACCURACY_REQUESTS], outputs, reference,
                                tolerances)
     # a python model without a reference: its outputs against validation_data
@@ -199,9 +202,10 @@ def reference_name(description, spec) -> str:
     """What an accuracy row was judged against, in words."""
     if not judged_by_kind(description, spec):
         return "fp32 eager model on the CPU"  # every precision is judged against fp32
-    if description.sequence:
+    how = driver_for(description).accuracy
+    if how == "sequences":
         return "each sequence sent alone"
-    if description.decoupled:
+    if how == "streams":
         return "each request sent alone" + (" and the reference file" if spec.config.get("reference") else "")
     return "validation_data"
 

@@ -24,7 +24,10 @@ class Kind:
         point the kind cannot take (a caller's mistake to the engine; a case the suite skips)."""
         return ""
 
-    probes = True  # whether accuracy probes may ride in the load (else the kind's accuracy is judged otherwise)
+    #: how the kind's accuracy is judged when it is not by probes riding in the load: "sequences" (each sequence
+    #: sent interleaved against the same sent alone) or "streams" (each request's responses against it sent alone);
+    #: "" where probes may ride in the load
+    accuracy = ""
 
     def transport(self, grpc_url: str, bound_s: float, shared: bool):
         """The transport its requests travel on (None: the point's protocol decides)."""
@@ -74,7 +77,13 @@ class Driver:
     @property
     def probes(self) -> bool:
         """Whether accuracy probes may ride in its load (a sequence or a stream is judged by whole exchanges)."""
-        return all(kind.probes for kind in self.kinds)
+        return not self.accuracy
+
+    @property
+    def accuracy(self) -> str:
+        """How its accuracy is judged by whole exchanges (:attr:`Kind.accuracy`; the first kind's that has one), ""
+        where probes ride in its load."""
+        return next((kind.accuracy for kind in self.kinds if kind.accuracy), "")
 
     def point(self, point: LoadPoint) -> tuple[LoadPoint, list[str]]:
         """The point as the kinds need it, and the notes its row carries on what changed. A point the kinds still

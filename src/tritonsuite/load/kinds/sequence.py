@@ -12,7 +12,7 @@ STATELESS_CHECKS = ("refusals", "counters", "cache")
 
 
 class Sequence(Kind):
-    probes = False  # judged by whole sequences, each sent alone and interleaved
+    accuracy = "sequences"  # judged by whole exchanges (judge.responses), not by probes in the load
 
     @staticmethod
     def applies(description) -> bool:

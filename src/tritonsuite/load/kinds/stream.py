@@ -9,7 +9,7 @@ from tritonsuite.load.kinds.base import Kind
 
 
 class Stream(Kind):
-    probes = False  # judged by whole exchanges, each request's responses against it sent alone
+    accuracy = "streams"  # judged by whole exchanges (judge.responses), not by probes in the load
 
     @staticmethod
     def applies(description) -> bool:
