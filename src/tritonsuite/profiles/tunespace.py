@@ -89,7 +89,7 @@ class Candidate:
         threads = self.intra_op_threads or "default"
         preferred = " ".join(map(str, self.preferred_batch_sizes)) or "none"
         batcher = (f"preferred {preferred}, delay" if self.scheduler == "dynamic" else
-                   f"sequence batcher direct, delay" if self.scheduler == "direct" else
+                   "sequence batcher direct, delay" if self.scheduler == "direct" else
                    f"sequence batcher oldest, preferred {preferred}, delay")
         return (f"{self.instance_count} inst, max batch {self.max_batch_size}, {batcher} "
                 f"{self.max_queue_delay_microseconds} us, threads {threads}")
