@@ -124,16 +124,24 @@ def send_http(server, model: str, tensors: list[Tensor], outputs: list[str]) -> 
         conn.close()
 
 
-def send_grpc(server, model: str, tensors: list[Tensor], outputs: list[str]) -> tuple[str, str]:
-    import grpc
-    from tritonclient.grpc import service_pb2, service_pb2_grpc
+def _grpc_request(model: str, tensors: list[Tensor], outputs: list[str], request_id: str = ""):
+    """The malformed request as a ``ModelInferRequest`` (its tensors' bytes as ``raw_input_contents``)."""
+    from tritonclient.grpc import service_pb2
 
-    request = service_pb2.ModelInferRequest(model_name=model)
+    request = service_pb2.ModelInferRequest(model_name=model, id=request_id)
     for t in tensors:
         request.inputs.add(name=t.name, datatype=t.datatype, shape=t.shape)
         request.raw_input_contents.append(t.data)
     for n in outputs:
         request.outputs.add(name=n)
+    return request
+
+
+def send_grpc(server, model: str, tensors: list[Tensor], outputs: list[str]) -> tuple[str, str]:
+    import grpc
+    from tritonclient.grpc import service_pb2_grpc
+
+    request = _grpc_request(model, tensors, outputs)
     with grpc.insecure_channel(server.grpc_url) as channel:
         try:
             service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelInfer(request, timeout=BOUND_S)
@@ -146,14 +154,9 @@ def send_stream(server, model: str, tensors: list[Tensor], outputs: list[str]) -
     """The malformed request on a gRPC stream (a decoupled model's only way in): its first error, or OK once the
     final response came."""
     import grpc
-    from tritonclient.grpc import service_pb2, service_pb2_grpc
+    from tritonclient.grpc import service_pb2_grpc
 
-    request = service_pb2.ModelInferRequest(model_name=model, id="conformance")
-    for t in tensors:
-        request.inputs.add(name=t.name, datatype=t.datatype, shape=t.shape)
-        request.raw_input_contents.append(t.data)
-    for n in outputs:
-        request.outputs.add(name=n)
+    request = _grpc_request(model, tensors, outputs, "conformance")
     with grpc.insecure_channel(server.grpc_url) as channel:
         try:
             for response in service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelStreamInfer(
