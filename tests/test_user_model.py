@@ -1,5 +1,6 @@
 """The README's worked example: a user's own model through the same suite, with a checkpoint and a dataset."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -41,7 +42,12 @@ def test_the_library_runs_from_a_plain_script(tmp_path):
     result = subprocess.run([sys.executable, str(ROOT / "examples" / "script_offline.py"), str(tmp_path)],
                             capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stderr
-    assert "bert-onnx-fp32-batch4 OK" in result.stdout and "bert-onnx-fp32 accuracy passed" in result.stdout
+    # each point measured and printed (its stability is this host's: the script keeps the cpu profile's 10 %, and a
+    # busy host may leave a point UNSTABLE, still measured); accuracy is a verdict of its own and must pass
+    for batch in (1, 4):
+        assert re.search(rf"^bert-onnx-fp32-batch{batch} (OK|UNSTABLE) \d+\.\d inf/s p99 \d+\.\d\d ms$", result.stdout,
+                         re.M), result.stdout
+    assert "bert-onnx-fp32 accuracy passed" in result.stdout, result.stdout
     assert (tmp_path / "offline" / "bert.md").is_file() and (tmp_path / "accuracy" / "bert.md").is_file()
 
 
