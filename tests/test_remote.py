@@ -133,6 +133,27 @@ def test_without_a_grpc_address_the_message_names_the_option(someone_elses):
         RemoteServer(someone_elses.http_url, grpc_url="127.0.0.1")
 
 
+def test_known_by_its_http_address_alone_it_is_measured_over_http(someone_elses, repo):
+    """No --triton-grpc-url: an HTTP point is measured, and a decoupled model (gRPC streams only) fails naming the
+    option to give. Before, the engine read the gRPC address for every point and no HTTP point could run."""
+    from tritonsuite.core.settings import MeasurementSettings
+    from tritonsuite.load.engine import LoadPoint, measure
+
+    http_only = RemoteServer(someone_elses.http_url)
+    http_only.load(repo / "add_b")
+    description = http_only.model_description("add_b")
+    inputs = {"A": np.ones((1, 4), np.float32), "B": np.ones((1, 4), np.float32)}
+    settings = MeasurementSettings(window_ms=200, warmup_ms=50, max_trials=3, stability_percentage=100,
+                                   client_bound_percent=1000)
+    m = measure(http_only, "add_b", inputs, description.outputs, LoadPoint(1, 1), settings, description=description)
+    assert m.meta["protocol"] == "http" and m.meta["server_success_delta"] == m.meta["requests_sent"] > 0
+    http_only.load(repo / "stream_n")
+    with pytest.raises(ValueError, match="its gRPC address is not known; give it with --triton-grpc-url host:port"):
+        measure(http_only, "stream_n", {"COUNT": np.ones((1, 1), np.int32), "DATA": np.ones((1, 4), np.float32)},
+                http_only.model_description("stream_n").outputs, LoadPoint(1, 1), settings,
+                description=http_only.model_description("stream_n"))
+
+
 def test_the_suite_runs_on_it_given_its_addresses(someone_elses, repo, tmp_path):
     """The pytest options as a team passes them: --triton-grpc-url threaded through to the launcher (the decoupled
     model streams over it), the ensemble's composing models uploaded by the suite's own session."""

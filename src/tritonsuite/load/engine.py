@@ -46,7 +46,7 @@ from tritonsuite.core.settings import STABLE_WINDOWS, MeasurementSettings
 from tritonsuite.core.spec import TensorSpec
 from tritonsuite.load.client import SharedMemoryRegions
 from tritonsuite.load.generator import LoadGenerator, Progress, StopEarly, arrival_gaps, run_together
-from tritonsuite.load.http import prepare_request
+from tritonsuite.load.exchange import prepare
 from tritonsuite.load.interrupt import run_interruptible
 from tritonsuite.load.point import LoadPoint, Measurement, MeasurementError
 from tritonsuite.load.kinds import Driver, driver_for
@@ -150,18 +150,11 @@ def _measure(server: TritonServer, traffic: Sequence[Traffic], settings: Measure
         generators = []
         for i, t in enumerate(traffic):
             driver, batch = drivers[i], _batch(t)
-            transport = driver.transport(server.grpc_url, _request_bound(settings, t.point), t.point)
-
-            def prepare(tensors, names, shm=None, model=t.model, grpc=transport is not None, batched=driver.batched):
-                if grpc:
-                    from tritonsuite.load.grpc import prepare_grpc_request
-
-                    return prepare_grpc_request(model, tensors, names, shm, batched)
-                return prepare_request(host, model, tensors, names, shm, batched)
-
-            names = [o.name for o in t.outputs]
-            request = prepare(batch, names, shm)
-            prepared = [prepare({k: np.ascontiguousarray(v) for k, v in p.items()}, names) for p in t.probes]
+            transport = driver.transport(server, _request_bound(settings, t.point), t.point)
+            grpc, names = transport is not None, [o.name for o in t.outputs]
+            request = prepare(host, t.model, batch, names, grpc, driver.batched, shm)
+            prepared = [prepare(host, t.model, {k: np.ascontiguousarray(v) for k, v in p.items()}, names, grpc,
+                                driver.batched) for p in t.probes]
             generators.append(LoadGenerator(server, t.model, request, t.point, settings, stop_early, prepared,
                                             t.probe_share, t.probe_seed, transport,
                                             on_progress=progress if i == 0 else None,

@@ -39,7 +39,6 @@ class Answer:
     version: str = ""  # the model version that answered
     error: str = ""
     outputs: object = None  # decoded outputs by name; a decoupled model's: the list of its responses' outputs
-    closing: bool = False  # a sequence model's request that ended a sequence still open when the requests ran out
     sequence: tuple[int, int] | None = None  # a sequence model's: (sequence id, the request's place in it from 0)
 
     @property
@@ -79,13 +78,8 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
     host, port = server.http_url.rsplit(":", 1)
     names = list(outputs)
 
-    try:
-        grpc_url = server.grpc_url
-    except ValueError:  # a remote server named by its HTTP URL alone: the driver's transport says if it needs one
-        grpc_url = ""
-
     async def run() -> list[Answer]:
-        transport = driver.transport(grpc_url, timeout_s, point)
+        transport = driver.transport(server, timeout_s, point)
         grpc = transport is not None
         transport = transport or HttpTransport(host, int(port))
         prepared = [prepare(host, model, {k: np.ascontiguousarray(v) for k, v in r.items()}, names, grpc,
@@ -102,21 +96,20 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
             sent[0] += 1
             return prepared[(sent[0] - 1) % len(prepared)]
 
-        async def one(conn, request: PreparedRequest, closing: bool = False, sequence=None):
+        async def one(conn, request: PreparedRequest, sequence=None):
             start = time.monotonic()
             try:
                 _, _, decoded, *_ = await asyncio.wait_for(transport.exchange(conn, request), timeout_s)
             except (asyncio.TimeoutError, Hang):
                 answers.append(Answer(start, time.monotonic(), False, error=f"no answer within {timeout_s:g} s",
-                                      closing=closing, sequence=sequence))
+                                      sequence=sequence))
                 return False  # the connection may still carry the lost request: a new one for the next
             except Exception as exc:  # noqa: BLE001 - the answer's verdict, kept
-                answers.append(Answer(start, time.monotonic(), False, error=first_line(exc), closing=closing,
-                                      sequence=sequence))
+                answers.append(Answer(start, time.monotonic(), False, error=first_line(exc), sequence=sequence))
                 return not getattr(conn, "error", None)
             first = decoded[0] if isinstance(decoded, list) and decoded else decoded
             answers.append(Answer(start, time.monotonic(), True, getattr(first, "version", ""), outputs=decoded,
-                                  closing=closing, sequence=sequence))
+                                  sequence=sequence))
             return True
 
         async def worker(slot: int) -> None:
@@ -137,7 +130,7 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
                 if pattern is not None and slot in pattern.live:
                     live = pattern.live[slot]
                     for request in pattern.closing(slot):
-                        await one(conn, request, closing=True, sequence=(live.sequence_id, live.sent))
+                        await one(conn, request, sequence=(live.sequence_id, live.sent))
             finally:
                 conn.close()
 

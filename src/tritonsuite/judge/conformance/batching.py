@@ -70,8 +70,9 @@ def _pooled(a: dict, b: dict) -> dict:
 
 def _unmet(d, hist: dict, b: int) -> bool:
     db = d.batcher
-    return db is not None and d.max_batch_size > b and bool(hist) and (max(hist) <= b or bool(db.preferred_batch_sizes) and not any(
-        s >= p for p in db.preferred_batch_sizes for s in hist))
+    return db is not None and d.max_batch_size > b and bool(hist) and (
+        max(hist) <= b or bool(db.preferred_batch_sizes) and not any(s >= p for p in db.preferred_batch_sizes
+                                                                      for s in hist))
 
 
 def _declared(d, b: int) -> str:

@@ -4,7 +4,7 @@ request: a sequence model's as a sequence of one, a decoupled model's on a gRPC 
 from __future__ import annotations
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import ask, client, responses
+from tritonsuite.judge.conformance.traffic import ask, responses
 
 
 def _tensors(tensors) -> str:
@@ -42,7 +42,7 @@ def check_identity(target: Target) -> CheckResult:
     if (not declared.platform or not served.platform) and declared.backend == served.backend:
         got["platform/backend"] = want["platform/backend"]  # a platform and the backend it maps to: the same thing
     problems += [f"{k}: declared {want[k]}, served {got[k]}" for k in want if want[k] != got[k]]
-    conn = client(target.server, timeout=30)
+    conn = target.server.client(timeout=30)
     try:
         metadata = conn.get_model_metadata(target.name)
     finally:

@@ -2,10 +2,11 @@
 on a gRPC stream, the only way it takes requests).
 
 Each malformed request is written on the wire by hand (HTTP: the binary tensor extension's JSON header and raw
-bytes; gRPC: a ``ModelInferRequest`` with ``raw_input_contents``, unary or as a stream's message), so a truncated or oversized body is exactly that,
-not something a client library would refuse before sending. It must come back as an error (HTTP 4xx, gRPC
-INVALID_ARGUMENT or another non-OK status, a stream's response with its error message) whose message names the problem, within :data:`BOUND_S`; right after,
-the server is live, the model ready, and a reference request is answered exactly as before.
+bytes; gRPC: a ``ModelInferRequest`` with ``raw_input_contents``, unary or as a stream's message), so a truncated
+or oversized body is exactly that, not something a client library would refuse before sending. It must come back as
+an error (HTTP 4xx, gRPC INVALID_ARGUMENT or another non-OK status, a stream's response with its error message)
+whose message names the problem, within :data:`BOUND_S`; right after, the server is live, the model ready, and a
+reference request is answered exactly as before.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import answered, client, same
+from tritonsuite.judge.conformance.traffic import answered, same
 
 BOUND_S = 10.0  # an error later than this is a hang
 #: a dtype of the same item size (so the bytes fit and only the type is wrong)
@@ -175,16 +176,15 @@ SENDERS = {"http": send_http, "grpc": send_grpc, "grpc stream": send_stream}
 def protocols(target: Target) -> tuple[str, ...]:
     """The protocols the probes travel: the one the deployment's driver sends on (a decoupled model's gRPC stream),
     else HTTP and, where the server's gRPC port is known, unary gRPC."""
-    from tritonsuite.load.kinds import driver_for
     from tritonsuite.load.point import LoadPoint
 
-    try:
-        url = target.server.grpc_url
-    except ValueError:
-        url = ""
-    if getattr(driver_for(target.description).transport(url, BOUND_S, LoadPoint(1)), "streaming", False):
+    if getattr(target.driver.transport(target.server, BOUND_S, LoadPoint(1)), "streaming", False):
         return ("grpc stream",)
-    return ("http", "grpc") if url else ("http",)
+    try:
+        target.server.grpc_url
+    except ValueError:  # a server known by its HTTP address alone
+        return ("http",)
+    return ("http", "grpc")
 
 
 def _healthy(target: Target, conn, reference) -> str:
@@ -203,7 +203,7 @@ def _healthy(target: Target, conn, reference) -> str:
 
 
 def check_refusals(target: Target) -> CheckResult:
-    conn = client(target.server)
+    conn = target.server.client()
     problems, seen = [], []
     try:
         reference = answered(target, target.request(1))

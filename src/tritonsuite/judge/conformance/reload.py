@@ -5,8 +5,8 @@ latency during the switch is reported against before (p99 and max, with their sa
 the deployment's driver sends it (a sequence model's in sequences, a decoupled model's on streams, an ensemble's
 through its steps). A sequence live at the switch is cut by it, not failed: the reloaded model's sequence batcher
 knows no sequence begun before it and refuses its next requests for want of START (Triton r24.10); the cut
-sequences are counted, and any other failure, or one in a sequence begun after the reload returned, fails. The deployment is
-restored afterwards (the added version removed, the configuration written back, loaded once more).
+sequences are counted, and any other failure, or one in a sequence begun after the reload returned, fails. The
+deployment is restored afterwards (the added version removed, the configuration written back, loaded once more).
 
 A server the suite did not start (``--server remote``) is reloaded only when the target allows it: never reload a
 team's server unasked.
@@ -17,9 +17,10 @@ import shutil
 import threading
 import time
 
-from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.core.stats import percentile_estimate
+from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import load, statistics
+from tritonsuite.load.exchange import first_line
 
 CONCURRENCY = 2
 BEFORE_S = 0.6  # load before the reload (the latency "before"): at least this long...
@@ -62,7 +63,7 @@ def _restore(target: Target) -> str:
     except Exception as exc:
         if not target.server.is_alive():
             raise
-        return _first(exc)
+        return first_line(exc)[:200]
     return ""
 
 
@@ -104,20 +105,15 @@ def _failed(answers, end: float) -> tuple[list, list[int]]:
     return failed, sorted(cut)
 
 
-def _first(exc) -> str:
-    lines = [l for l in str(exc).strip().splitlines() if l.strip()]
-    return (lines[0] if lines else type(exc).__name__)[:200]
-
-
 def _round(value):
     return None if value is None else round(value, 2)
 
 
-def _describe(name: str, answers, latency: dict, cut: list[int]) -> str:
-    failed = sum(not a.ok for a in answers)
+def _describe(name: str, answers, latency: dict, failed: list, cut: list[int]) -> str:
     b, d = latency["before"], latency["during"]
-    cut_text = f" ({len(cut)} sequence(s) live at the switch cut by it)" if cut else ""
-    return (f"{name}: {len(answers)} requests, {failed} failed{cut_text}; latency before p99 {b['p99_ms']} ms / max "
+    refused = sum(not a.ok for a in answers) - len(failed)
+    cut_text = f", {refused} refused in the {len(cut)} sequence(s) live at the switch (cut by it)" if cut else ""
+    return (f"{name}: {len(answers)} requests, {len(failed)} failed{cut_text}; latency before p99 {b['p99_ms']} ms / max "
             f"{b['max_ms']} ms ({b['samples']} samples), during p99 {d['p99_ms']} ms / max {d['max_ms']} ms "
             f"({d['samples']} samples)")
 
@@ -142,9 +138,9 @@ def _new_version(target: Target, evidence: dict) -> list[str]:
         v: versions.count(v) for v in sorted(set(versions))}, "old_after_new": len(late_old),
         "failed": len(failed), "sequences_cut": len(cut), "reload_s": round(end - begin, 3), "latency": latency,
         "errors": sorted({a.error for a in answers if not a.ok})[:3]}
-    evidence["observed_new_version"] = _describe(f"version {old} -> {new.name}", answers, latency, cut)
+    evidence["observed_new_version"] = _describe(f"version {old} -> {new.name}", answers, latency, failed, cut)
     refused = refused if isinstance(refused, Exception) else None
-    problems = [f"loading version {new.name} under load failed: {_first(refused)}"] if refused else []
+    problems = [f"loading version {new.name} under load failed: {first_line(refused)[:200]}"] if refused else []
     if failed:
         problems.append(f"{len(failed)} of {len(answers)} requests failed while version {new.name} was added "
                         f"({failed[0].error[:120]})")
@@ -183,9 +179,10 @@ def _changed_config(target: Target, evidence: dict) -> list[str]:
                                   "reload_s": round(end - begin, 3), "latency": latency,
                                   "served_change": MARK in served,
                                   "errors": sorted({a.error for a in answers if not a.ok})[:3]}
-    evidence["observed_changed_config"] = _describe(f"config with parameter {MARK}", answers, latency, cut)
+    evidence["observed_changed_config"] = _describe(f"config with parameter {MARK}", answers, latency, failed, cut)
     refused = refused if isinstance(refused, Exception) else None
-    problems = [f"loading the changed configuration under load failed: {_first(refused)}"] if refused else []
+    problems = ([f"loading the changed configuration under load failed: {first_line(refused)[:200]}"] if refused
+                else [])
     if failed:
         problems.append(f"{len(failed)} of {len(answers)} requests failed while a changed configuration was loaded "
                         f"({failed[0].error[:120]})")

@@ -17,15 +17,8 @@ from tritonsuite.load.sequences import SequenceSettings
 #: the Prometheus counters the counters check reads (Triton's metric names)
 METRICS = ("nv_inference_request_success", "nv_inference_request_failure", "nv_inference_count",
            "nv_inference_exec_count", "nv_cache_num_hits_per_model", "nv_cache_num_misses_per_model")
-TIMEOUT_S = 60.0  # one request's bound: unanswered for longer, it failed
 #: a sequence model's single request: a sequence of one (START and END on it)
 ONE_REQUEST = SequenceSettings(length=1, variation_percent=0.0)
-
-
-def client(server, timeout: float | None = None):
-    """An HTTP client of ``server`` for its metadata and health (a request unanswered for ``timeout``, default the
-    server's request timeout, fails)."""
-    return server.client(timeout=timeout)
 
 
 def load(target, concurrency: int, requests: int | None = None, stop: threading.Event | None = None,
@@ -35,7 +28,7 @@ def load(target, concurrency: int, requests: int | None = None, stop: threading.
     ``requests`` were sent or ``stop`` is set; every answer kept."""
     return exchange(target.server, target.name, target.description,
                     [_batch_first(target, r) for r in target.load_requests()], target.output_names,
-                    concurrency, count=requests, stop=stop, deadline_s=deadline_s, timeout_s=TIMEOUT_S)
+                    concurrency, count=requests, stop=stop, deadline_s=deadline_s)
 
 
 def ask(target, request: Mapping[str, np.ndarray], version: str | int = "") -> Answer:
@@ -43,7 +36,7 @@ def ask(target, request: Mapping[str, np.ndarray], version: str | int = "") -> A
     every response until the final one), as the driver sends it; the answer, failed or not."""
     model = f"{target.name}:{version}" if version else target.name
     answer = exchange(target.server, model, target.description, [_batch_first(target, request)],
-                      target.output_names, count=1, sequences=ONE_REQUEST, timeout_s=TIMEOUT_S)[0]
+                      target.output_names, count=1, sequences=ONE_REQUEST)[0]
     if answer.ok and not target.description.batching:  # the outputs as the server sent them: no batch dimension
         answer.outputs = [{k: v[0] for k, v in r.items()} for r in responses(answer)]
     return answer

@@ -29,8 +29,8 @@ class Kind:
     #: "" where probes may ride in the load
     accuracy = ""
 
-    def transport(self, grpc_url: str, bound_s: float, shared: bool):
-        """The transport its requests travel on (None: the point's protocol decides)."""
+    def transport(self, server, bound_s: float, shared: bool):
+        """The transport its requests travel on to ``server`` (None: the point's protocol decides)."""
         return None
 
     def pattern(self, request, grpc: bool, point: LoadPoint):
@@ -109,16 +109,19 @@ class Driver:
             if reason := kind.refuse(point, probes):
                 raise ValueError(f"{model} {reason}")
 
-    def transport(self, grpc_url: str, bound_s: float, point: LoadPoint):
-        """How its requests travel: a kind's own transport, else unary gRPC when the point asks, else HTTP (None)."""
+    def transport(self, server, bound_s: float, point: LoadPoint):
+        """How its requests travel to ``server``: a kind's own transport, else unary gRPC when the point asks, else
+        HTTP (None). The server's gRPC address is read only where a gRPC transport is made: a server known by its
+        HTTP address alone (``--server remote`` without ``--triton-grpc-url``) serves HTTP points, and a gRPC one
+        raises the server's own line saying what to give."""
         for kind in self.kinds:
-            found = kind.transport(grpc_url, bound_s, point.open_loop)
+            found = kind.transport(server, bound_s, point.open_loop)
             if found is not None:
                 return found
         if point.protocol == "grpc":
             from tritonsuite.load.grpc import GrpcTransport
 
-            return GrpcTransport(grpc_url, bound_s, shared=point.open_loop)
+            return GrpcTransport(server.grpc_url, bound_s, shared=point.open_loop)
         return None
 
     def protocol(self, point: LoadPoint, transport) -> str:

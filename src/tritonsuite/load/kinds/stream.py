@@ -24,10 +24,10 @@ class Stream(Kind):
         return ("is decoupled: its responses come over a gRPC stream, not through shared memory"
                 if point.shared_memory else "")
 
-    def transport(self, grpc_url: str, bound_s: float, shared: bool):
+    def transport(self, server, bound_s: float, shared: bool):
         from tritonsuite.load.streams import StreamTransport
 
-        return StreamTransport(grpc_url, bound_s, shared=shared)
+        return StreamTransport(server.grpc_url, bound_s, shared=shared)
 
     def summarise(self, measurement, windows, generator) -> None:
         from tritonsuite.load.streams import summarise_streams
