@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from tritonsuite.core.description import ModelDescription
-from tritonsuite.load.http import HttpTransport, PreparedRequest, prepare_request
+from tritonsuite.load.http import HttpTransport, PreparedRequest, RequestOptions, prepare_request
 from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.point import Hang, LoadPoint
 from tritonsuite.load.sequences import SequenceSettings
@@ -47,13 +47,21 @@ class Answer:
 
 
 def prepare(host: str, model: str, tensors: Mapping[str, np.ndarray], outputs: Sequence[str], grpc: bool,
-            batched: bool = True, shm=None) -> PreparedRequest:
+            batched: bool = True, shm=None, options: RequestOptions | None = None) -> PreparedRequest:
     """One request serialised once for its transport: gRPC's ``ModelInferRequest`` or the HTTP body."""
     if grpc:
         from tritonsuite.load.grpc import prepare_grpc_request
 
-        return prepare_grpc_request(model, tensors, outputs, shm, batched)
-    return prepare_request(host, model, tensors, outputs, shm, batched)
+        return prepare_grpc_request(model, tensors, outputs, shm, batched, options)
+    return prepare_request(host, model, tensors, outputs, shm, batched, options)
+
+
+def flagged(request: PreparedRequest, grpc: bool, flags: tuple[int, bool, bool]) -> PreparedRequest:
+    """``request`` with a sequence id and START/END flags as given (the driver's sequence pattern chooses them
+    otherwise)."""
+    from tritonsuite.load.sequences import grpc_decorator, http_decorator
+
+    return (grpc_decorator if grpc else http_decorator)(request)(*flags)
 
 
 def first_line(exc: BaseException) -> str:
@@ -64,12 +72,16 @@ def first_line(exc: BaseException) -> str:
 def exchange(server, model: str, description: ModelDescription, requests: Sequence[Mapping[str, np.ndarray]],
              outputs: Sequence[str], concurrency: int = 1, *, count: int | None = None,
              stop: threading.Event | None = None, deadline_s: float = 120.0, protocol: str = "http",
-             sequences: SequenceSettings | None = None, timeout_s: float = TIMEOUT_S) -> list[Answer]:
+             sequences: SequenceSettings | None = None, timeout_s: float = TIMEOUT_S,
+             options: RequestOptions | None = None, flags: tuple[int, bool, bool] | None = None) -> list[Answer]:
     """Send ``requests`` in turn (each one request's tensors, batch first where the deployment batches) from
     ``concurrency`` connections until ``count`` were sent, ``stop`` is set or ``deadline_s`` passed; every answer,
     in the order sent. ``protocol``: http or grpc for a stateless deployment (a decoupled one always streams);
     ``sequences``: a sequence model's pattern (perf_analyzer's options, their defaults when None); ``timeout_s``:
-    one request's bound (an unanswered request fails, and its connection is opened again)."""
+    one request's bound (an unanswered request fails, and its connection is opened again); ``options``: the
+    priority, queue timeout or classification every request carries; ``flags``: (sequence id, START, END) set on
+    every request as given instead of the sequence pattern ((0, False, False): a request to a sequence model
+    without a correlation id)."""
     if count is None and stop is None:
         raise ValueError("exchange needs a count of requests or a stop event: it never sends without an end")
     driver = driver_for(description, sequences)
@@ -83,8 +95,12 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
         grpc = transport is not None
         transport = transport or HttpTransport(host, int(port))
         prepared = [prepare(host, model, {k: np.ascontiguousarray(v) for k, v in r.items()}, names, grpc,
-                            driver.batched) for r in requests]
-        pattern = driver.pattern(prepared[0], grpc, point)
+                            driver.batched, options=options) for r in requests]
+        pattern = None
+        if flags is not None:
+            prepared = [flagged(r, grpc, flags) for r in prepared]
+        else:
+            pattern = driver.pattern(prepared[0], grpc, point)
         answers: list[Answer] = []
         sent = [0]
         end_by = time.monotonic() + deadline_s

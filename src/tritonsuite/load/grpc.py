@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from tritonsuite.load.client import SharedMemoryRegions, infer_tensors
-from tritonsuite.load.http import PreparedRequest
+from tritonsuite.load.http import PreparedRequest, RequestOptions
 from tritonsuite.load.point import MeasurementError
 
 MODEL_INFER = "/inference.GRPCInferenceService/ModelInfer"
@@ -24,17 +24,20 @@ _MAX_MESSAGE = 2 ** 31 - 1  # tritonclient's own channel limit
 
 
 def prepare_grpc_request(model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[str],
-                         shm: "SharedMemoryRegions | None" = None, batched: bool = True) -> PreparedRequest:
+                         shm: "SharedMemoryRegions | None" = None, batched: bool = True,
+                         options: RequestOptions | None = None) -> PreparedRequest:
     """Serialise one ``ModelInferRequest`` with tritonclient's protocol code, once, for repeated sending."""
     from tritonclient.grpc._utils import _get_inference_request
 
     from tritonsuite.core.description import model_and_version
 
     name, version = model_and_version(model)
-    infer_inputs, infer_outputs = infer_tensors(inputs, outputs, shm, protocol="grpc", batched=batched)
+    options = options or RequestOptions()
+    infer_inputs, infer_outputs = infer_tensors(inputs, outputs, shm, protocol="grpc", batched=batched,
+                                                class_count=options.class_count)
     request = _get_inference_request(model_name=name, inputs=infer_inputs, model_version=version, request_id="",
                                      outputs=infer_outputs, sequence_id=0, sequence_start=False, sequence_end=False,
-                                     priority=0, timeout=None, parameters=None)
+                                     priority=options.priority, timeout=options.timeout_us, parameters=None)
     return PreparedRequest(request.SerializeToString(), [] if shm is not None else list(outputs), batched)
 
 

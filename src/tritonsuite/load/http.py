@@ -89,6 +89,18 @@ class HttpTransport:
         return t_written, t_head, decoded
 
 
+@dataclass(frozen=True)
+class RequestOptions:
+    """What a request carries beside its tensors, in Triton's protocol: ``priority`` (0: the model's default level),
+    ``timeout_us`` (the request's queue timeout in microseconds; None: the model's default), ``class_count`` (each
+    output asked for as the classification extension's top classes). The engine sends the defaults; a conformance
+    check sets them to show a field of the configuration at work."""
+
+    priority: int = 0
+    timeout_us: int | None = None
+    class_count: int = 0
+
+
 @dataclass
 class PreparedRequest:
     data: bytes
@@ -123,12 +135,15 @@ def model_path(model: str) -> str:
 
 
 def prepare_request(host: str, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[str],
-                    shm: "SharedMemoryRegions | None" = None, batched: bool = True) -> PreparedRequest:
+                    shm: "SharedMemoryRegions | None" = None, batched: bool = True,
+                    options: "RequestOptions | None" = None) -> PreparedRequest:
     """Serialise one inference request with tritonclient's protocol code, once, for repeated sending."""
     import tritonclient.http as httpclient
 
-    infer_inputs, infer_outputs = infer_tensors(inputs, outputs, shm, batched=batched)
-    body, json_size = httpclient.InferenceServerClient.generate_request_body(infer_inputs, infer_outputs)
+    options = options or RequestOptions()
+    infer_inputs, infer_outputs = infer_tensors(inputs, outputs, shm, batched=batched, class_count=options.class_count)
+    body, json_size = httpclient.InferenceServerClient.generate_request_body(
+        infer_inputs, infer_outputs, priority=options.priority, timeout=options.timeout_us)
     head = f"POST {model_path(model)}/infer HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/octet-stream\r\n"
     if json_size is not None:
         head += f"Inference-Header-Content-Length: {json_size}\r\n"

@@ -101,7 +101,7 @@ def grpc_decorator(request: PreparedRequest) -> Decorate:
         extra.parameters["sequence_id"].int64_param = sequence_id
         extra.parameters["sequence_start"].bool_param = start
         extra.parameters["sequence_end"].bool_param = end
-        return PreparedRequest(request.data + extra.SerializeToString(), request.decode_outputs)
+        return PreparedRequest(request.data + extra.SerializeToString(), request.decode_outputs, request.batched)
 
     return decorate
 
@@ -124,7 +124,8 @@ def http_decorator(request: PreparedRequest) -> Decorate:
         text = json.dumps({**header, "parameters": parameters}, separators=(",", ":")).encode()
         new_head = b"\r\n".join(kept + [b"Inference-Header-Content-Length: %d" % len(text),
                                         b"Content-Length: %d" % (len(text) + len(binary))])
-        return PreparedRequest(new_head + b"\r\n\r\n" + text + binary, request.decode_outputs)
+        return PreparedRequest(new_head + b"\r\n\r\n" + text + binary, request.decode_outputs,
+                               request.batched)
 
     return decorate
 
