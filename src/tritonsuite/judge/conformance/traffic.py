@@ -31,12 +31,13 @@ def load(target, concurrency: int, requests: int | None = None, stop: threading.
                     concurrency, count=requests, stop=stop, deadline_s=deadline_s)
 
 
-def ask(target, request: Mapping[str, np.ndarray], version: str | int = "") -> Answer:
+def ask(target, request: Mapping[str, np.ndarray], version: str | int = "", options=None) -> Answer:
     """One request (a sequence model's: a sequence of one, START and END on it; a decoupled model's: on a stream,
-    every response until the final one), as the driver sends it; the answer, failed or not."""
+    every response until the final one), as the driver sends it; the answer, failed or not. ``options``:
+    :class:`~tritonsuite.load.http.RequestOptions` it carries (a priority, a timeout, a classification)."""
     model = f"{target.name}:{version}" if version else target.name
     answer = exchange(target.server, model, target.description, [_batch_first(target, request)],
-                      target.output_names, count=1, sequences=ONE_REQUEST)[0]
+                      target.output_names, count=1, sequences=ONE_REQUEST, options=options)[0]
     if answer.ok and not target.description.batching:  # the outputs as the server sent them: no batch dimension
         answer.outputs = [{k: v[0] for k, v in r.items()} for r in responses(answer)]
     return answer
@@ -48,9 +49,10 @@ def _batch_first(target, request: Mapping[str, np.ndarray]) -> Mapping[str, np.n
     return request if target.description.batching else {k: np.asarray(v)[None] for k, v in request.items()}
 
 
-def answered(target, request: Mapping[str, np.ndarray], version: str | int = "") -> dict[str, np.ndarray]:
+def answered(target, request: Mapping[str, np.ndarray], version: str | int = "",
+             options=None) -> dict[str, np.ndarray]:
     """:func:`ask`'s outputs (a decoupled model's: its first response's), raising what failed."""
-    answer = ask(target, request, version)
+    answer = ask(target, request, version, options)
     if not answer.ok:
         raise ConformanceFailure(answer.error)
     return responses(answer)[0] if responses(answer) else {}

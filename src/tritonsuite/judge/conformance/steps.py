@@ -1,0 +1,69 @@
+"""Check ``steps``: an ensemble runs its declared steps, each once per ensemble request, on the declared version.
+
+Under a closed loop of the ensemble's own requests (sent as its driver sends them), the statistics extension of
+each step's model, per version, must grow by exactly the answered ensemble requests times the steps that name the
+model, on the version each step names (``model_version`` -1: the newest READY one), and on no other version. A
+step that is skipped, run twice, or served by another version than declared shows as another count. (That the
+answer is the steps' composition, through ``input_map`` and ``output_map``, is what accuracy compares.)
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from tritonsuite.judge.conformance.result import CheckResult, Target
+from tritonsuite.judge.conformance.traffic import load
+
+REQUESTS = 16  # ensemble requests sent (two connections)
+
+
+def _successes(server, model: str) -> dict[str, int]:
+    """{version: requests the model answered successfully}, from the statistics extension."""
+    conn = server.client(timeout=30)
+    try:
+        stats = conn.get_inference_statistics(model)
+    finally:
+        conn.close()
+    return {str(e.get("version", "")): int(e.get("inference_stats", {}).get("success", {}).get("count", 0))
+            for e in stats.get("model_stats", [])}
+
+
+def _ready_versions(server, model: str) -> list[int]:
+    conn = server.client(timeout=30)
+    try:
+        return sorted(int(v) for v in conn.get_model_metadata(model).get("versions", []) if str(v).isdigit())
+    finally:
+        conn.close()
+
+
+def check_steps(target: Target) -> CheckResult:
+    d = target.description
+    if not d.ensemble:
+        return CheckResult(target.name, "steps", "no ensemble_scheduling", "-", "skipped",
+                           "not an ensemble (a BLS model's calls are its code's, not its configuration's)")
+    expected: Counter = Counter()
+    for step in d.steps:
+        version = str(step.version) if step.version > 0 else str(max(_ready_versions(target.server, step.model),
+                                                                     default=0))
+        expected[(step.model, version)] += 1
+    models = sorted({m for m, _ in expected})
+    before = {m: _successes(target.server, m) for m in models}
+    answers = load(target, concurrency=2, requests=REQUESTS)
+    ok = sum(a.ok for a in answers)
+    after = {m: _successes(target.server, m) for m in models}
+    ran = {(m, v): n - before[m].get(v, 0) for m in models for v, n in after[m].items() if n - before[m].get(v, 0)}
+    problems = []
+    if ok < len(answers):
+        first = next(a.error for a in answers if not a.ok)
+        problems.append(f"{len(answers) - ok} of {len(answers)} ensemble requests failed ({first[:160]})")
+    for key in sorted(set(expected) | set(ran)):
+        want, got = expected[key] * ok, ran.get(key, 0)
+        if want != got:
+            model, version = key
+            problems.append(f"step model {model} version {version} ran {got} requests for {ok} answered ensemble "
+                            f"requests (declared: {expected[key]} per request)")
+    declared = ", ".join(f"{m} v{v}" + (f" x{n}" if n > 1 else "") for (m, v), n in expected.items())
+    observed = ", ".join(f"{m} v{v}: {n}" for (m, v), n in sorted(ran.items())) + f" for {ok} ensemble requests"
+    return CheckResult(target.name, "steps", f"steps {declared}", observed, "fail" if problems else "pass",
+                       "; ".join(problems), {"ensemble_requests_answered": ok, "sent": len(answers),
+                                             "per_step_expected": {f"{m}:{v}": n for (m, v), n in expected.items()},
+                                             "per_step_ran": {f"{m}:{v}": n for (m, v), n in ran.items()}})

@@ -1,0 +1,128 @@
+"""The tensors' own fields, each shown on the live server with requests sent as the deployment's driver sends them.
+
+- ``tensors``: ``input.optional``: a request without an optional input is answered (each optional input left out in
+  turn, then all of them); ``input.reshape``: a request of the declared dims is answered and one shaped as the
+  reshape is refused (the server reshapes; a client sends the declared dims); ``output.reshape``: answers come
+  back in the declared dims, not the model's own. A missing *required* input is the refusals check's.
+- ``classification``: an output with ``label_filename``, asked for as the classification extension's top classes
+  (``class_count``), answers ``score:index:label`` strings: the indices are the output's top ones, the scores its
+  values there and the labels the file's lines at those indices.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tritonsuite.judge.conformance.identity import _fits
+from tritonsuite.judge.conformance.result import CheckResult, Target
+from tritonsuite.judge.conformance.traffic import ask, responses
+from tritonsuite.load.http import RequestOptions
+
+#: the top classes the classification check asks for (fewer where an output has fewer elements)
+CLASSES = 3
+
+
+def _declared(config: dict, kind: str, field: str) -> dict:
+    """{tensor name: the field's value} for the ``kind`` tensors ("input"/"output") that set ``field``."""
+    return {t.get("name", ""): t[field] for t in config.get(kind, []) if field in t}
+
+
+def _outcome(answer) -> str:
+    return "answered" if answer.ok else f"refused ({answer.error[:160]})"
+
+
+def check_tensors(target: Target) -> CheckResult:
+    d = target.description
+    optional = [name for name, on in _declared(d.config, "input", "optional").items() if on]
+    reshaped = {name: [int(x) for x in (r or {}).get("shape", [])]
+                for name, r in _declared(d.config, "input", "reshape").items()}
+    out_reshaped = list(_declared(d.config, "output", "reshape"))
+    if not (optional or reshaped or out_reshaped):
+        return CheckResult(target.name, "tensors", "no optional input, no reshape", "-", "skipped",
+                           "no input is optional and no tensor declares a reshape (a missing required input is "
+                           "the refusals check's)")
+    request = target.request(1)
+    problems, evidence = [], {}
+    for left_out in [[n] for n in optional] + ([optional] if len(optional) > 1 else []):
+        answer = ask(target, {k: v for k, v in request.items() if k not in left_out})
+        evidence[f"without {', '.join(left_out)}"] = _outcome(answer)
+        if not answer.ok:
+            problems.append(f"a request without the optional input {', '.join(left_out)} was {_outcome(answer)}")
+    reference = ask(target, request)
+    evidence["declared dims"] = _outcome(reference)
+    if (reshaped or out_reshaped) and not reference.ok:
+        problems.append(f"a request of the declared dims was {_outcome(reference)}")
+    for name, shape in reshaped.items():
+        dims = d.input(name).shape
+        if list(dims) == shape or any(x < 0 for x in dims):
+            evidence[f"{name} as reshaped {shape}"] = "not sent: the reshape accepts the declared dims' shape too"
+            continue
+        batch = (1,) if d.batching else ()
+        other = np.resize(request[name], batch + tuple(max(x, 1) for x in shape))
+        answer = ask(target, {**request, name: other})
+        evidence[f"{name} as reshaped {shape}"] = _outcome(answer)
+        if answer.ok:
+            problems.append(f"input {name}: a request shaped as its reshape {shape} (not its dims {list(dims)}) was "
+                            f"answered")
+    if out_reshaped and reference.ok:
+        for outputs in responses(reference):
+            for t in d.outputs:
+                if t.name in out_reshaped and t.name in outputs:
+                    shape = list(outputs[t.name].shape)
+                    evidence[f"{t.name} answered as"] = shape
+                    if not _fits(shape, t.shape, True):  # the codec gives every answer a batch dim
+                        problems.append(f"output {t.name} answered as {shape}, declared dims {list(t.shape)} (its "
+                                        f"reshape not undone)")
+    declared = "; ".join(filter(None, (f"optional {', '.join(optional)}" if optional else "",
+                                       f"input reshape {reshaped}" if reshaped else "",
+                                       f"output reshape {', '.join(out_reshaped)}" if out_reshaped else "")))
+    return CheckResult(target.name, "tensors", declared, "; ".join(f"{k}: {v}" for k, v in evidence.items()),
+                       "fail" if problems else "pass", "; ".join(problems), evidence)
+
+
+def check_classification(target: Target) -> CheckResult:
+    d = target.description
+    labelled = _declared(d.config, "output", "label_filename")
+    if not labelled:
+        return CheckResult(target.name, "classification", "no label_filename", "-", "skipped",
+                           "no output declares label_filename")
+    request = target.request(1)
+    plain = ask(target, request)
+    if not plain.ok:
+        return CheckResult(target.name, "classification", f"label_filename on {', '.join(labelled)}", "-", "fail",
+                           f"the reference request was {_outcome(plain)}")
+    problems, evidence = [], {}
+    raw = responses(plain)[0]
+    for name, filename in labelled.items():
+        path = target.directory / filename
+        labels = path.read_text().splitlines() if path.is_file() else None
+        values = np.asarray(raw[name], dtype=np.float64).reshape(-1)
+        count = min(CLASSES, values.size)
+        answer = ask(target, request, options=RequestOptions(class_count=count))
+        if not answer.ok:
+            problems.append(f"output {name} asked for its top {count} classes was {_outcome(answer)}")
+            continue
+        got = [bytes(x).decode() for x in np.asarray(responses(answer)[0][name]).reshape(-1)]
+        evidence[name] = {"label_file": filename, "labels_in_file": None if labels is None else len(labels),
+                          "answered": got}
+        for text in got:
+            parts = text.split(":", 2)
+            if len(parts) < 3 or not parts[1].isdigit():
+                problems.append(f"output {name}: class {text!r} carries no label (score:index:label expected, "
+                                f"label_filename {filename})")
+                break
+            index = int(parts[1])
+            if labels is not None and (index >= len(labels) or parts[2] != labels[index]):
+                problems.append(f"output {name}: class {text!r}: line {index} of {filename} is "
+                                f"{labels[index] if index < len(labels) else 'missing'!r}")
+                break
+            if not np.isclose(float(parts[0]), values[index], rtol=1e-4, atol=1e-5):
+                problems.append(f"output {name}: class {text!r}: the output's value at {index} is {values[index]:g}")
+                break
+        top = sorted(np.argsort(-values, kind="stable")[:count].tolist())
+        indices = sorted(int(t.split(":")[1]) for t in got if t.count(":") >= 1 and t.split(":")[1].isdigit())
+        if len(indices) == count and np.sort(values)[::-1][count - 1] > np.sort(values)[::-1][min(count, values.size - 1)] \
+                and indices != top:
+            problems.append(f"output {name}: classes {indices} answered, its top {count} are {top}")
+    return CheckResult(target.name, "classification", f"label_filename on {', '.join(labelled)}",
+                       "; ".join(f"{k}: {', '.join(v['answered'])}" for k, v in evidence.items()),
+                       "fail" if problems else "pass", "; ".join(problems), evidence)

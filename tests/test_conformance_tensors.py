@@ -1,0 +1,129 @@
+"""The field checks of a deployment's tensors and steps on the real embedded server (tritonsuite.judge.conformance
+tensors, classification, steps): each passes a sound deployment and fails one served otherwise than its config.pbtxt
+declares (loaded with an override through the repository API), with a one-line reason."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.test_conformance_checks import check, load_with, python_model, sixteen
+from tests.test_conformance_kinds import ensemble
+from tritonsuite.server import EmbeddedServer
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    return tmp_path_factory.mktemp("tensors-repo")
+
+
+@pytest.fixture(scope="module")
+def server(repo, tmp_path_factory):
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+        yield server
+
+
+def with_optional(repo: Path, name: str) -> Path:
+    """An echo model with a second input, optional (the model reads INPUT0 only)."""
+    return python_model(repo, name, "echo", extra='input { name: "INPUT1" data_type: TYPE_FP32 dims: [16] '
+                                                  'optional: true }')
+
+
+def reshaped(repo: Path, name: str) -> Path:
+    """An echo model that takes and gives [16] on the wire and [4, 4] inside (input and output reshape)."""
+    directory = python_model(repo, name, "echo")
+    config = directory / "config.pbtxt"
+    config.write_text(config.read_text().replace('dims: [16] }', 'dims: [16] reshape { shape: [4, 4] } }'))
+    return directory
+
+
+def labelled(repo: Path, name: str) -> Path:
+    directory = python_model(repo, name, "echo")
+    (directory / "labels.txt").write_text("".join(f"class_{i}\n" for i in range(16)))
+    config = directory / "config.pbtxt"
+    config.write_text(config.read_text().replace('output { name: "OUTPUT0" data_type: TYPE_FP32 dims: [16] }',
+                                                 'output { name: "OUTPUT0" data_type: TYPE_FP32 dims: [16] '
+                                                 'label_filename: "labels.txt" }'))
+    return directory
+
+
+def test_an_optional_input_left_out_is_answered(repo, server):
+    sound = with_optional(repo, "optional_sound")
+    server.load(sound)
+    result = check(server, sound, "tensors", inputs=None)
+    assert result.verdict == "pass", result.line()
+    assert result.evidence["without INPUT1"] == "answered"
+
+
+def test_tensors_catches_an_optional_input_served_as_required(repo, server):
+    broken = with_optional(repo, "optional_required")
+    load_with(server, broken, input=[{"name": f"INPUT{i}", "data_type": "TYPE_FP32", "dims": [16]} for i in (0, 1)])
+    result = check(server, broken, "tensors", inputs=None)
+    assert result.verdict == "fail", result.line()
+    assert "without the optional input INPUT1 was refused" in result.reason
+
+
+def test_a_reshape_takes_the_declared_dims_and_answers_them(repo, server):
+    sound = reshaped(repo, "reshape_sound")
+    server.load(sound)
+    result = check(server, sound, "tensors", inputs=None)
+    assert result.verdict == "pass", result.line()
+    assert result.evidence["INPUT0 as reshaped [4, 4]"].startswith("refused")
+    assert result.evidence["OUTPUT0 answered as"] == [1, 16]
+
+
+def test_tensors_catches_a_deployment_served_without_its_reshape(repo, server):
+    broken = reshaped(repo, "reshape_missing")
+    load_with(server, broken, input=[{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4, 4]}])
+    result = check(server, broken, "tensors", inputs=None)
+    assert result.verdict == "fail", result.line()
+    assert "a request of the declared dims was refused" in result.reason
+
+
+def test_classification_answers_the_label_files_classes(repo, server):
+    sound = labelled(repo, "labels_sound")
+    server.load(sound)
+    result = check(server, sound, "classification")
+    assert result.verdict == "pass", result.line()
+    got = result.evidence["OUTPUT0"]["answered"]
+    assert len(got) == 3 and all(t.split(":")[2] == f"class_{t.split(':')[1]}" for t in got)
+
+
+def test_classification_catches_an_output_served_without_its_labels(repo, server):
+    broken = labelled(repo, "labels_missing")
+    load_with(server, broken, output=[{"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [16]}])
+    result = check(server, broken, "classification")
+    assert result.verdict == "fail", result.line()
+    assert "carries no label" in result.reason
+
+
+def test_an_ensemble_runs_each_step_once_per_request(repo, server):
+    step = python_model(repo, "step_echo", "echo")
+    server.load(step)
+    sound = ensemble(repo, "steps_sound", "step_echo")
+    server.load(sound)
+    result = check(server, sound, "steps")
+    assert result.verdict == "pass", result.line()
+    assert result.evidence["per_step_ran"] == {"step_echo:1": 16}
+
+
+def test_steps_catches_an_ensemble_served_with_its_step_twice(repo, server):
+    step = python_model(repo, "step_twice", "echo")
+    server.load(step)
+    broken = ensemble(repo, "steps_doubled", "step_twice")
+    twice = {"step": [{"model_name": "step_twice", "model_version": -1, "input_map": {"INPUT0": "INPUT0"},
+                       "output_map": {"OUTPUT0": "MIDDLE"}},
+                      {"model_name": "step_twice", "model_version": -1, "input_map": {"INPUT0": "MIDDLE"},
+                       "output_map": {"OUTPUT0": "OUTPUT0"}}]}
+    load_with(server, broken, ensemble_scheduling=twice)
+    result = check(server, broken, "steps")
+    assert result.verdict == "fail", result.line()
+    assert "step model step_twice version 1 ran 32 requests for 16 answered ensemble requests" in result.reason
+
+
+def test_the_field_checks_skip_a_deployment_that_declares_none_of_their_fields(repo, server):
+    plain = python_model(repo, "plain_echo", "echo")
+    server.load(plain)
+    for name in ("tensors", "classification", "steps"):
+        result = check(server, plain, name, inputs=sixteen)
+        assert result.verdict == "skipped" and result.reason, result.line()
