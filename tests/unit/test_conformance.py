@@ -47,6 +47,21 @@ def test_results_are_rows_that_round_trip_and_become_a_page_and_a_summary(tmp_pa
     assert written == [tmp_path / "conformance" / "m.md"] and written[0].read_text() == page
 
 
+def test_the_page_reads_as_a_checklist_of_the_declared_fields_and_the_defaults_judged():
+    fields = ["name", "max_batch_size", "input", "input.dims", "optimization.graph.level"]
+    rows = [CheckResult("m", "identity", "declared a", "observed a", "pass", fields=fields).to_row(model="m"),
+            CheckResult("m", "batching", "no dynamic batching", "one request per execution", "pass",
+                        fields=fields).to_row(model="m")]
+    page = render_conformance("m", rows)
+    assert "| `input.dims` | identity | pass |" in page
+    assert "| `max_batch_size` | batching | pass |" in page
+    assert "| `optimization.graph.level` | - | not checkable |" in page
+    assert "| batching | no dynamic batching | pass | - |" not in page  # max_batch_size is batching's field
+    rows[1].extra["declared_fields"] = fields = ["name"]
+    page = render_conformance("m", rows[1:])
+    assert "| batching | no dynamic batching | pass | - |" in page  # the default (no batcher) was judged
+
+
 def test_a_verdict_outside_the_choices_is_refused():
     with pytest.raises(ValueError, match="valid choices: pass, fail, skipped"):
         CheckResult("m", "identity", "", "", "maybe")

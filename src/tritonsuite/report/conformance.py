@@ -31,6 +31,7 @@ def render_conformance(deployment: str, rows: Sequence[Row]) -> str:
             VERDICT_WORDS.get(r.extra.get("verdict", ""), r.status), "; ".join(r.reasons) or "-",
             r.seconds if r.seconds is not None else "-")) + " |")
     out.append("")
+    out += _checklist(rows)
     for r in rows:
         evidence = r.extra.get("evidence") or {}
         if not evidence:
@@ -48,6 +49,36 @@ def render_conformance(deployment: str, rows: Sequence[Row]) -> str:
         if rest:
             out += ["```json", json.dumps(rest, indent=1, default=str), "```", ""]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _checklist(rows: Sequence[Row]) -> list[str]:
+    """Every field the deployment declares, beside the check that shows it and that check's verdict (or why no
+    check can show it); then the checks that judged a default: a field the deployment leaves out."""
+    from tritonsuite.judge.conformance.fields import FIELDS
+
+    declared = next((r.extra["declared_fields"] for r in rows if r.extra.get("declared_fields")), [])
+    by_check = {r.extra.get("check"): r for r in rows}
+    if not declared:
+        return []
+    out = ["## Checklist of the declared fields", "",
+           f"{len(declared)} fields set by the configuration; the verdict is its check's in this run.", "",
+           "| field | check | verdict | what shows it, or why nothing outside can |", "|---|---|---|---|"]
+    for name in declared:
+        check, why = FIELDS[name]
+        row = by_check.get(check)
+        verdict = (VERDICT_WORDS.get(row.extra.get("verdict", ""), row.status) if row is not None
+                   else "not run" if check else "not checkable")
+        out.append(f"| `{name}` | {check or '-'} | {verdict} | {_cell(why)} |")
+    covered = {FIELDS[name][0] for name in declared}
+    defaults = [r for r in rows if r.extra.get("check") not in covered
+                and any(c == r.extra.get("check") for c, _ in FIELDS.values())]
+    if defaults:
+        out += ["", "Fields left to their defaults, and the checks that judged the default:", "",
+                "| check | the default | verdict | reason |", "|---|---|---|---|"]
+        out += [f"| {r.extra.get('check')} | {_cell(r.extra.get('declared', '-'))} | "
+                f"{VERDICT_WORDS.get(r.extra.get('verdict', ''), r.status)} | {_cell('; '.join(r.reasons) or '-')} |"
+                for r in defaults]
+    return out + [""]
 
 
 def write_conformance_pages(reports_dir: str | Path, rows: Sequence[Row]) -> list[Path]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from tritonsuite.judge.conformance.fields import declared_fields
 from tritonsuite.judge.conformance.result import (STATUS, VERDICTS, CheckResult, ConformanceError, Target,
                                                   declared_inputs)
 from tritonsuite.load.kinds import driver_for
@@ -40,7 +41,7 @@ __all__ = ["CHECKS", "STATUS", "VERDICTS", "CheckResult", "ConformanceError", "T
            "parse_checks", "run_check", "run_checks"]
 
 #: the checks, in the order they run (the cheap, read-only ones first; reload last: it changes the deployment)
-CHECKS = ("identity", "tensors", "classification", "batching", "instances", "steps", "refusals", "counters", "cache",
+CHECKS = ("identity", "batching", "instances", "tensors", "classification", "steps", "refusals", "counters", "cache",
           "reload")
 
 
@@ -74,7 +75,8 @@ def run_check(target: Target, check: str) -> CheckResult:
     target.server.check_alive(f"before the {check} check of {target.name}")
     why = driver_for(target.description).not_applicable(check)
     if why:
-        return CheckResult(target.name, check, "-", "-", "skipped", why)
+        return CheckResult(target.name, check, "-", "-", "skipped", why,
+                           fields=declared_fields(target.description.config))
     try:
         result = _registry()[check](target)
     except ServerDied:
@@ -85,6 +87,7 @@ def run_check(target: Target, check: str) -> CheckResult:
         first = (str(exc).strip().splitlines() or [""])[0]
         result = CheckResult(target.name, check, "-", "-", "fail", f"{type(exc).__name__}: {first}")
     result.seconds = time.monotonic() - start
+    result.fields = declared_fields(target.description.config)
     return result
 
 

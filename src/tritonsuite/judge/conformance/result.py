@@ -34,6 +34,9 @@ class CheckResult:
     reason: str = ""  # one line: why it failed or was skipped (empty when it passed)
     evidence: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    #: the field paths the deployment's configuration sets (:func:`~tritonsuite.judge.conformance.fields.
+    #: declared_fields`): the report lists them as a checklist, each beside the check that shows it
+    fields: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -53,7 +56,7 @@ class CheckResult:
         row = Row(status=STATUS[self.verdict], reasons=[self.reason] if self.reason else [],
                   seconds=round(self.seconds, 3), **fields)
         row.extra.update({"check": self.check, "declared": self.declared, "observed": self.observed,
-                          "verdict": self.verdict, "evidence": self.evidence})
+                          "verdict": self.verdict, "evidence": self.evidence, "declared_fields": self.fields})
         return row
 
 
