@@ -127,3 +127,40 @@ def test_the_field_checks_skip_a_deployment_that_declares_none_of_their_fields(r
     for name in ("tensors", "classification", "steps"):
         result = check(server, plain, name, inputs=sixteen)
         assert result.verdict == "skipped" and result.reason, result.line()
+
+
+RATE_LIMITED = 'rate_limiter { resources [ { name: "R" count: 1 } ] }'
+
+
+def rate_limited(repo: Path, name: str) -> Path:
+    """A sleeping model, two instances, each needing the one unit of resource R."""
+    directory = python_model(repo, name, "sleep", instances=2)
+    config = directory / "config.pbtxt"
+    config.write_text(config.read_text().replace("kind: KIND_CPU }", f"kind: KIND_CPU {RATE_LIMITED} }}"))
+    return directory
+
+
+@pytest.fixture(scope="module")
+def limited_server(repo, tmp_path_factory):
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs"),
+                        extra_args=("--rate-limit=execution_count",)) as server:
+        yield server
+
+
+def test_the_rate_limiter_caps_executions_at_what_its_resources_admit(repo, limited_server, server):
+    sound = rate_limited(repo, "limited_sound")
+    limited_server.load(sound)
+    result = check(limited_server, sound, "rate_limiter")
+    assert result.verdict == "pass", result.line()
+    assert result.evidence["admitted"] == 1 and result.evidence["overlap"] <= 1.1
+    server.load(sound)  # the same deployment on a server without rate limiting: the field does nothing
+    result = check(server, sound, "rate_limiter")
+    assert result.verdict == "skipped" and "--rate-limit off" in result.reason, result.line()
+
+
+def test_rate_limiter_catches_instances_served_without_their_resources(repo, limited_server):
+    broken = rate_limited(repo, "limited_missing")
+    load_with(limited_server, broken, instance_group=[{"count": 2, "kind": "KIND_CPU"}])
+    result = check(limited_server, broken, "rate_limiter")
+    assert result.verdict == "fail", result.line()
+    assert "admits 1 instance(s) at once, but executions overlapped" in result.reason

@@ -43,6 +43,9 @@ def add_options(parser) -> None:
     group.addoption("--backend-directory", default=None, metavar="DIR", help="--server embedded or container: "
                     "serve with the backends DIR holds (<name>/libtriton_<name>.so, e.g. an NGC image's "
                     "/opt/tritonserver/backends); the python-based stand-ins serve only what DIR lacks")
+    group.addoption("--triton-server-flag", action="append", default=[], metavar="NAME=VALUE",
+                    help="--server embedded or container: a tritonserver option for the server the suite starts "
+                    "(repeatable; Model Analyzer's triton_server_flags), e.g. rate-limit=execution_count")
     group.addoption("--models", default="", help="comma-separated models to run (default: all in the profile)")
     group.addoption("--formats", default="", help=f"comma-separated export formats ({', '.join(FORMATS)})")
     group.addoption("--precisions", default="", help=f"comma-separated precisions ({', '.join(PRECISIONS)}): "

@@ -88,6 +88,21 @@ def check_container(image: str, gpus: str, profile: Profile) -> str:
     return gpus
 
 
+def server_flags(flags, server: str) -> tuple[str, ...]:
+    """--triton-server-flag NAME=VALUE (repeatable) as tritonserver arguments (``--NAME=VALUE``), for a server the
+    suite starts."""
+    found = []
+    for flag in flags or ():
+        name, equals, value = str(flag).removeprefix("--").partition("=")
+        if not name or not equals or not name.replace("-", "").replace("_", "").isalnum():
+            raise OptionError(f"--triton-server-flag {flag!r}: expected NAME=VALUE, e.g. rate-limit=execution_count")
+        found.append(f"--{name}={value}")
+    if found and server == "remote":
+        raise OptionError("--triton-server-flag applies to --server embedded or container; a remote server runs "
+                          "with its operator's flags")
+    return tuple(found)
+
+
 def check_backend_directory(directory: str | None, server: str) -> None:
     """--backend-directory: a directory of Triton backends as libraries, for a server the suite starts."""
     if not directory:

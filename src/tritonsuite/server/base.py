@@ -113,6 +113,21 @@ class TritonServer(ABC):
             return ""
         return f"http://{self.http_url.rsplit(':', 1)[0]}:{ports['metrics']}/metrics"
 
+    def started_with(self, option: str) -> list[str] | None:
+        """The values of a tritonserver option this launcher passed it (``--rate-limit`` -> ["execution_count"];
+        [] where not given, so Triton's default holds), or None where the suite cannot know: a server it did not
+        start."""
+        args = getattr(self, "extra_args", None)
+        if args is None:
+            return None
+        found = []
+        for i, arg in enumerate(args):
+            if arg.startswith(option + "="):
+                found.append(arg.split("=", 1)[1])
+            elif arg == option and i + 1 < len(args):
+                found.append(args[i + 1])
+        return found
+
     def grpc_client(self):
         """A tritonclient gRPC client of this server."""
         import tritonclient.grpc as grpcclient

@@ -41,17 +41,18 @@ __all__ = ["CHECKS", "STATUS", "VERDICTS", "CheckResult", "ConformanceError", "T
            "parse_checks", "run_check", "run_checks"]
 
 #: the checks, in the order they run (the cheap, read-only ones first; reload last: it changes the deployment)
-CHECKS = ("identity", "batching", "instances", "tensors", "classification", "steps", "refusals", "counters", "cache",
+CHECKS = ("identity", "batching", "instances", "rate_limiter", "tensors", "classification", "steps", "refusals", "counters", "cache",
           "reload")
 
 
 def _registry() -> dict[str, Callable[[Target], CheckResult]]:
-    from tritonsuite.judge.conformance import batching, cache, counters, identity, refusals, reload, steps, tensors
+    from tritonsuite.judge.conformance import (batching, cache, counters, identity, ratelimit, refusals, reload, steps,
+                                               tensors)
 
     return {"identity": identity.check_identity, "tensors": tensors.check_tensors,
             "classification": tensors.check_classification, "steps": steps.check_steps,
             "batching": batching.check_batching,
-            "instances": batching.check_instances, "refusals": refusals.check_refusals,
+            "instances": batching.check_instances, "rate_limiter": ratelimit.check_rate_limiter, "refusals": refusals.check_refusals,
             "counters": counters.check_counters, "cache": cache.check_cache, "reload": reload.check_reload}
 
 

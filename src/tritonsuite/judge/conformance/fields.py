@@ -152,13 +152,14 @@ FIELDS: dict[str, tuple[str, str]] = {
     "instance_group.name": ("", "a label of the group; no counter or answer names it"),
     "instance_group.kind": ("instances", "the served kind (KIND_GPU needs a GPU host)"),
     "instance_group.count": ("instances", "executions overlap as the count declares"),
-    "instance_group.rate_limiter": ("", "takes effect only on a server started with --rate-limit "
-                                        "execution_count; a server's own flag, not the deployment's"),
-    "instance_group.rate_limiter.resources": ("", "as rate_limiter"),
-    "instance_group.rate_limiter.resources.name": ("", "as rate_limiter"),
-    "instance_group.rate_limiter.resources.global": ("", "as rate_limiter"),
-    "instance_group.rate_limiter.resources.count": ("", "as rate_limiter"),
-    "instance_group.rate_limiter.priority": ("", "as rate_limiter"),
+    "instance_group.rate_limiter": ("rate_limiter", "on a server with --rate-limit execution_count: no more "
+                                                    "instances execute at once than the resources admit"),
+    "instance_group.rate_limiter.resources": ("rate_limiter", "as rate_limiter"),
+    "instance_group.rate_limiter.resources.name": ("rate_limiter", "as rate_limiter"),
+    "instance_group.rate_limiter.resources.global": ("rate_limiter", "as rate_limiter"),
+    "instance_group.rate_limiter.resources.count": ("rate_limiter", "as rate_limiter"),
+    "instance_group.rate_limiter.priority": ("", "a weight of scheduling chances between instances; the statistics "
+                                                 "extension counts executions per model, not per instance"),
     "instance_group.gpus": ("", _GPU + " (which GPU runs an instance)"),
     "instance_group.secondary_devices": ("", "NVDLA cores for TensorRT; " + _TRT),
     "instance_group.secondary_devices.kind": ("", _TRT),
