@@ -164,3 +164,18 @@ def test_rate_limiter_catches_instances_served_without_their_resources(repo, lim
     result = check(limited_server, broken, "rate_limiter")
     assert result.verdict == "fail", result.line()
     assert "admits 1 instance(s) at once, but executions overlapped" in result.reason
+
+
+def test_an_ensemble_cache_hit_runs_none_of_its_steps(repo, server):
+    step = python_model(repo, "step_cached", "echo")
+    server.load(step)
+    sound = ensemble(repo, "ensemble_cached", "step_cached")
+    config = sound / "config.pbtxt"
+    config.write_text(config.read_text() + "response_cache { enable: true }\n")
+    server.load(sound)
+    result = check(server, sound, "cache")
+    assert result.verdict == "pass", result.line()
+    assert result.evidence["steps_run_by_the_hit"] == {"step_cached": 0}
+    load_with(server, sound, response_cache={"enable": False})  # served without it: the repeat runs the step
+    result = check(server, sound, "cache")
+    assert result.verdict == "fail" and "served without it" in result.reason, result.line()

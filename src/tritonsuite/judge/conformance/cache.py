@@ -1,7 +1,8 @@
 """Check 7, the response cache: where the configuration enables it and the server has a cache, a repeated input is
 a hit (the statistics' ``cache_hit``) with the identical answer, a different input is a miss, and the cached
 answer is what the model computes for that input (the same sample sent in a batch of two, a request the cache has
-not seen): a non-deterministic model behind a cache would answer the first random draw for ever."""
+not seen): a non-deterministic model behind a cache would answer the first random draw for ever. An ensemble's hit
+runs none of its steps (their statistics do not move)."""
 from __future__ import annotations
 
 import numpy as np
@@ -33,11 +34,14 @@ def check_cache(target: Target) -> CheckResult:
                            "the configuration does not enable response_cache")
     names = target.output_names
     request = target.request(1)
+    steps = sorted({s.model for s in d.steps})  # an ensemble's: a hit must run none of them
     before = settled_statistics(target.server, target.name)
     first = answered(target, request)
     after_first = settled_statistics(target.server, target.name)
+    steps_before = {m: settled_statistics(target.server, m).get("success_count", 0) for m in steps}
     second = answered(target, request)
     after_second = settled_statistics(target.server, target.name)
+    steps_ran = {m: settled_statistics(target.server, m).get("success_count", 0) - n for m, n in steps_before.items()}
     answered(target, _other(request))
     after_other = settled_statistics(target.server, target.name)
     fresh = None
@@ -51,6 +55,10 @@ def check_cache(target: Target) -> CheckResult:
     evidence = {"first": {k: one.get(k, 0) for k in ("cache_hit_count", "cache_miss_count")},
                 "repeat": {k: two.get(k, 0) for k in ("cache_hit_count", "cache_miss_count")},
                 "other_input": {k: three.get(k, 0) for k in ("cache_hit_count", "cache_miss_count")}}
+    if lookups == 0 and not target.server.model_description(target.name).response_cache:
+        return CheckResult(target.name, "cache", declared, "served without response_cache", "fail",
+                           "response_cache declared, but the server serves the model without it (no lookup "
+                           "counted)", evidence)
     if lookups == 0:
         return CheckResult(target.name, "cache", declared, "no cache lookup counted", "skipped",
                            "the server has no response cache (start it with --cache-config local,size=...)",
@@ -60,6 +68,11 @@ def check_cache(target: Target) -> CheckResult:
         problems.append("the repeated input was not a cache hit")
     if not same(first, second):
         problems.append("the repeated input was answered differently")
+    if steps:
+        evidence["steps_run_by_the_hit"] = steps_ran
+        if two.get("cache_hit_count", 0) == 1 and any(steps_ran.values()):
+            problems.append(f"the ensemble's cache hit still ran its steps "
+                            f"({', '.join(f'{m} {n}x' for m, n in steps_ran.items() if n)})")
     if three.get("cache_hit_count", 0) != 0 or three.get("cache_miss_count", 0) != 1:
         problems.append("a different input was answered from the cache")
     if fresh is not None:
