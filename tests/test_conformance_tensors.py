@@ -178,4 +178,4 @@ def test_an_ensemble_cache_hit_runs_none_of_its_steps(repo, server):
     assert result.evidence["steps_run_by_the_hit"] == {"step_cached": 0}
     load_with(server, sound, response_cache={"enable": False})  # served without it: the repeat runs the step
     result = check(server, sound, "cache")
-    assert result.verdict == "fail" and "served without it" in result.reason, result.line()
+    assert result.verdict == "fail" and "serves the model without it" in result.reason, result.line()
