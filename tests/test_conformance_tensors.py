@@ -179,3 +179,31 @@ def test_an_ensemble_cache_hit_runs_none_of_its_steps(repo, server):
     load_with(server, sound, response_cache={"enable": False})  # served without it: the repeat runs the step
     result = check(server, sound, "cache")
     assert result.verdict == "fail" and "serves the model without it" in result.reason, result.line()
+
+
+def shutting(repo: Path, name: str) -> Path:
+    """A model whose executions take 0.3 s, two instances."""
+    directory = python_model(repo, name, "sleep", instances=2)
+    code = directory / "1" / "model.py"
+    text = code.read_text().replace("time.sleep(0.04)", "time.sleep(0.3)")
+    code.write_text(text)
+    return directory
+
+
+def test_a_shutdown_answers_the_requests_in_flight(repo, server):
+    sound = shutting(repo, "shutdown_sound")
+    result = check(server, sound, "shutdown")
+    assert result.verdict == "pass", result.line()
+    assert result.evidence["in_flight_at_signal"] >= 2 and result.evidence["failed_before_signal"] == 0
+    assert result.evidence["late"]["http"].startswith("refused")
+
+
+def test_shutdown_catches_requests_cut_by_the_exit_timeout(repo, tmp_path_factory):
+    """Executions longer than the server's --exit-timeout-secs: the requests in flight are cut when it exits."""
+    broken = shutting(repo, "shutdown_cut")
+    code = broken / "1" / "model.py"
+    code.write_text(code.read_text().replace("time.sleep(0.3)", "time.sleep(1.5)"))
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs"), extra_args=("--exit-timeout-secs=1",)) as server:
+        result = check(server, broken, "shutdown")
+    assert result.verdict == "fail", result.line()
+    assert "requests sent before the shutdown failed" in result.reason

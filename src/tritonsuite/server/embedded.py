@@ -283,6 +283,27 @@ class EmbeddedServer(TritonServer):
             self._reap()
         self._cleanup()
 
+    def twin(self, log_dir: str | Path) -> "EmbeddedServer":
+        """Another server like this one (the same repository, backends and options; not started), for a check that
+        must stop a server without stopping the run's."""
+        return EmbeddedServer(self.model_repository, log_dir, self.startup_timeout, self.extra_args,
+                              self.model_control_mode, self.port_attempts, self.backends_from)
+
+    def terminate(self, timeout_s: float = 40.0) -> bool:
+        """Ask the server to shut down as an operator does (SIGTERM: Triton stops taking requests, lets those in
+        flight finish within its ``--exit-timeout-secs``, 30 s by default, and unloads its models); True if it exited
+        within ``timeout_s``. What is left is then killed and cleaned up as :meth:`stop` does."""
+        exited = True
+        if self.process is not None:
+            self._stopping.set()
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                exited = False
+        self.stop()
+        return exited
+
     def _cleanup(self) -> None:
         if self._janitor is not None:  # cleaned up ourselves: the janitor is not needed
             janitor.dismiss(self._janitor)

@@ -42,18 +42,19 @@ __all__ = ["CHECKS", "STATUS", "VERDICTS", "CheckResult", "ConformanceError", "T
 
 #: the checks, in the order they run (the cheap, read-only ones first; reload last: it changes the deployment)
 CHECKS = ("identity", "batching", "instances", "rate_limiter", "tensors", "classification", "steps", "refusals", "counters", "cache",
-          "reload")
+          "shutdown", "reload")
 
 
 def _registry() -> dict[str, Callable[[Target], CheckResult]]:
-    from tritonsuite.judge.conformance import (batching, cache, counters, identity, ratelimit, refusals, reload, steps,
-                                               tensors)
+    from tritonsuite.judge.conformance import (batching, cache, counters, identity, ratelimit, refusals, reload,
+                                               shutdown, steps, tensors)
 
     return {"identity": identity.check_identity, "tensors": tensors.check_tensors,
             "classification": tensors.check_classification, "steps": steps.check_steps,
             "batching": batching.check_batching,
             "instances": batching.check_instances, "rate_limiter": ratelimit.check_rate_limiter, "refusals": refusals.check_refusals,
-            "counters": counters.check_counters, "cache": cache.check_cache, "reload": reload.check_reload}
+            "counters": counters.check_counters, "cache": cache.check_cache, "shutdown": shutdown.check_shutdown,
+            "reload": reload.check_reload}
 
 
 def parse_checks(value: str | None) -> tuple[str, ...]:

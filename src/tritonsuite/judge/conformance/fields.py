@@ -205,6 +205,7 @@ SYSTEM: dict[str, str] = {
     "refusals": "malformed requests refused cleanly; the deployment unharmed",
     "counters": "the statistics extension and Prometheus metrics agree with the client",
     "reload": "a new version and a changed configuration loaded under load without a failed request",
+    "shutdown": "a server asked to shut down answers the requests in flight and exits (a twin of an embedded one)",
     "test01": "outputs sampled under load equal the same inputs sent alone (MLPerf TEST01)",
     "test04": "one input repeated is not faster than varied inputs without a declared cache (MLPerf TEST04)",
     "test05": "throughput does not depend on the input seed (MLPerf TEST05)",

@@ -1,0 +1,115 @@
+"""Check ``shutdown``: when the server is asked to shut down (SIGTERM, as an operator or an orchestrator stops it),
+the deployment's requests in flight are answered, what comes after is refused cleanly or answered, none hangs, and
+the server exits within Triton's exit timeout.
+
+The run's own server is not stopped: the check starts a twin of it (the same repository, backends and options; the
+embedded server only), loads the deployment there, keeps a closed loop of its requests in flight (as its driver
+sends them), signals the server once answers are flowing, and sends one more request over each protocol just after.
+Requests sent before the signal must all be answered correctly; those after may be refused (on r24.10 the HTTP
+endpoint closes at once while gRPC still takes requests until the models unload: both are shown in the evidence).
+A request unanswered within its bound, or a server that outlives the bound, fails.
+"""
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from tritonsuite.judge.conformance.result import CheckResult, Target
+from tritonsuite.judge.conformance.traffic import ONE_REQUEST, _batch_first, load, statistics
+from tritonsuite.load.exchange import Answer, exchange
+
+#: one request's bound during the shutdown (Triton's --exit-timeout-secs is 30 s by default)
+BOUND_S = 35.0
+#: the server's bound to exit after the signal
+EXIT_S = 45.0
+
+
+def _protocols(target: Target) -> tuple[str, ...]:
+    return ("grpc",) if target.description.decoupled else ("http", "grpc")
+
+
+def check_shutdown(target: Target) -> CheckResult:
+    twin_of = getattr(target.server, "twin", None)
+    if twin_of is None:
+        return CheckResult(target.name, "shutdown", "-", "-", "skipped",
+                           f"{target.server.name} server: the check shuts down a twin of a server the suite starts "
+                           f"itself (--server embedded)")
+    concurrency = max(2, min(8, 2 * target.description.instance_count))
+    with tempfile.TemporaryDirectory(prefix="tritonsuite-shutdown-") as logs:
+        twin = twin_of(Path(logs))
+        try:
+            twin.start()
+            twin.load(target.directory)
+            twin.request_timeout_s = BOUND_S
+            other = replace(target, server=twin)
+            answers: list[Answer] = []
+            started = threading.Event()
+            stop = threading.Event()
+
+            def run() -> None:
+                started.set()
+                answers.extend(load(other, concurrency, requests=40 * concurrency, stop=stop, deadline_s=2 * EXIT_S))
+
+            thread = threading.Thread(target=run, daemon=True)
+            thread.start()
+            started.wait(5)
+            deadline = time.monotonic() + 10
+            while not twin_stats_moved(twin, target.name) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            signalled = time.monotonic()
+            exited = [False]
+            waiter = threading.Thread(target=lambda: exited.__setitem__(0, twin.terminate(EXIT_S)), daemon=True)
+            waiter.start()
+            time.sleep(0.05)
+            late = {p: _late(other, p) for p in _protocols(target)}
+            stop.set()
+            thread.join(2 * EXIT_S)
+            waiter.join(EXIT_S + 15)
+            exit_s = time.monotonic() - signalled
+        finally:
+            twin.stop()
+    before = [a for a in answers if a.start < signalled]
+    in_flight = [a for a in before if a.end >= signalled]
+    lost = [a for a in before if not a.ok]
+    hung = [a for a in answers + list(late.values()) if not a.ok and a.error.startswith("no answer within")]
+    evidence = {"concurrency": concurrency, "sent_before_signal": len(before), "in_flight_at_signal": len(in_flight),
+                "failed_before_signal": len(lost), "sent_after_signal": len(answers) - len(before),
+                "late": {p: ("answered" if a.ok else f"refused: {a.error[:160]}") for p, a in late.items()},
+                "server_exited": exited[0], "exit_s": round(exit_s, 2)}
+    observed = (f"{len(in_flight)} of {len(before)} requests in flight at the signal, {len(lost)} failed; after it "
+                + ", ".join(f"{p} {v.split(':')[0]}" for p, v in evidence["late"].items())
+                + (f"; server exited in {exit_s:.1f} s" if exited[0] else "; server did not exit"))
+    problems = []
+    if lost:
+        problems.append(f"{len(lost)} of {len(before)} requests sent before the shutdown failed ({lost[0].error[:160]})")
+    if hung:
+        problems.append(f"{len(hung)} request(s) unanswered within {BOUND_S:g} s during the shutdown")
+    if not exited[0]:
+        problems.append(f"the server had not exited {EXIT_S:g} s after SIGTERM")
+    if not problems and not in_flight:
+        return CheckResult(target.name, "shutdown", "SIGTERM drains the requests in flight", observed, "skipped",
+                           "no request was in flight at the signal (each answered before it came)", evidence)
+    return CheckResult(target.name, "shutdown", "SIGTERM drains the requests in flight", observed,
+                       "fail" if problems else "pass", "; ".join(problems), evidence)
+
+
+def twin_stats_moved(server, model: str) -> bool:
+    """Whether the server has answered a request of ``model`` yet (answers are flowing)."""
+    try:
+        return statistics(server, model).get("success_count", 0) > 0
+    except Exception:  # noqa: BLE001 - not yet up: not moved
+        return False
+
+
+def _late(target: Target, protocol: str) -> Answer:
+    """One request over ``protocol`` just after the signal (its refusal or its answer)."""
+    try:
+        return exchange(target.server, target.name, target.description,
+                        [_batch_first(target, target.request(target.batch_size))], target.output_names, count=1,
+                        protocol=protocol, sequences=ONE_REQUEST, timeout_s=BOUND_S)[0]
+    except Exception as exc:  # noqa: BLE001 - a refused connection is the answer
+        now = time.monotonic()
+        return Answer(now, now, False, error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
