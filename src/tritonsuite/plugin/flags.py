@@ -13,8 +13,8 @@ MARKERS = {
     "online": "online performance scenario (dynamic batching, HTTP or gRPC, concurrency sweep and request rates)",
     "accuracy": "accuracy of a deployment against its reference, with thresholds",
     "tune": "configuration search of each online deployment for the most throughput within its latency bound",
-    "conformance": "the deployment, live on the server, does what its config.pbtxt declares (identity, batching, "
-                   "instances, refusals, counters, response cache, reload without loss)",
+    "conformance": "the deployment, live on the server, does what its config.pbtxt declares, field by field "
+                   "(docs/conformance.md), with the system checks (refusals, counters, reload, shutdown, MLPerf-style)",
     "mix": "deployments of a profile's mix: served together on one server, each measured alone and together in "
            "interleaved rounds, with its interference ratio",
     "smoke": "short end-to-end run on the embedded server with the tiny model",
@@ -126,8 +126,8 @@ def add_options(parser) -> None:
                     "and/or M minutes per deployment (default: the profile's tune block, else 9 and 15m)")
     group.addoption("--tune-strategy", default="search", metavar="search|grid", help="-m tune: the coordinate "
                     "search (default) or the full grid of the tune space (to compare)")
-    group.addoption("--checks", default="", metavar="CHECK,...", help="-m conformance: the checks to run (identity, "
-                    "batching, instances, refusals, counters, cache, reload; default: all)")
+    group.addoption("--checks", default="", metavar="CHECK,...", help="-m conformance: the checks to run "
+                    "(tritonsuite.judge.conformance.CHECKS, listed in docs/conformance.md; default: all)")
     group.addoption("--allow-reload", action="store_true", default=False, help="-m conformance with --server remote: "
                     "let the reload check add a version to and reload the remote server's deployments (never unasked)")
     group.addoption("--window-ms", type=float, default=None, help="measurement window length (overrides profile)")
