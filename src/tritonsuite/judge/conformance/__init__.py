@@ -17,6 +17,9 @@ the server shows (metadata, configuration, the statistics extension, Prometheus 
 - ``reload``: a new version and a changed configuration loaded under load: no failed request, no old answer after a
   new one, latency during the switch against before (a remote server only with ``allow_reload``);
 - ``counters``: the statistics extension and Prometheus metrics agree with what the client sent and received;
+- ``sequence``: with sequence batching, the sequence batcher's refusals (no correlation id, no START), the control
+  inputs filled by the server, the backlog beyond the declared slots, release after the idle time;
+- ``state``: with implicit state, the state carried within a sequence and never across sequences;
 - ``cache``: where the configuration enables the response cache and the server has one: a repeated input is a
   hit with the same answer, a different input a miss, and the cached answer is what the model computes.
 
@@ -40,15 +43,16 @@ __all__ = ["CHECKS", "STATUS", "VERDICTS", "CheckResult", "ConformanceError", "T
            "parse_checks", "run_check", "run_checks"]
 
 #: the checks, in the order they run (the cheap, read-only ones first; reload last: it changes the deployment)
-CHECKS = ("identity", "batching", "instances", "refusals", "counters", "cache", "reload")
+CHECKS = ("identity", "batching", "instances", "refusals", "counters", "cache", "sequence", "state", "reload")
 
 
 def _registry() -> dict[str, Callable[[Target], CheckResult]]:
-    from tritonsuite.judge.conformance import batching, cache, counters, identity, refusals, reload
+    from tritonsuite.judge.conformance import batching, cache, counters, identity, refusals, reload, sequence
 
     return {"identity": identity.check_identity, "batching": batching.check_batching,
             "instances": batching.check_instances, "refusals": refusals.check_refusals,
-            "counters": counters.check_counters, "cache": cache.check_cache, "reload": reload.check_reload}
+            "counters": counters.check_counters, "cache": cache.check_cache, "sequence": sequence.check_sequence,
+            "state": sequence.check_state, "reload": reload.check_reload}
 
 
 def parse_checks(value: str | None) -> tuple[str, ...]:
