@@ -130,6 +130,13 @@ sequence_batching {{
 '''
 
 
+INPUT = {"name": "INPUT", "data_type": "TYPE_INT32", "dims": [1]}
+#: the control inputs of SEQUENCE_CONFIG as JSON (START first)
+CONTROLS = [{"name": n, "control": [{"kind": f"CONTROL_SEQUENCE_{k}", **v}]} for n, k, v in (
+    ("START", "START", {"int32_false_true": [0, 1]}), ("END", "END", {"fp32_false_true": [0, 1]}),
+    ("READY", "READY", {"bool_false_true": [False, True]}), ("CORRID", "CORRID", {"data_type": "TYPE_UINT64"}))]
+
+
 def sequence_model(repo: Path, name: str, oldest: bool = False) -> Path:
     """Slots: direct 2 (max_batch_size 2 x 1 instance), oldest 3 (max_candidate_sequences 3 x 1)."""
     strategy = ("oldest { max_candidate_sequences: 3 preferred_batch_size: [2] max_queue_delay_microseconds: 500 }"
@@ -195,10 +202,13 @@ def test_a_sound_sequence_model_passes(server, repo, oldest):
     ({"max_sequence_idle_microseconds": 20_000}, "sequences sending every 0.05 s were cut"),
     ({"max_batch_size": 1}, "1 of 4 sequences were live at once (declared 2 slots"),
     ({"instance_group": [{"kind": "KIND_CPU", "count": 2}]}, "4 of 4 sequences were live at once (declared 2 slots"),
-    ({"control_input": None}, "the START request of a whole sequence failed (the control inputs the server fills"
-                              " reach the model): inference request failed with HTTP 500: control input START not given"),
+    ({"control_input": None}, "whole sequence failed (the control inputs the server fills reach the model): "
+                              "inference request failed with HTTP 500: control input START not given"),
+    ({"control_input": CONTROLS[1:], "input": [INPUT, {**INPUT, "name": "START", "optional": True}]},
+     "control input START (CONTROL_SEQUENCE_START) sent as a client tensor was answered"),
     ({"sequence_batching": None}, "no correlation id: refused with another error"),
-], ids=["idle-longer", "idle-shorter", "fewer-slots", "more-slots", "no-controls", "no-sequence-batcher"])
+], ids=["idle-longer", "idle-shorter", "fewer-slots", "more-slots", "no-controls", "start-from-client",
+        "no-sequence-batcher"])
 def test_a_sequence_model_served_otherwise_fails(server, repo, served, words):
     directory = sequence_model(repo, f"seq_broken_{len(list(repo.iterdir()))}")
     served_with(server, directory, **served)
