@@ -92,7 +92,8 @@ class TritonPythonModel:
         responses = []
         for request in requests:
             x = pb_utils.get_input_tensor_by_name(request, "INPUT").as_numpy().astype(np.int64)
-            served = pb_utils.get_input_tensor_by_name(request, "INPUT_STATE").as_numpy().astype(np.int64)
+            given = pb_utils.get_input_tensor_by_name(request, "INPUT_STATE")  # absent: served without the state
+            served = given.as_numpy().astype(np.int64) if given is not None else np.zeros_like(x)
             start = int(pb_utils.get_input_tensor_by_name(request, "START").as_numpy().reshape(-1)[0])
             key = int(pb_utils.get_input_tensor_by_name(request, "CORRID").as_numpy().reshape(-1)[0])
             if self.behaviour == "sound":
@@ -266,3 +267,16 @@ def test_the_python_backend_drops_the_output_state(server, repo):
     server.load(directory)
     result = check(server, directory, "state")
     assert result.verdict == "fail" and "did not reach it" in result.reason, result.line()
+
+
+def test_a_state_model_served_with_its_state_as_a_client_input_fails(server, repo):
+    """Served with the state input an (optional) ordinary input instead of implicit state: a client can set it."""
+    directory = state_model(repo, "state_from_client")
+    config = config_of(directory)
+    state = config["sequence_batching"].pop("state")[0]
+    load_with(server, directory, **{**config, "input": config["input"] + [
+        {"name": "INPUT_STATE", "data_type": state["data_type"], "dims": state["dims"], "optional": True}]})
+    result = check(server, directory, "state")
+    assert result.verdict == "fail" and result.reason == (
+        "state input INPUT_STATE sent as a client tensor was answered: the served configuration takes it from the "
+        "client"), result.line()

@@ -208,7 +208,7 @@ async def _backlog(wire: _Wire, declared: int) -> dict:
             "errors": errors[:8]}
 
 
-async def _idle(wire: _Wire, idle_s: float, declared: int) -> dict:
+async def _idle(wire: _Wire, idle_s: float, slots_free: int) -> dict:
     span = 2 * idle_s + 0.1
     found = {"released": [], "continued": [], "largest_gap_s": 0.0}
 
@@ -242,7 +242,7 @@ async def _idle(wire: _Wire, idle_s: float, declared: int) -> dict:
             conn.close()
 
     jobs = [released, continued] * 3
-    per = max(1, min(declared, len(jobs)))  # never more live sequences than slots: none waits in the backlog
+    per = max(1, min(slots_free, len(jobs)))  # never more live sequences than slots: none waits in the backlog
     for i in range(0, len(jobs), per):
         await asyncio.gather(*(job() for job in jobs[i:i + per]))
     return found
@@ -282,7 +282,8 @@ def check_sequence(target: Target, idle_bound_s: float = IDLE_BOUND_S) -> CheckR
     elif idle_s > idle_bound_s:
         parts.append(f"idle release not shown (declared {idle_s:g} s > bound {idle_bound_s:g} s)")
     else:
-        idle = evidence["idle"] = asyncio.run(_idle(wire, idle_s, declared))
+        live = evidence.get("backlog", {}).get("live_at_once") or declared  # fewer served: none waits either
+        idle = evidence["idle"] = asyncio.run(_idle(wire, idle_s, min(declared, live)))
         kept = [e for e in idle["released"] if NO_START not in e]
         cut = [e for e in idle["continued"] if e != "answered"]
         parts.append(f"{len(idle['released']) - len(kept)}/{len(idle['released'])} idle {2 * idle_s + 0.1:g} s "
