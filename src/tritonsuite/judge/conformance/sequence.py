@@ -261,8 +261,10 @@ def check_sequence(target: Target, idle_bound_s: float = IDLE_BOUND_S) -> CheckR
                       "declared_controls": [f"{c.name}: {c.kind} {c.datatype}" for c in sb.controls]}
     wire = _Wire(target)
     problems = _refusals(target, wire, evidence["refusals"]) + _controls(target, evidence["controls"])
-    parts = [f"{sum(v != 'answered' for v in evidence['refusals'].values())}/5 refused with Triton's errors, a whole "
-             f"sequence answered", f"{sum(v != 'answered' for v in evidence['controls'].values())}/"
+    refused = [k for k, v in evidence["refusals"].items() if NO_CORRID in v or NO_START in v]
+    whole = all(evidence["refusals"][w] == "answered" for w in ("START", "middle", "END"))
+    parts = [f"{len(refused)}/{len(evidence['refusals']) - 3} refused with Triton's errors, a whole sequence "
+             f"{'answered' if whole else 'not answered'}", f"{sum(v != 'answered' for v in evidence['controls'].values())}/"
              f"{len(evidence['controls'])} control inputs sent by a client refused"]
     if any(evidence["refusals"][w] not in ("answered",) and NO_START not in evidence["refusals"][w]
            for w in ("START", "middle", "END")):  # the model fails (released between requests: the idle part's)
