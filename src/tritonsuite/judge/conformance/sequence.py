@@ -20,6 +20,9 @@
   of it over the same span continue (2 or 3 of each; one of each on a single slot); shown only when the
   idle time is at most :data:`IDLE_BOUND_S` (a longer one costs a conformance run that long, twice on one slot).
 
+Other traffic on the model during the check takes slots (the backlog part counts the sequences live at once): check
+a deployment nobody else is sending to. Ids are whole numbers: a CORRID of ``TYPE_STRING`` is not tried.
+
 ``state`` (``sequence_batching.state``: implicit state, its ``input_name``/``output_name``/``data_type``/``dims``/
 ``initial_state``): the state carries from one request of a sequence to the next (two sequences with different first
 requests and the same second request answer the second differently), never across sequences (a sequence sent again
