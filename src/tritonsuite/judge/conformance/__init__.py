@@ -17,6 +17,9 @@ the server shows (metadata, configuration, the statistics extension, Prometheus 
 - ``reload``: a new version and a changed configuration loaded under load: no failed request, no old answer after a
   new one, latency during the switch against before (a remote server only with ``allow_reload``);
 - ``counters``: the statistics extension and Prometheus metrics agree with what the client sent and received;
+- ``sequence``: with sequence batching, the sequence batcher's refusals (no correlation id, no START), the control
+  inputs filled by the server, the backlog beyond the declared slots, release after the idle time;
+- ``state``: with implicit state, the state carried within a sequence and never across sequences;
 - ``cache``: where the configuration enables the response cache and the server has one: a repeated input is a
   hit with the same answer, a different input a miss, and the cached answer is what the model computes.
 
@@ -40,21 +43,27 @@ from tritonsuite.load.kinds import driver_for
 __all__ = ["CHECKS", "STATUS", "VERDICTS", "CheckResult", "ConformanceError", "Target", "declared_inputs",
            "parse_checks", "run_check", "run_checks"]
 
-#: the checks, in the order they run (the cheap, read-only ones first; reload last: it changes the deployment)
-CHECKS = ("identity", "batching", "instances", "rate_limiter", "tensors", "classification", "steps", "refusals", "counters", "cache",
-          "shutdown", "reload")
+#: check -> "module:function" of this package, in the order the checks run (the cheap, read-only ones first; the
+#: system checks after the field checks; reload last: it changes the deployment)
+_CHECKS = {
+    "identity": "identity:check_identity", "batching": "batching:check_batching",
+    "instances": "batching:check_instances", "rate_limiter": "ratelimit:check_rate_limiter",
+    "tensors": "tensors:check_tensors", "classification": "tensors:check_classification", "steps": "steps:check_steps",
+    "sequence": "sequence:check_sequence", "state": "sequence:check_state",
+    "refusals": "refusals:check_refusals", "counters": "counters:check_counters", "cache": "cache:check_cache",
+    "shutdown": "shutdown:check_shutdown", "reload": "reload:check_reload",
+}
+CHECKS = tuple(_CHECKS)
 
 
 def _registry() -> dict[str, Callable[[Target], CheckResult]]:
-    from tritonsuite.judge.conformance import (batching, cache, counters, identity, ratelimit, refusals, reload,
-                                               shutdown, steps, tensors)
+    import importlib
 
-    return {"identity": identity.check_identity, "tensors": tensors.check_tensors,
-            "classification": tensors.check_classification, "steps": steps.check_steps,
-            "batching": batching.check_batching,
-            "instances": batching.check_instances, "rate_limiter": ratelimit.check_rate_limiter, "refusals": refusals.check_refusals,
-            "counters": counters.check_counters, "cache": cache.check_cache, "shutdown": shutdown.check_shutdown,
-            "reload": reload.check_reload}
+    found = {}
+    for check, where in _CHECKS.items():
+        module, function = where.split(":")
+        found[check] = getattr(importlib.import_module(f"tritonsuite.judge.conformance.{module}"), function)
+    return found
 
 
 def parse_checks(value: str | None) -> tuple[str, ...]:

@@ -1,0 +1,384 @@
+"""The sequence batcher's fields, shown on the live server: ``sequence`` and ``state``.
+
+``sequence`` (``sequence_batching`` itself, ``max_sequence_idle_microseconds``, ``control_input``, the backlog of
+``direct``/``oldest`` slots, ``oldest.max_candidate_sequences``), four parts:
+
+- refusals: a request without a correlation id, a first request of a new sequence without START, and a request after
+  END to the same id without START are each refused with Triton's own error (:data:`NO_CORRID`, :data:`NO_START`);
+- controls: a sequence START, middle, END is answered on every request (the model gets the control inputs the server
+  fills: a model reading one that the served configuration lacks fails), and a request carrying a declared control
+  input as a client tensor is refused (the server fills it; a served configuration that takes it as an ordinary
+  input would let the client set it). The values the model sees (``int32_false_true``, ``fp32_false_true``,
+  ``bool_false_true``, CORRID's ``data_type``) reach only the model: they show in its answers, which only the
+  deployment's own accuracy (its sequences against a reference) can judge;
+- backlog: slots = ``max_batch_size`` (``oldest``: ``max_candidate_sequences``) x instances. Slots + 2 sequences
+  start at once; the answered ones keep sending (so none goes idle) until no new first answer has come for
+  :data:`HOLD_S` and each sent :data:`HOLD_REQUESTS` more: exactly ``slots`` sequences are live, the others' first
+  requests wait; then the live ones end, and every waiting sequence is answered, after an END freed its slot;
+- idle release: sequences left idle 1.5 x ``max_sequence_idle_microseconds`` (1 s when 0) plus 0.1 s are released
+  (their next request, without START, refused with :data:`NO_START`) while as many sequences sending every quarter
+  of it over the same span continue (2 or 3 of each; one of each on a single slot); shown only when the
+  idle time is at most :data:`IDLE_BOUND_S` (a longer one costs a conformance run that long, twice on one slot).
+
+Other traffic on the model during the check takes slots (the backlog part counts the sequences live at once): check
+a deployment nobody else is sending to. Ids are whole numbers: a CORRID of ``TYPE_STRING`` is not tried.
+
+``state`` (``sequence_batching.state``: implicit state, its ``input_name``/``output_name``/``data_type``/``dims``/
+``initial_state``): the state carries from one request of a sequence to the next (two sequences with different first
+requests and the same second request answer the second differently), never across sequences (a sequence sent again
+after others answers as the first time; sequences interleaved answer as each sent alone), and a client cannot send
+the state input. The initial state's value reaches only the model (it shows as the first answers being the same for
+every sequence, which the repeat shows).
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import time
+
+import numpy as np
+
+from tritonsuite.judge.conformance.result import CheckResult, Target
+from tritonsuite.judge.conformance.traffic import _batch_first, same
+from tritonsuite.load.exchange import exchange, first_line, flagged, prepare
+
+#: Triton's refusals (sequence_batch_scheduler.cc, r24.10), as the server words them
+NO_CORRID = "must specify a non-zero or non-empty correlation ID"
+NO_START = "must specify the START flag on the first request of the sequence"
+IDLE_BOUND_S = 5.0  # a declared idle time longer than this is not waited out (the part says so)
+MAX_SLOTS = 64  # more slots than this are not all filled (one connection per sequence)
+EXTRA = 2  # sequences started beyond the slots: the backlog
+HOLD_S, HOLD_REQUESTS = 0.3, 5  # how long, and how many requests each live sequence sends, with no new sequence live
+BOUND_S = 20.0  # any one wait of a part
+PAIRS, INTERLEAVED, STEPS = 3, 4, 3  # the state check's sequences
+#: sequence ids this process has not used (below 2**31: a CORRID of TYPE_INT32 takes them)
+_IDS = itertools.count(1_000_000_000 + (os.getpid() % 1000) * 100_000)
+
+
+def slots(target: Target) -> int:
+    """The sequence slots the configuration declares: per instance, ``max_batch_size`` (at least 1), or ``oldest``'s
+    ``max_candidate_sequences``."""
+    sb = target.description.config.get("sequence_batching") or {}
+    per = int((sb.get("oldest") or {}).get("max_candidate_sequences") or 0) if "oldest" in sb else 0
+    return (per or max(1, target.description.max_batch_size)) * target.description.instance_count
+
+
+def _not_sequence(target: Target, check: str) -> CheckResult | None:
+    if target.description.sequence_batching is None:
+        return CheckResult(target.name, check, "-", "-", "skipped", f"no sequence_batching declared "
+                           f"(scheduler {target.description.scheduler}): no sequence batcher to check")
+    return None
+
+
+class _Wire:
+    """The driver's transport, one connection per sequence, the deployment's reference request with the ids and
+    flags a part chooses."""
+
+    def __init__(self, target: Target, timeout_s: float = BOUND_S):
+        from tritonsuite.load.http import HttpTransport
+        from tritonsuite.load.point import LoadPoint
+
+        driver, self.timeout_s = target.driver, timeout_s
+        point, _ = driver.point(LoadPoint(batch_size=1, concurrency=1))
+        found = driver.transport(target.server, timeout_s, point)
+        self.grpc = found is not None
+        host, port = target.server.http_url.rsplit(":", 1)
+        self.transport = found or HttpTransport(host, int(port))
+        self.request = prepare(host, target.name, _batch_first(target, target.request(1)), target.output_names,
+                               self.grpc, driver.batched)
+
+    async def open(self):
+        return await self.transport.open()
+
+    async def send(self, conn, sid: int, start: bool, end: bool) -> tuple[float, float, str]:
+        """(sent, answered, error: "" when answered)."""
+        t0 = time.monotonic()
+        try:
+            await asyncio.wait_for(self.transport.exchange(conn, flagged(self.request, self.grpc, (sid, start, end))),
+                                   self.timeout_s)
+            return t0, time.monotonic(), ""
+        except asyncio.TimeoutError:
+            return t0, time.monotonic(), f"no answer within {self.timeout_s:g} s"
+        except Exception as exc:  # noqa: BLE001 - the server's refusal, kept
+            return t0, time.monotonic(), first_line(exc)
+
+
+def _one(target: Target, flags, extra=None) -> str:
+    """One request with ``flags`` (id, START, END) through the driver: "" when answered, else its error."""
+    request = {**target.request(1), **(extra or {})}
+    answer = exchange(target.server, target.name, target.description, [_batch_first(target, request)],
+                      target.output_names, count=1, flags=flags, timeout_s=BOUND_S)[0]
+    return "" if answer.ok else answer.error
+
+
+def _refusals(target: Target, wire: "_Wire", seen: dict) -> list[str]:
+    """Triton's refusals, and a whole sequence (START, middle, END, back to back on one connection: the model gets
+    the control inputs the server fills) that must be answered before the request after its END is refused."""
+    probes = [("no correlation id", (0, False, False), NO_CORRID), ("no correlation id, START+END", (0, True, True),
+                                                                     NO_CORRID),
+              ("new sequence without START", (next(_IDS), False, False), NO_START),
+              ("new sequence without START, with END", (next(_IDS), False, True), NO_START)]
+    found = [(what, _one(target, flags), expected) for what, flags, expected in probes]
+
+    async def whole():
+        conn, sid = await wire.open(), next(_IDS)
+        try:
+            return [(what, (await wire.send(conn, sid, *flags))[2], expected) for what, flags, expected in (
+                ("START", (True, False), ""), ("middle", (False, False), ""), ("END", (False, True), ""),
+                ("after END without START", (False, False), NO_START))]
+        finally:
+            conn.close()
+
+    problems = []
+    for what, error, expected in found + asyncio.run(whole()):
+        seen[what] = error or "answered"
+        if expected and expected not in error:
+            problems.append(f"{what}: {'answered' if not error else 'refused with another error: ' + error[:150]}"
+                            f" (Triton refuses it: {expected!r})")
+        elif not expected and error:
+            problems.append(f"the {what} request of a whole sequence failed (the control inputs the server fills "
+                            f"reach the model): {error[:150]}")
+    return problems
+
+
+def _control_tensor(target: Target, datatype: str) -> np.ndarray:
+    from tritonclient.utils import triton_to_np_dtype
+
+    shape = (1, 1) if target.description.batching else (1,)
+    if datatype in ("STRING", "BYTES"):
+        return np.array([b"1"], dtype=object).reshape(shape)
+    return np.ones(shape, dtype=triton_to_np_dtype(datatype))
+
+
+def _controls(target: Target, seen: dict) -> list[str]:
+    """Each declared control input sent by the client: refused (the server fills it)."""
+    problems = []
+    for control in {c.name: c for c in target.description.sequence_batching.controls}.values():
+        error = _one(target, (next(_IDS), True, True), {control.name: _control_tensor(target, control.datatype)})
+        seen[f"{control.name} sent by the client"] = error or "answered"
+        if not error:
+            problems.append(f"control input {control.name} ({control.kind}) sent as a client tensor was answered: "
+                            f"the served configuration takes it from the client, not from the sequence batcher")
+    return problems
+
+
+async def _backlog(wire: _Wire, declared: int) -> dict:
+    ids = [next(_IDS) for _ in range(declared + EXTRA)]
+    first: dict[int, tuple] = {}
+    middles = [0] * len(ids)
+    errors: list[str] = []
+    ends: list[float] = []
+    release = asyncio.Event()
+
+    async def one(i: int) -> None:
+        conn = await wire.open()
+        try:
+            first[i] = sent = await wire.send(conn, ids[i], True, False)
+            if sent[2]:
+                errors.append(f"sequence {ids[i]} START: {sent[2]}")
+                return
+            while not release.is_set():
+                got = await wire.send(conn, ids[i], False, False)
+                if got[2]:
+                    errors.append(f"sequence {ids[i]} request {middles[i] + 1}: {got[2]}")
+                    return
+                middles[i] += 1
+                await asyncio.sleep(0.005)
+            ends.append(time.monotonic())
+            got = await wire.send(conn, ids[i], False, True)
+            if got[2]:
+                errors.append(f"sequence {ids[i]} END: {got[2]}")
+        finally:
+            conn.close()
+
+    tasks = [asyncio.ensure_future(one(i)) for i in range(len(ids))]
+    deadline, last, mark = time.monotonic() + BOUND_S, (-1, 0.0), {}
+    while time.monotonic() < deadline and not all(t.done() for t in tasks):
+        if len(first) != last[0]:
+            last, mark = (len(first), time.monotonic()), {i: middles[i] for i in first}
+        elif (time.monotonic() - last[1] >= HOLD_S and first
+              and all(middles[i] - mark[i] >= HOLD_REQUESTS for i in mark)):
+            break
+        await asyncio.sleep(0.01)
+    live = sorted(i for i, sent in first.items() if not sent[2])
+    release.set()
+    await asyncio.wait_for(asyncio.gather(*tasks), BOUND_S * 2)
+    waiting = [i for i in range(len(ids)) if i not in live]
+    return {"sequences": len(ids), "live_at_once": len(live), "waited": len(waiting),
+            "middle_requests_while_live": sum(middles[i] for i in live),
+            "waited_ms": [round((first[i][1] - first[i][0]) * 1e3, 1) for i in waiting if i in first],
+            "answered_after_an_end": sum(1 for i in waiting if i in first and ends and first[i][1] >= min(ends)),
+            "errors": errors[:8]}
+
+
+async def _idle(wire: _Wire, idle_s: float, slots_free: int) -> dict:
+    span = 1.5 * idle_s + 0.1
+    found = {"released": [], "continued": [], "largest_gap_s": 0.0}
+
+    async def released() -> None:
+        conn, sid = await wire.open(), next(_IDS)
+        try:
+            _, answered, error = await wire.send(conn, sid, True, False)
+            if error:
+                found["released"].append(f"START: {error}")
+                return
+            await asyncio.sleep(max(0.0, span - (time.monotonic() - answered)))
+            error = (await wire.send(conn, sid, False, False))[2]
+            found["released"].append(error or "answered")
+            if not error:  # still open on the server: end it
+                await wire.send(conn, sid, False, True)
+        finally:
+            conn.close()
+
+    async def continued() -> None:
+        conn, sid = await wire.open(), next(_IDS)
+        try:
+            t0, last, error = await wire.send(conn, sid, True, False)
+            while not error and time.monotonic() - t0 < span:
+                await asyncio.sleep(idle_s / 4)
+                sent, answered, error = await wire.send(conn, sid, False, False)
+                found["largest_gap_s"] = round(max(found["largest_gap_s"], sent - last), 3)
+                last = answered
+            error = error or (await wire.send(conn, sid, False, True))[2]
+            found["continued"].append(error or "answered")
+        finally:
+            conn.close()
+
+    # never more live sequences than slots (none waits in the backlog): at least two of each where two fit at once
+    # (3 pairs on 6 slots, 2 on 4, 1 pair twice on 2), one of each on 1 slot
+    pairs = min(PAIRS, slots_free // 2)
+    rounds = ([[released, continued] * pairs] * (2 if pairs == 1 else 1)) if pairs else [[released], [continued]]
+    for jobs in rounds:
+        await asyncio.gather(*(job() for job in jobs))
+    return found
+
+
+def check_sequence(target: Target, idle_bound_s: float = IDLE_BOUND_S) -> CheckResult:
+    skipped = _not_sequence(target, "sequence")
+    if skipped:
+        return skipped
+    sb = target.description.sequence_batching
+    declared, idle_s = slots(target), sb.max_sequence_idle_microseconds / 1e6
+    evidence: dict = {"slots": declared, "idle_s": idle_s, "refusals": {}, "controls": {},
+                      "declared_controls": [f"{c.name}: {c.kind} {c.datatype}" for c in sb.controls]}
+    wire = _Wire(target)
+    problems = _refusals(target, wire, evidence["refusals"]) + _controls(target, evidence["controls"])
+    refused = [k for k, v in evidence["refusals"].items() if NO_CORRID in v or NO_START in v]
+    whole = all(evidence["refusals"][w] == "answered" for w in ("START", "middle", "END"))
+    parts = [f"{len(refused)}/{len(evidence['refusals']) - 3} refused with Triton's errors, a whole sequence "
+             f"{'answered' if whole else 'not answered'}", f"{sum(v != 'answered' for v in evidence['controls'].values())}/"
+             f"{len(evidence['controls'])} control inputs sent by a client refused"]
+    if any(evidence["refusals"][w] not in ("answered",) and NO_START not in evidence["refusals"][w]
+           for w in ("START", "middle", "END")):  # the model fails (released between requests: the idle part's)
+        parts.append("backlog and idle release not shown: a whole sequence is not answered")
+    elif declared > MAX_SLOTS:
+        parts.append(f"backlog not shown ({declared} slots > {MAX_SLOTS})")
+    else:
+        backlog = evidence["backlog"] = asyncio.run(_backlog(wire, declared))
+        parts.append(f"{backlog['live_at_once']} of {backlog['sequences']} sequences live at once, "
+                     f"{backlog['waited']} waited ({backlog['answered_after_an_end']} answered after an END)")
+        if backlog["live_at_once"] != declared:
+            problems.append(f"{backlog['live_at_once']} of {backlog['sequences']} sequences were live at once "
+                            f"(declared {declared} slots: max_batch_size/max_candidate_sequences x instances); "
+                            + ("no backlog: the server has more slots" if backlog["live_at_once"] > declared
+                               else "fewer slots than declared"))
+        if backlog["errors"]:
+            problems.append(f"backlog: {len(backlog['errors'])} requests refused ({backlog['errors'][0][:150]})")
+    if "not shown: a whole" in parts[-1]:
+        pass
+    elif idle_s > idle_bound_s:
+        parts.append(f"idle release not shown (declared {idle_s:g} s > bound {idle_bound_s:g} s)")
+    else:
+        live = evidence.get("backlog", {}).get("live_at_once") or declared  # fewer served: none waits either
+        idle = evidence["idle"] = asyncio.run(_idle(wire, idle_s, min(declared, live)))
+        kept = [e for e in idle["released"] if NO_START not in e]
+        cut = [e for e in idle["continued"] if e != "answered"]
+        parts.append(f"{len(idle['released']) - len(kept)}/{len(idle['released'])} idle {1.5 * idle_s + 0.1:g} s "
+                     f"released, {len(idle['continued']) - len(cut)}/{len(idle['continued'])} sending every "
+                     f"{idle_s / 4:g} s continued")
+        if kept:
+            problems.append(f"max_sequence_idle_microseconds {sb.max_sequence_idle_microseconds}: {len(kept)}/"
+                            f"{len(idle['released'])} sequences idle {1.5 * idle_s + 0.1:g} s were not released "
+                            f"({kept[0][:120]})")
+        if cut:
+            problems.append(f"max_sequence_idle_microseconds {sb.max_sequence_idle_microseconds}: {len(cut)}/"
+                            f"{len(idle['continued'])} sequences sending every {idle_s / 4:g} s were cut "
+                            f"({cut[0][:120]})")
+    controls = ", ".join(c.kind.removeprefix("CONTROL_SEQUENCE_") for c in sb.controls) or "none"
+    return CheckResult(target.name, "sequence",
+                       f"sequence_batching {sb.strategy}: {declared} slots, max_sequence_idle_microseconds "
+                       f"{sb.max_sequence_idle_microseconds}, controls {controls}",
+                       "; ".join(parts), "fail" if problems else "pass", "; ".join(problems), evidence)
+
+
+def _differs(target: Target, seed: int, other: dict) -> dict:
+    """The first request from ``seed`` on that is not ``other`` (small integer inputs repeat)."""
+    for s in range(seed, seed + 50):
+        found = target.request(1, s)
+        if not same(found, other):
+            return found
+    raise ValueError(f"{target.name}: seeded requests are all the same: the state check needs different inputs")
+
+
+def check_state(target: Target) -> CheckResult:
+    from tritonsuite.judge.responses import compare_runs
+    from tritonsuite.load.sequences import send_sequences
+
+    skipped = _not_sequence(target, "state")
+    if skipped:
+        return skipped
+    sb = target.description.sequence_batching
+    if not sb.states:
+        return CheckResult(target.name, "state", "-", "-", "skipped", "no sequence_batching.state declared: no "
+                           "implicit state to carry")
+
+    def send(sequences, together=False):
+        first = next(_IDS)
+        for _ in range(len(sequences)):
+            next(_IDS)
+        return send_sequences(target.server, target.name, sequences, target.output_names, "http", together, first,
+                              BOUND_S)
+
+    repeated = [target.request(1, 100 + i) for i in range(STEPS)]
+    before = send([repeated])
+    pairs = []
+    for p in range(PAIRS):
+        a, c = target.request(1, 10 * p + 1), target.request(1, 10 * p + 5)
+        pairs.append(([a, c], [_differs(target, 10 * p + 2, a), c]))
+    answers = send([s for pair in pairs for s in pair])
+    kept = [p for p in range(PAIRS) if same(answers[2 * p][1], answers[2 * p + 1][1])]
+    mixed = [[target.request(1, 200 + 10 * s + i) for i in range(STEPS)] for s in range(INTERLEAVED)]
+    together, alone = send(mixed, together=True), send(mixed)
+    interleaved, steps, first = compare_runs(together, alone, "sequence", "step")
+    after = send([repeated])
+    leaked, _, leak = compare_runs(after, before, "sequence", "step")
+    name = sb.states[0][0]
+    state_input = next((s for s in target.description.config["sequence_batching"].get("state", [])
+                        if s.get("input_name") == name), {})
+    client = _one(target, (next(_IDS), True, True),
+                  {name: _control_tensor(target, str(state_input.get("data_type", "TYPE_FP32")).removeprefix("TYPE_"))})
+    problems = []
+    names = ", ".join(f"{i} <- {o}" for i, o in sb.states)
+    if kept:
+        problems.append(f"state {names}: {len(kept)}/{PAIRS} pairs of sequences answered their second request "
+                        f"identically after different first requests: the state the first left did not reach it")
+    if leaked:
+        problems.append(f"the same sequence sent again after {2 * PAIRS + 2 * INTERLEAVED} others answered "
+                        f"differently ({leak}): state leaked across sequences")
+    if interleaved:
+        problems.append(f"{interleaved}/{INTERLEAVED} sequences interleaved answered otherwise than alone ({first})")
+    if not client:
+        problems.append(f"state input {name} sent as a client tensor was answered: the served configuration takes "
+                        f"it from the client")
+    evidence = {"states": [list(s) for s in sb.states], "pairs_same_second_answer": kept,
+                "repeat_differs": leak or "", "interleaved_differ": interleaved, "interleaved_steps": steps,
+                "state_sent_by_client": client or "answered",
+                "repeat_answers": [[{k: np.asarray(v).tolist() for k, v in step.items()} for step in run]
+                                   for run in (before[0], after[0])]}
+    observed = (f"{PAIRS - len(kept)}/{PAIRS} pairs carried state to the second request; a repeat "
+                f"{'differed' if leaked else 'answered the same'}; {INTERLEAVED - interleaved}/{INTERLEAVED} "
+                f"interleaved as alone; the state input sent by a client {'answered' if not client else 'refused'}")
+    return CheckResult(target.name, "state", f"implicit state {names} of {sb.strategy} sequences: carried within a "
+                       f"sequence, never across", observed, "fail" if problems else "pass", "; ".join(problems),
+                       evidence)
