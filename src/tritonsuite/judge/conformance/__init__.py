@@ -18,7 +18,10 @@ the server shows (metadata, configuration, the statistics extension, Prometheus 
   new one, latency during the switch against before (a remote server only with ``allow_reload``);
 - ``counters``: the statistics extension and Prometheus metrics agree with what the client sent and received;
 - ``cache``: where the configuration enables the response cache and the server has one: a repeated input is a
-  hit with the same answer, a different input a miss, and the cached answer is what the model computes.
+  hit with the same answer, a different input a miss, and the cached answer is what the model computes;
+- ``test01``, ``test04``, ``test05``: MLPerf's compliance tests (:mod:`.system`): answers sampled under load equal
+  the same inputs sent alone; one input repeated is not decisively faster than inputs never seen (no cache
+  declared); throughput does not depend on the inputs' seed beyond the rounds' own spread.
 
 Each check returns a :class:`CheckResult` (check, declared, observed, verdict pass/fail/skipped with its reason,
 evidence), which becomes a :class:`~tritonsuite.core.rows.Row` of scenario ``conformance``. Use it from a script::
@@ -40,15 +43,17 @@ __all__ = ["CHECKS", "STATUS", "VERDICTS", "CheckResult", "ConformanceError", "T
            "parse_checks", "run_check", "run_checks"]
 
 #: the checks, in the order they run (the cheap, read-only ones first; reload last: it changes the deployment)
-CHECKS = ("identity", "batching", "instances", "refusals", "counters", "cache", "reload")
+CHECKS = ("identity", "batching", "instances", "refusals", "counters", "cache", "test01", "test04", "test05",
+          "reload")
 
 
 def _registry() -> dict[str, Callable[[Target], CheckResult]]:
-    from tritonsuite.judge.conformance import batching, cache, counters, identity, refusals, reload
+    from tritonsuite.judge.conformance import batching, cache, counters, identity, refusals, reload, system
 
     return {"identity": identity.check_identity, "batching": batching.check_batching,
             "instances": batching.check_instances, "refusals": refusals.check_refusals,
-            "counters": counters.check_counters, "cache": cache.check_cache, "reload": reload.check_reload}
+            "counters": counters.check_counters, "cache": cache.check_cache, "test01": system.check_test01,
+            "test04": system.check_test04, "test05": system.check_test05, "reload": reload.check_reload}
 
 
 def parse_checks(value: str | None) -> tuple[str, ...]:
