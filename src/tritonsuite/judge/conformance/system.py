@@ -8,11 +8,13 @@ gRPC streams, any other over HTTP).
   must equal its answer alone within the accuracy-under-load comparison's tolerance (``ModelSpec.tolerance``'s
   default: atol 1e-4 + rtol 1e-4 for floating outputs, fp16 wider; integers and strings exactly), a decoupled
   model's whole list of responses. A sequence model's sequences are sent interleaved, each on its own connection,
-  then each alone, and compared step by step. A model whose answer depends on its batch-mates fails.
+  then each alone, and compared step by step. A model whose answer depends on its batch-mates fails. Skipped where
+  the response cache is enabled (the deployment's or a step's): the inputs sent alone would be answered from it.
 - ``test04`` (MLPerf's TEST04, "the system does not cache samples"): rounds of one input repeated against rounds of
   inputs never sent before, alternated (A B B A A B B A, so a drift of the host weighs on both alike); with no
   ``response_cache`` declared, repeats must not be answered decisively faster: something would then answer repeats
-  without computing them. Skipped where the response cache is declared (the cache check judges it).
+  without computing them. Skipped where the response cache is enabled (the deployment's or a step's: the cache
+  check judges it).
 - ``test05`` (MLPerf's TEST05, "performance does not favour the default random seeds"): rounds of inputs drawn from
   seed stream A (:data:`SEED_A`, the suite's own requests) against stream B (:data:`SEED_B`), alternated alike; each
   round takes fresh inputs from its stream, so a model whose cost varies with its data shows that variation as the
@@ -160,7 +162,7 @@ def _requests_compared(target: Target, concurrency: int) -> dict:
     return {"pairs": [(responses(answers[i]), responses(a) if a.ok else None) for i, a in zip(picked, alone)],
             "picked": picked, "failed": [a for a in answers + alone if not a.ok], "sent": len(answers),
             "batches": batches, "concurrency": concurrency, "unit": "input",
-            "what": f"{len(answers)} distinct inputs of batch {target.batch_size} at concurrency {concurrency}, "
+            "what": f"{len(answers)} seeded inputs of batch {target.batch_size} at concurrency {concurrency}, "
                     f"{len(picked)} sampled answers compared with the same inputs sent alone"}
 
 
