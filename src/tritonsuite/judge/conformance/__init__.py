@@ -21,7 +21,10 @@ the server shows (metadata, configuration, the statistics extension, Prometheus 
   inputs filled by the server, the backlog beyond the declared slots, release after the idle time;
 - ``state``: with implicit state, the state carried within a sequence and never across sequences;
 - ``cache``: where the configuration enables the response cache and the server has one: a repeated input is a
-  hit with the same answer, a different input a miss, and the cached answer is what the model computes.
+  hit with the same answer, a different input a miss, and the cached answer is what the model computes;
+- ``test01``, ``test04``, ``test05``: MLPerf's compliance tests (:mod:`.system`): answers sampled under load equal
+  the same inputs sent alone; one input repeated is not decisively faster than inputs never seen (no cache
+  declared); throughput does not depend on the inputs' seed beyond the rounds' own spread.
 
 Each check returns a :class:`CheckResult` (check, declared, observed, verdict pass/fail/skipped with its reason,
 evidence), which becomes a :class:`~tritonsuite.core.rows.Row` of scenario ``conformance``. Use it from a script::
@@ -51,6 +54,7 @@ _CHECKS = {
     "tensors": "tensors:check_tensors", "classification": "tensors:check_classification", "steps": "steps:check_steps",
     "sequence": "sequence:check_sequence", "state": "sequence:check_state",
     "refusals": "refusals:check_refusals", "counters": "counters:check_counters", "cache": "cache:check_cache",
+    "test01": "system:check_test01", "test04": "system:check_test04", "test05": "system:check_test05",
     "shutdown": "shutdown:check_shutdown", "reload": "reload:check_reload",
 }
 CHECKS = tuple(_CHECKS)

@@ -1,0 +1,318 @@
+"""MLPerf-style system checks: what MLPerf inference's compliance tests verify of a system under test, asked of a
+deployment on a live server, through its driver (a sequence model's traffic in sequences, a decoupled model's on
+gRPC streams, any other over HTTP).
+
+- ``test01`` (MLPerf's TEST01, "results logged under performance load equal the accuracy run's"): a closed-loop load
+  of distinct seeded inputs at a concurrency that gives the batcher something to group (twice its largest batch);
+  a seeded share of the answers is sampled and those inputs are sent again one at a time; each answer under load
+  must equal its answer alone within the accuracy-under-load comparison's tolerance (``ModelSpec.tolerance``'s
+  default: atol 1e-4 + rtol 1e-4 for floating outputs, fp16 wider; integers and strings exactly), a decoupled
+  model's whole list of responses. A sequence model's sequences are sent interleaved, each on its own connection,
+  then each alone, and compared step by step. A model whose answer depends on its batch-mates fails. Skipped where
+  the response cache is enabled (the deployment's or a step's): the inputs sent alone would be answered from it.
+- ``test04`` (MLPerf's TEST04, "the system does not cache samples"): rounds of one input repeated against rounds of
+  inputs never sent before, alternated (A B B A A B B A, so a drift of the host weighs on both alike); with no
+  ``response_cache`` declared, repeats must not be answered decisively faster: something would then answer repeats
+  without computing them. Skipped where the response cache is enabled (the deployment's or a step's: the cache
+  check judges it).
+- ``test05`` (MLPerf's TEST05, "performance does not favour the default random seeds"): rounds of inputs drawn from
+  seed stream A (:data:`SEED_A`, the suite's own requests) against stream B (:data:`SEED_B`), alternated alike; each
+  round takes fresh inputs from its stream, so a model whose cost varies with its data shows that variation as the
+  rounds' own spread, and only a gap between the streams beyond it fails.
+
+A round's cost is the server's compute time per inference: the executions' ``compute_infer`` ns (each execution
+once, an ensemble's steps summed) over the samples the client sent, so a request answered without an execution
+lowers it too; the wall time per inference where the server counts no execution time. A gap is decisive, and fails,
+only when every round of the cheaper condition beats every round of the other, the medians differ by more than
+:data:`MIN_GAP` and by more than :data:`CLEAR` times the rounds' own relative spread (a busy host widens the spread,
+never the verdict), and by more than :data:`FLOOR_MS` per inference.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+import numpy as np
+
+from tritonsuite.judge.conformance.batching import _largest
+from tritonsuite.judge.conformance.result import CheckResult, Target
+from tritonsuite.judge.conformance.traffic import _batch_first, responses, settled_statistics, statistics, stats_delta
+from tritonsuite.load.exchange import exchange
+
+#: test01's comparison (atol, rtol): ModelSpec.tolerance's default, which accuracy under load uses for an output
+#: without its own; fp16 outputs (batched kernels round in another order) as wide_deep's fp16 rule
+TOLERANCE = (1e-4, 1e-4)
+HALF_TOLERANCE = (2e-3, 1e-2)
+MAX_CONCURRENCY = 32
+LOAD_REQUESTS = 32  # test01: distinct inputs under load (at least; 4 per connection)
+SAMPLE_SHARE, MIN_SAMPLES, SAMPLE_SEED = 0.25, 8, 0  # test01: answers sampled and sent again alone
+SEQUENCE_STEPS, MAX_SEQUENCES = 4, 8  # test01 on a sequence model: sequences interleaved, each of this length
+DEADLINE_S = 10.0  # test01: the load's bound, and the inputs sent alone's (a slow model sends fewer)
+#: test04 / test05: the rounds' order (A and B alike in position), requests per round and requests in flight
+ORDER = "ABBAABBA"
+ROUND_REQUESTS, ROUND_CONCURRENCY, ROUND_DEADLINE_S = 12, 2, 2.0  # a slow model: fewer per round
+MIN_GAP = 0.25  # a decisive gap: the slower condition's median at least this much above the faster's ...
+CLEAR = 2.0  # ... and this many times the rounds' own relative spread ...
+FLOOR_MS = 0.1  # ... and this many ms per inference (a host's timer and wake-up noise)
+SEED_A, SEED_B = 0, 1_000_000  # test05's seed streams: A is the one the suite's requests use
+_SEQUENCE_IDS = itertools.count(900_001, 64)  # correlation ids of these checks' sequences (fit an int32 CORRID)
+_SEEDS = itertools.count(2_000_000)  # test01's sequence steps: inputs no other check sends
+
+
+def _judged(target: Target) -> list[str]:
+    """The models whose executions compute the deployment's answers (an ensemble's steps, else itself)."""
+    return [m.name for m in target.driver.scheduled()]
+
+
+def _cached(target: Target) -> str:
+    """The deployment's models that enable the response cache (itself, or an ensemble's step), in words."""
+    d = target.description
+    return ", ".join(m.name for m in (d, *d.all_composing()) if m.response_cache)
+
+
+def _concurrency(target: Target) -> int:
+    b = max(target.batch_size, 1)
+    return min(MAX_CONCURRENCY, max([2] + [math.ceil(2 * _largest(m) / b) for m in target.driver.scheduled()
+                                           if m.batcher is not None]))
+
+
+def _tolerance(dtype) -> tuple[float, float]:
+    return HALF_TOLERANCE if np.dtype(dtype).itemsize <= 2 else TOLERANCE
+
+
+def _difference(got: list, want: list, item: str = "response") -> tuple[float, str]:
+    """The largest |difference| between two answers (each a list of ``item``'s outputs: a decoupled model's
+    responses, a sequence's steps, else the one response), and what is beyond tolerance ("" when none): a count,
+    output, shape or exact value that differs is infinitely far."""
+    if len(got) != len(want):
+        return math.inf, f"{len(got)} {item}s vs {len(want)} alone"
+    worst = 0.0
+    for i, (g, w) in enumerate(zip(got, want)):
+        for name, expected in w.items():
+            actual = g.get(name)
+            if actual is None or np.shape(actual) != np.shape(expected):
+                return math.inf, f"{item} {i} output {name}: shape {np.shape(actual)} vs {np.shape(expected)}"
+            a, e = np.asarray(actual), np.asarray(expected)
+            if a.dtype.kind not in "fiub" or e.dtype.kind not in "fiub":  # strings: exactly
+                if not np.array_equal(a, e):
+                    return math.inf, f"{item} {i} output {name}: {int(np.sum(a != e))} elements differ"
+                continue
+            if a.dtype.kind != "f" and e.dtype.kind != "f":  # integers: exactly, the difference told
+                worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - e), initial=0.0)))
+                if not np.array_equal(a, e):
+                    return worst, f"{item} {i} output {name}: {int(np.sum(a != e))} of {a.size} elements differ"
+                continue
+            atol, rtol = _tolerance(e.dtype if e.dtype.kind == "f" else a.dtype)
+            a, e = a.astype(np.float64), e.astype(np.float64)
+            diff = np.where((a == e) | (np.isnan(a) & np.isnan(e)), 0.0, np.abs(a - e))
+            worst = max(worst, float(np.nan_to_num(diff, nan=math.inf).max(initial=0.0)))
+            bad = ~np.isclose(a, e, atol=atol, rtol=rtol, equal_nan=True)
+            if bad.any():
+                return worst, (f"{item} {i} output {name}: {int(bad.sum())} of {bad.size} elements beyond atol "
+                               f"{atol:g} + rtol {rtol:g}, max |diff| {float(np.max(diff[bad])):.3g}")
+    return worst, ""
+
+
+def _sequences(target: Target, runs: list, together: bool) -> list:
+    from tritonsuite.load.sequences import send_sequences
+
+    return send_sequences(target.server, target.name, runs, target.output_names, "grpc", together=together,
+                          first_id=next(_SEQUENCE_IDS))
+
+
+# ------------------------------------------------------------------------------------------------------ TEST01
+def _batches(target: Target, before: dict) -> dict:
+    """Executions by batch size since ``before``, over the judged models: how the load was batched."""
+    found: dict = {}
+    for m, then in before.items():
+        for size, n in stats_delta(settled_statistics(target.server, m, 0.5), then)["batch_stats"].items():
+            found[size] = found.get(size, 0) + n
+    return dict(sorted(found.items()))
+
+
+def _sequences_compared(target: Target, concurrency: int) -> dict:
+    """Sequences of distinct inputs interleaved, one per connection, then each alone: every sequence compared."""
+    count = min(MAX_SEQUENCES, concurrency)
+    runs = [[target.request(1, next(_SEEDS)) for _ in range(SEQUENCE_STEPS)] for _ in range(count)]
+    before = {m: settled_statistics(target.server, m) for m in _judged(target)}
+    loaded = _sequences(target, runs, together=True)
+    batches = _batches(target, before)
+    return {"pairs": list(zip(loaded, _sequences(target, runs, together=False))), "picked": list(range(count)),
+            "failed": [], "sent": count * SEQUENCE_STEPS, "batches": batches, "concurrency": count, "unit": "sequence",
+            "what": f"{count} sequences of {SEQUENCE_STEPS} steps interleaved on {count} connections, each compared "
+                    f"with the same sequence sent alone"}
+
+
+def _requests_compared(target: Target, concurrency: int) -> dict:
+    """Distinct inputs under closed-loop load; a seeded share of the answers compared with the inputs sent alone."""
+    d = target.description
+    count = max(LOAD_REQUESTS, 4 * concurrency)
+    requests = [_batch_first(target, target.fresh_request(target.batch_size)) for _ in range(count)]
+    before = {m: settled_statistics(target.server, m) for m in _judged(target)}
+    # one request per input: the answers, sorted by when each was sent, are in the inputs' order
+    answers = exchange(target.server, target.name, d, requests, target.output_names, concurrency, count=count,
+                       deadline_s=DEADLINE_S)
+    batches = _batches(target, before)
+    ok = [i for i, a in enumerate(answers) if a.ok]
+    share = min(len(ok), max(MIN_SAMPLES, math.ceil(SAMPLE_SHARE * len(ok))))
+    picked = sorted(int(i) for i in np.random.default_rng(SAMPLE_SEED).choice(ok, share, replace=False)) if ok else []
+    alone = exchange(target.server, target.name, d, [requests[i] for i in picked], target.output_names, 1,
+                     count=len(picked), deadline_s=DEADLINE_S) if picked else []
+    return {"pairs": [(responses(answers[i]), responses(a) if a.ok else None) for i, a in zip(picked, alone)],
+            "picked": picked, "failed": [a for a in answers + alone if not a.ok], "sent": len(answers),
+            "batches": batches, "concurrency": concurrency, "unit": "input",
+            "what": f"{len(answers)} seeded inputs of batch {target.batch_size} at concurrency {concurrency}, "
+                    f"{len(picked)} sampled answers compared with the same inputs sent alone"}
+
+
+def check_test01(target: Target) -> CheckResult:
+    d = target.description
+    batcher = ("dynamic_batching" if d.dynamic_batching is not None else
+               "sequence_batching" if d.sequence_batching is not None else "no batcher")
+    declared = (f"{batcher}, max_batch_size {d.max_batch_size}: each answer under load equals the same input's "
+                f"answer alone (MLPerf TEST01)")
+    if _cached(target):
+        return CheckResult(target.name, "test01", declared, "-", "skipped",
+                           f"response_cache enabled ({_cached(target)}): an input sent alone after the load is "
+                           f"answered from the cache with its answer under load (the cache check compares cached "
+                           f"answers with fresh ones)")
+    start = time.monotonic()
+    run = (_sequences_compared if d.sequence else _requests_compared)(target, _concurrency(target))
+    unit, item, failed, hist = run["unit"], "step" if d.sequence else "response", run["failed"], run["batches"]
+    compared = [(i, *_difference(g, w, item)) for i, (g, w) in zip(run["picked"], run["pairs"]) if w is not None]
+    differ = [(i, worst, why) for i, worst, why in compared if why]
+    worst = max((w for _, w, _ in compared), default=0.0)
+    evidence = {"concurrency": run["concurrency"], "sent_under_load": run["sent"], "failed": len(failed),
+                "sampled": len(run["picked"]), "compared": len(compared), "differ": len(differ),
+                "worst_abs_difference": worst if math.isfinite(worst) else None, "batch_stats": hist, "seconds": round(time.monotonic() - start, 3),
+                "tolerance": {"atol": TOLERANCE[0], "rtol": TOLERANCE[1]}}
+    observed = (f"{run['what']}: {len(differ)} of {len(compared)} differ, worst |diff| {worst:.3g}; executions "
+                f"under load by batch size {hist}")
+    problems = [f"{len(failed)} requests failed ({failed[0].error})"] if failed else []
+    if differ:
+        i, _, why = differ[0]
+        problems.append(f"{len(differ)} of {len(compared)} {unit}s answered under load (executions by batch size "
+                        f"{hist}) differ from the same {unit} sent alone; first, {unit} {i}: {why}")
+    if not compared and not problems:
+        problems.append("no answer under load could be compared")
+    return CheckResult(target.name, "test01", declared, observed, "fail" if problems else "pass",
+                       "; ".join(problems), evidence)
+
+
+# ---------------------------------------------------------------------------------------- TEST04 and TEST05
+def _send(target: Target, requests: list) -> tuple[int, list[str]]:
+    """One round's requests from :data:`ROUND_CONCURRENCY` connections (a sequence model's: as many sequences
+    interleaved, the steps dealt between them): how many were answered, and the errors."""
+    if target.description.sequence:
+        _sequences(target, [requests[i::ROUND_CONCURRENCY] for i in range(ROUND_CONCURRENCY)], together=True)
+        return len(requests), []
+    answers = exchange(target.server, target.name, target.description, [_batch_first(target, r) for r in requests],
+                       target.output_names, ROUND_CONCURRENCY, count=len(requests), deadline_s=ROUND_DEADLINE_S)
+    return sum(a.ok for a in answers), [a.error for a in answers if not a.ok]
+
+
+def _rounds(target: Target, make) -> tuple[dict, list]:
+    """The rounds of :data:`ORDER` after an untimed one of fresh inputs (a model's first executions are slower):
+    ``make(label)`` gives a round's requests (a sequence model's: its steps). Each round's cost per inference and
+    its figures, by label, and the errors of failed requests."""
+    models = _judged(target)
+    b = 1 if target.description.sequence else max(target.batch_size, 1)
+    found: dict = {"A": [], "B": []}
+    _, errors = _send(target, [target.fresh_request(b) for _ in range(ROUND_REQUESTS)])
+    last = {m: settled_statistics(target.server, m) for m in {target.name, *models}}
+    for label in ORDER:
+        requests = make(label)
+        start = time.monotonic()
+        ok, failed = _send(target, requests)
+        elapsed = time.monotonic() - start
+        errors += failed
+        for _ in range(20):  # the last responses are counted a moment after they arrive
+            if stats_delta(statistics(target.server, target.name), last[target.name]).get("success_count", 0) >= ok:
+                break
+            time.sleep(0.05)
+        now = {m: settled_statistics(target.server, m, 0.5) for m in last}
+        compute_ns = sum(stats_delta(now[m], last[m]).get("execution_ns", 0) for m in models)
+        last = now
+        samples = max(ok * b, 1)
+        found[label].append({"requests": len(requests), "failed": len(failed),
+                             "compute_ms_per_inference": compute_ns / 1e6 / samples,
+                             "wall_ms_per_inference": elapsed * 1e3 / samples,
+                             "inferences_per_s": ok * b / elapsed if elapsed > 0 else 0.0})
+    return found, errors
+
+
+def _compare(found: dict) -> dict:
+    """The conditions' costs per inference (server compute, or wall time where the server counted none), their
+    medians and relative spreads, the gap and whether it is decisive (see the module docstring)."""
+    server = all(r["compute_ms_per_inference"] > 0 for rounds in found.values() for r in rounds)
+    key = "compute_ms_per_inference" if server else "wall_ms_per_inference"
+    costs = {label: [r[key] for r in rounds] for label, rounds in found.items()}
+    median = {label: float(np.median(c)) for label, c in costs.items()}
+    spread = max((max(c) - min(c)) / median[label] if median[label] > 0 else 0.0 for label, c in costs.items())
+    fast, slow = sorted(costs, key=lambda label: median[label])
+    gap = median[slow] / max(median[fast], 1e-9) - 1  # every cost > 0: the server's, else the wall time's
+    decisive = (max(costs[fast]) < min(costs[slow]) and gap > MIN_GAP and gap > CLEAR * spread
+                and median[slow] - median[fast] > FLOOR_MS)
+    return {"measure": "server compute" if server else "wall time", "costs_ms": {k: [round(x, 4) for x in v]
+                                                                                 for k, v in costs.items()},
+            "median_ms": {k: round(v, 4) for k, v in median.items()}, "spread": round(spread, 3),
+            "gap": round(gap, 3), "faster": fast, "decisive": decisive}
+
+
+def _verdict(target: Target, check: str, declared: str, names: dict, found: dict, errors: list,
+             failing: str | None, why: tuple[str, str] = ("", "")) -> CheckResult:
+    """The rounds judged: ``names`` says each label in words; ``failing`` the label whose decisive speed fails
+    (None: either); ``why`` the words before and after a decisive gap's reason."""
+    judged = _compare(found)
+    med, costs = judged["median_ms"], judged["costs_ms"]
+    rounds = sum(len(r) for r in found.values())
+    evidence = {**judged, "rounds": {names[k]: v for k, v in found.items()}, "order": ORDER,
+                "requests_per_round": ROUND_REQUESTS, "concurrency": ROUND_CONCURRENCY, "failed": len(errors)}
+    observed = (f"{rounds} alternated rounds of {ROUND_REQUESTS} requests at concurrency {ROUND_CONCURRENCY}, "
+                f"{judged['measure']} per inference: " + ", ".join(
+                    f"{names[k]} {med[k]:.3g} ms (rounds {costs[k]})" for k in "AB")
+                + f"; gap {judged['gap']:.0%}, rounds' spread {judged['spread']:.0%}")
+    problems = [f"{len(errors)} requests failed ({errors[0]})"] if errors else []
+    fast, slow = judged["faster"], "B" if judged["faster"] == "A" else "A"
+    if judged["decisive"] and failing in (None, fast):
+        problems.append(f"{why[0]}{names[fast]} cost {med[fast]:.3g} ms per inference against {med[slow]:.3g} ms for "
+                        f"{names[slow]} ({judged['measure']}): {judged['gap']:.0%} apart, beyond {CLEAR:g}x the "
+                        f"rounds' own spread ({judged['spread']:.0%}), every round of one beyond every round of "
+                        f"the other{why[1]}")
+    return CheckResult(target.name, check, declared, observed, "fail" if problems else "pass",
+                       "; ".join(problems), evidence)
+
+
+def check_test04(target: Target) -> CheckResult:
+    d = target.description
+    declared = "no response_cache: one input repeated is computed like inputs never seen (MLPerf TEST04)"
+    if _cached(target):
+        return CheckResult(target.name, "test04", f"response_cache {{ enable: true }} ({_cached(target)})", "-",
+                           "skipped", "response_cache enabled: repeated inputs are meant to be answered from it "
+                           "(the cache check judges that)")
+    b = 1 if d.sequence else target.batch_size
+
+    def make(label: str) -> list:
+        if label == "A":
+            return [target.fresh_request(b)] * ROUND_REQUESTS
+        return [target.fresh_request(b) for _ in range(ROUND_REQUESTS)]
+
+    found, errors = _rounds(target, make)
+    return _verdict(target, "test04", declared, {"A": "one input repeated", "B": "inputs never sent before"},
+                    found, errors, failing="A",
+                    why=("", ": no response_cache is declared, so something answers repeats without computing them"))
+
+
+def check_test05(target: Target) -> CheckResult:
+    b = 1 if target.description.sequence else target.batch_size
+    streams = {"A": itertools.count(SEED_A), "B": itertools.count(SEED_B)}
+    declared = (f"throughput independent of the input data: seed stream {SEED_A} against {SEED_B} within the "
+                f"rounds' own spread (MLPerf TEST05)")
+
+    def make(label: str) -> list:
+        return [target.request(b, next(streams[label])) for _ in range(ROUND_REQUESTS)]
+
+    found, errors = _rounds(target, make)
+    return _verdict(target, "test05", declared, {"A": f"seed {SEED_A} inputs", "B": f"seed {SEED_B} inputs"},
+                    found, errors, failing=None, why=("throughput depends on the input seed: ", ""))
