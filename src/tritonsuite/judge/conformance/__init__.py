@@ -18,7 +18,10 @@ the server shows (metadata, configuration, the statistics extension, Prometheus 
   new one, latency during the switch against before (a remote server only with ``allow_reload``);
 - ``counters``: the statistics extension and Prometheus metrics agree with what the client sent and received;
 - ``cache``: where the configuration enables the response cache and the server has one: a repeated input is a
-  hit with the same answer, a different input a miss, and the cached answer is what the model computes.
+  hit with the same answer, a different input a miss, and the cached answer is what the model computes;
+- ``queue_policy``: the dynamic batcher's queue policies (max_queue_size, timeouts REJECT/DELAY, the timeout
+  override), each shown by waves of requests sent at once; ``priority``: a higher priority level (and the default
+  level) passes a backlog of lower ones.
 
 Each check returns a :class:`CheckResult` (check, declared, observed, verdict pass/fail/skipped with its reason,
 evidence), which becomes a :class:`~tritonsuite.core.rows.Row` of scenario ``conformance``. Use it from a script::
@@ -40,15 +43,16 @@ __all__ = ["CHECKS", "STATUS", "VERDICTS", "CheckResult", "ConformanceError", "T
            "parse_checks", "run_check", "run_checks"]
 
 #: the checks, in the order they run (the cheap, read-only ones first; reload last: it changes the deployment)
-CHECKS = ("identity", "batching", "instances", "refusals", "counters", "cache", "reload")
+CHECKS = ("identity", "batching", "instances", "refusals", "counters", "cache", "queue_policy", "priority", "reload")
 
 
 def _registry() -> dict[str, Callable[[Target], CheckResult]]:
-    from tritonsuite.judge.conformance import batching, cache, counters, identity, refusals, reload
+    from tritonsuite.judge.conformance import batching, cache, counters, identity, queue, refusals, reload
 
     return {"identity": identity.check_identity, "batching": batching.check_batching,
             "instances": batching.check_instances, "refusals": refusals.check_refusals,
-            "counters": counters.check_counters, "cache": cache.check_cache, "reload": reload.check_reload}
+            "counters": counters.check_counters, "cache": cache.check_cache,
+            "queue_policy": queue.check_queue_policy, "priority": queue.check_priority, "reload": reload.check_reload}
 
 
 def parse_checks(value: str | None) -> tuple[str, ...]:
