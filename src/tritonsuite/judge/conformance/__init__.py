@@ -47,12 +47,13 @@ CHECKS = ("identity", "batching", "instances", "refusals", "counters", "cache", 
 
 
 def _registry() -> dict[str, Callable[[Target], CheckResult]]:
-    from tritonsuite.judge.conformance import batching, cache, counters, identity, queue, refusals, reload
+    from tritonsuite.judge.conformance import batching, cache, counters, identity, priority, queue, refusals, reload
 
     return {"identity": identity.check_identity, "batching": batching.check_batching,
             "instances": batching.check_instances, "refusals": refusals.check_refusals,
             "counters": counters.check_counters, "cache": cache.check_cache,
-            "queue_policy": queue.check_queue_policy, "priority": queue.check_priority, "reload": reload.check_reload}
+            "queue_policy": queue.check_queue_policy, "priority": priority.check_priority,
+            "reload": reload.check_reload}
 
 
 def parse_checks(value: str | None) -> tuple[str, ...]:

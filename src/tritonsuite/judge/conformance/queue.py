@@ -1,4 +1,5 @@
-"""Checks queue_policy and priority: the dynamic batcher's queue as declared, shown in waves of requests sent at once.
+"""Check queue_policy: the dynamic batcher's queue policies as declared, shown in waves of requests sent at once
+(the waves the priority check shares).
 
 A wave is ``n`` requests sent together over ``n`` connections (:func:`tritonsuite.load.exchange.exchange`, each
 carrying :class:`~tritonsuite.load.http.RequestOptions`: a priority level, a queue timeout), started at a set time;
@@ -26,11 +27,7 @@ queue_policy (``default_queue_policy`` and each ``priority_queue_policy`` level,
 - Nothing declared: Triton's default is an unbounded queue without timeout; a wave of twice what the instances take
   is answered whole (a server run with a queue limit the configuration does not declare refuses it).
 
-priority (``priority_levels`` L, ``default_priority_level`` D; a lower number is served first): a backlog at a low
-level, then probes at a higher one; each probe's count of earlier backlog requests answered after it (completion
-order, not one latency). Levels: backlog at L, probes at 1. Default: requests without a priority are level D, so they
-pass a backlog at L (D < L) or are passed by probes at 1 (D > 1). Passes when most probes passed backlog requests and
-waited less than the backlog still queued; FIFO (served without ``priority_levels``) fails.
+priority: :mod:`tritonsuite.judge.conformance.priority` (on the same waves).
 
 Kinds: Triton's sequence batcher has no queue policy nor priority levels, an ensemble's scheduler no queue (its
 steps' own batchers queue: check the step deployments); both are skipped with that reason. A decoupled model's
@@ -39,7 +36,6 @@ waves travel on gRPC streams, judged the same.
 from __future__ import annotations
 
 import math
-import statistics as stats
 import threading
 import time
 from dataclasses import dataclass
@@ -62,10 +58,6 @@ class Policy:
     timeout_us: int
     override: bool
     max_size: int
-
-    def describe(self) -> str:
-        return (f"{self.action} timeout {self.timeout_us} us, allow_timeout_override {str(self.override).lower()}, "
-                f"max_queue_size {self.max_size}")
 
 
 def _policy(entry: dict) -> Policy:
@@ -183,6 +175,12 @@ def _failed(answers: list[Answer], *known: str) -> list[Answer]:
     return [a for a in answers if not a.ok and not any(k in a.error for k in known)]
 
 
+def _otherwise(answers: list[Answer]) -> list[str]:
+    """Failures that are neither policy's refusal, as problems."""
+    failed = _failed(answers, QUEUE_FULL, TIMED_OUT)
+    return [f"{len(failed)} requests failed otherwise ({failed[0].error})"] if failed else []
+
+
 # ---------------------------------------------------------------------------------------------------- queue_policy
 def check_queue_policy(target: Target) -> CheckResult:
     not_queued = _not_queued(target, "queue_policy")
@@ -237,8 +235,7 @@ def _queue_size(target: Target, name: str, level: int, p: Policy, cap: int, exec
                      "fail_count": delta.get("fail_count", 0), "latency_ms": _ms(answers),
                      "failure_metric": None if before_metrics is None else
                      after_metrics["nv_inference_request_failure"] - before_metrics["nv_inference_request_failure"]}
-    problems = [f"{len(x)} requests failed otherwise ({x[0].error})" for x in [_failed(answers, QUEUE_FULL, TIMED_OUT)]
-                if x]
+    problems = _otherwise(answers)
     if full:
         if accepted < p.max_size:
             problems.append(f"refused '{QUEUE_FULL}' after {accepted} accepted: the queue held fewer than "
@@ -282,15 +279,15 @@ def _timeout(target: Target, name: str, level: int, p: Policy, cap: int, exec_ms
         timed = [a for a in first + second if TIMED_OUT in a.error]
         served = [a for a in first + second if a.ok]
         late = [a for a in served if a.latency_ms > t_ms + 2 * exec_ms + SLACK_MS]  # waited past T: not one
-        part.evidence = {"backlog": n, "second_wave": probes, "second_wave_at_ms": round(at_s * 1e3, 1), "priority": level,
+        part.evidence = {"backlog": n, "second_wave": probes, "second_wave_at_ms": round(at_s * 1e3, 1),
+                         "priority": level,
                          "capacity": cap, "compute_ms_per_execution": round(exec_ms, 3), "timed_out": len(timed),
                          "fail_count": delta.get("fail_count", 0), "backlog_latency_ms": _ms(first),
                          "second_latency_ms": _ms(second), "attempt": attempt + 1}
         part.observed = (f"a backlog of {n} and {probes} more at {at_s * 1e3:.0f} ms (executions {exec_ms:.1f} ms): "
                          f"{len(served)} answered (longest {max(_ms(served) or [0]):.0f} ms), {len(timed)} refused "
                          f"'{TIMED_OUT}', fail_count +{delta.get('fail_count', 0)}")
-        problems = [f"{len(x)} requests failed otherwise ({x[0].error})" for x in [_failed(first + second, QUEUE_FULL,
-                                                                                            TIMED_OUT)] if x]
+        problems = _otherwise(first + second)
         if p.action == "DELAY":
             first_end = max((a.end for a in second if a.ok), default=0.0)
             behind = [a for a in first if a.ok and a.end > first_end + exec_ms / 2e3]
@@ -307,7 +304,8 @@ def _timeout(target: Target, name: str, level: int, p: Policy, cap: int, exec_ms
         else:
             early = [a for a in timed if a.latency_ms < 0.9 * t_ms]
             if early:
-                problems.append(f"{len(early)} refused '{TIMED_OUT}' after {min(_ms(early))} ms, before the {t_ms:g} ms "
+                problems.append(f"{len(early)} refused '{TIMED_OUT}' after {min(_ms(early))} ms, before the "
+                                f"{t_ms:g} ms "
                                 f"timeout")
             if timed and delta.get("fail_count", 0) < len(timed):
                 problems.append(f"{len(timed)} timed out, fail_count +{delta.get('fail_count', 0)}")
@@ -352,8 +350,7 @@ def _override(target: Target, name: str, level: int, p: Policy, cap: int, exec_m
     part.evidence = {"backlog": n, "probes": probes, "probe_timeout_us": int(own_ms * 1e3), "priority": level,
                      "compute_ms_per_execution": round(measured or exec_ms, 3), "backlog_latency_ms": _ms(first),
                      "probe_latency_ms": _ms(second), "probes_timed_out": len(timed)}
-    problems = [f"{len(x)} requests failed otherwise ({x[0].error})" for x in [_failed(first + second, QUEUE_FULL,
-                                                                                        TIMED_OUT)] if x]
+    problems = _otherwise(first + second)
     own = [a for a in timed if a.latency_ms < 0.9 * t_ms]  # refused on their own timeout, not the default one
     served = [a for a in waited if a.ok]  # waited past their own timeout and were answered
     if p.override and served and not own:
@@ -364,67 +361,9 @@ def _override(target: Target, name: str, level: int, p: Policy, cap: int, exec_m
                         f"{t_ms:g} ms default: their own timeout_us was honoured")
     elif not (own if p.override else served):
         # r24.10's batcher, idle between wake-ups under a queue policy, may notice an expiry only later
-        part.skipped = (f"no probe both waited past its own {own_ms:g} ms and was {'refused' if p.override else 'answered'}"
+        part.skipped = (f"no probe both waited past its own {own_ms:g} ms and was "
+                        f"{'refused' if p.override else 'answered'}"
                         f" before the default {t_ms:g} ms (probes after {_ms(second)} ms)")
     part.problems = tuple(problems)
     return part
 
-
-# -------------------------------------------------------------------------------------------------------- priority
-def check_priority(target: Target) -> CheckResult:
-    not_queued = _not_queued(target, "priority")
-    if not_queued:
-        return not_queued
-    db = _batcher(target.description)
-    levels, default = int(db.get("priority_levels", 0)), int(db.get("default_priority_level", 0))
-    if levels < 2:
-        return CheckResult(target.name, "priority", f"priority_levels {levels}", "-", "skipped",
-                           "one priority level (Triton's default): requests are served in arrival order, nothing "
-                           "passes another")
-    cap, exec_ms = _capacity(target), _pace(target)
-    parts = [_overtake(target, f"priority_levels {levels}: level 1 before level {levels}", levels, 1, cap, exec_ms)]
-    if default < levels:
-        parts.append(_overtake(target, f"default_priority_level {default}: no priority before level {levels}",
-                               levels, 0, cap, exec_ms))
-    if default > 1:
-        parts.append(_overtake(target, f"default_priority_level {default}: level 1 before no priority", 0, 1, cap,
-                               exec_ms))
-    return _result(target, "priority", parts)
-
-
-def _overtake(target: Target, declared: str, low: int, high: int, cap: int, exec_ms: float) -> Part:
-    """A backlog at priority ``low``, then probes at ``high`` (0: none, the default level): the probes pass it."""
-    part = Part(declared)
-    probes = max(PROBES, cap)
-    gap_ms = max(3 * exec_ms, 20.0)  # the backlog queued before the probes come
-    n, lasts = _backlog(cap, exec_ms, gap_ms + (probes / cap + 4) * exec_ms, MAX_BURST)
-    if lasts < gap_ms + (probes / cap + 2) * exec_ms:
-        part.skipped = (f"executions of {exec_ms:.2f} ms: no backlog of at most {MAX_BURST} requests is still queued "
-                        f"when the probes come ({lasts:.0f} ms)")
-        return part
-    (first, second), delta, measured = _measured(target, [(n, RequestOptions(priority=low), 0.0),
-                                                          (probes, RequestOptions(priority=high), gap_ms / 1e3)])
-    exec_ms = measured or exec_ms
-    came = min((a.start for a in second), default=0.0)
-    queued = [a for a in first if a.ok and a.start < came and a.end > came + exec_ms / 1e3]
-    passed = [sum(1 for a in queued if a.start < b.start and a.end > b.end + exec_ms / 2e3) for b in second if b.ok]
-    part.evidence = {"backlog": n, "backlog_priority": low, "probes": probes, "probe_priority": high,
-                     "probes_at_ms": round(gap_ms, 1), "compute_ms_per_execution": round(exec_ms, 3),
-                     "still_queued": len(queued), "passed_per_probe": passed, "probe_latency_ms": _ms(second),
-                     "queued_latency_ms": _ms(queued)}
-    waited = stats.median(_ms(queued)) if queued else 0.0
-    took = stats.median(_ms(second)) if second else 0.0
-    part.observed = (f"{probes} probes at priority {high} behind {len(queued)} of {n} at priority {low} still queued: "
-                     f"median {stats.median(passed) if passed else 0:g} passed per probe, probes {took:.0f} ms against "
-                     f"{waited:.0f} ms (medians)")
-    part.evidence["refused_by_queue_policy"] = sum(not a.ok for a in first + second) - len(failed := _failed(
-        first + second, QUEUE_FULL, TIMED_OUT))  # the deployment's own queue policies at work, not judged here
-    problems = [f"{len(failed)} requests failed ({failed[0].error})"] if failed else []
-    if len(queued) <= cap:
-        part.skipped = f"{len(queued)} of the backlog still queued when the probes came: no contention to order"
-    elif not passed or stats.median(passed) < 1 or took >= waited:
-        problems.append(f"probes at priority {high} passed a median {stats.median(passed) if passed else 0:g} of "
-                        f"{len(queued)} earlier requests at priority {low} ({took:.0f} ms against {waited:.0f} ms): "
-                        f"served in arrival order")
-    part.problems = tuple(problems)
-    return part
