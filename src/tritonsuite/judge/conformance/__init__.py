@@ -5,27 +5,16 @@ These checks take a *running* server and a deployment's repository directory (it
 Triton's protobuf into a :class:`~tritonsuite.core.description.ModelDescription`: what is declared) and compare with what
 the server shows (metadata, configuration, the statistics extension, Prometheus metrics, answers):
 
-- ``identity``: platform/backend, tensors, dtypes, dims and max batch size as served; READY versions exactly those
-  the version policy selects from the version directories, each answering with the declared outputs;
-- ``batching``: with dynamic batching, under closed-loop load of twice the largest preferred batch size, executions
-  of more than one request, the preferred sizes reached, none above max_batch_size, queue time within the queue
-  delay plus the executions a request waits for (the server's own timing); without it, one execution per request;
-- ``instances``: the declared instance count shows as overlapping executions (the server's compute time over the
-  wall time it took);
-- ``refusals``: malformed requests over HTTP and gRPC get an error naming the problem in bounded time, and the
-  deployment stays live, ready and answers a reference request exactly as before;
-- ``reload``: a new version and a changed configuration loaded under load: no failed request, no old answer after a
-  new one, latency during the switch against before (a remote server only with ``allow_reload``);
-- ``counters``: the statistics extension and Prometheus metrics agree with what the client sent and received;
-- ``sequence``: with sequence batching, the sequence batcher's refusals (no correlation id, no START), the control
-  inputs filled by the server, the backlog beyond the declared slots, release after the idle time;
-- ``state``: with implicit state, the state carried within a sequence and never across sequences;
-- ``cache``: where the configuration enables the response cache and the server has one: a repeated input is a
-  hit with the same answer, a different input a miss, and the cached answer is what the model computes;
-- ``test01``, ``test04``, ``test05``: MLPerf's compliance tests (:mod:`.system`): answers sampled under load equal
-  the same inputs sent alone; one input repeated is not decisively faster than inputs never seen (no cache
-  declared); throughput does not depend on the inputs' seed beyond the rounds' own spread.
+- field checks, each showing fields of the configuration at work (:data:`.fields.FIELDS` ties every field of
+  Triton's ``ModelConfig`` to its check, or says why nothing outside the server can show it): ``identity``,
+  ``batching``, ``instances``, ``rate_limiter``, ``tensors``, ``classification``, ``steps``, ``sequence``, ``state``,
+  ``ordering``, ``ragged``, ``queue_policy``, ``priority``, ``decoupled``, ``warmup``, ``cache``;
+- system checks of the deployment as a whole (:data:`.fields.SYSTEM`): ``refusals`` (malformed requests refused
+  cleanly and harmlessly), ``counters`` (statistics and metrics agree with the client), ``test01``, ``test04``,
+  ``test05`` (MLPerf's compliance tests), ``shutdown`` (requests in flight answered when the server stops) and
+  ``reload`` (a new version and a changed configuration under load, without a failed request).
 
+Each module's docstring says what its check sends and judges; docs/conformance.md has the table and the evidence.
 Each check returns a :class:`CheckResult` (check, declared, observed, verdict pass/fail/skipped with its reason,
 evidence), which becomes a :class:`~tritonsuite.core.rows.Row` of scenario ``conformance``. Use it from a script::
 
@@ -53,6 +42,7 @@ _CHECKS = {
     "instances": "batching:check_instances", "rate_limiter": "ratelimit:check_rate_limiter",
     "tensors": "tensors:check_tensors", "classification": "tensors:check_classification", "steps": "steps:check_steps",
     "sequence": "sequence:check_sequence", "state": "sequence:check_state",
+    "queue_policy": "queue:check_queue_policy", "priority": "priority:check_priority",
     "refusals": "refusals:check_refusals", "counters": "counters:check_counters", "cache": "cache:check_cache",
     "test01": "system:check_test01", "test04": "system:check_test04", "test05": "system:check_test05",
     "shutdown": "shutdown:check_shutdown", "reload": "reload:check_reload",

@@ -1,0 +1,369 @@
+"""Check queue_policy: the dynamic batcher's queue policies as declared, shown in waves of requests sent at once
+(the waves the priority check shares).
+
+A wave is ``n`` requests sent together over ``n`` connections (:func:`tritonsuite.load.exchange.exchange`, each
+carrying :class:`~tritonsuite.load.http.RequestOptions`: a priority level, a queue timeout), started at a set time;
+two waves run in two threads, so a later wave meets what the earlier one left queued. Everything is judged against
+the execution time the server itself reports (the statistics' ``compute_infer`` per execution, ``E``) and what one
+round of instances takes at once (``cap``: instances x max_batch_size / the request's batch): a wave that outlasts a
+timeout is sized from ``E``, and where no wave this check may send (at most :data:`MAX_BURST` requests) can make a
+request wait long enough, the setting is skipped with those figures, never passed or failed blindly.
+
+queue_policy (``default_queue_policy`` and each ``priority_queue_policy`` level, sent at that level):
+
+- ``max_queue_size`` N: one wave of twice what the server may hold (cap executing + N queued). Passes when the excess
+  is refused with Triton's ``Exceeds maximum queue size`` (r24.10: HTTP 503, counted neither in the statistics'
+  ``fail_count`` nor in ``nv_inference_request_failure``: recorded, not judged), no fewer than N were accepted, and,
+  where the wave arrived within half an execution, no more than cap + N (one round of slack). Fails when such a
+  wave is accepted whole. A faster model than its own wave's arrival: skipped (the queue never had to hold N).
+- ``default_timeout_microseconds`` T: a backlog outlasting T, and a second wave after T. REJECT: requests still queued
+  at T are refused with ``Request timeout expired`` (HTTP 503, counted in ``fail_count``), none before 0.9 T;
+  failing when none is refused while answers waited past T. DELAY: none refused, and the second wave is served
+  before the expired requests (Triton moves them behind the unexpired ones); served in arrival order fails.
+- ``allow_timeout_override``: probes carrying ``timeout_us`` = T/4 behind a backlog of about T/2. Allowed (REJECT):
+  probes are refused near T/4; not allowed: none is refused before T. Triton r24.10 honours a request's timeout only
+  when it is shorter than the policy's default (``scheduler_utils.cc``), so without a default timeout the override
+  has nothing to shorten: skipped with that reason.
+- Nothing declared: Triton's default is an unbounded queue without timeout; a wave of twice what the instances take
+  is answered whole (a server run with a queue limit the configuration does not declare refuses it).
+
+priority: :mod:`tritonsuite.judge.conformance.priority` (on the same waves).
+
+Kinds: Triton's sequence batcher has no queue policy nor priority levels, an ensemble's scheduler no queue (its
+steps' own batchers queue: check the step deployments); both are skipped with that reason. A decoupled model's
+waves travel on gRPC streams, judged the same.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+
+from tritonsuite.judge.conformance.result import CheckResult, Target
+from tritonsuite.judge.conformance.traffic import _batch_first, metrics, settled_statistics, stats_delta
+from tritonsuite.load.exchange import Answer, exchange
+from tritonsuite.load.http import RequestOptions
+
+QUEUE_FULL = "Exceeds maximum queue size"  # Triton r24.10, HTTP 503 "[request id: <id_unknown>] Exceeds ..."
+TIMED_OUT = "Request timeout expired"  # Triton r24.10, HTTP 503
+MAX_BURST = 96  # the most requests (and connections) one wave sends
+PROBES = 4  # the fewest probes of a wave that is judged by its members
+SLACK_MS = 30.0  # what a busy host adds to a request beside its queue and execution (waking threads, the client)
+
+
+@dataclass(frozen=True)
+class Policy:
+    action: str  # REJECT or DELAY
+    timeout_us: int
+    override: bool
+    max_size: int
+
+
+def _policy(entry: dict) -> Policy:
+    return Policy(str(entry.get("timeout_action", "REJECT")), int(entry.get("default_timeout_microseconds", 0)),
+                  bool(entry.get("allow_timeout_override", False)), int(entry.get("max_queue_size", 0)))
+
+
+def _batcher(d) -> dict:
+    return dict((d.config or {}).get("dynamic_batching") or {})
+
+
+def policies(d) -> list[tuple[str, int, Policy]]:
+    """(name, the priority to send at, policy) for each declared queue policy: the default one at a level without its
+    own (priority 0 without priority levels), each ``priority_queue_policy`` at its level."""
+    db = _batcher(d)
+    levels = int(db.get("priority_levels", 0))
+    own = {int(k): _policy(v) for k, v in (db.get("priority_queue_policy") or {}).items()}
+    found = []
+    if "default_queue_policy" in db:
+        free = [lv for lv in range(1, levels + 1) if lv not in own]
+        if not levels or free:
+            found.append(("default_queue_policy", free[0] if levels else 0, _policy(db["default_queue_policy"])))
+    found += [(f"priority_queue_policy[{lv}]", lv, p) for lv, p in sorted(own.items())]
+    return found
+
+
+def _not_queued(target: Target, check: str) -> CheckResult | None:
+    d = target.description
+    if d.ensemble:
+        why = "ensemble: its scheduler has no queue; each step's own dynamic batcher queues (check the steps)"
+    elif d.sequence:
+        why = "sequence_batching: Triton's sequence batcher has no queue policy or priority levels"
+    elif d.dynamic_batching is None:
+        why = "no dynamic_batching: no batcher queue, each request goes to an instance as it comes"
+    else:
+        return None
+    return CheckResult(target.name, check, d.scheduler, "-", "skipped", why)
+
+
+def _capacity(target: Target) -> int:
+    """Requests one round of instances executes at once (instances x requests per execution)."""
+    d = target.description
+    n = d.instance_count if d.instance_groups else target.server.model_description(d.name).instance_count
+    return n * max(1, d.max_batch_size // max(target.batch_size, 1))
+
+
+def waves(target: Target, plan: list[tuple[int, RequestOptions, float]]) -> list[list[Answer]]:
+    """Each (count, options, at seconds) sent at once over ``count`` connections, each wave in its own thread from its
+    start time; every wave's answers."""
+    found: list = [[] for _ in plan]
+    requests = [_batch_first(target, r) for r in target.load_requests()]
+    t0 = time.monotonic()
+
+    def run(i: int, count: int, options: RequestOptions, at: float) -> None:
+        time.sleep(max(0.0, t0 + at - time.monotonic()))
+        found[i] = exchange(target.server, target.name, target.description, requests, target.output_names, count,
+                            count=count, options=options, deadline_s=120.0)
+
+    threads = [threading.Thread(target=run, args=(i, *w), daemon=True) for i, w in enumerate(plan)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(180.0)
+    return found
+
+
+def _measured(target: Target, plan) -> tuple[list[list[Answer]], dict, float]:
+    """:func:`waves` with the statistics delta over them and the execution time per execution (ms)."""
+    before = settled_statistics(target.server, target.name)
+    found = waves(target, plan)
+    delta = stats_delta(settled_statistics(target.server, target.name, 1.0), before)
+    return found, delta, delta.get("execution_ns", 0) / max(delta.get("execution_count", 0), 1) / 1e6
+
+
+def _pace(target: Target) -> float:
+    """One execution's time (ms) as the server reports it, from a few requests sent one at a time."""
+    before = settled_statistics(target.server, target.name)
+    answers = exchange(target.server, target.name, target.description,
+                       [_batch_first(target, r) for r in target.load_requests()], target.output_names, 1, count=3)
+    if not all(a.ok for a in answers):
+        raise RuntimeError(f"a request sent alone failed: {next(a.error for a in answers if not a.ok)}")
+    delta = stats_delta(settled_statistics(target.server, target.name, 1.0), before)
+    return max(delta.get("execution_ns", 0) / max(delta.get("execution_count", 0), 1) / 1e6, 0.01)
+
+
+def _ms(answers: list[Answer]) -> list[float]:
+    return [round(a.latency_ms, 1) for a in answers]
+
+
+@dataclass
+class Part:
+    """One setting's verdict inside a check."""
+
+    declared: str
+    observed: str = ""
+    problems: tuple = ()
+    skipped: str = ""
+    evidence: dict | None = None
+
+
+def _result(target: Target, check: str, parts: list[Part]) -> CheckResult:
+    declared = "; ".join(p.declared for p in parts)
+    observed = "; ".join(f"{p.declared.split(':')[0]}: {p.observed or p.skipped}" for p in parts)
+    evidence = {p.declared.split(":")[0] + (f" #{i}" if i else ""): p.evidence or {} for i, p in enumerate(parts)}
+    problems = [f"{p.declared}: {q}" for p in parts for q in p.problems]
+    if problems:
+        return CheckResult(target.name, check, declared, observed, "fail", "; ".join(problems), evidence)
+    if all(p.skipped for p in parts):
+        return CheckResult(target.name, check, declared, observed, "skipped",
+                           "; ".join(f"{p.declared.split(':')[0]}: {p.skipped}" for p in parts), evidence)
+    return CheckResult(target.name, check, declared, observed, "pass", "", evidence)
+
+
+def _failed(answers: list[Answer], *known: str) -> list[Answer]:
+    return [a for a in answers if not a.ok and not any(k in a.error for k in known)]
+
+
+def _otherwise(answers: list[Answer]) -> list[str]:
+    """Failures that are neither policy's refusal, as problems."""
+    failed = _failed(answers, QUEUE_FULL, TIMED_OUT)
+    return [f"{len(failed)} requests failed otherwise ({failed[0].error})"] if failed else []
+
+
+# ---------------------------------------------------------------------------------------------------- queue_policy
+def check_queue_policy(target: Target) -> CheckResult:
+    not_queued = _not_queued(target, "queue_policy")
+    if not_queued:
+        return not_queued
+    cap = _capacity(target)
+    declared = policies(target.description)
+    if not declared:
+        return _result(target, "queue_policy", [_unbounded(target, cap)])
+    exec_ms = _pace(target)
+    parts = []
+    for name, level, p in declared:
+        parts.append(_queue_size(target, name, level, p, cap, exec_ms) if p.max_size else None)
+        parts.append(_timeout(target, name, level, p, cap, exec_ms) if p.timeout_us else None)
+        parts.append(_override(target, name, level, p, cap, exec_ms) if p.timeout_us or p.override else None)
+    return _result(target, "queue_policy", [p for p in parts if p is not None])
+
+
+def _unbounded(target: Target, cap: int) -> Part:
+    n = min(MAX_BURST, 2 * cap + PROBES)
+    (answers,), delta, exec_ms = _measured(target, [(n, RequestOptions(), 0.0)])
+    refused = [a for a in answers if not a.ok]
+    part = Part("no queue policy: Triton's default, an unbounded queue without timeout",
+                f"a wave of {n} at once ({cap} execute at a time): {n - len(refused)} answered, {len(refused)} refused",
+                evidence={"wave": n, "capacity": cap, "refused": len(refused), "latency_ms": _ms(answers),
+                          "compute_ms_per_execution": round(exec_ms, 3)})
+    if refused:
+        part.problems = (f"{len(refused)} of {n} requests refused ({refused[0].error})",)
+    return part
+
+
+def _queue_size(target: Target, name: str, level: int, p: Policy, cap: int, exec_ms: float) -> Part:
+    holds = cap + p.max_size
+    n = 2 * holds + PROBES
+    part = Part(f"{name}: max_queue_size {p.max_size}")
+    if n > MAX_BURST:
+        part.skipped = f"filling it takes a wave of {n} requests at once, more than the {MAX_BURST} this check sends"
+        return part
+    before_metrics = metrics(target.server, target.name)
+    (answers,), delta, measured = _measured(target, [(n, RequestOptions(priority=level), 0.0)])
+    exec_ms = measured or exec_ms
+    after_metrics = metrics(target.server, target.name)
+    full = [a for a in answers if QUEUE_FULL in a.error]
+    accepted = len(answers) - len(full) - len(_failed(answers, QUEUE_FULL))
+    span_ms = (max(a.start for a in answers) - min(a.start for a in answers)) * 1e3
+    at_once = span_ms < exec_ms / 2  # the whole wave arrived within half an execution: no slot freed meanwhile
+    part.observed = (f"a wave of {n} at level {level} within {span_ms:.1f} ms (executions {exec_ms:.1f} ms, {cap} at "
+                     f"a time): {accepted} accepted, {len(full)} refused '{QUEUE_FULL}', fail_count "
+                     f"+{delta.get('fail_count', 0)}")
+    part.evidence = {"wave": n, "priority": level, "capacity": cap, "accepted": accepted, "queue_full": len(full),
+                     "send_span_ms": round(span_ms, 2), "compute_ms_per_execution": round(exec_ms, 3),
+                     "fail_count": delta.get("fail_count", 0), "latency_ms": _ms(answers),
+                     "failure_metric": None if before_metrics is None else
+                     after_metrics["nv_inference_request_failure"] - before_metrics["nv_inference_request_failure"]}
+    problems = _otherwise(answers)
+    if full:
+        if accepted < p.max_size:
+            problems.append(f"refused '{QUEUE_FULL}' after {accepted} accepted: the queue held fewer than "
+                            f"{p.max_size}")
+        if at_once and accepted > holds + cap:
+            problems.append(f"{accepted} of a wave arriving within {span_ms:.1f} ms accepted, more than {cap} "
+                            f"executing + {p.max_size} queued (+{cap} slack)")
+    elif at_once:
+        problems.append(f"all {accepted} requests of a wave arriving within {span_ms:.1f} ms (executions of "
+                        f"{exec_ms:.1f} ms) accepted, more than {cap} executing + {p.max_size} queued")
+    else:
+        part.skipped = (f"none refused, but the wave took {span_ms:.1f} ms to arrive against executions of "
+                        f"{exec_ms:.2f} ms: the queue never had to hold {p.max_size}")
+    part.problems = tuple(problems)
+    return part
+
+
+def _backlog(cap: int, exec_ms: float, last_ms: float, limit: int) -> tuple[int, float]:
+    """A backlog's size that keeps the instances busy for ``last_ms`` (at most ``limit``), and how long it lasts."""
+    n = min(limit, cap * math.ceil(last_ms / exec_ms))
+    return n, n / cap * exec_ms
+
+
+def _timeout(target: Target, name: str, level: int, p: Policy, cap: int, exec_ms: float) -> Part:
+    t_ms = p.timeout_us / 1e3
+    part = Part(f"{name}: {p.action} after default_timeout_microseconds {p.timeout_us}")
+    probes = max(PROBES, cap)
+    limit = min(MAX_BURST, cap + p.max_size) if p.max_size else MAX_BURST
+    need = t_ms + 2 * exec_ms + SLACK_MS + (probes / cap + 4) * exec_ms
+    n, lasts = _backlog(cap, exec_ms, need, limit)
+    if lasts < need or t_ms < 3 * exec_ms:
+        part.skipped = (f"executions of {exec_ms:.2f} ms: no backlog of at most {limit} requests outlasts the "
+                        f"{t_ms:g} ms timeout by {probes} more ({lasts:.0f} ms)")
+        return part
+    at_s = (t_ms + exec_ms) / 1e3
+    for attempt in range(2 if p.action == "DELAY" else 1):  # DELAY: once more before a verdict (a batcher idle
+        part = Part(part.declared)  # between wake-ups can serve the fresh wave late once)
+        options = RequestOptions(priority=level)
+        (first, second), delta, measured = _measured(target, [(n, options, 0.0), (probes, options, at_s)])
+        exec_ms = measured or exec_ms
+        timed = [a for a in first + second if TIMED_OUT in a.error]
+        served = [a for a in first + second if a.ok]
+        late = [a for a in served if a.latency_ms > t_ms + 2 * exec_ms + SLACK_MS]  # waited past T: not one
+        part.evidence = {"backlog": n, "second_wave": probes, "second_wave_at_ms": round(at_s * 1e3, 1),
+                         "priority": level,
+                         "capacity": cap, "compute_ms_per_execution": round(exec_ms, 3), "timed_out": len(timed),
+                         "fail_count": delta.get("fail_count", 0), "backlog_latency_ms": _ms(first),
+                         "second_latency_ms": _ms(second), "attempt": attempt + 1}
+        part.observed = (f"a backlog of {n} and {probes} more at {at_s * 1e3:.0f} ms (executions {exec_ms:.1f} ms): "
+                         f"{len(served)} answered (longest {max(_ms(served) or [0]):.0f} ms), {len(timed)} refused "
+                         f"'{TIMED_OUT}', fail_count +{delta.get('fail_count', 0)}")
+        problems = _otherwise(first + second)
+        if p.action == "DELAY":
+            first_end = max((a.end for a in second if a.ok), default=0.0)
+            behind = [a for a in first if a.ok and a.end > first_end + exec_ms / 2e3]
+            waited = [a for a in first if a.end > second[0].start + exec_ms / 1e3] if second else []
+            part.evidence["backlog_answered_after_the_second_wave"] = len(behind)
+            if timed:
+                problems.append(f"DELAY declared, but {len(timed)} requests refused '{TIMED_OUT}'")
+            elif len(waited) <= cap:
+                part.skipped = (f"{len(waited)} of the backlog still queued when the second wave came: too few to show "
+                                f"a delayed one beside the {cap} executing")
+            elif not behind:
+                problems.append(f"{len(waited)} expired requests were still queued when {probes} fresh ones came, and "
+                                f"{len(behind)} were served after them: no expired request was delayed")
+        else:
+            early = [a for a in timed if a.latency_ms < 0.9 * t_ms]
+            if early:
+                problems.append(f"{len(early)} refused '{TIMED_OUT}' after {min(_ms(early))} ms, before the "
+                                f"{t_ms:g} ms "
+                                f"timeout")
+            if timed and delta.get("fail_count", 0) < len(timed):
+                problems.append(f"{len(timed)} timed out, fail_count +{delta.get('fail_count', 0)}")
+            if len(late) > 1:
+                problems.append(f"{len(late)} answered after waiting past the {t_ms:g} ms timeout (up to "
+                                f"{max(_ms(late)):.0f} ms)")
+            elif not timed:
+                part.skipped = f"no request waited {t_ms:g} ms (longest {max(_ms(served) or [0]):.0f} ms)"
+        part.problems = tuple(problems)
+        if not part.problems:
+            break
+    return part
+
+
+def _override(target: Target, name: str, level: int, p: Policy, cap: int, exec_ms: float) -> Part:
+    part = Part(f"{name}: allow_timeout_override {str(p.override).lower()}")
+    if not p.timeout_us:
+        part.skipped = ("no default timeout: Triton r24.10 honours a request's timeout_us only when shorter than the "
+                        "policy's default_timeout_microseconds, so there is nothing to override")
+        return part
+    t_ms = p.timeout_us / 1e3
+    own_ms = t_ms / 4
+    probes = max(PROBES, cap)
+    limit = min(MAX_BURST, cap + p.max_size - probes) if p.max_size else MAX_BURST
+    # the probes wait out their own timeout (and the next execution) but not the default one
+    gap_ms = max(2 * exec_ms, 40.0)  # the backlog queued (its connections opened) before the probes come
+    n, lasts = _backlog(cap, exec_ms, gap_ms + own_ms + 3 * exec_ms + SLACK_MS, limit)
+    if p.action == "DELAY" or lasts < gap_ms + own_ms + 2 * exec_ms + SLACK_MS or lasts > 0.85 * t_ms:
+        why = ("under DELAY an expired request is only moved behind the unexpired ones" if p.action == "DELAY" else
+               f"executions of {exec_ms:.2f} ms: no backlog of at most {limit} requests keeps a probe waiting between "
+               f"its own {own_ms:g} ms and the default {t_ms:g} ms ({lasts:.0f} ms)")
+        part.skipped = f"not judged: {why}"
+        return part
+    (first, second), delta, measured = _measured(target, [
+        (n, RequestOptions(priority=level), 0.0),
+        (probes, RequestOptions(priority=level, timeout_us=int(own_ms * 1e3)), gap_ms / 1e3)])
+    timed = [a for a in second if TIMED_OUT in a.error]
+    waited = [a for a in second if a.latency_ms > own_ms + 2 * exec_ms + SLACK_MS]
+    part.observed = (f"{probes} probes with timeout_us {int(own_ms * 1e3)} behind a backlog of {n} "
+                     f"({lasts:.0f} ms): {len(timed)} refused '{TIMED_OUT}' (after {_ms(timed)} ms), "
+                     f"{len(second) - len(timed)} answered (after {_ms([a for a in second if a.ok])} ms)")
+    part.evidence = {"backlog": n, "probes": probes, "probe_timeout_us": int(own_ms * 1e3), "priority": level,
+                     "compute_ms_per_execution": round(measured or exec_ms, 3), "backlog_latency_ms": _ms(first),
+                     "probe_latency_ms": _ms(second), "probes_timed_out": len(timed)}
+    problems = _otherwise(first + second)
+    own = [a for a in timed if a.latency_ms < 0.9 * t_ms]  # refused on their own timeout, not the default one
+    served = [a for a in waited if a.ok]  # waited past their own timeout and were answered
+    if p.override and served and not own:
+        problems.append(f"override allowed, but {len(served)} probes with timeout_us {int(own_ms * 1e3)} were "
+                        f"answered after up to {max(_ms(served)):.0f} ms")
+    elif not p.override and own:
+        problems.append(f"override not allowed, but {len(own)} probes refused after {_ms(own)} ms, before the "
+                        f"{t_ms:g} ms default: their own timeout_us was honoured")
+    elif not (own if p.override else served):
+        # r24.10's batcher, idle between wake-ups under a queue policy, may notice an expiry only later
+        part.skipped = (f"no probe both waited past its own {own_ms:g} ms and was "
+                        f"{'refused' if p.override else 'answered'}"
+                        f" before the default {t_ms:g} ms (probes after {_ms(second)} ms)")
+    part.problems = tuple(problems)
+    return part
+

@@ -1,0 +1,123 @@
+"""The queue_policy and priority checks (tritonsuite.judge.conformance.queue) on the real embedded server: each passes
+a sound deployment and fails one served without the declared field (a configuration override through the repository
+API), with a one-line reason. The models sleep a fixed time per execution, so a queue forms behind one instance."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.test_conformance_checks import load_with
+from tritonsuite.judge.conformance import Target, run_check
+from tritonsuite.server import EmbeddedServer
+
+WORK_MS = 25  # each execution's time, whatever its batch: a GPU's shape
+MODEL_PY = '''
+import json, time
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.seconds = float(json.loads(args["model_config"])["parameters"]["work_ms"]["string_value"]) / 1e3
+
+    def execute(self, requests):
+        time.sleep(self.seconds)
+        return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(
+            "OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())]) for r in requests]
+'''
+
+
+def queued_model(repo: Path, name: str, dynamic_batching: str, max_batch_size: int = 4) -> Path:
+    directory = repo / name
+    (directory / "1").mkdir(parents=True)
+    (directory / "1" / "model.py").write_text(MODEL_PY)
+    (directory / "config.pbtxt").write_text(f'''
+name: "{name}"
+backend: "python"
+max_batch_size: {max_batch_size}
+input {{ name: "INPUT0" data_type: TYPE_FP32 dims: [4] }}
+output {{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [4] }}
+instance_group {{ count: 1 kind: KIND_CPU }}
+parameters {{ key: "work_ms" value {{ string_value: "{WORK_MS}" }} }}
+dynamic_batching {{ {dynamic_batching} }}
+''')
+    return directory
+
+
+def four(batch: int, seed: int = 0) -> dict:
+    return {"INPUT0": np.random.default_rng(seed).standard_normal((batch, 4)).astype(np.float32)}
+
+
+DEPLOYMENTS = {
+    "q_size": "default_queue_policy { max_queue_size: 3 }",
+    "q_reject": "default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 400000 "
+                "allow_timeout_override: true }",
+    "q_delay": "default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 150000 }",
+    "q_strict": "default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 400000 }",
+    "q_levels": "priority_levels: 3 default_priority_level: 2 priority_queue_policy { key: 2 value { "
+                "max_queue_size: 5 } }",
+    "q_plain": "",
+}
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory):
+    repo = tmp_path_factory.mktemp("queue-repo")
+    directories = {name: queued_model(repo, name, text) for name, text in DEPLOYMENTS.items()}
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+        for directory in directories.values():
+            server.load(directory)
+        yield server, directories
+
+
+def check(server, directory: Path, name: str):
+    result = run_check(Target(server, directory, four), name)
+    assert "\n" not in result.reason, result.reason
+    return result
+
+
+@pytest.mark.parametrize("model,name", [("q_size", "queue_policy"), ("q_reject", "queue_policy"),
+                                        ("q_delay", "queue_policy"), ("q_strict", "queue_policy"),
+                                        ("q_levels", "queue_policy"), ("q_levels", "priority"),
+                                        ("q_plain", "queue_policy")])
+def test_a_sound_deployment_passes(deployed, model, name):
+    server, directories = deployed
+    result = check(server, directories[model], name)
+    assert result.verdict == "pass", (result.line(), result.observed)
+    assert result.declared and result.observed and result.evidence
+
+
+def test_no_priority_levels_is_skipped_with_why(deployed):
+    server, directories = deployed
+    result = check(server, directories["q_plain"], "priority")
+    assert result.verdict == "skipped" and "one priority level" in result.reason
+
+
+# ----------------------------------------------------------------------- broken: served without the declared field
+BROKEN = [
+    ("q_size", "queue_policy", {"dynamic_batching": {}}, "max_queue_size 3: all 18 requests"),
+    ("q_reject", "queue_policy", {"dynamic_batching": {}}, "answered after waiting past the 400 ms timeout"),
+    ("q_delay", "queue_policy", {"dynamic_batching": {}}, "no expired request was delayed"),
+    ("q_delay", "queue_policy", {"dynamic_batching": {"default_queue_policy": {
+        "default_timeout_microseconds": 150000}}}, "DELAY declared, but"),
+    ("q_levels", "priority", {"dynamic_batching": {}}, "served in arrival order"),
+    ("q_levels", "queue_policy", {"dynamic_batching": {"priority_levels": 3, "default_priority_level": 2}},
+     "priority_queue_policy[2]: max_queue_size 5: all 22"),
+    ("q_plain", "queue_policy", {"dynamic_batching": {"default_queue_policy": {"max_queue_size": 1}}},
+     "requests refused (inference request failed with HTTP 503"),
+]
+
+
+@pytest.mark.parametrize("model,name,override,words", BROKEN, ids=[f"{m}-{n}-{i}" for i, (m, n, *_) in
+                                                                      enumerate(BROKEN)])
+def test_a_deployment_served_without_the_field_fails(deployed, model, name, override, words):
+    server, directories = deployed
+    load_with(server, directories[model], **override)
+    try:
+        result = check(server, directories[model], name)
+    finally:
+        server.load(directories[model])  # as declared again
+    assert result.verdict == "fail", (result.line(), result.observed)
+    assert words in result.reason, result.reason
