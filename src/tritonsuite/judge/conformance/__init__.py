@@ -18,7 +18,14 @@ the server shows (metadata, configuration, the statistics extension, Prometheus 
   new one, latency during the switch against before (a remote server only with ``allow_reload``);
 - ``counters``: the statistics extension and Prometheus metrics agree with what the client sent and received;
 - ``cache``: where the configuration enables the response cache and the server has one: a repeated input is a
-  hit with the same answer, a different input a miss, and the cached answer is what the model computes.
+  hit with the same answer, a different input a miss, and the cached answer is what the model computes;
+- ``decoupled``: each request on a stream ends with exactly one final flag, no response after it, every response
+  carrying the declared outputs (a request answered by no response still ends);
+- ``ordering``: with preserve_ordering, requests sent apart come back in the order sent (inconclusive where no
+  executions overlapped);
+- ``ragged``: requests of different shapes share an execution only where allow_ragged_batch allows it;
+- ``warmup``: with model_warmup, the first request after a load costs what the steady state costs (the model is
+  reloaded as served, then restored).
 
 Each check returns a :class:`CheckResult` (check, declared, observed, verdict pass/fail/skipped with its reason,
 evidence), which becomes a :class:`~tritonsuite.core.rows.Row` of scenario ``conformance``. Use it from a script::
@@ -40,15 +47,19 @@ __all__ = ["CHECKS", "STATUS", "VERDICTS", "CheckResult", "ConformanceError", "T
            "parse_checks", "run_check", "run_checks"]
 
 #: the checks, in the order they run (the cheap, read-only ones first; reload last: it changes the deployment)
-CHECKS = ("identity", "batching", "instances", "refusals", "counters", "cache", "reload")
+CHECKS = ("identity", "batching", "instances", "refusals", "counters", "cache", "decoupled", "ordering", "ragged",
+          "warmup", "reload")
 
 
 def _registry() -> dict[str, Callable[[Target], CheckResult]]:
-    from tritonsuite.judge.conformance import batching, cache, counters, identity, refusals, reload
+    from tritonsuite.judge.conformance import (batching, cache, counters, decoupled, identity, ordering, ragged,
+                                               refusals, reload, warmup)
 
     return {"identity": identity.check_identity, "batching": batching.check_batching,
             "instances": batching.check_instances, "refusals": refusals.check_refusals,
-            "counters": counters.check_counters, "cache": cache.check_cache, "reload": reload.check_reload}
+            "counters": counters.check_counters, "cache": cache.check_cache,
+            "decoupled": decoupled.check_decoupled, "ordering": ordering.check_ordering,
+            "ragged": ragged.check_ragged, "warmup": warmup.check_warmup, "reload": reload.check_reload}
 
 
 def parse_checks(value: str | None) -> tuple[str, ...]:
