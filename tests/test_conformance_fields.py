@@ -123,13 +123,21 @@ def test_decoupled_catches_responses_without_the_declared_outputs(repo, server):
     assert "carried ['OUT']" in result.reason
 
 
-def test_decoupled_catches_a_model_served_as_not_decoupled(repo, server):
+def test_decoupled_catches_a_model_served_as_not_decoupled(repo, server, monkeypatch):
+    """One response per request, which a model served as not decoupled may send: the stream looks the same, the
+    served configuration tells. (Other counts make the python backend refuse each request in its own words: "Unable
+    to send response. Non-decoupled model cannot send complete final before sending a response.")"""
     directory = stream_model(repo, "stream_not_decoupled")
     load_with(server, directory, model_transaction_policy={"decoupled": False})
-    result = check(server, directory, "decoupled", stream_inputs)
+    one_each = lambda batch, seed=0: {**stream_inputs(batch, seed), "COUNT": np.ones((batch, 1), dtype=np.int32)}
+    monkeypatch.setattr(decoupled, "IDLE_S", 1.0)
+    result = check(server, directory, "decoupled", one_each)
     assert result.verdict == "fail"
     assert result.reason.startswith("the server serves model_transaction_policy.decoupled false"), result.reason
     assert result.evidence["served_decoupled"] is False
+    # r24.10: each request's one response reaches the stream, but none is flagged triton_final_response
+    assert result.evidence["responses_with_outputs"] == [1] * decoupled.REQUESTS
+    assert result.evidence["final_flags"] == [0] * decoupled.REQUESTS
 
 
 def test_decoupled_is_skipped_for_a_model_that_is_not(repo, server):
