@@ -181,6 +181,14 @@ def test_ordering_is_skipped_where_not_declared(repo, server):
     assert result.verdict == "skipped" and "not declared" in result.reason
 
 
+def test_ordering_of_the_oldest_sequence_strategy_is_skipped_with_why(repo, server):
+    directory = model(repo, "oldest_ordered", extra="sequence_batching { oldest { max_candidate_sequences: 4 "
+                                                    "preserve_ordering: true } }")
+    server.load(directory)
+    result = check(server, directory, "ordering", seconds(lambda seed: 0.0))
+    assert result.verdict == "skipped" and "within each instance's batcher only" in result.reason, result.line()
+
+
 # ------------------------------------------------------------------------------------------------------------ ragged
 BATCHER = "dynamic_batching { max_queue_delay_microseconds: 5000 }"
 WORK = seconds(lambda seed: 0.02)
