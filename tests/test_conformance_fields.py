@@ -164,6 +164,7 @@ def test_ordering_passes_responses_held_in_order_and_catches_them_reordered(repo
     assert result.verdict == "fail"
     assert "dynamic_batching.preserve_ordering true, but" in result.reason
     assert "contested request pairs came back in the other order" in result.reason, result.reason
+    assert [r["reversed_pairs"] > 0 for r in result.evidence["rounds"]] == [True, True]  # sent twice: both reordered
 
 
 def test_ordering_is_inconclusive_where_one_instance_runs_equal_executions(repo, server):
