@@ -35,17 +35,18 @@ from tritonsuite.load.kinds import driver_for
 __all__ = ["CHECKS", "STATUS", "VERDICTS", "CheckResult", "ConformanceError", "Target", "declared_inputs",
            "parse_checks", "run_check", "run_checks"]
 
-#: check -> "module:function" of this package, in the order the checks run (the cheap, read-only ones first; the
-#: system checks after the field checks; reload last: it changes the deployment)
+#: check -> "module:function" of this package, in the order the checks run: the field checks, the system checks,
+#: then those that load the deployment again (warmup, shutdown on a twin server) and reload last (it changes it)
 _CHECKS = {
     "identity": "identity:check_identity", "batching": "batching:check_batching",
     "instances": "batching:check_instances", "rate_limiter": "ratelimit:check_rate_limiter",
     "tensors": "tensors:check_tensors", "classification": "tensors:check_classification", "steps": "steps:check_steps",
-    "sequence": "sequence:check_sequence", "state": "sequence:check_state",
-    "queue_policy": "queue:check_queue_policy", "priority": "priority:check_priority",
-    "refusals": "refusals:check_refusals", "counters": "counters:check_counters", "cache": "cache:check_cache",
+    "sequence": "sequence:check_sequence", "state": "sequence:check_state", "ordering": "ordering:check_ordering",
+    "ragged": "ragged:check_ragged", "queue_policy": "queue:check_queue_policy", "priority": "priority:check_priority",
+    "decoupled": "decoupled:check_decoupled", "cache": "cache:check_cache",
+    "refusals": "refusals:check_refusals", "counters": "counters:check_counters",
     "test01": "system:check_test01", "test04": "system:check_test04", "test05": "system:check_test05",
-    "shutdown": "shutdown:check_shutdown", "reload": "reload:check_reload",
+    "warmup": "warmup:check_warmup", "shutdown": "shutdown:check_shutdown", "reload": "reload:check_reload",
 }
 CHECKS = tuple(_CHECKS)
 

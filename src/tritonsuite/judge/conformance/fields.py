@@ -14,7 +14,8 @@ from typing import Any, Iterator, Mapping
 _TRT = "TensorRT only (tensorrt_plan); TensorRT cannot be installed from the registries these hosts reach"
 _GPU = "GPU memory and stream handling: no effect a client can tell apart on a CPU host (a GPU run shows latency only)"
 _INSIDE = "changes how the backend runs the model inside the server, not what a client sees (speed only)"
-_PROTO_ONLY = "the model's tensors as Triton's protobuf describes them: identity compares the served signature"
+_CONTROL_VALUE = ("the value the server gives a control reaches the model alone and shows only in its answers, "
+                  "which the deployment's accuracy judges; the sequence check shows the server fills the control")
 
 #: field path -> (check that shows it, what it shows) or ("", why it cannot be shown from outside)
 FIELDS: dict[str, tuple[str, str]] = {
@@ -112,22 +113,25 @@ FIELDS: dict[str, tuple[str, str]] = {
     "sequence_batching.oldest.max_candidate_sequences": ("sequence", "sequences beyond it wait in the backlog"),
     "sequence_batching.oldest.preferred_batch_size": ("batching", "executions at a preferred size"),
     "sequence_batching.oldest.max_queue_delay_microseconds": ("batching", "the oldest batcher's wait"),
-    "sequence_batching.oldest.preserve_ordering": ("ordering", "responses in the order the requests arrived"),
+    "sequence_batching.oldest.preserve_ordering": ("", "the oldest strategy runs a batcher per instance and r24.10 "
+                                                       "keeps the order within each only (28 of 73 pairs reversed "
+                                                       "with it served): no order across a deployment to judge"),
     "sequence_batching.max_sequence_idle_microseconds": ("sequence", "an idle sequence released after it"),
     "sequence_batching.control_input": ("sequence", "the server fills them: a client never sends them"),
     "sequence_batching.control_input.name": ("sequence", "the server fills them: a client never sends them"),
     "sequence_batching.control_input.control": ("sequence", "the server fills them: a client never sends them"),
     "sequence_batching.control_input.control.kind": ("sequence", "START, END, READY, CORRID as the server sets them"),
-    "sequence_batching.control_input.control.int32_false_true": ("sequence", "as control.kind"),
-    "sequence_batching.control_input.control.fp32_false_true": ("sequence", "as control.kind"),
-    "sequence_batching.control_input.control.bool_false_true": ("sequence", "as control.kind"),
-    "sequence_batching.control_input.control.data_type": ("sequence", "as control.kind"),
+    "sequence_batching.control_input.control.int32_false_true": ("", _CONTROL_VALUE),
+    "sequence_batching.control_input.control.fp32_false_true": ("", _CONTROL_VALUE),
+    "sequence_batching.control_input.control.bool_false_true": ("", _CONTROL_VALUE),
+    "sequence_batching.control_input.control.data_type": ("", _CONTROL_VALUE),
     "sequence_batching.state": ("state", "state carried from one request of a sequence to the next, never across"),
     "sequence_batching.state.input_name": ("state", "as state"),
     "sequence_batching.state.output_name": ("state", "as state"),
     "sequence_batching.state.data_type": ("state", "as state"),
     "sequence_batching.state.dims": ("state", "as state"),
-    "sequence_batching.state.initial_state": ("state", "the first request of every sequence answered alike"),
+    "sequence_batching.state.initial_state": ("state", "every sequence starts from it: one sent again after others "
+                                                       "answers as the first time"),
     "sequence_batching.state.initial_state.data_type": ("state", "as initial_state"),
     "sequence_batching.state.initial_state.dims": ("state", "as initial_state"),
     "sequence_batching.state.initial_state.zero_data": ("state", "as initial_state"),

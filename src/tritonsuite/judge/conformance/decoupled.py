@@ -1,0 +1,181 @@
+"""Check ``decoupled``: ``model_transaction_policy { decoupled: true }`` as the live server streams it.
+
+A decoupled model answers a request with any number of responses on a gRPC stream (``ModelStreamInfer``) and ends
+it with a response flagged ``triton_final_response``. The load's transport (:mod:`tritonsuite.load.streams`) stops
+listening for a request at its first final response; this check keeps listening. It opens one stream, sends
+:data:`REQUESTS` requests at once (seeds 0, 1, ...: a test's ``Target.inputs`` may make some of them ask for no
+response at all), each with its own ``id`` and ``triton_enable_empty_final_response`` (so a final flag the model
+sends alone still reaches the client), and records every message until each request has had its final flag and
+:data:`LINGER_S` more passed (responses after a final one), or no message came for :data:`IDLE_S` while a request was
+still open (a model that never ends its stream: the wait is bounded), or :data:`TOTAL_S` passed.
+
+Passes when every request got exactly one final flag, no response after it, no error, and every response that is
+not the empty final one carries each declared output. Fails naming the first problem of each kind (a second final
+flag, none within the bound, a response after the final, a missing output, an error), and where the server serves
+the model as not decoupled although the configuration declares it. Skipped for a deployment that does not declare
+decoupled (one response per request: the other checks' requests judge it).
+
+Seen on r24.10's python backend: a model cannot send a second final flag nor a response after it (the stub raises
+``TritonModelException('Unable to send response. Response sender has been closed.')`` in the model); other backends
+are judged by what reaches the stream.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from tritonsuite.judge.conformance.result import CheckResult, Target
+from tritonsuite.judge.conformance.traffic import _batch_first
+
+REQUESTS = 8
+IDLE_S = 10.0  # no message for this long while a request is still open: its final flag never came
+TOTAL_S = 120.0  # the whole exchange's bound
+LINGER_S = 0.5  # kept listening after the last final flag, for responses that come after it
+
+
+@dataclass
+class _Stream:
+    """What one request's stream carried, in arrival order."""
+
+    sent: float
+    responses: list = field(default_factory=list)  # (seconds after sent, output names, final flag)
+    errors: list = field(default_factory=list)
+
+    @property
+    def finals(self) -> int:
+        return sum(final for _, _, final in self.responses)
+
+
+def _requests(target: Target, grpc_url: str) -> list[bytes]:
+    from tritonsuite.load.exchange import flagged, prepare
+
+    d = target.description
+    batched = target.driver.batched
+    found = []
+    for seed in range(REQUESTS):
+        tensors = _batch_first(target, target.request(target.batch_size, seed))
+        request = prepare(grpc_url, target.name, tensors, target.output_names, True, batched)
+        if d.sequence:  # a sequence model's request: a sequence of one, its own correlation id
+            request = flagged(request, True, (90_000 + seed, True, True))
+        found.append(request.data)
+    return found
+
+
+async def _exchange(url: str, bodies: list[bytes]) -> tuple[dict[str, _Stream], list[str], float]:
+    """Send every request on one stream and keep every message (see the module docstring); returns each request's
+    stream by id, the stream's own errors, and the seconds it took."""
+    import grpc
+    from tritonclient.grpc import service_pb2
+
+    from tritonsuite.load.streams import MODEL_STREAM_INFER, _final_request_parameters
+
+    channel = grpc.aio.insecure_channel(url)
+    call = channel.stream_stream(MODEL_STREAM_INFER)()
+    streams: dict[str, _Stream] = {}
+    stray: list[str] = []
+    start = time.monotonic()
+    try:
+        for i, body in enumerate(bodies):
+            request_id = f"conformance-{i}"
+            streams[request_id] = _Stream(time.monotonic())
+            await call.write(body + _final_request_parameters()
+                             + service_pb2.ModelInferRequest(id=request_id).SerializeToString())
+        quiet_until = None
+        while time.monotonic() - start < TOTAL_S:
+            done = all(s.finals for s in streams.values())
+            wait = LINGER_S if done else IDLE_S
+            if done and quiet_until is None:
+                quiet_until = time.monotonic() + LINGER_S
+            if quiet_until is not None:
+                wait = max(quiet_until - time.monotonic(), 0.0)
+            try:
+                message = await asyncio.wait_for(call.read(), wait)
+            except asyncio.TimeoutError:
+                break
+            if message is grpc.aio.EOF:
+                stray.append("the server closed the stream")
+                break
+            now = time.monotonic()
+            response = service_pb2.ModelStreamInferResponse.FromString(message)
+            infer = response.infer_response
+            stream = streams.get(infer.id)
+            if stream is None:
+                stray.append(f"a response for unknown request id {infer.id!r}: {response.error_message}"[:200])
+                continue
+            if response.error_message:
+                stream.errors.append(response.error_message.splitlines()[0][:200])
+                continue
+            final = infer.parameters["triton_final_response"].bool_param \
+                if "triton_final_response" in infer.parameters else False
+            stream.responses.append((round(now - stream.sent, 4), sorted(o.name for o in infer.outputs), final))
+    except grpc.aio.AioRpcError as exc:
+        stray.append(f"the stream failed with gRPC {exc.code().name}: {exc.details()}"[:200])
+    finally:
+        call.cancel()
+        await channel.close()
+    return streams, stray, time.monotonic() - start
+
+
+def _served_decoupled(target: Target) -> bool | None:
+    try:
+        config = target.server.model_config(target.name)
+    except Exception:
+        return None
+    return bool((config.get("model_transaction_policy") or {}).get("decoupled"))
+
+
+def check_decoupled(target: Target) -> CheckResult:
+    d = target.description
+    if not d.decoupled:
+        return CheckResult(target.name, "decoupled", "model_transaction_policy.decoupled false (Triton's default)",
+                           "-", "skipped", "not decoupled: one response per request, judged by the other checks' "
+                                           "requests")
+    names = sorted(target.output_names)
+    declared = (f"decoupled: each of {REQUESTS} requests on one stream ends with exactly one triton_final_response, "
+                f"no response after it, each response carrying {names}")
+    streams, stray, seconds = asyncio.run(_exchange(target.server.grpc_url, _requests(target, target.server.grpc_url)))
+    problems: list[str] = []
+    served = _served_decoupled(target)
+    if served is False:
+        problems.append("the server serves model_transaction_policy.decoupled false")
+    problems += stray[:1]
+    never = [i for i, s in streams.items() if not s.finals and not s.errors]
+    twice = [i for i, s in streams.items() if s.finals > 1]
+    after, missing, empty, errors = [], [], [], []
+    for i, s in streams.items():
+        if s.errors:
+            errors.append(f"{i}: {s.errors[0]}")
+        seen_final = False
+        for at, outputs, final in s.responses:
+            if seen_final:
+                after.append(i)
+                break
+            seen_final = final
+            if outputs and outputs != names:
+                missing.append(f"{i} carried {outputs}")
+            elif not outputs and not final:
+                empty.append(i)
+    if never:
+        problems.append(f"{len(never)} of {len(streams)} requests got no final flag ({never[0]}: no message for "
+                        f"{IDLE_S:g} s after {len(streams[never[0]].responses)} response(s))")
+    if twice:
+        problems.append(f"{len(twice)} request(s) got more than one final flag ({twice[0]}: "
+                        f"{streams[twice[0]].finals})")
+    if after:
+        problems.append(f"{len(after)} request(s) got a response after their final one ({after[0]})")
+    if missing:
+        problems.append(f"{len(missing)} response(s) without the declared outputs {names} ({missing[0]})")
+    if empty:
+        problems.append(f"{len(empty)} request(s) got an empty response not flagged final ({empty[0]})")
+    if errors:
+        problems.append(f"{len(errors)} request(s) answered with an error ({errors[0]})")
+    counts = [sum(bool(o) for _, o, _ in s.responses) for s in streams.values()]
+    evidence = {"requests": len(streams), "seconds": round(seconds, 3), "served_decoupled": served,
+                "responses_with_outputs": counts, "final_flags": [s.finals for s in streams.values()],
+                "requests_without_output_responses": sum(c == 0 for c in counts),
+                "stream_errors": stray, "samples": {i: s.responses[:4] for i, s in list(streams.items())[:3]}}
+    observed = (f"{len(streams)} requests on one stream in {seconds:.2f} s: responses with outputs per request "
+                f"{counts}, final flags {evidence['final_flags']}")
+    return CheckResult(target.name, "decoupled", declared, observed, "fail" if problems else "pass",
+                       "; ".join(problems), evidence)
