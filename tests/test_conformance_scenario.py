@@ -8,6 +8,7 @@ from tests.helpers import raw_rows, run_pytest
 from tests.test_user_repository import PROFILE, _args, _make
 from tritonsuite.core.spec import path_digest
 from tritonsuite.judge.conformance import CHECKS
+from tritonsuite.judge.conformance.fields import FIELDS, SYSTEM
 
 pytestmark = pytest.mark.smoke
 
@@ -25,19 +26,22 @@ def test_conformance_of_a_hand_written_repository(tmp_path):
     assert verdicts[("onnx_scale", "cache")] == "skipped"  # its config does not enable the response cache
     # these models answer in well under a millisecond: where this client cannot keep requests waiting for the
     # batcher, batching (and ragged, which reads the same figures) is skipped with Little's-law figures (never
-    # failed); the field checks of fields these configurations do not declare are skipped with why; every other
-    # check passes
+    # failed); a field check skips only where the configuration declares none of its fields; every other check,
+    # the system checks among them, passes
     host_bound = [r for r in rows if r["check"] in ("batching", "ragged") and r["verdict"] == "skipped"
                   and "requests waited on average" in r["reasons"][0]]
     skipped = [r for r in rows if r["verdict"] == "skipped"]
-    assert all(r in host_bound or r["check"] in ("cache", "decoupled", "ordering", "ragged", "warmup")
-               for r in skipped), [(r["deployment"], r["check"], r["reasons"]) for r in skipped]
+    assert all(r in host_bound or r["check"] not in SYSTEM and not any(
+        FIELDS[f][0] == r["check"] for f in r["declared_fields"]) for r in skipped), \
+        [(r["deployment"], r["check"], r["reasons"]) for r in skipped]
+    assert {"queue_policy", "tensors", "sequence", "decoupled", "warmup"} <= {r["check"] for r in skipped}
     assert not [r for r in rows if r["verdict"] == "fail"], \
         [(r["deployment"], r["check"], r["reasons"]) for r in rows if r["verdict"] == "fail"]
     assert f"{len(rows) - len(skipped)} passed, {len(skipped)} skipped" in result.stdout, result.stdout
     assert path_digest(repo) == before  # the reload check wrote to the run's copy, never to the user's repository
     page = (tmp_path / "reports" / "conformance" / "onnx_scale.md").read_text()
     assert "| identity |" in page and "| reload |" in page and "batch size | executions" in page
+    assert "## Checklist of the declared fields" in page and "| `dynamic_batching` | batching |" in page
     summary = (tmp_path / "reports" / "summary.md").read_text()
     ts_pool_skipped = sum(r["deployment"] == "ts_pool" for r in skipped)
     assert "## Conformance" in summary and \
