@@ -15,8 +15,9 @@ import pytest
 
 from tests.kinds import _write
 from tests.test_conformance_checks import load_with, python_model, sixteen
+from tests.test_conformance_kinds import check
 from tritonsuite.deploy.repository import config_of
-from tritonsuite.judge.conformance import Target, run_check
+from tritonsuite.judge.conformance import Target
 from tritonsuite.judge.conformance.sequence import NO_CORRID
 from tritonsuite.server import EmbeddedServer
 
@@ -173,12 +174,6 @@ def repo(tmp_path_factory):
 def server(repo, tmp_path_factory):
     with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
         yield server
-
-
-def check(server, directory: Path, name: str, inputs=None):
-    result = run_check(Target(server, directory, inputs), name)
-    assert "\n" not in result.reason, result.reason
-    return result
 
 
 # ------------------------------------------------------------------------------------------------- sequence check

@@ -378,8 +378,9 @@ class Suite:
         inputs = deployment.spec.example_inputs  # batch first; a batchless deployment's request is one sample
         request = (lambda b, seed=0: inputs(b, seed)) if deployment.batched else \
             (lambda b, seed=0: {k: v[0] for k, v in inputs(1, seed).items()})
-        result = run_check(Target(self.server, deployment.directory, request, case.batch_size or 1, allow_reload),
-                           case.check)
+        callees = tuple(m.name for m in deployment.description.composing) if deployment.description.python else ()
+        result = run_check(Target(self.server, deployment.directory, request, case.batch_size or 1, allow_reload,
+                                  callees), case.check)
         if result.verdict == "fail":
             self.broke(result.reason)
         self.record(result.to_row(**self._identity(case), parameters=self.parameters(deployment)))

@@ -74,6 +74,8 @@ class Target:
     inputs: Callable[[int, int], Mapping[str, np.ndarray]] | None = None
     batch_size: int = 1
     allow_reload: bool = False
+    #: a python (BLS) deployment's callees (``--bls-composing-models``): its configuration does not name them
+    composing: tuple[str, ...] = ()
     #: what the deployment declares: its config.pbtxt, or without one the configuration the server completed
     description: ModelDescription = field(init=False)
 
@@ -81,8 +83,8 @@ class Target:
         from tritonsuite.deploy.repository import describe_deployment
 
         self.directory = Path(self.directory)
-        self.description = (describe_deployment(self.directory) if self.declared else
-                            self.server.model_description(self.directory.name))  # auto-completed by the server
+        self.description = (describe_deployment(self.directory, tuple(self.composing)) if self.declared else
+                            self.server.model_description(self.directory.name, tuple(self.composing)))
         if self.inputs is None:
             self.inputs = lambda batch, seed=0: declared_inputs(self.description, batch, seed)
 

@@ -42,6 +42,9 @@ def check_shutdown(target: Target) -> CheckResult:
         twin = twin_of(Path(logs))
         try:
             twin.start()
+            for callee in target.description.composing:  # a BLS model's callees (an ensemble's steps load with it)
+                if not target.description.ensemble and (target.directory.parent / callee.name).is_dir():
+                    twin.load(target.directory.parent / callee.name)
             twin.load(target.directory)
             twin.request_timeout_s = BOUND_S
             other = replace(target, server=twin)
@@ -82,6 +85,11 @@ def check_shutdown(target: Target) -> CheckResult:
     observed = (f"{len(in_flight)} of {len(before)} requests in flight at the signal, {len(lost)} failed; after it "
                 + ", ".join(f"{p} {v.split(':')[0]}" for p, v in evidence["late"].items())
                 + (f"; server exited in {exit_s:.1f} s" if exited[0] else "; server did not exit"))
+    callee = _unnamed_callee(target, lost)
+    if callee:
+        return CheckResult(target.name, "shutdown", "SIGTERM drains the requests in flight", observed, "skipped",
+                           f"its requests call {callee}, which the twin server does not serve: a BLS model's callees "
+                           f"are its code's; name them with --bls-composing-models", evidence)
     problems = []
     if lost:
         problems.append(f"{len(lost)} of {len(before)} requests sent before the shutdown failed ({lost[0].error[:160]})")
@@ -94,6 +102,20 @@ def check_shutdown(target: Target) -> CheckResult:
                            "no request was in flight at the signal (each answered before it came)", evidence)
     return CheckResult(target.name, "shutdown", "SIGTERM drains the requests in flight", observed,
                        "fail" if problems else "pass", "; ".join(problems), evidence)
+
+
+def _unnamed_callee(target: Target, failed: list[Answer]) -> str:
+    """The model a python deployment's failed requests say it called and found missing on the twin (its callees not
+    named), or ""."""
+    import re
+
+    if not target.description.python or target.description.composing:
+        return ""
+    for answer in failed:
+        match = re.search(r"[Mm]odel '?([\w.-]+)'? is not ready|unknown model:? '?([\w.-]+)", answer.error)
+        if match and (name := match.group(1) or match.group(2)) != target.name:
+            return name
+    return ""
 
 
 def twin_stats_moved(server, model: str) -> bool:
