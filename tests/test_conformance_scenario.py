@@ -7,7 +7,7 @@ import pytest
 from tests.helpers import raw_rows, run_pytest
 from tests.test_user_repository import PROFILE, _args, _make
 from tritonsuite.core.spec import path_digest
-from tritonsuite.judge.conformance import CHECKS
+from tritonsuite.judge.conformance import DEFAULT_CHECKS as CHECKS
 from tritonsuite.judge.conformance.fields import FIELDS, SYSTEM
 
 pytestmark = pytest.mark.smoke

@@ -127,7 +127,8 @@ def add_options(parser) -> None:
     group.addoption("--tune-strategy", default="search", metavar="search|grid", help="-m tune: the coordinate "
                     "search (default) or the full grid of the tune space (to compare)")
     group.addoption("--checks", default="", metavar="CHECK,...", help="-m conformance: the checks to run "
-                    "(tritonsuite.judge.conformance.CHECKS, listed in docs/conformance.md; default: all)")
+                    "(tritonsuite.judge.conformance.CHECKS, listed in docs/conformance.md; default: all but shutdown; all: "
+                    "every one)")
     group.addoption("--allow-reload", action="store_true", default=False, help="-m conformance with --server remote: "
                     "let the reload check add a version to and reload the remote server's deployments (never unasked)")
     group.addoption("--window-ms", type=float, default=None, help="measurement window length (overrides profile)")

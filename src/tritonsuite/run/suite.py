@@ -21,7 +21,7 @@ from tritonsuite.judge import responses as kinds  # sequences, decoupled, python
 from tritonsuite.judge.accuracy import AccuracyResult
 from tritonsuite.judge.baselines import BaselineStore
 from tritonsuite.judge.compare import comparable, compare_points, point_key
-from tritonsuite.judge.conformance import CHECKS, CheckResult, Target, run_check
+from tritonsuite.judge.conformance import DEFAULT_CHECKS, CheckResult, Target, run_check
 from tritonsuite.judge.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
 from tritonsuite.load.engine import LoadPoint, Measurement, Progress, SequenceSettings, measure
 from tritonsuite.load.kinds import driver_for
@@ -95,7 +95,7 @@ class Suite:
         return self.registry.get(model, self.model_profile(model).size)
 
     def cases(self, scenario: str, loadgens: Sequence[str] = ("suite",)) -> list[Case]:
-        return profile_cases(self.profile, scenario, loadgens, CHECKS)
+        return profile_cases(self.profile, scenario, loadgens, DEFAULT_CHECKS)
 
     # ------------------------------------------------------------------------------------------- deployments
     def checkpoint(self, model: str) -> Path | None:

@@ -32,7 +32,7 @@ from tritonsuite.judge.conformance.result import (STATUS, VERDICTS, CheckResult,
                                                   declared_inputs)
 from tritonsuite.load.kinds import driver_for
 
-__all__ = ["CHECKS", "STATUS", "VERDICTS", "CheckResult", "ConformanceError", "Target", "declared_inputs",
+__all__ = ["CHECKS", "DEFAULT_CHECKS", "STATUS", "VERDICTS", "CheckResult", "ConformanceError", "Target", "declared_inputs",
            "parse_checks", "run_check", "run_checks"]
 
 #: check -> "module:function" of this package, in the order the checks run: the field checks, the system checks,
@@ -49,6 +49,10 @@ _CHECKS = {
     "warmup": "warmup:check_warmup", "shutdown": "shutdown:check_shutdown", "reload": "reload:check_reload",
 }
 CHECKS = tuple(_CHECKS)
+#: checks run only when named (``--checks shutdown`` or ``--checks all``): shutdown starts a second server for each
+#: deployment (about 8 s each on the corpus here), a cost a run of every deployment should not pay unasked
+OPT_IN = ("shutdown",)
+DEFAULT_CHECKS = tuple(c for c in CHECKS if c not in OPT_IN)
 
 
 def _registry() -> dict[str, Callable[[Target], CheckResult]]:
@@ -62,12 +66,15 @@ def _registry() -> dict[str, Callable[[Target], CheckResult]]:
 
 
 def parse_checks(value: str | None) -> tuple[str, ...]:
-    """``--checks a,b`` into check names (empty: all), naming the valid choices on a bad one."""
+    """``--checks a,b`` into check names (empty: :data:`DEFAULT_CHECKS`; ``all``: every one), naming the valid
+    choices on a bad one."""
     names = tuple(v.strip() for v in (value or "").split(",") if v.strip())
+    if names == ("all",):
+        return CHECKS
     bad = [n for n in names if n not in CHECKS]
     if bad:
-        raise ConformanceError(f"conformance check {bad[0]!r}; valid choices: {', '.join(CHECKS)}")
-    return names or CHECKS
+        raise ConformanceError(f"conformance check {bad[0]!r}; valid choices: all, {', '.join(CHECKS)}")
+    return names or DEFAULT_CHECKS
 
 
 def run_check(target: Target, check: str) -> CheckResult:
@@ -97,6 +104,6 @@ def run_check(target: Target, check: str) -> CheckResult:
     return result
 
 
-def run_checks(target: Target, checks=CHECKS) -> list[CheckResult]:
-    """Every check asked for, in :data:`CHECKS` order."""
+def run_checks(target: Target, checks=DEFAULT_CHECKS) -> list[CheckResult]:
+    """Every check asked for (by default all but the opt-in ones), in :data:`CHECKS` order."""
     return [run_check(target, c) for c in CHECKS if c in checks]
