@@ -73,7 +73,8 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
              outputs: Sequence[str], concurrency: int = 1, *, count: int | None = None,
              stop: threading.Event | None = None, deadline_s: float = 120.0, protocol: str = "http",
              sequences: SequenceSettings | None = None, timeout_s: float | None = None,
-             options: RequestOptions | None = None, flags: tuple[int, bool, bool] | None = None) -> list[Answer]:
+             options: RequestOptions | None = None, flags: tuple[int, bool, bool] | None = None,
+             give_up: int = 0) -> list[Answer]:
     """Send ``requests`` in turn (each one request's tensors, batch first where the deployment batches) from
     ``concurrency`` connections until ``count`` were sent, ``stop`` is set or ``deadline_s`` passed; every answer,
     in the order sent. ``protocol``: http or grpc for a stateless deployment (a decoupled one always streams);
@@ -82,7 +83,8 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
     unanswered request fails, and its connection is opened again); ``options``: the
     priority, queue timeout or classification every request carries; ``flags``: (sequence id, START, END) set on
     every request as given instead of the sequence pattern ((0, False, False): a request to a sequence model
-    without a correlation id)."""
+    without a correlation id); ``give_up``: send no more once this many requests went unanswered within their bound
+    (a hanging deployment's verdict needs no more of them; 0: never)."""
     if count is None and stop is None:
         raise ValueError("exchange needs a count of requests or a stop event: it never sends without an end")
     timeout_s = timeout_s or getattr(server, "request_timeout_s", None) or TIMEOUT_S
@@ -104,12 +106,12 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
         else:
             pattern = driver.pattern(prepared[0], grpc, point)
         answers: list[Answer] = []
-        sent = [0]
+        sent, hung = [0], [0]
         end_by = time.monotonic() + deadline_s
 
         def more() -> PreparedRequest | None:
             if (count is not None and sent[0] >= count) or (stop is not None and stop.is_set()) \
-                    or time.monotonic() > end_by:
+                    or time.monotonic() > end_by or (give_up and hung[0] >= give_up):
                 return None
             sent[0] += 1
             return prepared[(sent[0] - 1) % len(prepared)]
@@ -119,6 +121,7 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
             try:
                 _, _, decoded, *_ = await asyncio.wait_for(transport.exchange(conn, request), timeout_s)
             except (asyncio.TimeoutError, Hang):
+                hung[0] += 1
                 answers.append(Answer(start, time.monotonic(), False, error=f"no answer within {timeout_s:g} s",
                                       sequence=sequence))
                 return False  # the connection may still carry the lost request: a new one for the next

@@ -208,7 +208,8 @@ def _send(target: Target, requests: list) -> tuple[int, list[str]]:
         _sequences(target, [requests[i::ROUND_CONCURRENCY] for i in range(ROUND_CONCURRENCY)], together=True)
         return len(requests), []
     answers = exchange(target.server, target.name, target.description, [_batch_first(target, r) for r in requests],
-                       target.output_names, ROUND_CONCURRENCY, count=len(requests), deadline_s=ROUND_DEADLINE_S)
+                       target.output_names, ROUND_CONCURRENCY, count=len(requests), deadline_s=ROUND_DEADLINE_S,
+                       give_up=ROUND_CONCURRENCY)
     return sum(a.ok for a in answers), [a.error for a in answers if not a.ok]
 
 
@@ -220,6 +221,8 @@ def _rounds(target: Target, make) -> tuple[dict, list]:
     b = 1 if target.description.sequence else max(target.batch_size, 1)
     found: dict = {"A": [], "B": []}
     _, errors = _send(target, [target.fresh_request(b) for _ in range(ROUND_REQUESTS)])
+    if errors:  # a deployment that fails its untimed round has no costs to compare: its failures are the verdict
+        return found, errors
     last = {m: settled_statistics(target.server, m) for m in {target.name, *models}}
     for label in ORDER:
         requests = make(label)
@@ -264,6 +267,9 @@ def _verdict(target: Target, check: str, declared: str, names: dict, found: dict
              failing: str | None, why: tuple[str, str] = ("", "")) -> CheckResult:
     """The rounds judged: ``names`` says each label in words; ``failing`` the label whose decisive speed fails
     (None: either); ``why`` the words before and after a decisive gap's reason."""
+    if not any(found.values()):  # the untimed round failed: nothing to compare
+        return CheckResult(target.name, check, declared, f"{len(errors)} requests of the first round failed", "fail",
+                           f"{len(errors)} requests failed ({errors[0]})", {"failed": len(errors)})
     judged = _compare(found)
     med, costs = judged["median_ms"], judged["costs_ms"]
     rounds = sum(len(r) for r in found.values())

@@ -25,10 +25,11 @@ def load(target, concurrency: int, requests: int | None = None, stop: threading.
          deadline_s: float = 120.0) -> list[Answer]:
     """The check's load: ``concurrency`` connections, each keeping one request of :meth:`Target.load_requests` in
     flight, sent as the deployment's driver sends them (:func:`tritonsuite.load.exchange.exchange`), until
-    ``requests`` were sent or ``stop`` is set; every answer kept."""
+    ``requests`` were sent or ``stop`` is set (or a round of them went unanswered: a hanging deployment's verdict
+    needs no more); every answer kept."""
     return exchange(target.server, target.name, target.description,
                     [_batch_first(target, r) for r in target.load_requests()], target.output_names,
-                    concurrency, count=requests, stop=stop, deadline_s=deadline_s)
+                    concurrency, count=requests, stop=stop, deadline_s=deadline_s, give_up=concurrency)
 
 
 def ask(target, request: Mapping[str, np.ndarray], version: str | int = "", options=None) -> Answer:
