@@ -27,6 +27,9 @@ BEFORE_S = 0.6  # load before the reload (the latency "before"): at least this l
 BEFORE_ANSWERS = 8  # ...and this many answers (at most MAX_BEFORE_S)
 MAX_BEFORE_S = 5.0
 AFTER_S = 0.4  # load after the reload returned
+#: a request's bound during a switch (at least): Triton holds the requests that come while a version loads, a wait
+#: that is the reload's latency evidence, not a hang (a one-slot sequence model waited over 5 s on a busy host)
+SWITCH_BOUND_S = 60.0
 MARK = "tritonsuite_conformance_reload"  # the parameter the changed configuration adds
 
 
@@ -36,7 +39,9 @@ def _under_load(target: Target, action) -> tuple[list, float, float, object]:
     stop = threading.Event()
     found: list = []
     baseline = _answered(target)
-    loop = threading.Thread(target=lambda: found.extend(load(target, CONCURRENCY, stop=stop, deadline_s=600.0)),
+    bound = max(target.server.request_timeout_s, SWITCH_BOUND_S)  # a switch makes requests wait for the load
+    loop = threading.Thread(target=lambda: found.extend(load(target, CONCURRENCY, stop=stop, deadline_s=600.0,
+                                                             timeout_s=bound)),
                             daemon=True)
     loop.start()
     started = time.monotonic()

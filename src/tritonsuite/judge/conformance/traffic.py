@@ -22,14 +22,15 @@ ONE_REQUEST = SequenceSettings(length=1, variation_percent=0.0)
 
 
 def load(target, concurrency: int, requests: int | None = None, stop: threading.Event | None = None,
-         deadline_s: float = 120.0) -> list[Answer]:
+         deadline_s: float = 120.0, timeout_s: float | None = None) -> list[Answer]:
     """The check's load: ``concurrency`` connections, each keeping one request of :meth:`Target.load_requests` in
     flight, sent as the deployment's driver sends them (:func:`tritonsuite.load.exchange.exchange`), until
     ``requests`` were sent or ``stop`` is set (or a round of them went unanswered: a hanging deployment's verdict
-    needs no more); every answer kept."""
+    needs no more); every answer kept. ``timeout_s``: one request's bound (default: the server's)."""
     return exchange(target.server, target.name, target.description,
                     [_batch_first(target, r) for r in target.load_requests()], target.output_names,
-                    concurrency, count=requests, stop=stop, deadline_s=deadline_s, give_up=concurrency)
+                    concurrency, count=requests, stop=stop, deadline_s=deadline_s, give_up=concurrency,
+                    timeout_s=timeout_s)
 
 
 def ask(target, request: Mapping[str, np.ndarray], version: str | int = "", options=None) -> Answer:
