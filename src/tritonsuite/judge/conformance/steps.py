@@ -1,4 +1,5 @@
-"""Check ``steps``: an ensemble runs its declared steps, each once per ensemble request, on the declared version.
+"""Check ``steps``: an ensemble runs its declared steps, each once per ensemble request, on the declared version
+(a step that is an ensemble: its own steps too).
 
 Under a closed loop of the ensemble's own requests (sent as its driver sends them), the statistics extension of
 each step's model, per version, must grow by exactly the answered ensemble requests times the steps that name the
@@ -41,10 +42,17 @@ def check_steps(target: Target) -> CheckResult:
         return CheckResult(target.name, "steps", "no ensemble_scheduling", "-", "skipped",
                            "not an ensemble (a BLS model's calls are its code's, not its configuration's)")
     expected: Counter = Counter()
-    for step in d.steps:
-        version = str(step.version) if step.version > 0 else str(max(_ready_versions(target.server, step.model),
-                                                                     default=0))
-        expected[(step.model, version)] += 1
+
+    def expect(ensemble) -> None:  # a step that is an ensemble runs its own steps too (a nested one)
+        composing = {c.name: c for c in ensemble.composing}
+        for step in ensemble.steps:
+            version = str(step.version) if step.version > 0 else str(max(_ready_versions(target.server, step.model),
+                                                                         default=0))
+            expected[(step.model, version)] += 1
+            if step.model in composing and composing[step.model].ensemble:
+                expect(composing[step.model])
+
+    expect(d)
     models = sorted({m for m, _ in expected})
     before = {m: _successes(target.server, m) for m in models}
     answers = load(target, concurrency=2, requests=REQUESTS)
