@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.kinds import _write
+
 from tests.test_conformance_checks import load_with
 from tritonsuite.judge.conformance import Target, run_check
 from tritonsuite.server import EmbeddedServer
@@ -30,10 +32,7 @@ class TritonPythonModel:
 
 
 def queued_model(repo: Path, name: str, dynamic_batching: str, max_batch_size: int = 4) -> Path:
-    directory = repo / name
-    (directory / "1").mkdir(parents=True)
-    (directory / "1" / "model.py").write_text(MODEL_PY)
-    (directory / "config.pbtxt").write_text(f'''
+    return _write(repo / name, f'''
 name: "{name}"
 backend: "python"
 max_batch_size: {max_batch_size}
@@ -42,8 +41,7 @@ output {{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [4] }}
 instance_group {{ count: 1 kind: KIND_CPU }}
 parameters {{ key: "work_ms" value {{ string_value: "{WORK_MS}" }} }}
 dynamic_batching {{ {dynamic_batching} }}
-''')
-    return directory
+''', "model.py", MODEL_PY)
 
 
 def four(batch: int, seed: int = 0) -> dict:

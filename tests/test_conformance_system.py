@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.kinds import decoupled_model, sequence_model
+from tests.kinds import _write, decoupled_model, sequence_model
 from tests.test_conformance_kinds import counts
 from tests.test_conformance_checks import sixteen
 from tritonsuite.judge.conformance import Target, run_check
@@ -52,10 +52,7 @@ class TritonPythonModel:
 
 
 def system_model(repo: Path, name: str, behaviour: str, extra: str = "") -> Path:
-    directory = repo / name
-    (directory / "1").mkdir(parents=True)
-    (directory / "1" / "model.py").write_text(MODEL_PY)
-    (directory / "config.pbtxt").write_text(f'''
+    return _write(repo / name, f'''
 name: "{name}"
 backend: "python"
 max_batch_size: 8
@@ -65,8 +62,7 @@ instance_group {{ count: 1 kind: KIND_CPU }}
 dynamic_batching {{ max_queue_delay_microseconds: 2000 }}
 parameters {{ key: "behaviour" value {{ string_value: "{behaviour}" }} }}
 {extra}
-''')
-    return directory
+''', "model.py", MODEL_PY)
 
 
 def skewed(batch: int, seed: int = 0) -> dict:
