@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from tests.kinds import _write
-
 from tests.test_conformance_checks import load_with
 from tritonsuite.judge.conformance import Target, run_check
 from tritonsuite.server import EmbeddedServer
