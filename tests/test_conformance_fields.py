@@ -124,10 +124,16 @@ def test_decoupled_catches_responses_without_the_declared_outputs(repo, server):
 
 
 def test_decoupled_catches_a_model_served_as_not_decoupled(repo, server, monkeypatch):
-    """One response per request, which a model served as not decoupled may send: the stream looks the same, the
-    served configuration tells. (Other counts make the python backend refuse each request in its own words: "Unable
-    to send response. Non-decoupled model cannot send complete final before sending a response.")"""
-    directory = stream_model(repo, "stream_not_decoupled")
+    """One response per request, the final flag sent with it, which a model served as not decoupled may send: the
+    stream looks the same, the served configuration tells. (A response and then a final flag alone, as the sound
+    model sends them, crashed r24.10's tritonserver in TRITONBACKEND_ResponseFactorySendFlags once in CI when the
+    model is not decoupled.)"""
+    one_shot = DECOUPLED_MODEL.replace("""                time.sleep(0.001)
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)""", """                time.sleep(0.001)""")
+    one_shot = one_shot.replace("""dtype=np.int32))]))""", """dtype=np.int32))]),
+                    flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL if i == count - 1 else 0)""")
+    assert one_shot.count("COMPLETE_FINAL") == 1, one_shot
+    directory = stream_model(repo, "stream_not_decoupled", one_shot)
     load_with(server, directory, model_transaction_policy={"decoupled": False})
     one_each = lambda batch, seed=0: {**stream_inputs(batch, seed), "COUNT": np.ones((batch, 1), dtype=np.int32)}
     monkeypatch.setattr(decoupled, "IDLE_S", 1.0)
@@ -135,9 +141,9 @@ def test_decoupled_catches_a_model_served_as_not_decoupled(repo, server, monkeyp
     assert result.verdict == "fail"
     assert result.reason.startswith("the server serves model_transaction_policy.decoupled false"), result.reason
     assert result.evidence["served_decoupled"] is False
-    # r24.10: each request's one response reaches the stream, but none is flagged triton_final_response
+    # each request's one response reaches the stream carrying its final flag: the stream alone cannot tell
     assert result.evidence["responses_with_outputs"] == [1] * decoupled.REQUESTS
-    assert result.evidence["final_flags"] == [0] * decoupled.REQUESTS
+    assert result.evidence["final_flags"] == [1] * decoupled.REQUESTS
 
 
 def test_decoupled_is_skipped_for_a_model_that_is_not(repo, server):
