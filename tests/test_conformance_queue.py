@@ -53,6 +53,8 @@ DEPLOYMENTS = {
                 "allow_timeout_override: true }",
     "q_delay": "default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 150000 }",
     "q_strict": "default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 400000 }",
+    # a default long enough that a probe's own timeout (a quarter of it) shows through r24.10's batcher stalls
+    "q_long": "default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 1000000 }",
     "q_levels": "priority_levels: 3 default_priority_level: 2 priority_queue_policy { key: 2 value { "
                 "max_queue_size: 5 } }",
     "q_plain": "",
@@ -118,3 +120,21 @@ def test_a_deployment_served_without_the_field_fails(deployed, model, name, over
         server.load(directories[model])  # as declared again
     assert result.verdict == "fail", (result.line(), result.observed)
     assert words in result.reason, result.reason
+
+
+def test_an_override_served_but_not_declared_fails_or_is_said_unjudged(deployed):
+    """q_long declares no allow_timeout_override; served with it, probes carrying a quarter of the default timeout are
+    refused on their own. r24.10's batcher, under a queue policy, refuses an expired request only when it next wakes
+    (about half the runs here: after the default timeout too), so the part may be unjudged: then the check says so in
+    its reason (skipped, or passed on its other parts), and never passes the override as shown."""
+    server, directories = deployed
+    load_with(server, directories["q_long"], dynamic_batching={"default_queue_policy": {
+        "timeout_action": "REJECT", "default_timeout_microseconds": 1000000, "allow_timeout_override": True}})
+    try:
+        result = check(server, directories["q_long"], "queue_policy")
+    finally:
+        server.load(directories["q_long"])
+    if result.verdict == "fail":
+        assert "override not allowed, but 4 probes refused" in result.reason, result.reason
+    else:
+        assert "no probe both waited past its own 250 ms" in result.reason, (result.line(), result.observed)

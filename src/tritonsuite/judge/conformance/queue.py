@@ -169,7 +169,8 @@ def _result(target: Target, check: str, parts: list[Part]) -> CheckResult:
     if all(p.skipped for p in parts):
         return CheckResult(target.name, check, declared, observed, "skipped",
                            "; ".join(f"{p.declared.split(':')[0]}: {p.skipped}" for p in parts), evidence)
-    return CheckResult(target.name, check, declared, observed, "pass", "", evidence)
+    unjudged = [f"{p.declared.split(':')[0]}: not judged: {p.skipped}" for p in parts if p.skipped]
+    return CheckResult(target.name, check, declared, observed, "pass", "; ".join(unjudged), evidence)
 
 
 def _failed(answers: list[Answer], *known: str) -> list[Answer]:
