@@ -111,3 +111,22 @@ def test_the_refusals_check_sends_exactly_the_malformed_requests_it_names(tmp_pa
     assert [t.name for t in sent["missing input"][0]] == ["y"]
     assert sent["unknown output"][1] == ["z", "conformance_no_such_output"]
     assert len(sent["truncated body"][0][0].data) == 8 and len(sent["oversized body"][0][0].data) == 32
+
+
+def test_test01_compares_a_padded_output_over_its_own_extent_only():
+    """FastPitch's mel (valid_length): batched with a longer sample, an answer carries zero frames past its own end.
+    test01 compares the answer under load over the extent it has alone, when the spec says the axis is padded."""
+    from tritonsuite.judge.conformance.system import _difference
+
+    rng = np.random.default_rng(0)
+    alone = rng.standard_normal((1, 80, 344)).astype(np.float32)
+    under_load = np.concatenate([alone, np.zeros((1, 80, 24), np.float32)], axis=2)
+    lengths = {"OUTPUT__1": np.array([344])}
+    want, got = [{"OUTPUT__0": alone, **lengths}], [{"OUTPUT__0": under_load, **lengths}]
+    assert _difference(got, want, padded={"OUTPUT__0": 2}) == (0.0, "")
+    assert _difference(got, want)[1] == "response 0 output OUTPUT__0: shape (1, 80, 368) vs (1, 80, 344)"
+    under_load[0, 3, 10] += 1.0  # a frame within its own extent differs: still caught
+    worst, why = _difference(got, want, padded={"OUTPUT__0": 2})
+    assert worst >= 1.0 and why.startswith("response 0 output OUTPUT__0: 1 of 27520 elements beyond atol"), why
+    shorter = [{"OUTPUT__0": alone[:, :, :300], **lengths}]  # shorter than alone: a shape that differs
+    assert _difference(shorter, want, padded={"OUTPUT__0": 2})[1].endswith("shape (1, 80, 300) vs (1, 80, 344)")

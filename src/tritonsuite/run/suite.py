@@ -138,8 +138,7 @@ class Suite:
         """Export (cached), write the model repository entry and load it on the server, once per session.
 
         A failure (export unsupported, mismatch, load error) is remembered and raised again for later cases of
-        the same deployment, so they fail or skip at once.
-        """
+        the same deployment, so they fail or skip at once."""
         key = self._deployment_key(model, fmt, precision, scenario)
         label = self._label(key)
         if self.isolation.before(label):  # the server died and was started again: nothing is loaded on it now
@@ -379,8 +378,9 @@ class Suite:
         request = (lambda b, seed=0: inputs(b, seed)) if deployment.batched else \
             (lambda b, seed=0: {k: v[0] for k, v in inputs(1, seed).items()})
         callees = tuple(m.name for m in deployment.description.composing) if deployment.description.python else ()
+        padded = {o.name: o.valid_length[1] + deployment.batched for o in deployment.spec.outputs if o.valid_length}
         result = run_check(Target(self.server, deployment.directory, request, case.batch_size or 1, allow_reload,
-                                  callees), case.check)
+                                  callees, padded), case.check)
         if result.verdict == "fail":
             self.broke(result.reason)
         self.record(result.to_row(**self._identity(case), parameters=self.parameters(deployment)))

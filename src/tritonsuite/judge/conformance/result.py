@@ -76,6 +76,9 @@ class Target:
     allow_reload: bool = False
     #: a python (BLS) deployment's callees (``--bls-composing-models``): its configuration does not name them
     composing: tuple[str, ...] = ()
+    #: outputs padded within a batch ({name: axis of the answer, batch first where batched}; ModelSpec's
+    #: ``valid_length``): frames of an answer past its request's own extent there are padding, not its result
+    padded_axes: Mapping[str, int] = field(default_factory=dict)
     #: what the deployment declares: its config.pbtxt, or without one the configuration the server completed
     description: ModelDescription = field(init=False)
 
