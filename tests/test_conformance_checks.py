@@ -260,6 +260,18 @@ def test_reload_catches_a_model_that_cannot_be_swapped_under_load(repo, server, 
     assert check(server, directory, "identity").verdict == "pass"  # and the deployment is as it was
 
 
+def test_reload_fails_at_once_a_deployment_that_does_not_answer_alone(repo, server):
+    """Its requests under load would each wait the switch's bound (60 s): a request alone, within the profile's
+    bound, decides first (two hanging deployments cost the corpus's reload 7.5 minutes)."""
+    directory = python_model(repo, "dies_on_eight", "die", dims=(8,))  # its stub exits on any request
+    server.load(directory)
+    result = check(server, directory, "reload", inputs=lambda b, seed=0: {"INPUT0": np.zeros((b, 8), np.float32)})
+    assert result.verdict == "fail"
+    assert result.reason.startswith("a request sent alone before any reload failed: "), result.reason
+    assert set(result.evidence) == {"alone_error"}  # no load ran, no version was added
+    assert sorted(p.name for p in directory.iterdir()) == ["1", "config.pbtxt"]
+
+
 def test_reload_of_a_remote_server_needs_an_explicit_flag(server, identity_online):
     remote = RemoteServer(server.http_url)
     result = check(remote, identity_online, "reload", inputs=None)

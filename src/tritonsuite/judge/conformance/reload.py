@@ -19,7 +19,7 @@ import time
 
 from tritonsuite.core.stats import percentile_estimate
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import load, statistics
+from tritonsuite.judge.conformance.traffic import ask, load, statistics
 from tritonsuite.load.exchange import first_line
 
 CONCURRENCY = 2
@@ -203,6 +203,11 @@ def check_reload(target: Target) -> CheckResult:
     if getattr(target.server, "name", "") == "remote" and not target.allow_reload:
         return CheckResult(target.name, "reload", declared, "-", "skipped", "a remote server is reloaded only with "
                            "--allow-reload (never a team's server unasked)")
+    alone = ask(target, target.request(target.batch_size))  # within the profile's bound, not the switch's 60 s
+    if not alone.ok:  # a deployment that does not answer has nothing to keep answering through a reload
+        return CheckResult(target.name, "reload", declared, f"one request sent alone: {first_line(alone.error)}",
+                           "fail", f"a request sent alone before any reload failed: {first_line(alone.error)[:200]}",
+                           {"alone_error": first_line(alone.error)[:200]})
     evidence: dict = {}
     try:
         problems = _new_version(target, evidence)
