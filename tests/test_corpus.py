@@ -52,6 +52,6 @@ def test_the_corpus_in_one_run_sound_green_broken_red_with_cause(tmp_path):
     assert "tritonsuite: refused unparsable in" in out and "not a ModelConfig" in out
     assert not run_leftovers(tmp_path / "reports")
     stubs = [p for p in psutil.process_iter(["cmdline"]) if p.pid not in before  # this run's: serving from tmp_path
-             and "triton_python_backend_stub" in " ".join(p.info["cmdline"] or [])
-             and str(tmp_path) in " ".join(p.info["cmdline"] or [])]  # (the other xdist worker's servers run beside)
+             and "triton_python_backend_stub" in (line := " ".join(p.info["cmdline"] or []))
+             and str(tmp_path) in line]  # (the other xdist worker's servers run beside it)
     assert not stubs, stubs
