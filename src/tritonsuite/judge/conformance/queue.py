@@ -169,7 +169,7 @@ def _result(target: Target, check: str, parts: list[Part]) -> CheckResult:
     if all(p.skipped for p in parts):
         return CheckResult(target.name, check, declared, observed, "skipped",
                            "; ".join(f"{p.declared.split(':')[0]}: {p.skipped}" for p in parts), evidence)
-    unjudged = [f"{p.declared.split(':')[0]}: not judged: {p.skipped}" for p in parts if p.skipped]
+    unjudged = [f"{p.declared}: not judged: {p.skipped}" for p in parts if p.skipped]  # the part, not its policy
     return CheckResult(target.name, check, declared, observed, "pass", "; ".join(unjudged), evidence)
 
 
