@@ -270,6 +270,7 @@ def _timeout(target: Target, name: str, level: int, p: Policy, cap: int, exec_ms
     part = Part(f"{name}: {p.action} after default_timeout_microseconds {p.timeout_us}")
     probes = max(PROBES, cap)
     limit = min(MAX_BURST, cap + p.max_size) if p.max_size else MAX_BURST
+    options = RequestOptions(priority=level)
     # twice at most: once more, sized from the first waves' own executions, where the first showed nothing (a backlog
     # sized from a busy host's pace falls short) or DELAY's fresh wave was served late (an idle batcher, once)
     for attempt in range(2):
@@ -281,7 +282,6 @@ def _timeout(target: Target, name: str, level: int, p: Policy, cap: int, exec_ms
                                 f"{t_ms:g} ms timeout by {probes} more ({lasts:.0f} ms)")
             return part
         part = Part(part.declared)
-        options = RequestOptions(priority=level)
         at_s = (t_ms + exec_ms) / 1e3
         (first, second), delta, measured = _measured(target, [(n, options, 0.0), (probes, options, at_s)])
         exec_ms = measured or exec_ms

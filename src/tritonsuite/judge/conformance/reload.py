@@ -205,7 +205,7 @@ def check_reload(target: Target) -> CheckResult:
                            "--allow-reload (never a team's server unasked)")
     alone = ask(target, target.request(target.batch_size))  # within the profile's bound, not the switch's 60 s
     if not alone.ok:  # a deployment that does not answer has nothing to keep answering through a reload
-        why = first_line(alone.error)
+        why = alone.error  # one line already (exchange's)
         return CheckResult(target.name, "reload", declared, f"one request sent alone: {why}", "fail",
                            f"a request sent alone before any reload failed: {why[:200]}", {"alone_error": why[:200]})
     evidence: dict = {}
