@@ -348,10 +348,9 @@ def _override(target: Target, name: str, level: int, p: Policy, cap: int, exec_m
     gap_ms = max(2 * exec_ms, 40.0)  # the backlog queued (its connections opened) before the probes come
     n, lasts = _backlog(cap, exec_ms, gap_ms + own_ms + 3 * exec_ms + SLACK_MS, limit)
     if p.action == "DELAY" or lasts < gap_ms + own_ms + 2 * exec_ms + SLACK_MS or lasts > 0.85 * t_ms:
-        why = ("under DELAY an expired request is only moved behind the unexpired ones" if p.action == "DELAY" else
-               f"executions of {exec_ms:.2f} ms: no backlog of at most {limit} requests keeps a probe waiting between "
-               f"its own {own_ms:g} ms and the default {t_ms:g} ms ({lasts:.0f} ms)")
-        part.skipped = f"not judged: {why}"
+        part.skipped = ("under DELAY an expired request is only moved behind the unexpired ones" if p.action == "DELAY"
+                        else f"executions of {exec_ms:.2f} ms: no backlog of at most {limit} requests keeps a probe "
+                        f"waiting between its own {own_ms:g} ms and the default {t_ms:g} ms ({lasts:.0f} ms)")
         return part
     (first, second), delta, measured = _measured(target, [
         (n, RequestOptions(priority=level), 0.0),
