@@ -130,3 +130,17 @@ def test_test01_compares_a_padded_output_over_its_own_extent_only():
     assert worst >= 1.0 and why.startswith("response 0 output OUTPUT__0: 1 of 27520 elements beyond atol"), why
     shorter = [{"OUTPUT__0": alone[:, :, :300], **lengths}]  # shorter than alone: a shape that differs
     assert _difference(shorter, want, padded={"OUTPUT__0": 2})[1].endswith("shape (1, 80, 300) vs (1, 80, 344)")
+
+
+def test_the_longest_idle_counts_only_gaps_with_a_request_waiting():
+    """queue_policy's DELAY part: r24.10's batcher, under a queue policy, can sit idle with requests queued, longer
+    than the timeout (the fresh wave then expires too). A gap where nothing waited is not idleness."""
+    from tritonsuite.judge.conformance.queue import _longest_idle_ms
+    from tritonsuite.load.exchange import Answer
+
+    busy = [Answer(0.0, 0.025 * (i // 4 + 1), True) for i in range(16)]  # four per 25 ms execution, from one wave
+    assert round(_longest_idle_ms(busy)) == 25
+    stalled = busy[:4] + [Answer(0.0, 0.7, True), Answer(0.172, 0.725, True)]  # queued from 0, answered at 700 ms
+    assert round(_longest_idle_ms(stalled)) == 675
+    apart = [Answer(0.0, 0.025, True), Answer(0.5, 0.525, True)]  # the second sent after the first was answered
+    assert round(_longest_idle_ms(apart)) == 0
