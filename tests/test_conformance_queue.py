@@ -58,6 +58,9 @@ DEPLOYMENTS = {
     "q_levels": "priority_levels: 3 default_priority_level: 2 priority_queue_policy { key: 2 value { "
                 "max_queue_size: 5 } }",
     "q_plain": "",
+    # a lone request waits up to 1 s for a batch of 4, but its timeout is 100 ms: every one is refused
+    "q_starved": "preferred_batch_size: [4] max_queue_delay_microseconds: 1000000 default_queue_policy { "
+                 "timeout_action: REJECT default_timeout_microseconds: 100000 }",
 }
 # the timeout deployments batch 2: a backlog that outlasts 400 ms is then about 50 requests, well within the 96 a
 # check sends at once (at 4, about 96: a busy host's slower pace left it short, and the check unjudged)
@@ -91,6 +94,15 @@ def test_a_sound_deployment_passes(deployed, model, name):
     assert result.declared and result.observed and result.evidence
     if model == "q_delay":  # its override part cannot be shown under DELAY: said once, beside the pass
         assert "allow_timeout_override false: not judged: under DELAY" in result.reason, result.reason
+
+
+def test_no_execution_to_size_waves_from_is_skipped_with_why(deployed):
+    """A request sent alone refused by the declared timeout is the policy at work (r24.10's batcher can also leave
+    one queued past a short timeout on a busy host): sent again, and where none is served the check says so."""
+    server, directories = deployed
+    result = check(server, directories["q_starved"], "queue_policy")
+    assert result.verdict == "skipped", (result.line(), result.observed)
+    assert "6 of 6 requests sent one at a time refused 'Request timeout expired'" in result.reason, result.reason
 
 
 def test_no_priority_levels_is_skipped_with_why(deployed):

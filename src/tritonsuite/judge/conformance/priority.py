@@ -1,5 +1,5 @@
 """Check priority: ``dynamic_batching.priority_levels`` and ``default_priority_level`` shown under contention, in the
-waves of :mod:`tritonsuite.judge.conformance.queue` (a backlog sent at once, then probes in another thread).
+waves of :mod:`tritonsuite.judge.conformance.waves` (a backlog sent at once, then probes in another thread).
 
 ``priority_levels`` L and ``default_priority_level`` D (a lower number is served first): a backlog at a low
 level, then probes at a higher one; each probe's count of earlier backlog requests answered after it (completion
@@ -15,23 +15,26 @@ from __future__ import annotations
 
 import statistics as stats
 
-from tritonsuite.judge.conformance.queue import (MAX_BURST, PROBES, QUEUE_FULL, TIMED_OUT, Part, _backlog, _batcher,
-                                                 _capacity, _failed, _measured, _ms, _not_queued, _pace, _result)
+from tritonsuite.judge.conformance.waves import (MAX_BURST, PROBES, QUEUE_FULL, TIMED_OUT, Part, backlog, batcher,
+                                                 capacity, combine, failures, latencies, measure, not_queued, pace,
+                                                 unpaced)
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.load.http import RequestOptions
 
 
 def check_priority(target: Target) -> CheckResult:
-    not_queued = _not_queued(target, "priority")
-    if not_queued:
-        return not_queued
-    db = _batcher(target.description)
+    skip = not_queued(target, "priority")
+    if skip:
+        return skip
+    db = batcher(target.description)
     levels, default = int(db.get("priority_levels", 0)), int(db.get("default_priority_level", 0))
     if levels < 2:
         return CheckResult(target.name, "priority", f"priority_levels {levels}", "-", "skipped",
                            "one priority level (Triton's default): requests are served in arrival order, nothing "
                            "passes another")
-    cap, exec_ms = _capacity(target), _pace(target)
+    cap, exec_ms = capacity(target), pace(target)
+    if exec_ms is None:
+        return unpaced(target, "priority")
     parts = [_overtake(target, f"priority_levels {levels}: level 1 before level {levels}", levels, 1, cap, exec_ms)]
     if default < levels:
         parts.append(_overtake(target, f"default_priority_level {default}: no priority before level {levels}",
@@ -39,7 +42,7 @@ def check_priority(target: Target) -> CheckResult:
     if default > 1:
         parts.append(_overtake(target, f"default_priority_level {default}: level 1 before no priority", 0, 1, cap,
                                exec_ms))
-    return _result(target, "priority", parts)
+    return combine(target, "priority", parts)
 
 
 def _overtake(target: Target, declared: str, low: int, high: int, cap: int, exec_ms: float) -> Part:
@@ -47,12 +50,12 @@ def _overtake(target: Target, declared: str, low: int, high: int, cap: int, exec
     part = Part(declared)
     probes = max(PROBES, cap)
     gap_ms = max(3 * exec_ms, 20.0)  # the backlog queued before the probes come
-    n, lasts = _backlog(cap, exec_ms, gap_ms + (probes / cap + 4) * exec_ms, MAX_BURST)
+    n, lasts = backlog(cap, exec_ms, gap_ms + (probes / cap + 4) * exec_ms, MAX_BURST)
     if lasts < gap_ms + (probes / cap + 2) * exec_ms:
         part.skipped = (f"executions of {exec_ms:.2f} ms: no backlog of at most {MAX_BURST} requests is still queued "
                         f"when the probes come ({lasts:.0f} ms)")
         return part
-    (first, second), delta, measured = _measured(target, [(n, RequestOptions(priority=low), 0.0),
+    (first, second), delta, measured = measure(target, [(n, RequestOptions(priority=low), 0.0),
                                                           (probes, RequestOptions(priority=high), gap_ms / 1e3)])
     exec_ms = measured or exec_ms
     came = min((a.start for a in second), default=0.0)
@@ -60,14 +63,14 @@ def _overtake(target: Target, declared: str, low: int, high: int, cap: int, exec
     passed = [sum(1 for a in queued if a.start < b.start and a.end > b.end + exec_ms / 2e3) for b in second if b.ok]
     part.evidence = {"backlog": n, "backlog_priority": low, "probes": probes, "probe_priority": high,
                      "probes_at_ms": round(gap_ms, 1), "compute_ms_per_execution": round(exec_ms, 3),
-                     "still_queued": len(queued), "passed_per_probe": passed, "probe_latency_ms": _ms(second),
-                     "queued_latency_ms": _ms(queued)}
-    waited = stats.median(_ms(queued)) if queued else 0.0
-    took = stats.median(_ms(second)) if second else 0.0
+                     "still_queued": len(queued), "passed_per_probe": passed, "probe_latency_ms": latencies(second),
+                     "queued_latency_ms": latencies(queued)}
+    waited = stats.median(latencies(queued)) if queued else 0.0
+    took = stats.median(latencies(second)) if second else 0.0
     part.observed = (f"{probes} probes at priority {high} behind {len(queued)} of {n} at priority {low} still queued: "
                      f"median {stats.median(passed) if passed else 0:g} passed per probe, probes {took:.0f} ms against "
                      f"{waited:.0f} ms (medians)")
-    part.evidence["refused_by_queue_policy"] = sum(not a.ok for a in first + second) - len(failed := _failed(
+    part.evidence["refused_by_queue_policy"] = sum(not a.ok for a in first + second) - len(failed := failures(
         first + second, QUEUE_FULL, TIMED_OUT))  # the deployment's own queue policies at work, not judged here
     problems = [f"{len(failed)} requests failed ({failed[0].error})"] if failed else []
     if len(queued) <= cap:

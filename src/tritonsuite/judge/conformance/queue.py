@@ -1,13 +1,5 @@
 """Check queue_policy: the dynamic batcher's queue policies as declared, shown in waves of requests sent at once
-(the waves the priority check shares).
-
-A wave is ``n`` requests sent together over ``n`` connections (:func:`tritonsuite.load.exchange.exchange`, each
-carrying :class:`~tritonsuite.load.http.RequestOptions`: a priority level, a queue timeout), started at a set time;
-two waves run in two threads, so a later wave meets what the earlier one left queued. Everything is judged against
-the execution time the server itself reports (the statistics' ``compute_infer`` per execution, ``E``) and what one
-round of instances takes at once (``cap``: instances x max_batch_size / the request's batch): a wave that outlasts a
-timeout is sized from ``E``, and where no wave this check may send (at most :data:`MAX_BURST` requests) can make a
-request wait long enough, the setting is skipped with those figures, never passed or failed blindly.
+(:mod:`tritonsuite.judge.conformance.waves`, which the priority check shares).
 
 queue_policy (``default_queue_policy`` and each ``priority_queue_policy`` level, sent at that level):
 
@@ -37,19 +29,16 @@ from __future__ import annotations
 
 import math
 import statistics as stats
-import threading
-import time
 from dataclasses import dataclass
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import _batch_first, metrics, settled_statistics, stats_delta
-from tritonsuite.load.exchange import Answer, exchange
+from tritonsuite.judge.conformance.traffic import metrics
+from tritonsuite.judge.conformance.waves import (MAX_BURST, PROBES, QUEUE_FULL, TIMED_OUT, Part, backlog, batcher,
+                                                 capacity, combine, failures, latencies, measure, not_queued, pace,
+                                                 unpaced)
+from tritonsuite.load.exchange import Answer
 from tritonsuite.load.http import RequestOptions
 
-QUEUE_FULL = "Exceeds maximum queue size"  # Triton r24.10, HTTP 503 "[request id: <id_unknown>] Exceeds ..."
-TIMED_OUT = "Request timeout expired"  # Triton r24.10, HTTP 503
-MAX_BURST = 96  # the most requests (and connections) one wave sends
-PROBES = 4  # the fewest probes of a wave that is judged by its members
 SLACK_MS = 30.0  # what a busy host adds to a request beside its queue and execution (waking threads, the client)
 
 
@@ -66,14 +55,10 @@ def _policy(entry: dict) -> Policy:
                   bool(entry.get("allow_timeout_override", False)), int(entry.get("max_queue_size", 0)))
 
 
-def _batcher(d) -> dict:
-    return dict((d.config or {}).get("dynamic_batching") or {})
-
-
 def policies(d) -> list[tuple[str, int, Policy]]:
     """(name, the priority to send at, policy) for each declared queue policy: the default one at a level without its
     own (priority 0 without priority levels), each ``priority_queue_policy`` at its level."""
-    db = _batcher(d)
+    db = batcher(d)
     levels = int(db.get("priority_levels", 0))
     own = {int(k): _policy(v) for k, v in (db.get("priority_queue_policy") or {}).items()}
     found = []
@@ -85,94 +70,6 @@ def policies(d) -> list[tuple[str, int, Policy]]:
     return found
 
 
-def _not_queued(target: Target, check: str) -> CheckResult | None:
-    d = target.description
-    if d.ensemble:
-        why = "ensemble: its scheduler has no queue; each step's own dynamic batcher queues (check the steps)"
-    elif d.sequence:
-        why = "sequence_batching: Triton's sequence batcher has no queue policy or priority levels"
-    elif d.dynamic_batching is None:
-        why = "no dynamic_batching: no batcher queue, each request goes to an instance as it comes"
-    else:
-        return None
-    return CheckResult(target.name, check, d.scheduler, "-", "skipped", why)
-
-
-def _capacity(target: Target) -> int:
-    """Requests one round of instances executes at once (instances x requests per execution)."""
-    d = target.description
-    n = d.instance_count if d.instance_groups else target.server.model_description(d.name).instance_count
-    return n * max(1, d.max_batch_size // max(target.batch_size, 1))
-
-
-def waves(target: Target, plan: list[tuple[int, RequestOptions, float]]) -> list[list[Answer]]:
-    """Each (count, options, at seconds) sent at once over ``count`` connections, each wave in its own thread from its
-    start time; every wave's answers."""
-    found: list = [[] for _ in plan]
-    requests = [_batch_first(target, r) for r in target.load_requests()]
-    t0 = time.monotonic()
-
-    def run(i: int, count: int, options: RequestOptions, at: float) -> None:
-        time.sleep(max(0.0, t0 + at - time.monotonic()))
-        found[i] = exchange(target.server, target.name, target.description, requests, target.output_names, count,
-                            count=count, options=options, deadline_s=120.0)
-
-    threads = [threading.Thread(target=run, args=(i, *w), daemon=True) for i, w in enumerate(plan)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(180.0)
-    return found
-
-
-def _measured(target: Target, plan) -> tuple[list[list[Answer]], dict, float]:
-    """:func:`waves` with the statistics delta over them and the execution time per execution (ms)."""
-    before = settled_statistics(target.server, target.name)
-    found = waves(target, plan)
-    delta = stats_delta(settled_statistics(target.server, target.name, 1.0), before)
-    return found, delta, delta.get("execution_ns", 0) / max(delta.get("execution_count", 0), 1) / 1e6
-
-
-def _pace(target: Target) -> float:
-    """One execution's time (ms) as the server reports it, from a few requests sent one at a time."""
-    before = settled_statistics(target.server, target.name)
-    answers = exchange(target.server, target.name, target.description,
-                       [_batch_first(target, r) for r in target.load_requests()], target.output_names, 1, count=3)
-    if not all(a.ok for a in answers):
-        raise RuntimeError(f"a request sent alone failed: {next(a.error for a in answers if not a.ok)}")
-    delta = stats_delta(settled_statistics(target.server, target.name, 1.0), before)
-    return max(delta.get("execution_ns", 0) / max(delta.get("execution_count", 0), 1) / 1e6, 0.01)
-
-
-def _ms(answers: list[Answer]) -> list[float]:
-    return [round(a.latency_ms, 1) for a in answers]
-
-
-@dataclass
-class Part:
-    """One setting's verdict inside a check."""
-
-    declared: str
-    observed: str = ""
-    problems: tuple = ()
-    skipped: str = ""
-    evidence: dict | None = None
-
-
-def _result(target: Target, check: str, parts: list[Part]) -> CheckResult:
-    declared = "; ".join(p.declared for p in parts)
-    observed = "; ".join(f"{p.declared.split(':')[0]}: {p.observed or p.skipped}" for p in parts)
-    evidence = {p.declared.split(":")[0] + (f" #{i}" if i else ""): p.evidence or {} for i, p in enumerate(parts)}
-    problems = [f"{p.declared}: {q}" for p in parts for q in p.problems]
-    if problems:
-        return CheckResult(target.name, check, declared, observed, "fail", "; ".join(problems), evidence)
-    if all(p.skipped for p in parts):
-        return CheckResult(target.name, check, declared, observed, "skipped",
-                           "; ".join(f"{p.declared.split(':')[0]}: {p.skipped}" for p in parts), evidence)
-    unjudged = [f"{p.declared}: not judged: {p.skipped}" for p in parts if p.skipped]  # the part, not its policy
-    return CheckResult(target.name, check, declared, observed, "pass", "; ".join(unjudged), evidence)
-
-
 def _longest_idle_ms(answers: list[Answer]) -> float:
     """The longest time between two answers while the later one was already waiting (r24.10's batcher, under a queue
     policy, can sit idle with requests queued; a busy one answers every execution)."""
@@ -180,26 +77,24 @@ def _longest_idle_ms(answers: list[Answer]) -> float:
     return max(((b.end - a.end) * 1e3 for a, b in zip(done, done[1:]) if b.start <= a.end), default=0.0)
 
 
-def _failed(answers: list[Answer], *known: str) -> list[Answer]:
-    return [a for a in answers if not a.ok and not any(k in a.error for k in known)]
-
-
 def _otherwise(answers: list[Answer]) -> list[str]:
     """Failures that are neither policy's refusal, as problems."""
-    failed = _failed(answers, QUEUE_FULL, TIMED_OUT)
+    failed = failures(answers, QUEUE_FULL, TIMED_OUT)
     return [f"{len(failed)} requests failed otherwise ({failed[0].error})"] if failed else []
 
 
 # ---------------------------------------------------------------------------------------------------- queue_policy
 def check_queue_policy(target: Target) -> CheckResult:
-    not_queued = _not_queued(target, "queue_policy")
-    if not_queued:
-        return not_queued
-    cap = _capacity(target)
+    skip = not_queued(target, "queue_policy")
+    if skip:
+        return skip
+    cap = capacity(target)
     declared = policies(target.description)
     if not declared:
-        return _result(target, "queue_policy", [_unbounded(target, cap)])
-    exec_ms = _pace(target)
+        return combine(target, "queue_policy", [_unbounded(target, cap)])
+    exec_ms = pace(target)
+    if exec_ms is None:
+        return unpaced(target, "queue_policy")
     parts = []
     for name, level, p in declared:
         for judge, wanted in ((_queue_size, p.max_size), (_timeout, p.timeout_us),
@@ -209,16 +104,16 @@ def check_queue_policy(target: Target) -> CheckResult:
                 # the next backlog sized from the last wave's own executions: requests sent alone (the pace) take
                 # longer per execution than a queue's on a busy host, and a backlog sized from them falls short
                 exec_ms = (parts[-1].evidence or {}).get("compute_ms_per_execution") or exec_ms
-    return _result(target, "queue_policy", parts)
+    return combine(target, "queue_policy", parts)
 
 
 def _unbounded(target: Target, cap: int) -> Part:
     n = min(MAX_BURST, 2 * cap + PROBES)
-    (answers,), delta, exec_ms = _measured(target, [(n, RequestOptions(), 0.0)])
+    (answers,), delta, exec_ms = measure(target, [(n, RequestOptions(), 0.0)])
     refused = [a for a in answers if not a.ok]
     part = Part("no queue policy: Triton's default, an unbounded queue without timeout",
                 f"a wave of {n} at once ({cap} execute at a time): {n - len(refused)} answered, {len(refused)} refused",
-                evidence={"wave": n, "capacity": cap, "refused": len(refused), "latency_ms": _ms(answers),
+                evidence={"wave": n, "capacity": cap, "refused": len(refused), "latency_ms": latencies(answers),
                           "compute_ms_per_execution": round(exec_ms, 3)})
     if refused:
         part.problems = (f"{len(refused)} of {n} requests refused ({refused[0].error})",)
@@ -233,11 +128,11 @@ def _queue_size(target: Target, name: str, level: int, p: Policy, cap: int, exec
         part.skipped = f"filling it takes a wave of {n} requests at once, more than the {MAX_BURST} this check sends"
         return part
     before_metrics = metrics(target.server, target.name)
-    (answers,), delta, measured = _measured(target, [(n, RequestOptions(priority=level), 0.0)])
+    (answers,), delta, measured = measure(target, [(n, RequestOptions(priority=level), 0.0)])
     exec_ms = measured or exec_ms
     after_metrics = metrics(target.server, target.name)
     full = [a for a in answers if QUEUE_FULL in a.error]
-    accepted = len(answers) - len(full) - len(_failed(answers, QUEUE_FULL))
+    accepted = len(answers) - len(full) - len(failures(answers, QUEUE_FULL))
     span_ms = (max(a.start for a in answers) - min(a.start for a in answers)) * 1e3
     at_once = span_ms < exec_ms / 2  # the whole wave arrived within half an execution: no slot freed meanwhile
     part.observed = (f"a wave of {n} at level {level} within {span_ms:.1f} ms (executions {exec_ms:.1f} ms, {cap} at "
@@ -245,7 +140,7 @@ def _queue_size(target: Target, name: str, level: int, p: Policy, cap: int, exec
                      f"+{delta.get('fail_count', 0)}")
     part.evidence = {"wave": n, "priority": level, "capacity": cap, "accepted": accepted, "queue_full": len(full),
                      "send_span_ms": round(span_ms, 2), "compute_ms_per_execution": round(exec_ms, 3),
-                     "fail_count": delta.get("fail_count", 0), "latency_ms": _ms(answers),
+                     "fail_count": delta.get("fail_count", 0), "latency_ms": latencies(answers),
                      "failure_metric": None if before_metrics is None else
                      after_metrics["nv_inference_request_failure"] - before_metrics["nv_inference_request_failure"]}
     problems = _otherwise(answers)
@@ -266,12 +161,6 @@ def _queue_size(target: Target, name: str, level: int, p: Policy, cap: int, exec
     return part
 
 
-def _backlog(cap: int, exec_ms: float, last_ms: float, limit: int) -> tuple[int, float]:
-    """A backlog's size that keeps the instances busy for ``last_ms`` (at most ``limit``), and how long it lasts."""
-    n = min(limit, cap * math.ceil(last_ms / exec_ms))
-    return n, n / cap * exec_ms
-
-
 def _timeout(target: Target, name: str, level: int, p: Policy, cap: int, exec_ms: float) -> Part:
     t_ms = p.timeout_us / 1e3
     part = Part(f"{name}: {p.action} after default_timeout_microseconds {p.timeout_us}")
@@ -282,7 +171,7 @@ def _timeout(target: Target, name: str, level: int, p: Policy, cap: int, exec_ms
     # sized from a busy host's pace falls short) or DELAY's fresh wave was served late (an idle batcher, once)
     for attempt in range(2):
         need = t_ms + 2 * exec_ms + SLACK_MS + (probes / cap + 4) * exec_ms
-        n, lasts = _backlog(cap, exec_ms, need, limit)
+        n, lasts = backlog(cap, exec_ms, need, limit)
         if lasts < need or t_ms < 3 * exec_ms:
             if not attempt:
                 part.skipped = (f"executions of {exec_ms:.2f} ms: no backlog of at most {limit} requests outlasts the "
@@ -290,7 +179,7 @@ def _timeout(target: Target, name: str, level: int, p: Policy, cap: int, exec_ms
             return part
         part = Part(part.declared)
         at_s = (t_ms + exec_ms) / 1e3
-        (first, second), delta, measured = _measured(target, [(n, options, 0.0), (probes, options, at_s)])
+        (first, second), delta, measured = measure(target, [(n, options, 0.0), (probes, options, at_s)])
         exec_ms = measured or exec_ms
         timed = [a for a in first + second if TIMED_OUT in a.error]
         served = [a for a in first + second if a.ok]
@@ -299,11 +188,11 @@ def _timeout(target: Target, name: str, level: int, p: Policy, cap: int, exec_ms
         part.evidence = {"backlog": n, "second_wave": probes, "second_wave_at_ms": round(at_s * 1e3, 1),
                          "priority": level,
                          "capacity": cap, "compute_ms_per_execution": round(exec_ms, 3), "timed_out": len(timed),
-                         "fail_count": delta.get("fail_count", 0), "backlog_latency_ms": _ms(first),
-                         "second_latency_ms": _ms(second), "attempt": attempt + 1}
+                         "fail_count": delta.get("fail_count", 0), "backlog_latency_ms": latencies(first),
+                         "second_latency_ms": latencies(second), "attempt": attempt + 1}
         part.observed = (f"a backlog of {n} and {probes} more at {at_s * 1e3:.0f} ms (executions {exec_ms:.1f} ms): "
-                         f"{len(served)} answered (longest {max(_ms(served) or [0]):.0f} ms), {len(timed)} refused "
-                         f"'{TIMED_OUT}', fail_count +{delta.get('fail_count', 0)}")
+                         f"{len(served)} answered (longest {max(latencies(served) or [0]):.0f} ms), {len(timed)} "
+                         f"refused '{TIMED_OUT}', fail_count +{delta.get('fail_count', 0)}")
         problems = _otherwise(first + second)
         if p.action == "DELAY":
             came = second[0].start if second else math.inf  # answers are in the order sent
@@ -318,8 +207,8 @@ def _timeout(target: Target, name: str, level: int, p: Policy, cap: int, exec_ms
             elif len(waited) <= cap:
                 part.skipped = (f"{len(waited)} of the backlog still queued when the second wave came: too few to show "
                                 f"a delayed one beside the {cap} executing")
-            elif not behind and stats.median(_ms(second) or [0.0]) < 3 * exec_ms + SLACK_MS:
-                part.skipped = (f"the fresh wave was answered in {stats.median(_ms(second)):.0f} ms (median): it "
+            elif not behind and stats.median(latencies(second) or [0.0]) < 3 * exec_ms + SLACK_MS:
+                part.skipped = (f"the fresh wave was answered in {stats.median(latencies(second)):.0f} ms (median): it "
                                 f"reached the server after the backlog was served (a client stalled on a busy host)")
             elif not behind and (idle := _longest_idle_ms(first + second)) > t_ms:
                 part.skipped = (f"the batcher sat {idle:.0f} ms between answers with requests queued, longer than "
@@ -331,17 +220,17 @@ def _timeout(target: Target, name: str, level: int, p: Policy, cap: int, exec_ms
         else:
             early = [a for a in timed if a.latency_ms < 0.9 * t_ms]
             if early:
-                problems.append(f"{len(early)} refused '{TIMED_OUT}' after {min(_ms(early))} ms, before the "
+                problems.append(f"{len(early)} refused '{TIMED_OUT}' after {min(latencies(early))} ms, before the "
                                 f"{t_ms:g} ms timeout")
             if timed and delta.get("fail_count", 0) < len(timed):
                 problems.append(f"{len(timed)} timed out, fail_count +{delta.get('fail_count', 0)}")
             if len(late) > 1:
                 problems.append(f"{len(late)} answered after waiting past the {t_ms:g} ms timeout (up to "
-                                f"{max(_ms(late)):.0f} ms)")
+                                f"{max(latencies(late)):.0f} ms)")
             elif not timed:
                 part.skipped = (f"none refused, and no request waited past the {t_ms:g} ms timeout: answered after "
-                                f"{max(_ms(served) or [0]):.0f} ms at most, within {bound_ms:.0f} ms (the timeout, two "
-                                f"executions and {SLACK_MS:g} ms)")
+                                f"{max(latencies(served) or [0]):.0f} ms at most, within {bound_ms:.0f} ms (the "
+                                f"timeout, two executions and {SLACK_MS:g} ms)")
         part.problems = tuple(problems)
         if not part.skipped and not (p.action == "DELAY" and part.problems):
             break
@@ -360,37 +249,37 @@ def _override(target: Target, name: str, level: int, p: Policy, cap: int, exec_m
     limit = min(MAX_BURST, cap + p.max_size - probes) if p.max_size else MAX_BURST
     # the probes wait out their own timeout (and the next execution) but not the default one
     gap_ms = max(2 * exec_ms, 40.0)  # the backlog queued (its connections opened) before the probes come
-    n, lasts = _backlog(cap, exec_ms, gap_ms + own_ms + 3 * exec_ms + SLACK_MS, limit)
+    n, lasts = backlog(cap, exec_ms, gap_ms + own_ms + 3 * exec_ms + SLACK_MS, limit)
     if p.action == "DELAY" or lasts < gap_ms + own_ms + 2 * exec_ms + SLACK_MS or lasts > 0.85 * t_ms:
         part.skipped = ("under DELAY an expired request is only moved behind the unexpired ones" if p.action == "DELAY"
                         else f"executions of {exec_ms:.2f} ms: no backlog of at most {limit} requests keeps a probe "
                         f"waiting between its own {own_ms:g} ms and the default {t_ms:g} ms ({lasts:.0f} ms)")
         return part
-    (first, second), delta, measured = _measured(target, [
+    (first, second), delta, measured = measure(target, [
         (n, RequestOptions(priority=level), 0.0),
         (probes, RequestOptions(priority=level, timeout_us=int(own_ms * 1e3)), gap_ms / 1e3)])
     timed = [a for a in second if TIMED_OUT in a.error]
     waited = [a for a in second if a.latency_ms > own_ms + 2 * exec_ms + SLACK_MS]
     part.observed = (f"{probes} probes with timeout_us {int(own_ms * 1e3)} behind a backlog of {n} "
-                     f"({lasts:.0f} ms): {len(timed)} refused '{TIMED_OUT}' (after {_ms(timed)} ms), "
-                     f"{len(second) - len(timed)} answered (after {_ms([a for a in second if a.ok])} ms)")
+                     f"({lasts:.0f} ms): {len(timed)} refused '{TIMED_OUT}' (after {latencies(timed)} ms), "
+                     f"{len(second) - len(timed)} answered (after {latencies([a for a in second if a.ok])} ms)")
     part.evidence = {"backlog": n, "probes": probes, "probe_timeout_us": int(own_ms * 1e3), "priority": level,
-                     "compute_ms_per_execution": round(measured or exec_ms, 3), "backlog_latency_ms": _ms(first),
-                     "probe_latency_ms": _ms(second), "probes_timed_out": len(timed)}
+                     "compute_ms_per_execution": round(measured or exec_ms, 3), "backlog_latency_ms": latencies(first),
+                     "probe_latency_ms": latencies(second), "probes_timed_out": len(timed)}
     problems = _otherwise(first + second)
     own = [a for a in timed if a.latency_ms < 0.9 * t_ms]  # refused on their own timeout, not the default one
     served = [a for a in waited if a.ok]  # waited past their own timeout and were answered
     if p.override and served and not own:
         problems.append(f"override allowed, but {len(served)} probes with timeout_us {int(own_ms * 1e3)} were "
-                        f"answered after up to {max(_ms(served)):.0f} ms")
+                        f"answered after up to {max(latencies(served)):.0f} ms")
     elif not p.override and own:
-        problems.append(f"override not allowed, but {len(own)} probes refused after {_ms(own)} ms, before the "
+        problems.append(f"override not allowed, but {len(own)} probes refused after {latencies(own)} ms, before the "
                         f"{t_ms:g} ms default: their own timeout_us was honoured")
     elif not (own if p.override else served):
         # r24.10's batcher, idle between wake-ups under a queue policy, may notice an expiry only later
         part.skipped = (f"no probe both waited past its own {own_ms:g} ms and was "
                         f"{'refused' if p.override else 'answered'}"
-                        f" before the default {t_ms:g} ms (probes after {_ms(second)} ms)")
+                        f" before the default {t_ms:g} ms (probes after {latencies(second)} ms)")
     part.problems = tuple(problems)
     return part
 
