@@ -56,7 +56,7 @@ def _overtake(target: Target, declared: str, low: int, high: int, cap: int, exec
                         f"when the probes come ({lasts:.0f} ms)")
         return part
     (first, second), delta, measured = measure(target, [(n, RequestOptions(priority=low), 0.0),
-                                                          (probes, RequestOptions(priority=high), gap_ms / 1e3)])
+                                                         (probes, RequestOptions(priority=high), gap_ms / 1e3)])
     exec_ms = measured or exec_ms
     came = min((a.start for a in second), default=0.0)
     queued = [a for a in first if a.ok and a.start < came and a.end > came + exec_ms / 1e3]
