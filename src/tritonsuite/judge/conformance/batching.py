@@ -22,7 +22,7 @@ import math
 import time
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import load, settled_statistics, statistics, stats_delta
+from tritonsuite.judge.conformance.traffic import load, ms_per_execution, settled_statistics, statistics, stats_delta
 
 #: requests per client of the load (closed loop): enough executions for a histogram on a slow model
 REQUESTS_PER_CLIENT = 4
@@ -133,7 +133,7 @@ def _judge(d, delta: dict, sent: int, elapsed: float, concurrency: int, b: int) 
     executions = delta.get("execution_count", 0)
     count = delta.get("success_count", 0)
     queue_ms = delta.get("queue_ns", 0) / max(delta.get("queue_count", 0), 1) / 1e6
-    exec_ms = delta.get("execution_ns", 0) / max(executions, 1) / 1e6
+    exec_ms = ms_per_execution(delta)
     observed = (f"{executions} executions, histogram {hist}, queue {queue_ms:.2f} ms/request, compute "
                 f"{exec_ms:.2f} ms/execution")
     evidence = {"executions": executions, "inferences": delta.get("inference_count", 0), "batch_stats": hist,

@@ -120,6 +120,11 @@ def stats_delta(after: dict, before: dict) -> dict:
     return found
 
 
+def ms_per_execution(delta: dict) -> float:
+    """The compute time of one execution (ms) over a :func:`stats_delta` (0 when nothing executed)."""
+    return delta.get("execution_ns", 0) / max(delta.get("execution_count", 0), 1) / 1e6
+
+
 _SAMPLE = re.compile(r'^(\w+)\{([^}]*)\}\s+([0-9.eE+-]+)$')
 
 

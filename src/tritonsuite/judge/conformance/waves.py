@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import _batch_first, settled_statistics, stats_delta
+from tritonsuite.judge.conformance.traffic import _batch_first, ms_per_execution, settled_statistics, stats_delta
 from tritonsuite.load.exchange import Answer, exchange
 from tritonsuite.load.http import RequestOptions
 
@@ -24,6 +24,7 @@ QUEUE_FULL = "Exceeds maximum queue size"  # Triton r24.10, HTTP 503 "[request i
 TIMED_OUT = "Request timeout expired"  # Triton r24.10, HTTP 503
 MAX_BURST = 96  # the most requests (and connections) one wave sends
 PROBES = 4  # the fewest probes of a wave that is judged by its members
+ALONE = 6  # the most requests the pace sends one at a time, to have three served
 
 
 def batcher(d) -> dict:
@@ -75,17 +76,17 @@ def measure(target: Target, plan) -> tuple[list[list[Answer]], dict, float]:
     before = settled_statistics(target.server, target.name)
     found = waves(target, plan)
     delta = stats_delta(settled_statistics(target.server, target.name, 1.0), before)
-    return found, delta, delta.get("execution_ns", 0) / max(delta.get("execution_count", 0), 1) / 1e6
+    return found, delta, ms_per_execution(delta)
 
 
 def pace(target: Target) -> float | None:
     """One execution's time (ms) as the server reports it, from three requests served one at a time (None: none was).
     A lone request refused ``Request timeout expired`` is the deployment's own timeout at work, not a fault: r24.10's
-    batcher can leave a request queued until its next 500 ms wake-up, past a shorter timeout. It is sent again, six
-    requests at most."""
+    batcher can leave a request queued until its next 500 ms wake-up, past a shorter timeout. It is sent again, at most
+    :data:`ALONE` requests in all."""
     before = settled_statistics(target.server, target.name)
     requests, served = [_batch_first(target, r) for r in target.load_requests()], 0
-    for _ in range(6):
+    for _ in range(ALONE):
         (answer,) = exchange(target.server, target.name, target.description, requests, target.output_names, 1, count=1)
         if not answer.ok and TIMED_OUT not in answer.error:
             raise RuntimeError(f"a request sent alone failed: {answer.error}")
@@ -93,16 +94,14 @@ def pace(target: Target) -> float | None:
         if served == 3:
             break
     delta = stats_delta(settled_statistics(target.server, target.name, 1.0), before)
-    if not delta.get("execution_count", 0):
-        return None
-    return max(delta.get("execution_ns", 0) / delta["execution_count"] / 1e6, 0.01)
+    return max(ms_per_execution(delta), 0.01) if delta.get("execution_count", 0) else None
 
 
 def unpaced(target: Target, check: str) -> CheckResult:
     """The check skipped where :func:`pace` had no request served."""
     return CheckResult(target.name, check, "-", "every request sent alone was refused", "skipped",
-                       f"6 of 6 requests sent one at a time refused '{TIMED_OUT}': no execution time to size waves "
-                       "from")
+                       f"{ALONE} of {ALONE} requests sent one at a time refused '{TIMED_OUT}': no execution time to "
+                       "size waves from")
 
 
 def latencies(answers: list[Answer]) -> list[float]:
