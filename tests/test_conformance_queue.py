@@ -103,6 +103,7 @@ def test_no_execution_to_size_waves_from_is_skipped_with_why(deployed):
     result = check(server, directories["q_starved"], "queue_policy")
     assert result.verdict == "skipped", (result.line(), result.observed)
     assert "6 of 6 requests sent one at a time refused 'Request timeout expired'" in result.reason, result.reason
+    assert result.declared == "default_queue_policy: REJECT after default_timeout_microseconds 100000", result.declared
 
 
 def test_no_priority_levels_is_skipped_with_why(deployed):

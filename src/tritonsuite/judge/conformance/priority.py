@@ -34,7 +34,7 @@ def check_priority(target: Target) -> CheckResult:
                            "passes another")
     cap, exec_ms = capacity(target), pace(target)
     if exec_ms is None:
-        return unpaced(target, "priority")
+        return unpaced(target, "priority", f"priority_levels {levels}")
     parts = [_overtake(target, f"priority_levels {levels}: level 1 before level {levels}", levels, 1, cap, exec_ms)]
     if default < levels:
         parts.append(_overtake(target, f"default_priority_level {default}: no priority before level {levels}",

@@ -49,6 +49,9 @@ class Policy:
     override: bool
     max_size: int
 
+    def timeout(self, name: str) -> str:
+        return f"{name}: {self.action} after default_timeout_microseconds {self.timeout_us}"
+
 
 def _policy(entry: dict) -> Policy:
     return Policy(str(entry.get("timeout_action", "REJECT")), int(entry.get("default_timeout_microseconds", 0)),
@@ -93,8 +96,8 @@ def check_queue_policy(target: Target) -> CheckResult:
     if not declared:
         return combine(target, "queue_policy", [_unbounded(target, cap)])
     exec_ms = pace(target)
-    if exec_ms is None:
-        return unpaced(target, "queue_policy")
+    if exec_ms is None:  # refused by a declared timeout
+        return unpaced(target, "queue_policy", "; ".join(p.timeout(name) for name, _, p in declared if p.timeout_us))
     parts = []
     for name, level, p in declared:
         for judge, wanted in ((_queue_size, p.max_size), (_timeout, p.timeout_us),
@@ -163,7 +166,7 @@ def _queue_size(target: Target, name: str, level: int, p: Policy, cap: int, exec
 
 def _timeout(target: Target, name: str, level: int, p: Policy, cap: int, exec_ms: float) -> Part:
     t_ms = p.timeout_us / 1e3
-    part = Part(f"{name}: {p.action} after default_timeout_microseconds {p.timeout_us}")
+    part = Part(p.timeout(name))
     probes = max(PROBES, cap)
     limit = min(MAX_BURST, cap + p.max_size) if p.max_size else MAX_BURST
     options = RequestOptions(priority=level)

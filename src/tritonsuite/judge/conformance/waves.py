@@ -97,9 +97,9 @@ def pace(target: Target) -> float | None:
     return max(ms_per_execution(delta), 0.01) if delta.get("execution_count", 0) else None
 
 
-def unpaced(target: Target, check: str) -> CheckResult:
+def unpaced(target: Target, check: str, declared: str) -> CheckResult:
     """The check skipped where :func:`pace` had no request served."""
-    return CheckResult(target.name, check, "-", "every request sent alone was refused", "skipped",
+    return CheckResult(target.name, check, declared, "every request sent alone was refused", "skipped",
                        f"{ALONE} of {ALONE} requests sent one at a time refused '{TIMED_OUT}': no execution time to "
                        "size waves from")
 
