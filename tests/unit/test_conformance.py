@@ -10,6 +10,7 @@ from tritonsuite.core.description import describe
 from tritonsuite.core.store import RawWriter, load_rows, raw_path
 from tritonsuite.judge.conformance import CHECKS, CheckResult, ConformanceError, Target, parse_checks
 from tritonsuite.judge.conformance.refusals import probes
+from tritonsuite.judge.conformance.traffic import poll
 from tritonsuite.profiles import load_profile
 from tritonsuite.report.conformance import render_conformance, summary_lines, write_conformance_pages
 from tritonsuite.run.cases import OFFLINE_CHECKS, profile_cases
@@ -144,3 +145,10 @@ def test_the_longest_idle_counts_only_gaps_with_a_request_waiting():
     assert round(_longest_idle_ms(stalled)) == 675
     apart = [Answer(0.0, 0.025, True), Answer(0.5, 0.525, True)]  # the second sent after the first was answered
     assert round(_longest_idle_ms(apart)) == 0
+
+
+def test_poll_waits_for_the_last_answers_to_be_counted_and_for_two_reads_to_agree():
+    reads = iter([14, 15, 15, 16, 16, 17, 17])  # the server counts the last answers a few reads late
+    assert poll(lambda: next(reads), lambda now: now >= 16, timeout_s=5) == 16
+    never = iter(range(100))  # a count that never settles: the last read at the deadline, not a wait without end
+    assert 0 < poll(lambda: next(never), timeout_s=0.2) < 100

@@ -22,7 +22,7 @@ import math
 import time
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import load, ms_per_execution, settled_statistics, statistics, stats_delta
+from tritonsuite.judge.conformance.traffic import counted, load, ms_per_execution, settled_statistics, stats_delta
 
 #: requests per client of the load (closed loop): enough executions for a histogram on a slow model
 REQUESTS_PER_CLIENT = 4
@@ -47,11 +47,7 @@ def _load(target: Target, concurrency: int, requests: int, models: list[str]) ->
     start = time.monotonic()
     answers = load(target, concurrency, requests)
     elapsed = time.monotonic() - start
-    for _ in range(20):  # the last responses may be counted a moment after they arrive
-        if stats_delta(statistics(target.server, target.name), before[target.name]).get("success_count", 0) \
-                >= sum(a.ok for a in answers):
-            break
-        time.sleep(0.05)
+    counted(target.server, target.name, before[target.name], sum(a.ok for a in answers))
     after = {m: settled_statistics(target.server, m, 0.5) for m in models}
     return {m: stats_delta(after[m], before[m]) for m in models}, answers, elapsed
 

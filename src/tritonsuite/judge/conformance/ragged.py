@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import _batch_first, settled_statistics, statistics, stats_delta
+from tritonsuite.judge.conformance.traffic import _batch_first, counted, settled_statistics, stats_delta
 from tritonsuite.load.exchange import exchange
 
 PER_CLIENT = 8
@@ -94,12 +94,7 @@ def check_ragged(target: Target) -> CheckResult:
     for t in threads:
         t.join(300)
     elapsed = time.monotonic() - start
-    for _ in range(20):  # the last responses may be counted a moment after they arrive
-        if stats_delta(statistics(target.server, target.name), before).get("success_count", 0) \
-                >= sum(a.ok for a in answers):
-            break
-        time.sleep(0.05)
-    delta = stats_delta(settled_statistics(target.server, target.name, 0.5), before)
+    delta = stats_delta(counted(target.server, target.name, before, sum(a.ok for a in answers)), before)
     hist = delta["batch_stats"]
     count = delta.get("success_count", 0)
     queue_ms = delta.get("queue_ns", 0) / max(delta.get("queue_count", 0), 1) / 1e6

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import load
+from tritonsuite.judge.conformance.traffic import load, poll
 
 REQUESTS = 16  # ensemble requests sent (two connections)
 
@@ -57,7 +57,8 @@ def check_steps(target: Target) -> CheckResult:
     before = {m: _successes(target.server, m) for m in models}
     answers = load(target, concurrency=2, requests=REQUESTS)
     ok = sum(a.ok for a in answers)
-    after = {m: _successes(target.server, m) for m in models}
+    after = poll(lambda: {m: _successes(target.server, m) for m in models},  # each step counted, and no more
+                 lambda now: all(now[m].get(v, 0) - before[m].get(v, 0) >= n * ok for (m, v), n in expected.items()))
     ran = {(m, v): n - before[m].get(v, 0) for m in models for v, n in after[m].items() if n - before[m].get(v, 0)}
     problems = []
     if ok < len(answers):

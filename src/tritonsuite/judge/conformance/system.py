@@ -38,7 +38,7 @@ import numpy as np
 
 from tritonsuite.judge.conformance.batching import _largest
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import _batch_first, responses, settled_statistics, statistics, stats_delta
+from tritonsuite.judge.conformance.traffic import _batch_first, counted, responses, settled_statistics, stats_delta
 from tritonsuite.load.exchange import exchange
 
 #: test01's comparison (atol, rtol): ModelSpec.tolerance's default, which accuracy under load uses for an output
@@ -236,10 +236,7 @@ def _rounds(target: Target, make) -> tuple[dict, list]:
         ok, failed = _send(target, requests)
         elapsed = time.monotonic() - start
         errors += failed
-        for _ in range(20):  # the last responses are counted a moment after they arrive
-            if stats_delta(statistics(target.server, target.name), last[target.name]).get("success_count", 0) >= ok:
-                break
-            time.sleep(0.05)
+        counted(target.server, target.name, last[target.name], ok)
         now = {m: settled_statistics(target.server, m, 0.5) for m in last}
         compute_ns = sum(stats_delta(now[m], last[m]).get("execution_ns", 0) for m in models)
         last = now

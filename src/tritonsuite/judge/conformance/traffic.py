@@ -100,17 +100,33 @@ def statistics(server, model: str) -> dict:
     return total
 
 
-def settled_statistics(server, model: str, timeout_s: float = 2.0) -> dict:
-    """:func:`statistics` once two reads agree: a response reaches the client a moment before the server counts it."""
-    last = statistics(server, model)
+COUNT_WAIT_S = 5.0  # the longest wait for answered requests to show in the statistics
+
+
+def poll(read, done=lambda now: True, timeout_s: float = COUNT_WAIT_S):
+    """``read()`` once ``done`` holds of it and the next read agrees, or the last read at the deadline: a response
+    reaches the client a moment before the server counts it (on a busy host, more than a moment)."""
     deadline = time.monotonic() + timeout_s
+    last = read()
     while time.monotonic() < deadline:
         time.sleep(0.03)
-        now = statistics(server, model)
-        if now == last:
+        now = read()
+        if now == last and done(now):
             break
         last = now
     return last
+
+
+def settled_statistics(server, model: str, timeout_s: float = 2.0) -> dict:
+    """:func:`statistics` once two reads agree."""
+    return poll(lambda: statistics(server, model), timeout_s=timeout_s)
+
+
+def counted(server, model: str, before: dict, answered: int) -> dict:
+    """:func:`statistics` once the ``answered`` requests since ``before`` show in the success count and two reads
+    agree, or the last read after :data:`COUNT_WAIT_S`."""
+    return poll(lambda: statistics(server, model),
+                lambda now: stats_delta(now, before).get("success_count", 0) >= answered)
 
 
 def stats_delta(after: dict, before: dict) -> dict:
