@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import answered, same, settled_statistics, stats_delta
+from tritonsuite.judge.conformance.traffic import answered, counted, same, settled_statistics, stats_delta
 
 #: a fresh computation of the cached sample must agree this closely (a batch may take other kernels)
 RTOL, ATOL = 1e-4, 1e-5
@@ -35,12 +35,14 @@ def check_cache(target: Target) -> CheckResult:
     names = target.output_names
     request = target.request(1)
     steps = sorted({s.model for s in d.steps})  # an ensemble's: a hit must run none of them
+    steps_start = {m: settled_statistics(target.server, m) for m in steps}
     before = settled_statistics(target.server, target.name)
     first = answered(target, request)
-    after_first = settled_statistics(target.server, target.name)
-    steps_before = {m: settled_statistics(target.server, m).get("success_count", 0) for m in steps}
+    after_first = counted(target.server, target.name, before, 1)
+    missed = stats_delta(after_first, before).get("cache_miss_count", 0)  # a miss's steps counted before the hit
+    steps_before = {m: counted(target.server, m, steps_start[m], missed).get("success_count", 0) for m in steps}
     second = answered(target, request)
-    after_second = settled_statistics(target.server, target.name)
+    after_second = counted(target.server, target.name, after_first, 1)
     steps_ran = {m: settled_statistics(target.server, m).get("success_count", 0) - n for m, n in steps_before.items()}
     answered(target, _other(request))
     after_other = settled_statistics(target.server, target.name)
