@@ -30,7 +30,7 @@ import threading
 import time
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import _batch_first, settled_statistics, stats_delta
+from tritonsuite.judge.conformance.traffic import _batch_first, counted, settled_statistics, stats_delta
 from tritonsuite.load.exchange import Answer, exchange
 
 REQUESTS = 24
@@ -88,8 +88,8 @@ def _round(target: Target) -> dict:
     """One burst and what it showed: its pairs, and the executions' overlap from the statistics delta over it."""
     before = settled_statistics(target.server, target.name)
     answers = _burst(target)
-    delta = stats_delta(settled_statistics(target.server, target.name, 1.0), before)
     ok = [a for a in answers if a.ok]
+    delta = stats_delta(counted(target.server, target.name, before, len(ok)), before)
     wall = (max(a.end for a in ok) - min(a.start for a in ok)) if ok else 0.0
     compute_s = delta.get("execution_ns", 0) / 1e9
     contested, reversed_ = _pairs(ok)

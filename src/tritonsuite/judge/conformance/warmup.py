@@ -23,7 +23,7 @@ import json
 import statistics as stats_lib
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import ask, settled_statistics, stats_delta
+from tritonsuite.judge.conformance.traffic import ask, counted, settled_statistics, stats_delta
 from tritonsuite.load.exchange import first_line
 
 STEADY = 8  # requests after the first: the steady state's median
@@ -47,7 +47,7 @@ def _compute_ms(target: Target, seed: int) -> float:
     answer = ask(target, target.request(target.batch_size, seed))
     if not answer.ok:
         raise RuntimeError(f"request {seed} after the load failed: {answer.error}")
-    delta = stats_delta(settled_statistics(target.server, target.name, 0.5), before)
+    delta = stats_delta(counted(target.server, target.name, before, 1), before)
     return delta.get("compute_infer_ns", 0) / 1e6
 
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import _batch_first, ms_per_execution, settled_statistics, stats_delta
+from tritonsuite.judge.conformance.traffic import _batch_first, counted, ms_per_execution, settled_statistics, stats_delta
 from tritonsuite.load.exchange import Answer, exchange
 from tritonsuite.load.http import RequestOptions
 
@@ -75,7 +75,7 @@ def measure(target: Target, plan) -> tuple[list[list[Answer]], dict, float]:
     """:func:`waves` with the statistics delta over them and the execution time per execution (ms)."""
     before = settled_statistics(target.server, target.name)
     found = waves(target, plan)
-    delta = stats_delta(settled_statistics(target.server, target.name, 1.0), before)
+    delta = stats_delta(counted(target.server, target.name, before, sum(a.ok for w in found for a in w)), before)
     return found, delta, ms_per_execution(delta)
 
 
@@ -93,7 +93,7 @@ def pace(target: Target) -> float | None:
         served += answer.ok
         if served == 3:
             break
-    delta = stats_delta(settled_statistics(target.server, target.name, 1.0), before)
+    delta = stats_delta(counted(target.server, target.name, before, served), before)
     return max(ms_per_execution(delta), 0.01) if delta.get("execution_count", 0) else None
 
 
