@@ -16,7 +16,8 @@ import time
 from dataclasses import dataclass
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import _batch_first, counted, ms_per_execution, settled_statistics, stats_delta
+from tritonsuite.judge.conformance.traffic import (_batch_first, counted, ms_per_execution, settled_statistics,
+                                                   stats_delta)
 from tritonsuite.load.exchange import Answer, exchange
 from tritonsuite.load.http import RequestOptions
 
