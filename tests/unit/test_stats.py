@@ -150,3 +150,25 @@ def test_a_stable_point_is_lengthened_only_when_that_can_make_its_p99_a_measurem
     rate = LoadPoint(1, request_rate=25.0)
     assert wants_more_samples(windows(24, late=1)[:1] + windows(24)[1:], rate, settings, 2)  # 1 of 72 late
     assert not wants_more_samples(windows(24, late=10), rate, settings, 2)  # clearly over: decided
+
+
+def test_a_count_the_server_never_caught_up_with_is_told_apart_from_another_client():
+    from tritonsuite.core.settings import MeasurementSettings
+    from tritonsuite.load.point import LoadPoint
+    from tritonsuite.load.windows import Window, summarise
+
+    server = {"success_count": 4, "fail_count": 0, **{f"{p}_ns": 4000 for p in
+                                                        ("queue", "compute_input", "compute_infer", "compute_output")}}
+    samples = np.full((4, 4), 0.01)
+    windows = [Window(float(i), float(i + 1), samples, dict(server), 0.0) for i in range(3)]
+
+    def reasons(success: int) -> list[str]:
+        m = summarise(LoadPoint(1, 1), windows, {"success_count": success, "fail_count": 0}, 12, MeasurementSettings(),
+                      "http")
+        return [m.status, *m.reasons]
+
+    assert reasons(12) == ["OK"]
+    assert reasons(14) == ["INVALID", "server counted 14 successful requests, client completed 12: another client "
+                                      "used the model during measurement"]
+    assert reasons(11) == ["INVALID", "server counted 11 requests, client completed 12: the server's statistics had "
+                                      "not counted them 5 s after the last"]

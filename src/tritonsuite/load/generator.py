@@ -14,7 +14,8 @@ from tritonsuite.load.hostload import HostCpu, other_cpu_percent
 from tritonsuite.load.http import Connection, HttpTransport, PreparedRequest, model_path
 from tritonsuite.load.metered import metered
 from tritonsuite.load.point import Hang, LoadPoint, MeasurementError, Silence, arrival_gaps
-from tritonsuite.load.windows import Window, delta, progress_line, snapshot, stability, wants_more_samples
+from tritonsuite.load.windows import (COUNT_WAIT_S, Window, delta, progress_line, snapshot, stability,
+                                      wants_more_samples)
 from tritonsuite.server import TritonServer
 
 
@@ -257,8 +258,20 @@ async def run_together(generators: Sequence[LoadGenerator]) -> list[tuple[list[W
     async def snapshots() -> list[dict[str, int]]:
         return [snapshot(await control.get_json(p), gen.model, gen.composing) for p, gen in zip(paths, generators)]
 
+    async def settled(done=lambda now: True, wait_s: float = COUNT_WAIT_S) -> list[dict[str, int]]:
+        """:func:`snapshots` once ``done`` holds and the next read agrees, or the last read after ``wait_s``:
+        Triton counts a request a moment after its response is sent (on a busy host, more than a moment)."""
+        deadline, last = time.perf_counter() + wait_s, await snapshots()
+        while time.perf_counter() < deadline:
+            await asyncio.sleep(0.03)
+            now = await snapshots()
+            if now == last and done(now):
+                break
+            last = now
+        return last
+
     try:
-        begin = await snapshots()
+        begin = await settled(wait_s=1.0)  # what ran before this point counted (still moving: another client)
         for gen in generators:
             workers += ([gen._task(gen._scheduler())] if gen.point.open_loop else
                         [gen._task(gen._worker(slot)) for slot in range(gen.point.concurrency)])
@@ -349,14 +362,9 @@ async def run_together(generators: Sequence[LoadGenerator]) -> list[tuple[list[W
         await watcher  # each connection finishes its in-flight request
         for gen in generators:  # a sequence model's sequences still open are ended (unmeasured, counted)
             await gen._close_sequences()
-        # Triton updates its counters just after sending a response: give the last ones a moment to land
-        totals = [{} for _ in generators]
-        for _ in range(20):
-            ends = await snapshots()
-            totals = [delta(e, b) for e, b in zip(ends, begin)]
-            if all(t["success_count"] + t["fail_count"] >= g.completed for t, g in zip(totals, generators)):
-                break
-            await asyncio.sleep(0.01)
+        ends = await settled(lambda now: all(t["success_count"] + t["fail_count"] >= g.completed for t, g in
+                                             zip((delta(e, b) for e, b in zip(now, begin)), generators)))
+        totals = [delta(e, b) for e, b in zip(ends, begin)]
         return [(w, t, g.completed) for w, t, g in zip(windows, totals, generators)]
     finally:
         for gen in generators:

@@ -15,6 +15,8 @@ from tritonsuite.load.telemetry import GpuSampler, unavailable_reason
 
 SERVER_STATS = ("queue", "compute_input", "compute_infer", "compute_output")
 SERVER_COLUMNS = ("Server Queue", "Server Compute Input", "Server Compute Infer", "Server Compute Output")
+#: the longest wait for requests already answered to show in Triton's statistics
+COUNT_WAIT_S = 5.0
 
 
 @dataclass
@@ -226,10 +228,14 @@ def summarise(point: LoadPoint, windows: list[Window], total: dict[str, int], co
                        f"{STABLE_WINDOWS} windows (limit {settings.stability_percentage:g}%) after {len(windows)} windows"
                        f", the last {settings.describe_window(stable_windows[-1].factor)}; other processes used "
                        f"{meta['host_other_cpu_percent']:.0f}% of a core meanwhile")
-    if total["success_count"] != completed:
+    if total["success_count"] > completed:
         status = "INVALID" if status == "OK" else status
         reasons.append(f"server counted {total['success_count']} successful requests, client completed {completed}: "
                        f"another client used the model during measurement")
+    elif total["success_count"] + total["fail_count"] < completed:
+        status = "INVALID" if status == "OK" else status
+        reasons.append(f"server counted {total['success_count'] + total['fail_count']} requests, client completed "
+                       f"{completed}: the server's statistics had not counted them {COUNT_WAIT_S:g} s after the last")
     if total["fail_count"]:
         status = "INVALID" if status == "OK" else status
         reasons.append(f"server counted {total['fail_count']} failed requests")

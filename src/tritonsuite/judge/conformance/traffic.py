@@ -13,6 +13,7 @@ import numpy as np
 
 from tritonsuite.load.exchange import Answer, exchange
 from tritonsuite.load.sequences import SequenceSettings
+from tritonsuite.load.windows import COUNT_WAIT_S
 
 #: the Prometheus counters the counters check reads (Triton's metric names)
 METRICS = ("nv_inference_request_success", "nv_inference_request_failure", "nv_inference_count",
@@ -98,9 +99,6 @@ def statistics(server, model: str) -> dict:
             total["batch_stats"][size] = total["batch_stats"].get(size, 0) + int(batch["compute_infer"]["count"])
             total["execution_ns"] += int(batch["compute_infer"]["ns"])
     return total
-
-
-COUNT_WAIT_S = 5.0  # the longest wait for answered requests to show in the statistics
 
 
 def poll(read, done=lambda now: True, timeout_s: float = COUNT_WAIT_S):
