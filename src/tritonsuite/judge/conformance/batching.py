@@ -47,8 +47,8 @@ def _load(target: Target, concurrency: int, requests: int, models: list[str]) ->
     start = time.monotonic()
     answers = load(target, concurrency, requests)
     elapsed = time.monotonic() - start
-    counted(target.server, target.name, before[target.name], sum(a.ok for a in answers))
-    after = {m: settled_statistics(target.server, m, 0.5) for m in models}
+    own = counted(target.server, target.name, before[target.name], sum(a.ok for a in answers))
+    after = {m: own if m == target.name else settled_statistics(target.server, m, 0.5) for m in models}
     return {m: stats_delta(after[m], before[m]) for m in models}, answers, elapsed
 
 

@@ -236,8 +236,8 @@ def _rounds(target: Target, make) -> tuple[dict, list]:
         ok, failed = _send(target, requests)
         elapsed = time.monotonic() - start
         errors += failed
-        counted(target.server, target.name, last[target.name], ok)
-        now = {m: settled_statistics(target.server, m, 0.5) for m in last}
+        own = counted(target.server, target.name, last[target.name], ok)
+        now = {m: own if m == target.name else settled_statistics(target.server, m, 0.5) for m in last}
         compute_ns = sum(stats_delta(now[m], last[m]).get("execution_ns", 0) for m in models)
         last = now
         samples = max(ok * b, 1)
