@@ -97,6 +97,98 @@ def test_classification_catches_an_output_served_without_its_labels(repo, server
     assert "carries no label" in result.reason
 
 
+# A model with a labelled INT32 output and a BYTES output beside it, as an outside generator writes them: SCORES is
+# the input scaled to integers, NAMES one string per sample.
+STRING_OUTPUT_MODEL = '''
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
+            scores = (x * 1000).astype(np.int32)
+            names = np.array([[b"sample"] for _ in range(x.shape[0])], dtype=object)
+            responses.append(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("SCORES", scores),
+                                                                        pb_utils.Tensor("NAMES", names)]))
+        return responses
+'''
+
+
+def with_string_output(repo: Path, name: str, labelled: str = "SCORES") -> Path:
+    """The model above; ``labelled`` names the output that carries ``label_filename`` (SCORES or NAMES)."""
+    directory = repo / name
+    (directory / "1").mkdir(parents=True)
+    (directory / "1" / "model.py").write_text(STRING_OUTPUT_MODEL)
+    (directory / "labels.txt").write_text("".join(f"class_{i}\n" for i in range(16)))
+    label = {n: ' label_filename: "labels.txt"' if n == labelled else "" for n in ("SCORES", "NAMES")}
+    (directory / "config.pbtxt").write_text(f'''
+name: "{name}"
+backend: "python"
+max_batch_size: 8
+input {{ name: "INPUT0" data_type: TYPE_FP32 dims: [16] }}
+output {{ name: "SCORES" data_type: TYPE_INT32 dims: [16]{label["SCORES"]} }}
+output {{ name: "NAMES" data_type: TYPE_STRING dims: [1]{label["NAMES"]} }}
+instance_group {{ count: 1 kind: KIND_CPU }}
+''')
+    return directory
+
+
+def _alive_and_answering(server, directory: Path) -> None:
+    server.check_alive("after the classification check")
+    client = server.client()
+    try:
+        assert client.is_server_live() and client.is_model_ready(directory.name)
+    finally:
+        client.close()
+
+
+def test_classification_asks_only_the_labelled_output_beside_a_bytes_one(repo, server):
+    """Classes asked on every output, the BYTES one too, killed tritonserver 2.51 (SIGFPE): only the labelled
+    INT32 output is asked for its classes, and the server answers after it."""
+    sound = with_string_output(repo, "labels_beside_bytes")
+    server.load(sound)
+    result = check(server, sound, "classification")
+    assert result.verdict == "pass", result.line()
+    got = result.evidence["SCORES"]["answered"]
+    assert len(got) == 3 and all(t.split(":")[2] == f"class_{t.split(':')[1]}" for t in got)
+    _alive_and_answering(server, sound)
+
+
+def test_classification_never_asks_a_labelled_bytes_output(repo, server):
+    """A label file on the BYTES output itself: the check says it did not ask, and why, and the server lives."""
+    bytes_labelled = with_string_output(repo, "labels_on_bytes", labelled="NAMES")
+    server.load(bytes_labelled)
+    result = check(server, bytes_labelled, "classification")
+    assert result.verdict == "skipped", result.line()
+    assert "not asked" in result.reason and "BYTES" in result.reason
+    _alive_and_answering(server, bytes_labelled)
+
+
+def test_classes_of_a_bytes_output_kill_tritonserver_2_51(tmp_path):
+    """Why the check never asks: the one request it avoids takes the server down (a throwaway server here). When a
+    Triton release answers it with an error instead, this test fails and the rule can be relaxed for that release."""
+    from tritonsuite.load.client import infer_tensors
+    from tritonsuite.server import ServerError
+
+    repo = tmp_path / "repo"
+    directory = with_string_output(repo, "bytes_classes")
+    with EmbeddedServer(repo, tmp_path / "logs") as throwaway:
+        throwaway.load(directory)
+        inputs, outputs = infer_tensors(sixteen(1), ["SCORES", "NAMES"], class_counts={"NAMES": 1})
+        client = throwaway.client(timeout=30)
+        try:
+            with pytest.raises(Exception):
+                client.infer("bytes_classes", inputs, outputs=outputs)
+        finally:
+            client.close()
+        assert throwaway.gone(grace_s=10.0), "tritonserver answered classes of a BYTES output and lived"
+        with pytest.raises(ServerError):
+            throwaway.check_alive("after classes of a BYTES output")
+
+
 def test_an_ensemble_runs_each_step_once_per_request(repo, server):
     step = python_model(repo, "step_echo", "echo")
     server.load(step)

@@ -191,11 +191,17 @@ class ModelDescription:
         return tuple(found.values())
 
     def input(self, name: str) -> TensorSpec:
-        for tensor in self.inputs:
+        return self._tensor(self.inputs, "input", name)
+
+    def output(self, name: str) -> TensorSpec:
+        return self._tensor(self.outputs, "output", name)
+
+    def _tensor(self, tensors: tuple[TensorSpec, ...], kind: str, name: str) -> TensorSpec:
+        for tensor in tensors:
             if tensor.name == name:
                 return tensor
-        raise DescriptionError(f"{self.name}: no input {name!r}; valid choices: "
-                               f"{', '.join(t.name for t in self.inputs)}")
+        raise DescriptionError(f"{self.name}: no {kind} {name!r}; valid choices: "
+                               f"{', '.join(t.name for t in tensors)}")
 
 
 def _tensor(entry: Mapping[str, Any], model: str) -> TensorSpec:

@@ -25,13 +25,15 @@ PROTOCOLS = ("http", "grpc")
 
 
 def infer_tensors(inputs: Mapping[str, np.ndarray], outputs: Sequence[str], shm: "SharedMemoryRegions | None" = None,
-                  protocol: str = "http", batched: bool = True, class_count: int = 0):
+                  protocol: str = "http", batched: bool = True,
+                  class_counts: Mapping[str, int] | None = None):
     """tritonclient input and requested-output objects (HTTP's, or gRPC's) for one request: tensors in the request
     body, or, with ``shm``, references into its registered regions. The one place the suite builds them.
 
     ``inputs`` are batch first; a batchless deployment's (``batched`` false, ``max_batch_size: 0``) is a batch of
-    one sent without its batch dimension, as the configuration's dims declare it. ``class_count``: each output asked
-    for as the classification extension's top classes (``score:index[:label]`` strings)."""
+    one sent without its batch dimension, as the configuration's dims declare it. ``class_counts``: {output: count}
+    for outputs asked for as the classification extension's top classes (``score:index[:label]`` strings); only
+    those, never every output (a BYTES one among them kills tritonserver 2.51 with a divide error)."""
     import importlib
 
     from tritonclient.utils import np_to_triton_dtype
@@ -55,7 +57,7 @@ def infer_tensors(inputs: Mapping[str, np.ndarray], outputs: Sequence[str], shm:
             tensor.set_data_from_numpy(np.ascontiguousarray(array), **binary)
         infer_inputs.append(tensor)
     for name in outputs:
-        requested = httpclient.InferRequestedOutput(name, class_count=class_count, **binary)
+        requested = httpclient.InferRequestedOutput(name, class_count=(class_counts or {}).get(name, 0), **binary)
         if shm is not None:
             requested.set_shared_memory(shm.output_name, shm.output_sizes[name], offset=shm.output_offsets[name])
         infer_outputs.append(requested)

@@ -34,7 +34,7 @@ def prepare_grpc_request(model: str, inputs: Mapping[str, np.ndarray], outputs: 
     name, version = model_and_version(model)
     options = options or RequestOptions()
     infer_inputs, infer_outputs = infer_tensors(inputs, outputs, shm, protocol="grpc", batched=batched,
-                                                class_count=options.class_count)
+                                                class_counts=dict(options.classes))
     request = _get_inference_request(model_name=name, inputs=infer_inputs, model_version=version, request_id="",
                                      outputs=infer_outputs, sequence_id=0, sequence_start=False, sequence_end=False,
                                      priority=options.priority, timeout=options.timeout_us, parameters=None)

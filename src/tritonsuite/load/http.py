@@ -92,13 +92,14 @@ class HttpTransport:
 @dataclass(frozen=True)
 class RequestOptions:
     """What a request carries beside its tensors, in Triton's protocol: ``priority`` (0: the model's default level),
-    ``timeout_us`` (the request's queue timeout in microseconds; None: the model's default), ``class_count`` (each
-    output asked for as the classification extension's top classes). The engine sends the defaults; a conformance
-    check sets them to show a field of the configuration at work."""
+    ``timeout_us`` (the request's queue timeout in microseconds; None: the model's default), ``classes`` ((output,
+    count) pairs: each named output asked for as the classification extension's top ``count`` classes, the others
+    as tensors; never a BYTES output: tritonserver 2.51 dies of it, docs/faults-and-limits.md). The engine sends the
+    defaults; a conformance check sets them to show a field of the configuration at work."""
 
     priority: int = 0
     timeout_us: int | None = None
-    class_count: int = 0
+    classes: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -141,7 +142,8 @@ def prepare_request(host: str, model: str, inputs: Mapping[str, np.ndarray], out
     import tritonclient.http as httpclient
 
     options = options or RequestOptions()
-    infer_inputs, infer_outputs = infer_tensors(inputs, outputs, shm, batched=batched, class_count=options.class_count)
+    infer_inputs, infer_outputs = infer_tensors(inputs, outputs, shm, batched=batched,
+                                                class_counts=dict(options.classes))
     body, json_size = httpclient.InferenceServerClient.generate_request_body(
         infer_inputs, infer_outputs, priority=options.priority, timeout=options.timeout_us)
     head = f"POST {model_path(model)}/infer HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/octet-stream\r\n"

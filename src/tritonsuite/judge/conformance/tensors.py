@@ -6,7 +6,9 @@
   back in the declared dims, not the model's own. A missing *required* input is the refusals check's.
 - ``classification``: an output with ``label_filename``, asked for as the classification extension's top classes
   (``class_count``), answers ``score:index:label`` strings: the indices are the output's top ones, the scores its
-  values there and the labels the file's lines at those indices.
+  values there and the labels the file's lines at those indices. Only the labelled output is asked for as classes,
+  one request each, the others as tensors; a labelled BYTES (``TYPE_STRING``) output is never asked: tritonserver
+  2.51 divides by its zero element size and dies (SIGFPE), so the check says it did not ask instead.
 """
 from __future__ import annotations
 
@@ -19,8 +21,12 @@ from tritonsuite.load.http import RequestOptions
 
 #: the top classes the classification check asks for (fewer where an output has fewer elements)
 CLASSES = 3
-#: Triton's words for an output type its classification extension does not serve (r24.10: FP16, BF16, BYTES, BOOL)
+#: Triton's words for an output type its classification extension does not serve (r24.10: FP16, BF16, BOOL)
 UNSUPPORTED = "class result not available"
+#: why a labelled BYTES output is never asked for its classes (tritonserver 2.51's classification path divides by
+#: the type's element size, 0 for BYTES, and the server dies of SIGFPE: one request is enough)
+NEVER_ASKED = ("not asked: the classification extension of tritonserver 2.51 dies (SIGFPE) on a BYTES output's "
+               "class_count")
 
 
 def _declared(config: dict, kind: str, field: str) -> dict:
@@ -96,11 +102,14 @@ def check_classification(target: Target) -> CheckResult:
     problems, evidence = [], {}
     raw = responses(plain)[0]
     for name, filename in labelled.items():
+        if d.output(name).dtype == "bytes":
+            evidence[name] = {"label_file": filename, "answered": [], "not_served": NEVER_ASKED}
+            continue
         path = target.directory / filename
         labels = path.read_text().splitlines() if path.is_file() else None
         values = np.asarray(raw[name], dtype=np.float64).reshape(-1)
         count = min(CLASSES, values.size)
-        answer = ask(target, request, options=RequestOptions(class_count=count))
+        answer = ask(target, request, options=RequestOptions(classes=((name, count),)))
         if not answer.ok and UNSUPPORTED in answer.error:  # the extension's limit, not the deployment's fault
             evidence[name] = {"label_file": filename, "answered": [], "not_served": answer.error[:200]}
             continue
