@@ -192,6 +192,24 @@ def test_a_sound_sequence_model_passes(server, repo, oldest):
     assert f"{slots} slots" in result.declared and "max_sequence_idle_microseconds 200000" in result.declared
 
 
+def test_an_instance_group_without_a_count_is_judged_as_triton_serves_it(server, repo):
+    """An ONNX sequence model with START/READY controls and ``instance_group [{ kind: KIND_CPU }]``, as outside
+    generators write it: Triton runs two instances of an onnxruntime model there (its default count for KIND_CPU;
+    a python model gets one), so 2 x 4 slots are served as configured. The check counted one instance from the
+    file and failed this sound deployment ("6 of 6 sequences were live at once (declared 4 slots")."""
+    from tests.corpus import _sequence
+
+    _sequence(repo, "int32", "direct", "onnx")
+    directory = repo / "seq_onnx_int32_direct"
+    config = directory / "config.pbtxt"
+    config.write_text(config.read_text().replace("{ kind: KIND_CPU count: 1 }", "{ kind: KIND_CPU }"))
+    server.load(directory)
+    assert server.model_description(directory.name).instance_count == 2  # what Triton 2.51 runs here
+    result = check(server, directory, "sequence")
+    assert result.verdict == "pass", result.line()
+    assert result.evidence["backlog"]["live_at_once"] == 8 and "8 slots" in result.declared
+
+
 @pytest.mark.parametrize("served, words", [
     ({"max_sequence_idle_microseconds": 10_000_000}, "max_sequence_idle_microseconds 200000: 2/2 sequences idle 0.4 s"
                                                      " were not released"),

@@ -130,3 +130,48 @@ def test_a_servers_json_reads_as_the_file_does():
 def test_an_unknown_data_type_names_the_choices():
     with pytest.raises(DescriptionError, match="tensor 'x' has data type INVALID; valid choices: BOOL"):
         describe({"name": "m", "input": [{"name": "x"}]})
+
+
+def _served(groups: list[dict], **config) -> dict:
+    """/v2/models/<m>/config of the model ``m`` as Triton 2.51 completes it on a CPU host."""
+    return {"name": "m", "backend": "python", "max_batch_size": 8,
+            "input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [4]}],
+            "output": [{"name": "y", "data_type": "TYPE_FP32", "dims": [4]}], "instance_group": groups, **config}
+
+
+@pytest.mark.parametrize("written, instances", [
+    ([], 2),  # no instance group: Triton's default, two KIND_CPU instances here
+    ([{"kind": "KIND_CPU"}], 2),  # a group without a count
+    ([{"kind": "KIND_CPU", "count": 3}], 3),  # a count the file states is kept, whatever the server runs
+])
+def test_a_files_silence_on_instances_reads_as_triton_serves_it(written, instances):
+    from tritonsuite.core.description import as_served
+
+    declared = describe({**_served(written), "instance_group": written})
+    served = describe(_served([{"name": "m_0", "kind": "KIND_CPU", "count": 2, "gpus": []}]))
+    assert declared.instance_count == (3 if written and "count" in written[0] else 1)  # the file alone
+    found = as_served(declared, served)
+    assert found.instance_count == instances
+    assert found.config == declared.config  # what the file declares stays what a check holds the server to
+
+
+def test_a_gpu_group_counts_its_instances_per_listed_gpu():
+    """count is per GPU: {count: 2, gpus: [0, 1]} is four instances (the served configuration lists the GPUs)."""
+    from tritonsuite.core.description import as_served
+
+    declared = describe({**_served([]), "instance_group": [{"kind": "KIND_GPU", "count": 2}]})
+    served = describe(_served([{"name": "m_0", "kind": "KIND_GPU", "count": 2, "gpus": [0, 1]}]))
+    assert declared.instance_count == 2 and as_served(declared, served).instance_count == 4
+
+
+def test_a_composing_models_silence_is_filled_from_the_server_too(tmp_path):
+    from tritonsuite.core.description import as_served
+
+    outer = describe({"name": "e", "platform": "ensemble", "max_batch_size": 8,
+                      "input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [4]}],
+                      "output": [{"name": "y", "data_type": "TYPE_FP32", "dims": [4]}],
+                      "ensemble_scheduling": {"step": [{"model_name": "m", "model_version": -1,
+                                                        "input_map": {"x": "x"}, "output_map": {"y": "y"}}]}},
+                     lambda name: {**_served([]), "instance_group": []})
+    served = describe({**outer.config}, lambda name: _served([{"kind": "KIND_CPU", "count": 2, "gpus": []}]))
+    assert outer.composing[0].instance_count == 1 and as_served(outer, served).composing[0].instance_count == 2

@@ -16,7 +16,7 @@ A leaf of the typed core: it imports only :mod:`tritonsuite.core.spec`. Reading 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from tritonsuite.core.spec import TRITON_DTYPES, TensorSpec
@@ -162,7 +162,10 @@ class ModelDescription:
 
     @property
     def instance_count(self) -> int:
-        return sum(g.count for g in self.instance_groups) or 1
+        """Instances Triton runs: each group's count per GPU it lists (once where it lists none). A group with no
+        count, or no group at all, is Triton's default (two KIND_CPU instances on a CPU host): read it from the
+        configuration the server runs (:func:`as_served`), never from the file's silence."""
+        return sum(g.count * max(len(g.gpus), 1) for g in self.instance_groups) or 1
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -296,6 +299,26 @@ def describe(config: Mapping[str, Any], lookup: Callable[[str], Mapping[str, Any
         response_cache=bool((config.get("response_cache") or {}).get("enable")),
         default_model_filename=str(config.get("default_model_filename", "")),
         steps=steps, composing=tuple(resolved), config=dict(config))
+
+
+def as_served(declared: ModelDescription, served: ModelDescription) -> ModelDescription:
+    """What a deployment's file declares (``declared``: its fields and its ``config``, which a check holds the server
+    to), with Triton's defaults where the file is silent, read from the configuration the server runs (``served``):
+    no instance group, or a group without a count or GPUs (Triton: two KIND_CPU instances on a CPU host, one per
+    GPU on a GPU host). The same for each composing model, by name. A value the file states is kept, even where
+    the server runs another (that difference is what conformance shows)."""
+    groups = declared.instance_groups
+    written = list(declared.config.get("instance_group", []))
+    if not written:
+        groups = served.instance_groups
+    elif len(served.instance_groups) == len(written):
+        groups = tuple(InstanceGroup(g.kind if "kind" in w else s.kind,
+                                     g.count if _int(w.get("count")) > 0 else s.count,
+                                     g.gpus if w.get("gpus") else s.gpus)
+                       for g, w, s in zip(declared.instance_groups, written, served.instance_groups))
+    others = {m.name: m for m in served.composing}
+    composing = tuple(as_served(m, others[m.name]) if m.name in others else m for m in declared.composing)
+    return replace(declared, instance_groups=groups, composing=composing)
 
 
 #: platform -> the backend Triton maps it to (``model_config_utils.cc``)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from tritonsuite.core.description import ModelDescription
+from tritonsuite.core.description import ModelDescription, as_served
 from tritonsuite.core.rows import Row
 from tritonsuite.core.settings import LatencyBound
 from tritonsuite.core.spec import ModelSpec
@@ -206,9 +206,9 @@ class Suite:
                                        / dep.model_file.name, key=spec.config["model_file_digest"] or "",
                                        max_abs_error={}, max_rel_error={}, verified_batch_sizes=(), versions={},
                                        export_seconds=0.0)
-        # a python model's kind is read from the configuration the server runs (its model.py may complete it)
-        description = (self.server.model_description(dep.name, composing) if dep.backend == "python"
-                       else dep.description)
+        # a python model's kind as the server runs it (model.py may complete it); another's file, Triton's defaults
+        served = self.server.model_description(dep.name, composing)
+        description = served if dep.backend == "python" else as_served(dep.description, served)
         return Deployment(spec.name, spec, artifact, dict(dep.config), served,
                           self.server.backend_description(dep.name), description)
 

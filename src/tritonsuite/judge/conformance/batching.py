@@ -176,12 +176,9 @@ def _judge(d, delta: dict, sent: int, elapsed: float, concurrency: int, b: int) 
 
 
 def check_instances(target: Target) -> CheckResult:
-    models, defaults = [], []
-    for m in target.driver.scheduled():  # an ensemble's steps, else the deployment itself
-        if not m.instance_groups:  # none declared: Triton's default, as the server completed the configuration
-            m = target.server.model_description(m.name)  # (two KIND_CPU instances on a CPU host, seen here)
-            defaults.append(m.name)
-        models.append(m)
+    models = list(target.driver.scheduled())  # an ensemble's steps, else the deployment itself
+    # none declared: Triton's default, as the server completed the configuration (two KIND_CPU instances here)
+    defaults = [m.name for m in models if not m.config.get("instance_group")]
     one = len(models) == 1 and models[0].name == target.name  # else each judged model is named
     # every instance busy: twice what the instances take at once (a batcher groups up to its largest batch)
     concurrency = min(MAX_CONCURRENCY, max(2 * m.instance_count * math.ceil(_largest(m) / target.batch_size)

@@ -23,13 +23,14 @@ SLACK = 0.1
 MIN_COMPUTE_S = 0.2
 
 
-def _instances(config: dict) -> list[dict[str, int]]:
-    """Each instance's resource needs ({name: count}), a group's count times its devices."""
+def _instances(description) -> list[dict[str, int]]:
+    """Each instance's resource needs ({name: count}), a group's count times its devices (as Triton runs them: a
+    group without a count is two KIND_CPU instances here, :func:`~tritonsuite.core.description.as_served`)."""
     found = []
-    for group in config.get("instance_group", []):
+    for group, served in zip(description.config.get("instance_group", []), description.instance_groups):
         needs = {str(r.get("name", "")): int(r.get("count", 0))
                  for r in (group.get("rate_limiter") or {}).get("resources", [])}
-        found += [needs] * (int(group.get("count", 1) or 1) * max(len(group.get("gpus", [])), 1))
+        found += [needs] * (served.count * max(len(served.gpus), 1))
     return found
 
 
@@ -58,7 +59,7 @@ def admitted(instances: list[dict[str, int]], pool: dict[str, int]) -> int:
 
 def check_rate_limiter(target: Target) -> CheckResult:
     d = target.description
-    instances = _instances(d.config)
+    instances = _instances(d)
     if not any(instances):
         return CheckResult(target.name, "rate_limiter", "no rate_limiter", "-", "skipped",
                            "no instance group declares rate_limiter resources")

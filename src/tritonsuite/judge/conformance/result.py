@@ -79,15 +79,22 @@ class Target:
     #: outputs padded within a batch ({name: axis of the answer, batch first where batched}; ModelSpec's
     #: ``valid_length``): frames of an answer past its request's own extent there are padding, not its result
     padded_axes: Mapping[str, int] = field(default_factory=dict)
-    #: what the deployment declares: its config.pbtxt, or without one the configuration the server completed
+    #: what the deployment declares: its config.pbtxt with Triton's defaults where it is silent (instance counts:
+    #: core.description.as_served), or without one the configuration the server completed
     description: ModelDescription = field(init=False)
 
     def __post_init__(self):
+        from tritonsuite.core.description import as_served
         from tritonsuite.deploy.repository import describe_deployment
 
         self.directory = Path(self.directory)
-        self.description = (describe_deployment(self.directory, tuple(self.composing)) if self.declared else
-                            self.server.model_description(self.directory.name, tuple(self.composing)))
+        if not self.declared:
+            self.description = self.server.model_description(self.directory.name, tuple(self.composing))
+        else:  # no server: requests planned from the file alone (nothing Triton fills is known)
+            self.description = describe_deployment(self.directory, tuple(self.composing))
+            if self.server is not None:
+                self.description = as_served(self.description, self.server.model_description(
+                    self.directory.name, tuple(self.composing)))
         if self.inputs is None:
             self.inputs = lambda batch, seed=0: declared_inputs(self.description, batch, seed)
 

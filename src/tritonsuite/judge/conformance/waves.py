@@ -48,8 +48,7 @@ def not_queued(target: Target, check: str) -> CheckResult | None:
 def capacity(target: Target) -> int:
     """Requests one round of instances executes at once (instances x requests per execution)."""
     d = target.description
-    n = d.instance_count if d.instance_groups else target.server.model_description(d.name).instance_count
-    return n * max(1, d.max_batch_size // max(target.batch_size, 1))
+    return d.instance_count * max(1, d.max_batch_size // max(target.batch_size, 1))
 
 
 def waves(target: Target, plan: list[tuple[int, RequestOptions, float]]) -> list[list[Answer]]:
