@@ -43,7 +43,7 @@ def test_a_truncated_cached_artifact_is_rebuilt_and_served(tmp_path):
         client = server.client()
         try:
             inputs = spec.example_inputs(2, 0)
-            out = served_infer(client, "identity", spec)(inputs)
+            out = served_infer(client, "identity", spec, batched=True)(inputs)
             name = spec.outputs[0].name
             assert np.array_equal(out[name], inputs[spec.inputs[0].name])  # identity: the input back, bit for bit
         finally:

@@ -50,7 +50,7 @@ def test_a_sample_gets_the_same_result_alone_and_dynamically_batched_with_longer
     def infer(row):
         own = served.client()  # one connection per concurrent request
         try:
-            return served_infer(own, "dynamic", spec)({"INPUT__0": row[None]})
+            return served_infer(own, "dynamic", spec, batched=True)({"INPUT__0": row[None]})
         finally:
             own.close()
 
@@ -90,7 +90,7 @@ def test_shared_memory_carries_outputs_of_dynamic_shape(served, spec):
     inputs = spec.example_inputs(2, 0)
     client = served.client()
     try:
-        over_http = served_infer(client, "static", spec)(inputs)
+        over_http = served_infer(client, "static", spec, batched=True)(inputs)
         with SharedMemoryRegions(served, inputs, spec.outputs, 2) as shm:
             tensors, requested = infer_tensors(inputs, [t.name for t in spec.outputs], shm)
             result = client.infer("static", tensors, outputs=requested)

@@ -105,8 +105,8 @@ def pytest_runtest_call(item):
         import tritonsuite.run.accuracycase as suite_module
         real_infer = suite_module.served_infer
 
-        def served_infer(client, name, spec, *args):  # SIGKILL after the first batch of the accuracy data
-            infer, calls = real_infer(client, name, spec, *args), []
+        def served_infer(client, name, spec, **kwargs):  # SIGKILL after the first batch of the accuracy data
+            infer, calls = real_infer(client, name, spec, **kwargs), []
 
             def once(inputs):
                 calls.append(1)

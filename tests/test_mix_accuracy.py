@@ -18,7 +18,7 @@ def test_each_deployments_probes_are_judged_in_its_own_traffic(served):  # noqa:
         probes = probe_set({"INPUT__0": data.inputs["INPUT__0"]}, 1)
         client = served.client()
         try:
-            alone = run_alone(served_infer(client, kind, spec), probes)
+            alone = run_alone(served_infer(client, kind, spec, batched=True), probes)
         finally:
             client.close()
         checks[kind] = (spec, data, probes, alone)

@@ -182,7 +182,8 @@ def kind_accuracy(server, description, spec, precision: str, data, protocol: str
         from tritonsuite.load.client import served_infer
 
         t0 = time.perf_counter()
-        infer = served_infer(client, description.name, spec, timeout_s=server.request_timeout_s)
+        infer = served_infer(client, description.name, spec, batched=description.batching,
+                             timeout_s=server.request_timeout_s)
         served = run_batched(infer, data.inputs, 1 if not description.batching
                              else max(1, min(description.max_batch_size, 8)))
     finally:
@@ -226,7 +227,7 @@ def streamed(server, inner, precision: str) -> dict:
     name = server.load(directory)
     client = server.client()
     try:
-        unary = served_infer(client, inner.name, spec)
+        unary = served_infer(client, inner.name, spec, batched=inner.batched)
         check = stream_accuracy(server, name, precision, [spec.example_inputs(1, seed) for seed in range(4)],
                                 [t.name for t in spec.outputs],
                                 lambda inputs: chunked_reference(unary(inputs), spec.stream),

@@ -209,7 +209,7 @@ def accuracy_under_load(server, deployment: str, spec: ModelSpec, precision: str
                  f"reference), then the point with a share of {share:g} of its requests carrying them")
     client = server.grpc_client() if getattr(point, "protocol", "http") == "grpc" else server.client()
     try:
-        alone = run_alone(served_infer(client, deployment, spec, description.batching), probes)
+        alone = run_alone(served_infer(client, deployment, spec, batched=description.batching), probes)
     except Exception:
         if server.gone():
             raise server.died(f"while sending the accuracy samples of {deployment} one at a time") from None

@@ -143,12 +143,13 @@ class SharedMemoryRegions:
 
 
 
-def served_infer(client, model_name: str, spec: ModelSpec, batched: bool = True,
+def served_infer(client, model_name: str, spec: ModelSpec, *, batched: bool,
                  timeout_s: float | None = None) -> Callable[[dict], dict]:
     """A dict-in/dict-out callable that runs one batch through Triton over the client's protocol (HTTP or gRPC); a
     request unanswered within the HTTP client's timeout or ``timeout_s`` (gRPC) raises Hang.
-    ``model_name`` may name a version (``name:version``); a batchless deployment's outputs come back with a batch
-    dimension of one added, like every other's."""
+    ``model_name`` may name a version (``name:version``). ``batched`` (required: the deployment's
+    ``max_batch_size > 0``, as the configuration Triton serves says): a batchless deployment's batch of one is sent
+    without its batch dimension and its outputs come back with one added, like every other's."""
     from tritonsuite.core.description import model_and_version
     from tritonsuite.load.point import Hang
 

@@ -35,8 +35,8 @@ def run_accuracy_case(suite, case: Case) -> AccuracyResult:
         client = suite.server.grpc_client() if suite.protocol == "grpc" else suite.server.client()
         try:
             result = evaluate(spec, deployment.name, case.precision, data,
-                              served_infer(client, deployment.name, spec, deployment.batched,
-                                           suite.server.request_timeout_s), reference,
+                              served_infer(client, deployment.name, spec, batched=deployment.batched,
+                                           timeout_s=suite.server.request_timeout_s), reference,
                               max(deployment.description.max_batch_size, 1))
         except Exception:
             if suite.server.gone():

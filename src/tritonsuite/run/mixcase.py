@@ -44,7 +44,7 @@ def _probes(suite, member, deployment, point: LoadPoint):
     probes = probe_set({t.name: data.inputs[t.name] for t in spec.inputs}, point.batch_size)
     client = suite.server.grpc_client() if suite.protocol == "grpc" else suite.server.client()
     try:
-        return (probes, data), run_alone(served_infer(client, deployment.name, spec), probes)
+        return (probes, data), run_alone(served_infer(client, deployment.name, spec, batched=deployment.batched), probes)
     finally:
         client.close()
 
