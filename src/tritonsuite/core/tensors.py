@@ -26,10 +26,12 @@ class OutputComparison:
     allowed_share: float = 0.0  # fraction of a sample's elements allowed out of tolerance (discrete outputs)
     worst_sample: int = 0  # the sample with the largest share of elements out of tolerance
     worst_sample_share: float = 0.0
+    nan: int = 0  # served elements that are NaN where the reference is not
+    inf: int = 0  # served elements that are +-inf where the reference is not that same infinity
 
     @property
     def passed(self) -> bool:
-        return self.mismatched == 0 or self.worst_sample_share <= self.allowed_share
+        return self.mismatched == 0 or (self.worst_sample_share <= self.allowed_share and not self.nan + self.inf)
 
     def describe(self) -> str:
         text = (f"{self.name}: max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g} "
@@ -41,6 +43,8 @@ class OutputComparison:
         elif self.mismatched:
             text += f"; {self.mismatched}/{self.total} elements out of tolerance, worst at sample {self.worst_index[0]}" \
                     f" index {self.worst_index[1:]}"
+        if self.nan + self.inf:
+            text += f"; {self.nan} NaN and {self.inf} inf of {self.total} served elements the reference does not have"
         return text
 
 
@@ -57,26 +61,40 @@ def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.
         if a.shape != e.shape:
             raise ValueError(f"output {out.name!r} has shape {a.shape}, reference has {e.shape}")
         atol, rtol = spec.tolerance(precision, out.name)
-        diff = np.abs(a - e)
-        violation = diff - (atol + rtol * np.abs(e))
-        rel = diff / np.maximum(np.abs(e), 1e-12)
+        with np.errstate(invalid="ignore", over="ignore"):  # infinities and NaN are judged apart, below
+            same = (a == e) | (np.isnan(a) & np.isnan(e))
+            diff = np.where(same, 0.0, np.abs(a - e))
+            violation = diff - (atol + rtol * np.abs(e))
+            rel = diff / np.maximum(np.abs(e), 1e-12)
         nan_mismatch = np.isnan(a) != np.isnan(e)
+        # an infinity on either side that the other does not match: no tolerance covers it (inf - inf is NaN)
+        inf_mismatch = (np.isinf(a) | np.isinf(e)) & (a != e) & ~nan_mismatch
+        served_nan, served_inf = np.isnan(a) & ~np.isnan(e), np.isinf(a) & (a != e)
         if valid is not None:
             diff, rel = np.where(valid, diff, 0.0), np.where(valid, rel, 0.0)
             violation, nan_mismatch = np.where(valid, violation, -np.inf), nan_mismatch & valid
-        bad = (violation > 0) | nan_mismatch
-        worst = np.unravel_index(int(np.nanargmax(np.where(nan_mismatch, np.inf, violation))), a.shape) if a.size else ()
+            inf_mismatch, served_nan, served_inf = inf_mismatch & valid, served_nan & valid, served_inf & valid
+        special = nan_mismatch | inf_mismatch
+        bad = (violation > 0) | special
+        ranked = np.where(special, np.inf, np.nan_to_num(violation, nan=-np.inf, posinf=np.inf, neginf=-np.inf))
+        worst = np.unravel_index(int(np.argmax(ranked)), a.shape) if a.size else ()
         per_sample = np.zeros(1)  # share of each sample's (valid) elements out of tolerance
         if a.size:
             counted = valid.reshape(len(valid), -1).sum(axis=1) if valid is not None else bad[0].size
             per_sample = bad.reshape(len(bad), -1).sum(axis=1) / np.maximum(counted, 1)
         results.append(OutputComparison(
-            name=out.name, max_abs_error=float(np.nanmax(diff)) if a.size else 0.0,
-            max_rel_error=float(np.nanmax(rel)) if a.size else 0.0, atol=atol, rtol=rtol,
+            name=out.name, max_abs_error=_largest(diff), max_rel_error=_largest(rel), atol=atol, rtol=rtol,
             mismatched=int(bad.sum()), total=int(a.size if valid is None else valid.sum()),
             worst_index=tuple(int(i) for i in worst), allowed_share=spec.mismatch_share(precision, out.name),
-            worst_sample=int(np.argmax(per_sample)), worst_sample_share=float(per_sample.max())))
+            worst_sample=int(np.argmax(per_sample)), worst_sample_share=float(per_sample.max()),
+            nan=int(served_nan.sum()), inf=int(served_inf.sum())))
     return results
+
+
+def _largest(x: np.ndarray) -> float:
+    """The largest element that is a number (NaN where none is: every element a NaN the other side lacks)."""
+    numbers = x[~np.isnan(x)]
+    return float(numbers.max()) if numbers.size else (0.0 if not x.size else float("nan"))
 
 
 def _comparable(actual, expected) -> tuple[np.ndarray, np.ndarray]:
