@@ -207,8 +207,8 @@ class Suite:
                                        max_abs_error={}, max_rel_error={}, verified_batch_sizes=(), versions={},
                                        export_seconds=0.0)
         # a python model's kind as the server runs it (model.py may complete it); another's file, Triton's defaults
-        served = self.server.model_description(dep.name, composing)
-        description = served if dep.backend == "python" else as_served(dep.description, served)
+        running = self.server.model_description(dep.name, composing)
+        description = running if dep.backend == "python" else as_served(dep.description, running)
         return Deployment(spec.name, spec, artifact, dict(dep.config), served,
                           self.server.backend_description(dep.name), description)
 
