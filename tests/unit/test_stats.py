@@ -172,3 +172,42 @@ def test_a_count_the_server_never_caught_up_with_is_told_apart_from_another_clie
                                       "used the model during measurement"]
     assert reasons(11) == ["INVALID", "server counted 11 requests, client completed 12: the server's statistics had "
                                       "not counted them 5 s after the last"]
+
+
+def _ranks_by_definition(n: int, q: float, confidence: float = 0.95):
+    """The interval's ranks from their definition, summed term by term with exact integers' floats: the largest l
+    with P(X <= l-1) <= tail and the smallest u with P(X <= u-1) >= 1 - tail, X ~ Binomial(n, q)."""
+    from math import comb
+
+    tail = (1 - confidence) / 2
+    cdf, total = [], 0.0
+    for j in range(n + 1):
+        total += comb(n, j) * q ** j * (1 - q) ** (n - j)
+        cdf.append(total)
+    lower = max((j + 1 for j in range(n + 1) if cdf[j] <= tail), default=None)
+    upper = min((j + 1 for j in range(n + 1) if cdf[j] >= 1 - tail and j + 1 <= n), default=None)
+    return lower, upper
+
+
+@pytest.mark.parametrize("n, q", [(400, 0.99), (368, 0.99), (1000, 0.99), (200, 0.9), (50, 0.5), (73, 0.95)])
+def test_the_order_statistics_are_the_ones_the_definition_gives(n, q):
+    """Each end exactly, not merely a covering interval: an end one rank out still covers in simulation."""
+    assert quantile_ranks(n, q) == _ranks_by_definition(n, q)
+
+
+def test_an_interval_wide_below_the_estimate_alone_is_indicative():
+    """Indicative when either half is wider than the precision: here only the lower one is."""
+    x = np.concatenate([np.linspace(0, 80, 240), np.linspace(100, 101, 260)])  # a gap just below the median
+    e = percentile_estimate(x, 50, precision=0.1)
+    assert e.high - e.value <= 0.1 * e.value < e.value - e.low and e.indicative and "wider than" in e.why
+    e = percentile_estimate(-x + 300, 50, precision=0.1)  # mirrored: only the upper half wide
+    assert e.value - e.low <= 0.1 * e.value < e.high - e.value and e.indicative
+
+
+def test_a_metric_on_its_threshold_passes_and_a_nan_never_does():
+    from tritonsuite.core.spec import Metric
+
+    assert Metric("f1", 0.9, 0.9).passed and not Metric("f1", 0.8999999, 0.9).passed
+    assert Metric("q-risk", 0.1, 0.1, higher_is_better=False).passed
+    assert not Metric("q-risk", 0.1000001, 0.1, higher_is_better=False).passed
+    assert not Metric("f1", float("nan"), 0.0).passed and not Metric("err", float("inf"), 1.0, False).passed
