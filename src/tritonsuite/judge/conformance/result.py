@@ -90,11 +90,14 @@ class Target:
         self.directory = Path(self.directory)
         if not self.declared:
             self.description = self.server.model_description(self.directory.name, tuple(self.composing))
-        else:  # no server: requests planned from the file alone (nothing Triton fills is known)
+        else:
             self.description = describe_deployment(self.directory, tuple(self.composing))
-            if self.server is not None:
-                self.description = as_served(self.description, self.server.model_description(
-                    self.directory.name, tuple(self.composing)))
+            try:
+                served = self.server.model_description(self.directory.name, tuple(self.composing))
+            except Exception:  # not loaded (a check that starts its own server), no server: the file alone
+                served = None
+            if served is not None:
+                self.description = as_served(self.description, served)
         if self.inputs is None:
             self.inputs = lambda batch, seed=0: declared_inputs(self.description, batch, seed)
 
