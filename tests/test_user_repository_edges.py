@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from tests.helpers import raw_rows, run_pytest
+from tests.kinds import add_onnx_bytes
 
 pytestmark = pytest.mark.smoke
 
@@ -72,3 +73,46 @@ def test_a_batchless_model_runs_every_scenario_and_a_nan_answer_fails_accuracy_n
     assert by["batchless_py", "offline"]["status"] == "OK" and by["batchless_py", "online"]["status"] == "OK"
     assert by["nan_py", "offline"]["status"] == "OK"  # measured before the failure, and kept
     assert by["nan_py", "accuracy"]["status"] != "OK"
+
+
+def test_a_latin1_comment_loads_a_latin1_value_is_skipped_and_a_corrupt_model_fails_alone(tmp_path):
+    """Bad files of a team's repository, each in one line, none costing the others: a config.pbtxt whose only
+    non-UTF-8 byte is in a comment loads and runs (Triton skips comments); one with such a byte in a value is
+    listed as skipped, naming the file, line and byte; a truncated model.onnx fails its own test with the server's
+    reason naming the file, and the deployment beside it passes."""
+    repo = tmp_path / "team_repo"
+    for name in ("latin1_comment", "latin1_value"):
+        _deployment(repo, name, batchless=False, broken=False)
+    config = repo / "latin1_comment" / "config.pbtxt"
+    config.write_bytes(config.read_bytes().replace(b'backend: "python"', b'# caf\xe9 au lait\nbackend: "python"'))
+    config = repo / "latin1_value" / "config.pbtxt"
+    text = config.read_bytes().replace(b'dims: [ 4 ] }]\ninstance', b'dims: [ 4 ] label_filename: "caf\xe9.txt" }]\ninstance')
+    config.write_bytes(text)
+    assert b"\xe9" in text
+    (repo / "truncated" / "1").mkdir(parents=True)
+    whole = add_onnx_bytes()
+    (repo / "truncated" / "1" / "model.onnx").write_bytes(whole[:len(whole) // 2])  # a copy cut off half way
+    (repo / "truncated" / "config.pbtxt").write_text(
+        'platform: "onnxruntime_onnx"\nmax_batch_size: 4\n'
+        'input [{ name: "x" data_type: TYPE_FP32 dims: [ 4 ] }]\noutput [{ name: "y" data_type: TYPE_FP32 dims: [ 4 ] }]\n')
+    result = run_pytest(["--gpu", "tiny", "--model-repository", str(repo), "-m", "offline", "--batch-sizes", "1",
+                         "-p", "no:warnings"], tmp_path, profile=PROFILE)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 failed, 1 passed" in result.stdout, result.stdout
+    assert "test_offline[latin1_comment" in result.stdout and "test_offline[truncated" in result.stdout
+    skipped = next(x for x in result.stdout.splitlines() if x.startswith("tritonsuite: skipped latin1_value"))
+    assert "config.pbtxt: line 6: byte 0xE9 is not UTF-8, in a value" in skipped, skipped
+    failure = next(x for x in result.stdout.splitlines() if "loading 'truncated'" in x)
+    assert "truncated/1/model.onnx failed:Protobuf parsing failed." in failure, failure
+    assert "At:" not in result.stdout.split(failure)[1].split("---")[0]  # no backend stack before the log tail
+    rows = {r["deployment"]: r for r in raw_rows(tmp_path / "reports")}
+    assert rows["latin1_comment"]["status"] == "OK" and rows["truncated"]["status"] == "FAILED"
+
+
+def test_an_empty_model_repository_is_one_line(tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = run_pytest(["--gpu", "tiny", "--model-repository", str(tmp_path / "empty"), "-m", "offline"], tmp_path,
+                        profile=PROFILE)
+    assert result.returncode != 0
+    lines = [x for x in (result.stdout + result.stderr).splitlines() if "--model-repository" in x]
+    assert lines == [f"ERROR: --model-repository {tmp_path / 'empty'}: no deployment directories (<name>/config.pbtxt)"]

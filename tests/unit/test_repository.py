@@ -78,3 +78,21 @@ def test_bad_deployment_settings_are_rejected():
     with pytest.raises(ValueError, match="max_batch_size must be >= 0"):
         config(max_batch_size=-1)
     assert "max_batch_size" not in config(max_batch_size=0)  # batchless (proto3 leaves 0 out): Triton's default
+
+
+def test_a_config_pbtxt_not_in_utf8_reads_as_triton_reads_it(tmp_path):
+    """Bytes that are not UTF-8 in a comment are skipped as Triton skips them; in a value (even one holding a '#' or
+    an escaped quote before them) they are one line naming the file, line and byte."""
+    import pytest
+
+    from tritonsuite.deploy.repository import NotUtf8, pbtxt_text
+
+    path = tmp_path / "config.pbtxt"
+    path.write_bytes(b'name: "m" # caf\xe9\nmax_batch_size: 4\n')
+    assert pbtxt_text(path).splitlines() == ['name: "m" # caf\ufffd', "max_batch_size: 4"]
+    for value in (b'label_filename: "caf\xe9.txt"', b'label_filename: "a#b\xe9"', b"label_filename: 'it\\'s # \xe9'"):
+        path.write_bytes(b'name: "m"\n' + value + b"\n")
+        with pytest.raises(NotUtf8, match=r"config.pbtxt: line 2: byte 0xE9 is not UTF-8, in a value"):
+            pbtxt_text(path)
+    path.write_bytes('name: "m" # café\n'.encode())
+    assert pbtxt_text(path) == 'name: "m" # café\n'

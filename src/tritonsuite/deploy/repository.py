@@ -153,12 +153,57 @@ def _swap_in(repository: Path, config: Mapping, fill) -> Path:
     return final
 
 
+class NotUtf8(ValueError):
+    """A config.pbtxt with a byte that is not UTF-8 in a value (the message names the file, line and byte)."""
+
+
+def pbtxt_text(config_file: str | Path) -> str:
+    """A ``config.pbtxt``'s text as Triton reads it. UTF-8; a line whose bytes that are not UTF-8 all lie in its
+    comment reads with them replaced, since Triton skips comments and loads such a file (seen with 2.51). One in a
+    value raises :class:`NotUtf8`: Triton drops such bytes and would serve another string than the file shows."""
+    raw = Path(config_file).read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    lines = []
+    for number, line in enumerate(raw.split(b"\n"), 1):
+        try:
+            lines.append(line.decode("utf-8"))
+            continue
+        except UnicodeDecodeError as exc:
+            bad = exc.start
+        comment = _comment_start(line)
+        if comment is None or comment > bad:
+            raise NotUtf8(f"{config_file}: line {number}: byte 0x{line[bad]:02X} is not UTF-8, in a value (Triton "
+                          f"drops such bytes and would serve another string): save config.pbtxt as UTF-8")
+        lines.append(line.decode("utf-8", errors="replace"))
+    return "\n".join(lines)
+
+
+def _comment_start(line: bytes) -> int | None:
+    """Where a text-format line's ``#`` comment starts (outside a quoted string), or None."""
+    quote, escaped = None, False
+    for i, byte in enumerate(line):
+        if escaped:
+            escaped = False
+        elif quote and byte == 0x5C:  # a backslash escapes the next byte inside a string
+            escaped = True
+        elif quote and byte == quote:
+            quote = None
+        elif not quote and byte in (0x22, 0x27):  # " or '
+            quote = byte
+        elif not quote and byte == 0x23:  # #
+            return i
+    return None
+
+
 def read_config(deployment_dir: str | Path):
     """Parse a deployment's ``config.pbtxt`` back into a ``ModelConfig`` message."""
     from google.protobuf import text_format
     from tritonclient.grpc import model_config_pb2 as mc
 
-    return text_format.Parse(Path(deployment_dir, "config.pbtxt").read_text(), mc.ModelConfig())
+    return text_format.Parse(pbtxt_text(Path(deployment_dir, "config.pbtxt")), mc.ModelConfig())
 
 
 def config_of(deployment_dir: str | Path) -> dict:

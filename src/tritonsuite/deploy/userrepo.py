@@ -23,6 +23,7 @@ import numpy as np
 
 from tritonsuite.core.description import DescriptionError, ModelDescription, describe
 from tritonsuite.core.spec import AccuracyData, ModelSpec, TensorSpec, file_digest
+from tritonsuite.deploy.repository import NotUtf8
 from tritonsuite.deploy.userserve import (RepositoryError, config_json, parse_input_data, parse_tolerances,
                                           repository_lookup, version_directories)
 from tritonsuite.deploy.validation import validation_score
@@ -109,6 +110,8 @@ def read_deployment(directory: str | Path) -> UserDeployment | Undrivable:
     auto_completed = not (directory / "config.pbtxt").is_file()
     try:
         config = config_json(directory) if not auto_completed else auto_complete(directory)
+    except NotUtf8 as exc:  # Triton loads it, serving other strings than the file shows: not driven, not refused
+        return Undrivable(name, str(exc))
     except ValueError as exc:
         return Undrivable(name, str(exc), refused=True)
     if isinstance(config, Undrivable):

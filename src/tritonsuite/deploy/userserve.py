@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable
 
 from tritonsuite.core.description import describe
 from tritonsuite.core.spec import ModelSpec, file_digest
+from tritonsuite.deploy.repository import pbtxt_text
 
 
 class RepositoryError(ValueError):
@@ -38,7 +39,7 @@ def config_json(directory: str | Path) -> dict[str, Any]:
     if not config_file.is_file():
         raise FileNotFoundError(f"{config_file}: no such file")
     try:
-        cfg = text_format.Parse(config_file.read_text(), mc.ModelConfig())
+        cfg = text_format.Parse(pbtxt_text(config_file), mc.ModelConfig())
     except text_format.ParseError as exc:
         raise RepositoryError(f"{config_file}: not a ModelConfig: {exc}") from None
     found = json_format.MessageToDict(cfg, preserving_proto_field_name=True)

@@ -330,6 +330,7 @@ class TritonServer(ABC):
                     f"{self.describe()} does not allow loading models ({message.strip()}), and model {name!r} is "
                     f"not ready there: start that server with --model-control-mode=explicit, or load {name!r} on it "
                     f"yourself") from None
+            message = message.split("\n\nAt:")[0].rstrip()  # a python backend's stack of its own frames: the log has it
             raise ServerError(f"loading {name!r} on {self.describe()} failed: {message}\n{self.log_tail()}") from None
         except Exception as exc:
             if self.gone():
