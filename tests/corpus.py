@@ -33,6 +33,16 @@ CONTROLS = (("int32", "direct", "onnx"), ("fp32", "oldest", "onnx"), ("bool", "d
 
 SOUND = ([f"add_sub_{d}" for d in DTYPES] + ["batchless", "strings", "pipeline"]
          + [f"seq_{fmt}_{c}_{s}" for c, s, fmt in CONTROLS] + ["seq_python", "repeat", "square_int32", "bls_add"])
+#: the corpus in two halves of about equal time, one per xdist worker (tests/test_corpus.py, test_corpus_kinds.py):
+#: the plain deployments, and the sequence, decoupled and BLS ones
+HALVES = {
+    "plain": {f"add_sub_{d}" for d in DTYPES} | {"batchless", "strings", "pipeline", "batch_one", "stub_exits",
+                                                 "kills_server", "unparsable", "wrong_shape"},
+    "kinds": {f"seq_{fmt}_{c}_{s}" for c, s, fmt in CONTROLS} | {"seq_python", "repeat", "square_int32", "bls_add",
+                                                                  "hangs", "never_final"},
+}
+#: what a deployment of a half needs beside it (an ensemble's steps, a BLS model's callee)
+NEEDS = {"pipeline": ("scale", "pool"), "bls_add": ("add_onnx",)}
 #: each broken deployment, and what its failures must say
 BROKEN = {
     "batch_one": "for the model to support batching",
@@ -194,7 +204,8 @@ def _python(repo: Path, name: str, body: str, extra: str = "") -> None:
                  PLAIN_MODEL.replace("{body}", body))
 
 
-def write_corpus(repo: Path) -> Path:
+def write_corpus(repo: Path, half: str = "") -> Path:
+    """The corpus, or one of its :data:`HALVES` (the others' directories removed, what a kept one needs kept)."""
     repo = Path(repo)
     repo.mkdir(parents=True, exist_ok=True)
     for i, dtype in enumerate(DTYPES):
@@ -212,6 +223,12 @@ def write_corpus(repo: Path) -> Path:
     kinds._write(repo / "square_int32", SQUARE_CONFIG, "model.py", SQUARE_MODEL)
     kinds.bls_models(repo)
     _broken(repo)
+    if half:
+        import shutil
+
+        kept = HALVES[half] | {n for name in HALVES[half] for n in NEEDS.get(name, ())}
+        for directory in [d for d in repo.iterdir() if d.is_dir() and d.name not in kept]:
+            shutil.rmtree(directory)
     return repo
 
 
