@@ -140,8 +140,9 @@ def check_classification(target: Target) -> CheckResult:
             problems.append(f"output {name}: classes {indices} answered, its top {count} are {top}")
     observed = "; ".join(f"{k}: {', '.join(v['answered']) or v.get('not_served', '')}" for k, v in evidence.items())
     if not problems and all(v.get("not_served") for v in evidence.values()):
+        why = next(iter(evidence.values()))["not_served"]
         return CheckResult(target.name, "classification", f"label_filename on {', '.join(labelled)}", observed,
-                           "skipped", f"Triton's classification extension does not serve these outputs' type: "
-                           f"{next(iter(evidence.values()))['not_served'][:160]}", evidence)
+                           "skipped", why if why == NEVER_ASKED else f"Triton's classification extension does not "
+                           f"serve these outputs' type: {why[:160]}", evidence)
     return CheckResult(target.name, "classification", f"label_filename on {', '.join(labelled)}", observed,
                        "fail" if problems else "pass", "; ".join(problems), evidence)
