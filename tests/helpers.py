@@ -29,6 +29,14 @@ models:
     online: {batch_size: 1, concurrency: [1, 2], preferred_batch_sizes: [2, 4], max_queue_delay_microseconds: 200}
 """
 
+#: a profile with no model of its own, for runs of a --model-repository: plumbing, not figures (any spread stable)
+REPOSITORY_PROFILE = """
+device: cpu
+gpu: none (CPU only)
+measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 100, max_trials: 6, warmup_ms: 200,
+              client_bound_percent: 1000}
+"""
+
 
 #: the artifact cache every run_pytest run shares (tests/conftest.py sets it for the session): a run exports what no
 #: earlier run of the session exported, as runs pointed at one --cache-dir do; a test that needs a cache of its own

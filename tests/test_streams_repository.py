@@ -5,17 +5,12 @@ import json
 
 import pytest
 
+from tests.helpers import REPOSITORY_PROFILE as PROFILE
 from tests.helpers import raw_rows, run_pytest
 from tests.kinds import all_kinds
 
 pytestmark = pytest.mark.smoke
 
-PROFILE = """
-device: cpu
-gpu: none (CPU only)
-measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 100, max_trials: 6, warmup_ms: 200,
-              client_bound_percent: 1000}
-"""
 
 
 def _data(tmp_path):

@@ -7,17 +7,12 @@ import textwrap
 
 import pytest
 
+from tests.helpers import REPOSITORY_PROFILE as PROFILE
 from tests.helpers import raw_rows, run_pytest
 from tests.kinds import add_onnx_bytes
 
 pytestmark = pytest.mark.smoke
 
-PROFILE = """
-device: cpu
-gpu: none (CPU only)
-measurement: {window_ms: 300, min_requests_per_window: 5, stability_percentage: 100, max_trials: 6, warmup_ms: 200,
-              client_bound_percent: 1000}
-"""
 
 MODEL = '''
 import numpy as np
