@@ -163,8 +163,9 @@ class ModelDescription:
     @property
     def instance_count(self) -> int:
         """Instances Triton runs: each group's count per GPU it lists (once where it lists none). A group with no
-        count, or no group at all, is Triton's default (two KIND_CPU instances on a CPU host): read it from the
-        configuration the server runs (:func:`as_served`), never from the file's silence."""
+        count, or no group at all, is Triton's default (on a CPU host two KIND_CPU instances of an onnxruntime or
+        TensorFlow model, one of any other): read it from the configuration the server runs
+        (:func:`as_served`), never from the file's silence."""
         return sum(g.count * max(len(g.gpus), 1) for g in self.instance_groups) or 1
 
     @property
@@ -304,8 +305,8 @@ def describe(config: Mapping[str, Any], lookup: Callable[[str], Mapping[str, Any
 def as_served(declared: ModelDescription, served: ModelDescription) -> ModelDescription:
     """What a deployment's file declares (``declared``: its fields and its ``config``, which a check holds the server
     to), with Triton's defaults where the file is silent, read from the configuration the server runs (``served``):
-    no instance group, or a group without a count or GPUs (Triton: two KIND_CPU instances on a CPU host, one per
-    GPU on a GPU host). The same for each composing model, by name. A value the file states is kept, even where
+    no instance group, or a group without a count or GPUs (Triton 2.51's ``SetDefaultInstanceCount``: two KIND_CPU
+    instances of an onnxruntime or TensorFlow model, one of any other; one per GPU on a GPU host). The same for each composing model, by name. A value the file states is kept, even where
     the server runs another (that difference is what conformance shows)."""
     groups = declared.instance_groups
     written = list(declared.config.get("instance_group", []))
