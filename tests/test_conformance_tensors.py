@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_conformance_checks import check, load_with, python_model, sixteen
+from tests.kinds import _write
 from tests.test_conformance_kinds import ensemble
 from tritonsuite.server import EmbeddedServer
 
@@ -119,12 +120,8 @@ class TritonPythonModel:
 
 def with_string_output(repo: Path, name: str, labelled: str = "SCORES") -> Path:
     """The model above; ``labelled`` names the output that carries ``label_filename`` (SCORES or NAMES)."""
-    directory = repo / name
-    (directory / "1").mkdir(parents=True)
-    (directory / "1" / "model.py").write_text(STRING_OUTPUT_MODEL)
-    (directory / "labels.txt").write_text("".join(f"class_{i}\n" for i in range(16)))
     label = {n: ' label_filename: "labels.txt"' if n == labelled else "" for n in ("SCORES", "NAMES")}
-    (directory / "config.pbtxt").write_text(f'''
+    directory = _write(repo / name, f'''
 name: "{name}"
 backend: "python"
 max_batch_size: 8
@@ -132,7 +129,8 @@ input {{ name: "INPUT0" data_type: TYPE_FP32 dims: [16] }}
 output {{ name: "SCORES" data_type: TYPE_INT32 dims: [16]{label["SCORES"]} }}
 output {{ name: "NAMES" data_type: TYPE_STRING dims: [1]{label["NAMES"]} }}
 instance_group {{ count: 1 kind: KIND_CPU }}
-''')
+''', "model.py", STRING_OUTPUT_MODEL)
+    (directory / "labels.txt").write_text("".join(f"class_{i}\n" for i in range(16)))
     return directory
 
 

@@ -3,13 +3,12 @@
 accuracy included, and a python model that answers NaN and inf, which fails accuracy in one line naming the output
 and the counts while the rows measured before it stay."""
 import json
-import textwrap
 
 import pytest
 
 from tests.helpers import REPOSITORY_PROFILE as PROFILE
 from tests.helpers import raw_rows, run_pytest
-from tests.kinds import add_onnx_bytes
+from tests.kinds import _write, add_onnx_bytes
 
 pytestmark = pytest.mark.smoke
 
@@ -34,16 +33,14 @@ class TritonPythonModel:
 
 
 def _deployment(repo, name, batchless, broken):
-    (repo / name / "1").mkdir(parents=True)
-    (repo / name / "1" / "model.py").write_text(MODEL.replace("{broken}", str(broken)))
-    (repo / name / "config.pbtxt").write_text(textwrap.dedent(f'''
+    _write(repo / name, f'''
         name: "{name}"
         backend: "python"
         {"" if batchless else "max_batch_size: 4"}
         input [{{ name: "INPUT1" data_type: TYPE_FP32 dims: [ 4 ] }}]
         output [{{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] }}]
         instance_group [{{ kind: KIND_CPU }}]
-    '''))
+    ''', "model.py", MODEL.replace("{broken}", str(broken)))
 
 
 def test_a_batchless_model_runs_every_scenario_and_a_nan_answer_fails_accuracy_naming_it(tmp_path):
@@ -96,7 +93,7 @@ def test_a_latin1_comment_loads_a_latin1_value_is_skipped_and_a_corrupt_model_fa
     assert "1 failed, 1 passed" in result.stdout, result.stdout
     assert "test_offline[latin1_comment" in result.stdout and "test_offline[truncated" in result.stdout
     skipped = next(x for x in result.stdout.splitlines() if x.startswith("tritonsuite: skipped latin1_value"))
-    assert "config.pbtxt: line 6: byte 0xE9 is not UTF-8, in a value" in skipped, skipped
+    assert "config.pbtxt: line 5: byte 0xE9 is not UTF-8, in a value" in skipped, skipped
     failure = next(x for x in result.stdout.splitlines() if "loading 'truncated'" in x)
     assert "truncated/1/model.onnx failed:Protobuf parsing failed." in failure, failure
     assert "At:" not in result.stdout.split(failure)[1].split("---")[0]  # no backend stack before the log tail
