@@ -23,6 +23,7 @@ import time
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import counted, load, ms_per_execution, settled_statistics, stats_delta
+from tritonsuite.judge.reasons import reason
 
 #: requests per client of the load (closed loop): enough executions for a histogram on a slow model
 REQUESTS_PER_CLIENT = 4
@@ -38,6 +39,26 @@ SINGLE_SLACK = 1.1
 # instance thread while the client and other stubs hold both cores): the add_sub models of tests/test_corpus.py,
 # executions of 0.01-0.05 ms and no queue delay, queued 1.5-3.2 ms per request on a 2-core host (2026-11-27)
 QUEUE_SLACK_MS = 10.0
+
+
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+REASONS = (
+    reason("{} of {} requests failed ({})"),
+    reason("executions of batch {} exceed max_batch_size {}",
+           "unit/test_repository.py::test_bad_deployment_settings_are_rejected"),
+    reason("the statistics extension reported no batch_stats for the load"),
+    reason("{} batching declared, but every one of {} executions held one request (batch {}) under {} concurrent "
+           "requests",
+           "test_conformance_kinds.py::test_batching_catches_a_sequence_model_served_with_one_slot",
+           "test_conformance_kinds.py::test_batching_and_instances_catch_an_ensemble_whose_step_is_served_otherwise"),
+    reason("no execution reached a preferred batch size {} (largest {}) under load of {} samples in flight"),
+    reason("queue time {} ms per request (over {}) exceeds the queue delay {} us plus {} execution(s) of {} ms ({} "
+           "ms)"),
+    reason("{}, but {} requests ran as {} executions (histogram {})"),
+    reason("{}one instance declared, but executions overlapped (compute {}x the wall time)"),
+    reason("{}{} instances declared, but executions did not overlap (compute {}x the wall time under {} concurrent "
+           "requests)"),
+)
 
 
 def _load(target: Target, concurrency: int, requests: int, models: list[str]) -> tuple[dict, list, float]:

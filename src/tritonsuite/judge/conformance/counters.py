@@ -14,9 +14,24 @@ import time
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.refusals import SENDERS, probes, protocols
 from tritonsuite.judge.conformance.traffic import ask, metrics, settled_statistics, statistics, stats_delta
+from tritonsuite.judge.reasons import reason
 
 REQUESTS = 5  # answered requests of each batch size
 SETTLE_S = 3.0  # how long the counters may take to show the last requests
+
+
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+REASONS = (
+    reason("statistics count {} successes, the client got {} answers",
+           "test_conformance_kinds.py::test_counters_catch_a_second_client_on_a_decoupled_model",
+           "test_conformance_checks.py::test_counters_catch_a_second_client_on_the_model"),
+    reason("statistics count {} failures, the client saw {}"),
+    reason("{} cache hits for requests never sent before"),
+    reason("statistics count {} inferences, the client sent {} answered samples"),
+    reason("{} executions, but the batch-size histogram counts {}"),
+    reason("{} executions for {} requests"),
+    reason("{} rose by {}, the statistics by {}"),
+)
 
 
 def check_counters(target: Target) -> CheckResult:

@@ -27,11 +27,32 @@ from dataclasses import dataclass, field
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import _batch_first
+from tritonsuite.judge.reasons import reason
 
+#: reasons are also written to these lists (tritonsuite.judge.reasons)
+REASON_LISTS = ("stray",)
 REQUESTS = 8
 IDLE_S = 10.0  # no message for this long while a request is still open: its final flag never came
 TOTAL_S = 120.0  # the whole exchange's bound
 LINGER_S = 0.5  # kept listening after the last final flag, for responses that come after it
+
+
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+REASONS = (
+    reason("the server closed the stream"),
+    reason("a response for unknown request id {}: {}"),
+    reason("the stream failed with gRPC {}: {}"),
+    reason("the server serves model_transaction_policy.decoupled false",
+           "test_conformance_fields.py::test_decoupled_catches_a_model_served_as_not_decoupled"),
+    reason("{} of {} requests got no final flag ({}: no message for {} s after {} response(s))",
+           "unit/test_reasons.py::test_a_reason_entry_ties_by_its_longest_fixed_words"),
+    reason("{} request(s) got more than one final flag ({}: {})"),
+    reason("{} request(s) got a response after their final one ({})"),
+    reason("{} response(s) without the declared outputs {} ({})",
+           "test_conformance_fields.py::test_decoupled_catches_responses_without_the_declared_outputs"),
+    reason("{} request(s) got an empty response not flagged final ({})"),
+    reason("{} request(s) answered with an error ({})"),
+)
 
 
 @dataclass

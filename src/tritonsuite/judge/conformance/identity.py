@@ -5,6 +5,19 @@ from __future__ import annotations
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import ask, responses
+from tritonsuite.judge.reasons import reason
+
+
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+REASONS = (
+    reason("{}: declared {}, served {}"),
+    reason("metadata has no input {}"),
+    reason("metadata: input {} shape {}, declared {}"),
+    reason("READY versions {}, but version policy {} selects {} of the version directories {}"),
+    reason("version {} did not answer a request of the declared inputs ({})"),
+    reason("version {} answered outputs unlike the declared ones: {}"),
+    reason("a request for version {} was answered by version {}"),
+)
 
 
 def _tensors(tensors) -> str:

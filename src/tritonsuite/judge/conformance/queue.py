@@ -38,8 +38,30 @@ from tritonsuite.judge.conformance.waves import (MAX_BURST, PROBES, QUEUE_FULL, 
                                                  unpaced)
 from tritonsuite.load.exchange import Answer
 from tritonsuite.load.http import RequestOptions
+from tritonsuite.judge.reasons import reason
 
+#: functions that return reasons (tritonsuite.judge.reasons)
+REASON_FUNCTIONS = ("_otherwise",)
 SLACK_MS = 30.0  # what a busy host adds to a request beside its queue and execution (waking threads, the client)
+
+
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+REASONS = (
+    reason("{} requests failed otherwise ({})"),
+    reason("refused '{}' after {} accepted: the queue held fewer than {}"),
+    reason("{} of a wave arriving within {} ms accepted, more than {} executing + {} queued (+{} slack)"),
+    reason("all {} requests of a wave arriving within {} ms (executions of {} ms) accepted, more than {} executing "
+           "+ {} queued"),
+    reason("DELAY declared, but {} requests refused '{}'"),
+    reason("{} expired requests were still queued when {} fresh ones came, and none was served after the first of "
+           "them: no expired request was delayed"),
+    reason("{} refused '{}' after {} ms, before the {} ms timeout"),
+    reason("{} timed out, fail_count +{}"),
+    reason("{} answered after waiting past the {} ms timeout (up to {} ms)"),
+    reason("override allowed, but {} probes with timeout_us {} were answered after up to {} ms"),
+    reason("override not allowed, but {} probes refused after {} ms, before the {} ms default: their own timeout_us "
+           "was honoured"),
+)
 
 
 @dataclass(frozen=True)

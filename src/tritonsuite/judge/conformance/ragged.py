@@ -30,9 +30,21 @@ import numpy as np
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import _batch_first, counted, settled_statistics, stats_delta
 from tritonsuite.load.exchange import exchange
+from tritonsuite.judge.reasons import reason
 
 PER_CLIENT = 8
 MAX_SHAPES = 6
+
+
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+REASONS = (
+    reason("{} of {} requests failed ({})"),
+    reason("no allow_ragged_batch on {}, but {} execution(s) held requests of different shapes (batch sizes {}, one "
+           "request of each shape in flight)"),
+    reason("allow_ragged_batch declared on {}, but every one of {} executions held one request while {} requests of "
+           "{} shapes waited on average"),
+    reason("the statistics extension reported no batch_stats for the load"),
+)
 
 
 def _concurrency(target: Target) -> int:

@@ -16,11 +16,20 @@ from collections import defaultdict
 
 from tritonsuite.judge.conformance.batching import MAX_CONCURRENCY, _largest, _load
 from tritonsuite.judge.conformance.result import CheckResult, Target
+from tritonsuite.judge.reasons import reason
 
 #: the overlap may exceed the cap by this much (the statistics' ns and the client's clock are not the same clock)
 SLACK = 0.1
 #: compute time under which overlap cannot be told from the client's own time (as the instances check)
 MIN_COMPUTE_S = 0.2
+
+
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+REASONS = (
+    reason("{} of {} requests failed ({})"),
+    reason("the rate limiter admits {} instance(s) at once, but executions overlapped {}x the wall time",
+           "test_conformance_tensors.py::test_rate_limiter_catches_instances_served_without_their_resources"),
+)
 
 
 def _instances(description) -> list[dict[str, int]]:

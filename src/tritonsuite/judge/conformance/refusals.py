@@ -19,7 +19,10 @@ import numpy as np
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import answered, same
+from tritonsuite.judge.reasons import reason
 
+#: functions that return reasons (tritonsuite.judge.reasons)
+REASON_FUNCTIONS = ("_healthy",)
 BOUND_S = 10.0  # an error later than this is a hang
 #: a dtype of the same item size (so the bytes fit and only the type is wrong)
 OTHER_DTYPE = {"FP32": "INT32", "INT32": "FP32", "FP16": "INT16", "INT16": "FP16", "FP64": "INT64",
@@ -33,6 +36,23 @@ NAMES = {"batch above max_batch_size": ("batch",), "wrong dtype": ("datatype", "
          "other size of a variable dim": ()}
 #: problems a deployment may also answer (the configuration allows them): only harm afterwards fails them
 MAY_ANSWER = ("other size of a variable dim",)
+
+
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+REASONS = (
+    reason("the server died",
+           "test_faults.py::test_server_killed_mid_point_the_run_goes_on_with_the_next_deployment",
+           "test_faults.py::test_sigkill_of_the_server_ends_the_run_within_seconds_and_leaves_nothing"),
+    reason("the server is not live"),
+    reason("the model is not ready",
+           "test_conformance_checks.py::test_refusals_catch_a_model_that_dies_on_bad_input"),
+    reason("the reference request failed ({})"),
+    reason("the reference request was answered differently than before"),
+    reason("{}: afterwards {}"),
+    reason("{}: not refused: {} ({})"),
+    reason("{}: error {} does not name the problem: {}"),
+    reason("{}: refused after {} s (bound {} s)"),
+)
 
 
 @dataclass
@@ -222,13 +242,13 @@ def check_refusals(target: Target) -> CheckResult:
                              "seconds": round(took, 3), "after": harm or "healthy, same answer"})
                 what = f"{protocol} {problem}"
                 if harm:
-                    problems.append(f"{what}: {harm} afterwards")
+                    problems.append(f"{what}: afterwards {harm}")
                     if not target.server.is_alive():
                         break
                 if problem in MAY_ANSWER:
                     pass
                 elif not refused:
-                    problems.append(f"{what}: {'accepted' if code in (200, 'OK') else code} ({message[:120]})")
+                    problems.append(f"{what}: not refused: {'accepted' if code in (200, 'OK') else code} ({message[:120]})")
                 elif not named:
                     problems.append(f"{what}: error {code} does not name the problem: {message[:120]!r}")
                 elif took > BOUND_S:

@@ -21,6 +21,7 @@ from tritonsuite.core.stats import percentile_estimate
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import ask, load, statistics
 from tritonsuite.load.exchange import first_line
+from tritonsuite.judge.reasons import reason
 
 CONCURRENCY = 2
 BEFORE_S = 0.6  # load before the reload (the latency "before"): at least this long...
@@ -31,6 +32,23 @@ AFTER_S = 0.4  # load after the reload returned
 #: that is the reload's latency evidence, not a hang (a one-slot sequence model waited over 5 s on a busy host)
 SWITCH_BOUND_S = 60.0
 MARK = "tritonsuite_conformance_reload"  # the parameter the changed configuration adds
+
+
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+REASONS = (
+    reason("loading version {} under load failed: {}",
+           "test_conformance_kinds.py::test_reload_catches_an_ensemble_whose_configuration_does_not_load"),
+    reason("{} of {} requests failed while version {} was added ({})",
+           "test_conformance_kinds.py::test_reload_catches_an_ensemble_whose_configuration_does_not_load"),
+    reason("no answer came from the new version {} after the reload"),
+    reason("{} request(s) sent after the first answer of version {} were answered by version {} (a mixed switch)"),
+    reason("loading the changed configuration under load failed: {}"),
+    reason("{} of {} requests failed while a changed configuration was loaded ({})"),
+    reason("the server did not serve the changed configuration after the reload"),
+    reason("a request sent alone before any reload failed: {}",
+           "test_conformance_checks.py::test_reload_fails_at_once_a_deployment_that_does_not_answer_alone"),
+    reason("restoring the deployment afterwards failed: {}"),
+)
 
 
 def _under_load(target: Target, action) -> tuple[list, float, float, object]:

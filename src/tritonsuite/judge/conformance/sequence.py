@@ -42,6 +42,7 @@ import numpy as np
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import _batch_first, same
 from tritonsuite.load.exchange import exchange, first_line, flagged, prepare
+from tritonsuite.judge.reasons import reason
 
 #: Triton's refusals (sequence_batch_scheduler.cc, r24.10), as the server words them
 NO_CORRID = "must specify a non-zero or non-empty correlation ID"
@@ -54,6 +55,29 @@ BOUND_S = 20.0  # any one wait of a part
 PAIRS, INTERLEAVED, STEPS = 3, 4, 3  # the state check's sequences
 #: sequence ids this process has not used (below 2**31: a CORRID of TYPE_INT32 takes them)
 _IDS = itertools.count(1_000_000_000 + (os.getpid() % 1000) * 100_000)
+
+
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+REASONS = (
+    reason("{}: {} (Triton refuses it: {})"),
+    reason("the {} request of a whole sequence failed (the control inputs the server fills reach the model): {}"),
+    reason("control input {} ({}) sent as a client tensor was answered: the served configuration takes it from the "
+           "client, not from the sequence batcher"),
+    reason("{} of {} sequences were live at once (declared {} slots: max_batch_size/max_candidate_sequences x "
+           "instances); no backlog: the server has more slots | fewer slots than declared"),
+    reason("backlog: {} requests refused ({})"),
+    reason("max_sequence_idle_microseconds {}: {}/{} sequences idle {} s were not released ({})",
+           "test_conformance_sequence.py::test_a_sound_sequence_model_passes",
+           "test_conformance_sequence.py::test_a_sequence_model_served_otherwise_fails"),
+    reason("max_sequence_idle_microseconds {}: {}/{} sequences sending every {} s were cut ({})",
+           "test_conformance_sequence.py::test_a_sound_sequence_model_passes",
+           "test_conformance_sequence.py::test_a_sequence_model_served_otherwise_fails"),
+    reason("state {}: {}/{} pairs of sequences answered their second request identically after different first "
+           "requests: the state the first left did not reach it"),
+    reason("the same sequence sent again after {} others answered differently ({}): state leaked across sequences"),
+    reason("{}/{} sequences interleaved answered otherwise than alone ({})"),
+    reason("state input {} sent as a client tensor was answered: the served configuration takes it from the client"),
+)
 
 
 def slots(target: Target) -> int:

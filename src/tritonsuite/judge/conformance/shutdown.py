@@ -20,11 +20,20 @@ from pathlib import Path
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import ONE_REQUEST, _batch_first, load, statistics
 from tritonsuite.load.exchange import Answer, exchange
+from tritonsuite.judge.reasons import reason
 
 #: one request's bound during the shutdown (Triton's --exit-timeout-secs is 30 s by default)
 BOUND_S = 35.0
 #: the server's bound to exit after the signal
 EXIT_S = 45.0
+
+
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+REASONS = (
+    reason("{} of {} requests sent before the shutdown failed ({})"),
+    reason("{} request(s) unanswered within {} s during the shutdown"),
+    reason("the server had not exited {} s after SIGTERM"),
+)
 
 
 def _protocols(target: Target) -> tuple[str, ...]:

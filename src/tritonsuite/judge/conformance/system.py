@@ -40,6 +40,7 @@ from tritonsuite.judge.conformance.batching import _largest
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import _batch_first, counted, responses, settled_statistics, stats_delta
 from tritonsuite.load.exchange import exchange
+from tritonsuite.judge.reasons import reason
 
 #: test01's comparison (atol, rtol): ModelSpec.tolerance's default, which accuracy under load uses for an output
 #: without its own; fp16 outputs (batched kernels round in another order) as wide_deep's fp16 rule
@@ -59,6 +60,19 @@ FLOOR_MS = 0.1  # ... and this many ms per inference (a host's timer and wake-up
 SEED_A, SEED_B = 0, 1_000_000  # test05's seed streams: A is the one the suite's requests use
 _SEQUENCE_IDS = itertools.count(900_001, 64)  # correlation ids of these checks' sequences (fit an int32 CORRID)
 _SEEDS = itertools.count(2_000_000)  # test01's sequence steps: inputs no other check sends
+
+
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+REASONS = (
+    reason("{} requests failed ({})"),
+    reason("{} of {} {}s answered under load (executions by batch size {}) differ from the same {} sent alone; "
+           "first, {} {}: {}",
+           "test_conformance_system.py::test_test01_catches_an_answer_that_depends_on_its_batch_mates",
+           "test_conformance_system.py::test_test01_compares_a_sequence_model_interleaved_with_alone"),
+    reason("no answer under load could be compared"),
+    reason("{}{} cost {} ms per inference against {} ms for {} ({}): {} apart, beyond {}x the rounds' own spread "
+           "({}), every round of one beyond every round of the other{}"),
+)
 
 
 def _judged(target: Target) -> list[str]:

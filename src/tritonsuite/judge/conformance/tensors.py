@@ -18,6 +18,7 @@ from tritonsuite.judge.conformance.identity import _fits
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import ask, responses
 from tritonsuite.load.http import RequestOptions
+from tritonsuite.judge.reasons import reason
 
 #: the top classes the classification check asks for (fewer where an output has fewer elements)
 CLASSES = 3
@@ -27,6 +28,22 @@ UNSUPPORTED = "class result not available"
 #: the type's element size, 0 for BYTES, and the server dies of SIGFPE: one request is enough)
 NEVER_ASKED = ("not asked: the classification extension of tritonserver 2.51 dies (SIGFPE) on a BYTES output's "
                "class_count")
+
+
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+REASONS = (
+    reason("a request without the optional input {} was {}"),
+    reason("a request of the declared dims was {}",
+           "test_conformance_tensors.py::test_tensors_catches_a_deployment_served_without_its_reshape"),
+    reason("input {}: a request shaped as its reshape {} (not its dims {}) was answered"),
+    reason("output {} answered as {}, declared dims {} (its reshape not undone)"),
+    reason("the reference request was {}"),
+    reason("output {} asked for its top {} classes was {}"),
+    reason("output {}: class {} carries no label (score:index:label expected, label_filename {})"),
+    reason("output {}: class {}: line {} of {} is {}"),
+    reason("output {}: class {}: the output's value at {} is {}"),
+    reason("output {}: classes {} answered, its top {} are {}"),
+)
 
 
 def _declared(config: dict, kind: str, field: str) -> dict:

@@ -25,12 +25,22 @@ import statistics as stats_lib
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import ask, counted, settled_statistics, stats_delta
 from tritonsuite.load.exchange import first_line
+from tritonsuite.judge.reasons import reason
 
 STEADY = 8  # requests after the first: the steady state's median
 FACTOR = 3.0  # a first request this many times the steady median...
 SLACK_MS = 100.0  # ...and this much over it is slow (a busy host's hiccup is not)
 ROUNDS = 2
 MARK = "tritonsuite_conformance_warmup"
+
+
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+REASONS = (
+    reason("restoring the deployment afterwards failed: {}"),
+    reason("model_warmup declared, but the first request after each of {} loads took {} ms of compute against a "
+           "steady median of {} ms (the server serves no model_warmup)",
+           "test_conformance_fields.py::test_warmup_makes_the_first_request_fast_and_its_absence_is_caught"),
+)
 
 
 def _load(target: Target, config: dict) -> None:
