@@ -74,22 +74,27 @@ def test_the_words_of_an_entry_are_more_than_punctuation():
 
 def test_the_site_finder_sees_each_way_a_module_writes_a_reason():
     source = '''
-REASON_LISTS = ("stray",)
-REASON_FUNCTIONS = ("_harm",)
 def check(target):
     problems = [f"{n} requests failed ({e})" for n, e in ()]
     problems.append(f"one {1} two")
     problems += [f"three {x}" for x in ()]
     stray.append("four five")
     problems.insert(0, "six" if a else f"seven {b}")
+    result.reason = f"twelve {x}"
+    row.failures.append("thirteen (" + x + ")")
+    Comparison(path, missing="fourteen fifteen", other="not a reason")
+    _fail(f"sixteen {x}")
+    problems.append(")")  # no words: not a reason
     return CheckResult(target.name, "c", "-", "-", "fail", f"eight {x} nine")
 def _harm():
     return "ten eleven"
 '''
-    module = SimpleNamespace(__name__="m", REASON_LISTS=("stray",), REASON_FUNCTIONS=("_harm",))
+    module = SimpleNamespace(__name__="m", REASON_NAMES=("stray", "failures", "missing", "_fail"),
+                             REASON_FUNCTIONS=("_harm",))
     templates = [s.template for s in sites(module, source)]
     assert templates == ["{} requests failed ({})", "one {} two", "three {}", "four five", "seven {}", "six",
-                         "eight {} nine", "ten eleven"]
+                         "twelve {}", "thirteen ({})", "fourteen fifteen", "sixteen {}", "eight {} nine",
+                         "ten eleven"]
 
 
 def test_a_reason_entry_ties_by_its_longest_fixed_words():

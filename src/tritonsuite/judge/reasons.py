@@ -9,23 +9,25 @@ matches a place, and every entry is produced by the tests it names (the test exi
 why none can.
 
 :func:`sites` finds the places a module writes a failure reason, so a new reason cannot be added unregistered. A
-place is a string added to a list the module judges with (``problems``, or one named in the module's
-``REASON_LISTS``), the reason of a ``CheckResult`` whose verdict is ``"fail"``, or a string returned by a function
-the module names in ``REASON_FUNCTIONS`` (one that says what is wrong, or nothing when all is well).
+place is a string written to a name reasons go to (``problems``, ``reason``, or one the module adds in
+``REASON_NAMES``: a list appended to, a variable or attribute assigned, a keyword argument, a function called), the
+reason of a ``CheckResult`` whose verdict is ``"fail"``, or a string returned by a function the module names in
+``REASON_FUNCTIONS`` (one that says what is wrong, or nothing when all is well).
 """
 from __future__ import annotations
 
 import ast
 import importlib
 import inspect
+import re
 from dataclasses import dataclass
 
 #: the modules whose reasons are registered (each defines ``REASONS``)
 MODULES = tuple(f"tritonsuite.judge.conformance.{m}" for m in (
     "identity", "batching", "ratelimit", "tensors", "steps", "sequence", "ordering", "ragged", "queue", "priority",
     "decoupled", "cache", "refusals", "counters", "system", "warmup", "shutdown", "reload"))
-#: the list every module judges with; a module adds the names of its other ones in ``REASON_LISTS``
-LISTS = ("problems",)
+#: the names every module writes reasons to; a module adds its own in ``REASON_NAMES``
+NAMES = ("problems", "reason")
 
 
 @dataclass(frozen=True)
@@ -88,33 +90,43 @@ def _strings(node: ast.AST) -> list[str]:
     if isinstance(node, ast.IfExp):
         return _strings(node.body) + _strings(node.orelse)
     text = _template(node)
-    return [text] if text is not None and text.strip("{}: ;") else []
+    return [text] if text is not None and re.search(r"[A-Za-z]{2}", text.replace("{}", "")) else []
 
 
 def sites(module, source: str | None = None) -> list[Site]:
     """Every place ``module`` writes a failure reason (see the module docstring for what counts); ``source``: its
     text, when not the module's own file."""
     tree = ast.parse(source if source is not None else inspect.getsource(module))
-    lists = set(LISTS) | set(getattr(module, "REASON_LISTS", ()))
+    names = set(NAMES) | set(getattr(module, "REASON_NAMES", ()))
     functions = set(getattr(module, "REASON_FUNCTIONS", ()))
+
+    def named(node) -> bool:
+        return (isinstance(node, ast.Name) and node.id in names) or \
+            (isinstance(node, ast.Attribute) and node.attr in names)
+
+    table = {id(n) for a in tree.body if isinstance(a, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == "REASONS" for t in a.targets) for n in ast.walk(a)}
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                isinstance(node.func.value, ast.Name) and node.func.value.id in lists and \
-                node.func.attr in ("append", "insert", "extend") and node.args:
-            found += [(node.lineno, t) for t in _strings(node.args[-1])]
+        if id(node) in table:  # the table itself
+            continue
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "insert", "extend") and \
+                    named(node.func.value) and node.args:
+                found += [(node.lineno, t) for t in _strings(node.args[-1])]
+            if named(node.func):
+                found += [(node.lineno, t) for a in node.args for t in _strings(a)]
+            found += [(node.lineno, t) for k in node.keywords if k.arg in names for t in _strings(k.value)]
+            if isinstance(node.func, ast.Name) and node.func.id == "CheckResult":
+                args = list(node.args)
+                verdict = next((i for i, a in enumerate(args) if isinstance(a, ast.Constant) and a.value == "fail"),
+                               None)
+                if verdict is not None and verdict + 1 < len(args):
+                    found += [(node.lineno, t) for t in _strings(args[verdict + 1])]
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id in lists for t in targets):
+            if any(named(t) for t in targets):
                 found += [(node.lineno, t) for t in _strings(node.value)]
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "CheckResult":
-            args = list(node.args)
-            verdict = next((i for i, a in enumerate(args) if isinstance(a, ast.Constant) and a.value == "fail"), None)
-            text = args[verdict + 1] if verdict is not None and verdict + 1 < len(args) else None
-            if verdict is not None and text is None:
-                text = next((k.value for k in node.keywords if k.arg == "reason"), None)
-            if text is not None:
-                found += [(node.lineno, t) for t in _strings(text)]
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in functions:
             found += [(r.lineno, t) for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None
                       for t in _strings(r.value)]

@@ -29,8 +29,8 @@ from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import _batch_first
 from tritonsuite.judge.reasons import reason
 
-#: reasons are also written to these lists (tritonsuite.judge.reasons)
-REASON_LISTS = ("stray",)
+#: reasons are also written to these names (tritonsuite.judge.reasons)
+REASON_NAMES = ("stray",)
 REQUESTS = 8
 IDLE_S = 10.0  # no message for this long while a request is still open: its final flag never came
 TOTAL_S = 120.0  # the whole exchange's bound

@@ -47,6 +47,7 @@ SLACK_MS = 30.0  # what a busy host adds to a request beside its queue and execu
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
 REASONS = (
+    reason("{} of {} requests refused ({})"),
     reason("{} requests failed otherwise ({})"),
     reason("refused '{}' after {} accepted: the queue held fewer than {}"),
     reason("{} of a wave arriving within {} ms accepted, more than {} executing + {} queued (+{} slack)"),
