@@ -1,4 +1,4 @@
-"""The reason table (tritonsuite.judge.reasons) is kept true, as the field table is: every place a judging module
+"""The reason table (tritonsuite.core.reasons) is kept true, as the field table is: every place a judging module
 writes a failure reason matches one entry of its ``REASONS``, every entry matches a place, and every entry names
 the tests that make it happen (each exists and asserts the entry's words) or says why no test on a CPU host can."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tritonsuite.judge.reasons import MODULES, Reason, registered, sites
+from tritonsuite.core.reasons import MODULES, Reason, registered, sites
 
 TESTS = Path(__file__).resolve().parents[1]
 

@@ -23,7 +23,7 @@ import time
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import counted, load, ms_per_execution, settled_statistics, stats_delta
-from tritonsuite.judge.reasons import reason
+from tritonsuite.core.reasons import reason
 
 #: requests per client of the load (closed loop): enough executions for a histogram on a slow model
 REQUESTS_PER_CLIENT = 4
@@ -41,7 +41,7 @@ SINGLE_SLACK = 1.1
 QUEUE_SLACK_MS = 10.0
 
 
-#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("{} of {} requests failed ({})"),
     reason("executions of batch {} exceed max_batch_size {}",

@@ -9,13 +9,13 @@ import numpy as np
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import answered, counted, same, settled_statistics, stats_delta
-from tritonsuite.judge.reasons import reason
+from tritonsuite.core.reasons import reason
 
 #: a fresh computation of the cached sample must agree this closely (a batch may take other kernels)
 RTOL, ATOL = 1e-4, 1e-5
 
 
-#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("response_cache declared, but the server serves the model without it (no lookup counted)"),
     reason("the repeated input was not a cache hit"),

@@ -14,13 +14,13 @@ import time
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.refusals import SENDERS, probes, protocols
 from tritonsuite.judge.conformance.traffic import ask, metrics, settled_statistics, statistics, stats_delta
-from tritonsuite.judge.reasons import reason
+from tritonsuite.core.reasons import reason
 
 REQUESTS = 5  # answered requests of each batch size
 SETTLE_S = 3.0  # how long the counters may take to show the last requests
 
 
-#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("statistics count {} successes, the client got {} answers",
            "test_conformance_kinds.py::test_counters_catch_a_second_client_on_a_decoupled_model",

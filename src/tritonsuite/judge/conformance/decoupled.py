@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import _batch_first
-from tritonsuite.judge.reasons import reason
+from tritonsuite.core.reasons import reason
 
-#: reasons are also written to these names (tritonsuite.judge.reasons)
+#: reasons are also written to these names (tritonsuite.core.reasons)
 REASON_NAMES = ("stray",)
 REQUESTS = 8
 IDLE_S = 10.0  # no message for this long while a request is still open: its final flag never came
@@ -37,7 +37,7 @@ TOTAL_S = 120.0  # the whole exchange's bound
 LINGER_S = 0.5  # kept listening after the last final flag, for responses that come after it
 
 
-#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("the server closed the stream"),
     reason("a response for unknown request id {}: {}"),

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import ask, responses
-from tritonsuite.judge.reasons import reason
+from tritonsuite.core.reasons import reason
 
 
-#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("{}: declared {}, served {}"),
     reason("metadata has no input {}"),

@@ -32,7 +32,7 @@ import time
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import _batch_first, counted, settled_statistics, stats_delta
 from tritonsuite.load.exchange import Answer, exchange
-from tritonsuite.judge.reasons import reason
+from tritonsuite.core.reasons import reason
 
 REQUESTS = 24
 SPACING_MS = 20.0  # between two sends
@@ -40,7 +40,7 @@ MARGIN_MS = 8.0  # what the client's and the host's scheduling may reorder: pair
 OVERLAP = 1.2  # compute over wall time that shows executions ran at once (1: back to back)
 
 
-#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("{} of {} requests failed ({})"),
     reason("{} true, but {} contested request pairs came back in the other order (request {}, sent {} ms after "

@@ -20,10 +20,10 @@ from tritonsuite.judge.conformance.waves import (MAX_BURST, PROBES, QUEUE_FULL, 
                                                  unpaced)
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.load.http import RequestOptions
-from tritonsuite.judge.reasons import reason
+from tritonsuite.core.reasons import reason
 
 
-#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("{} requests failed ({})"),
     reason("probes at priority {} passed a median {} of {} earlier requests at priority {} ({} ms against {} ms): "

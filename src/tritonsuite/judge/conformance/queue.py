@@ -38,14 +38,14 @@ from tritonsuite.judge.conformance.waves import (MAX_BURST, PROBES, QUEUE_FULL, 
                                                  unpaced)
 from tritonsuite.load.exchange import Answer
 from tritonsuite.load.http import RequestOptions
-from tritonsuite.judge.reasons import reason
+from tritonsuite.core.reasons import reason
 
-#: functions that return reasons (tritonsuite.judge.reasons)
+#: functions that return reasons (tritonsuite.core.reasons)
 REASON_FUNCTIONS = ("_otherwise",)
 SLACK_MS = 30.0  # what a busy host adds to a request beside its queue and execution (waking threads, the client)
 
 
-#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("{} of {} requests refused ({})"),
     reason("{} requests failed otherwise ({})"),

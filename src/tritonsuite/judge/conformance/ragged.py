@@ -30,13 +30,13 @@ import numpy as np
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import _batch_first, counted, settled_statistics, stats_delta
 from tritonsuite.load.exchange import exchange
-from tritonsuite.judge.reasons import reason
+from tritonsuite.core.reasons import reason
 
 PER_CLIENT = 8
 MAX_SHAPES = 6
 
 
-#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("{} of {} requests failed ({})"),
     reason("no allow_ragged_batch on {}, but {} execution(s) held requests of different shapes (batch sizes {}, one "

@@ -16,7 +16,7 @@ from collections import defaultdict
 
 from tritonsuite.judge.conformance.batching import MAX_CONCURRENCY, _largest, _load
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.reasons import reason
+from tritonsuite.core.reasons import reason
 
 #: the overlap may exceed the cap by this much (the statistics' ns and the client's clock are not the same clock)
 SLACK = 0.1
@@ -24,7 +24,7 @@ SLACK = 0.1
 MIN_COMPUTE_S = 0.2
 
 
-#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("{} of {} requests failed ({})"),
     reason("the rate limiter admits {} instance(s) at once, but executions overlapped {}x the wall time",

@@ -19,9 +19,9 @@ import numpy as np
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import answered, same
-from tritonsuite.judge.reasons import reason
+from tritonsuite.core.reasons import reason
 
-#: functions that return reasons (tritonsuite.judge.reasons)
+#: functions that return reasons (tritonsuite.core.reasons)
 REASON_FUNCTIONS = ("_healthy",)
 BOUND_S = 10.0  # an error later than this is a hang
 #: a dtype of the same item size (so the bytes fit and only the type is wrong)
@@ -38,7 +38,7 @@ NAMES = {"batch above max_batch_size": ("batch",), "wrong dtype": ("datatype", "
 MAY_ANSWER = ("other size of a variable dim",)
 
 
-#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("the server died",
            "test_faults.py::test_server_killed_mid_point_the_run_goes_on_with_the_next_deployment",

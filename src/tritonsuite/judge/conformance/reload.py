@@ -21,7 +21,7 @@ from tritonsuite.core.stats import percentile_estimate
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import ask, load, statistics
 from tritonsuite.load.exchange import first_line
-from tritonsuite.judge.reasons import reason
+from tritonsuite.core.reasons import reason
 
 CONCURRENCY = 2
 BEFORE_S = 0.6  # load before the reload (the latency "before"): at least this long...
@@ -34,7 +34,7 @@ SWITCH_BOUND_S = 60.0
 MARK = "tritonsuite_conformance_reload"  # the parameter the changed configuration adds
 
 
-#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("loading version {} under load failed: {}",
            "test_conformance_kinds.py::test_reload_catches_an_ensemble_whose_configuration_does_not_load"),

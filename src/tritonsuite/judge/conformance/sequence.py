@@ -42,7 +42,7 @@ import numpy as np
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import _batch_first, same
 from tritonsuite.load.exchange import exchange, first_line, flagged, prepare
-from tritonsuite.judge.reasons import reason
+from tritonsuite.core.reasons import reason
 
 #: Triton's refusals (sequence_batch_scheduler.cc, r24.10), as the server words them
 NO_CORRID = "must specify a non-zero or non-empty correlation ID"
@@ -57,7 +57,7 @@ PAIRS, INTERLEAVED, STEPS = 3, 4, 3  # the state check's sequences
 _IDS = itertools.count(1_000_000_000 + (os.getpid() % 1000) * 100_000)
 
 
-#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("{}: {} (Triton refuses it: {})"),
     reason("the {} request of a whole sequence failed (the control inputs the server fills reach the model): {}"),

@@ -20,7 +20,7 @@ from pathlib import Path
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import ONE_REQUEST, _batch_first, load, statistics
 from tritonsuite.load.exchange import Answer, exchange
-from tritonsuite.judge.reasons import reason
+from tritonsuite.core.reasons import reason
 
 #: one request's bound during the shutdown (Triton's --exit-timeout-secs is 30 s by default)
 BOUND_S = 35.0
@@ -28,7 +28,7 @@ BOUND_S = 35.0
 EXIT_S = 45.0
 
 
-#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("{} of {} requests sent before the shutdown failed ({})"),
     reason("{} request(s) unanswered within {} s during the shutdown"),

@@ -13,12 +13,12 @@ from collections import Counter
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import load, poll
-from tritonsuite.judge.reasons import reason
+from tritonsuite.core.reasons import reason
 
 REQUESTS = 16  # ensemble requests sent (two connections)
 
 
-#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("{} of {} ensemble requests failed ({})"),
     reason("step model {} version {} ran {} requests for {} answered ensemble requests (declared: {} per request)"),

@@ -40,7 +40,7 @@ from tritonsuite.judge.conformance.batching import _largest
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import _batch_first, counted, responses, settled_statistics, stats_delta
 from tritonsuite.load.exchange import exchange
-from tritonsuite.judge.reasons import reason
+from tritonsuite.core.reasons import reason
 
 #: test01's comparison (atol, rtol): ModelSpec.tolerance's default, which accuracy under load uses for an output
 #: without its own; fp16 outputs (batched kernels round in another order) as wide_deep's fp16 rule
@@ -62,7 +62,7 @@ _SEQUENCE_IDS = itertools.count(900_001, 64)  # correlation ids of these checks'
 _SEEDS = itertools.count(2_000_000)  # test01's sequence steps: inputs no other check sends
 
 
-#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("{} requests failed ({})"),
     reason("{} of {} {}s answered under load (executions by batch size {}) differ from the same {} sent alone; "

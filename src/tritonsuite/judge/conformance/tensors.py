@@ -18,7 +18,7 @@ from tritonsuite.judge.conformance.identity import _fits
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import ask, responses
 from tritonsuite.load.http import RequestOptions
-from tritonsuite.judge.reasons import reason
+from tritonsuite.core.reasons import reason
 
 #: the top classes the classification check asks for (fewer where an output has fewer elements)
 CLASSES = 3
@@ -30,7 +30,7 @@ NEVER_ASKED = ("not asked: the classification extension of tritonserver 2.51 die
                "class_count")
 
 
-#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("a request without the optional input {} was {}"),
     reason("a request of the declared dims was {}",

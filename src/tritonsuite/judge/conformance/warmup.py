@@ -25,7 +25,7 @@ import statistics as stats_lib
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import ask, counted, settled_statistics, stats_delta
 from tritonsuite.load.exchange import first_line
-from tritonsuite.judge.reasons import reason
+from tritonsuite.core.reasons import reason
 
 STEADY = 8  # requests after the first: the steady state's median
 FACTOR = 3.0  # a first request this many times the steady median...
@@ -34,7 +34,7 @@ ROUNDS = 2
 MARK = "tritonsuite_conformance_warmup"
 
 
-#: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
+#: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("restoring the deployment afterwards failed: {}"),
     reason("model_warmup declared, but the first request after each of {} loads took {} ms of compute against a "
