@@ -25,7 +25,15 @@ from dataclasses import dataclass
 #: the modules whose reasons are registered (each defines ``REASONS``)
 MODULES = tuple(f"tritonsuite.judge.conformance.{m}" for m in (
     "identity", "batching", "ratelimit", "tensors", "steps", "sequence", "ordering", "ragged", "queue", "priority",
-    "decoupled", "cache", "refusals", "counters", "system", "warmup", "shutdown", "reload"))
+    "decoupled", "cache", "refusals", "counters", "system", "warmup", "shutdown", "reload")) + (
+    # the accuracy gate and the baselines
+    "tritonsuite.core.tensors", "tritonsuite.core.spec", "tritonsuite.run.accuracycase", "tritonsuite.judge.baselines",
+    # compare and the perf gate, the case verdicts
+    "tritonsuite.judge.compare", "tritonsuite.run.verdicts",
+    # the stability and count verdicts of a measured point (tritonsuite's own load, perf_analyzer's)
+    "tritonsuite.load.windows", "tritonsuite.load.perfanalyzer",
+    # the tune's "keep the deployment's own configuration" answers
+    "tritonsuite.tune.runner")
 #: the names every module writes reasons to; a module adds its own in ``REASON_NAMES``
 NAMES = ("problems", "reason")
 

@@ -15,16 +15,32 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
+from tritonsuite.core.reasons import reason
 
 FORMATS = ("ts-trace", "ts-script", "onnx")
 PRECISIONS = ("fp32", "fp16", "mixed")
 #: The precision whose rules judge another against fp32: ``mixed`` (fp16 with fp32 islands) is held to fp16's rules
 #: (tolerances, task-metric thresholds), not to rules of its own (docs/precision.md)
+#: names this module writes failure reasons to, beside ``problems`` and ``reason`` (tritonsuite.core.reasons)
+REASON_NAMES = ("text",)
+#: functions that return failure reasons (tritonsuite.core.reasons)
+REASON_FUNCTIONS = ("describe",)
 RULES_OF = {"mixed": "fp16"}
 #: Module types (class names, subclasses included) a ``mixed`` deployment keeps in fp32: normalisations and softmax,
 #: whose reductions lose range or precision in half. A spec extends it with its own types (``fp32_modules``)
 FP32_MODULES = ("LayerNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
                 "InstanceNorm3d", "GroupNorm", "Softmax", "LogSoftmax")
+
+
+#: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
+REASONS = (
+    reason("{} = {} (threshold {} {})",
+           "test_precision.py::test_wrong_fp16_deployments_fail_in_one_line_against_fp32",
+           "test_fastpitch.py::test_accuracy_with_a_user_checkpoint_and_sentences"),
+    reason("{}; worst example: {}",
+           "test_precision.py::test_wrong_fp16_deployments_fail_in_one_line_against_fp32",
+           "test_fastpitch.py::test_accuracy_with_a_user_checkpoint_and_sentences"),
+)
 
 
 def rule_precision(precision: str) -> str:

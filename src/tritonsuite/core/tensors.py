@@ -9,6 +9,24 @@ from typing import Callable, Mapping
 import numpy as np
 
 from tritonsuite.core.spec import ModelSpec
+from tritonsuite.core.reasons import reason
+
+#: names this module writes failure reasons to, beside ``problems`` and ``reason`` (tritonsuite.core.reasons)
+REASON_NAMES = ("text",)
+
+
+#: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
+REASONS = (
+    reason("{}: max abs error {}, max rel error {} (atol {}, rtol {}",
+           "test_user_repository.py::test_a_wrong_served_model_fails_accuracy_against_its_in_process_reference",
+           "test_underload.py::test_a_deployment_that_batches_samples_into_each_other_fails_naming_the_sample"),
+    reason(", at most {} of a sample's elements outside)"),
+    reason("; {}/{} elements out of tolerance, at most {} of sample {}'s"),
+    reason("; {}/{} elements out of tolerance, worst at sample {} index {}",
+           "test_user_repository.py::test_a_validation_data_mismatch_fails_naming_the_output"),
+    reason("; {} NaN and {} inf of {} served elements the reference does not have",
+           "test_user_repository_edges.py::test_a_batchless_model_runs_every_scenario_and_a_nan_answer_fails_accuracy_naming_it"),
+)
 
 
 @dataclass(frozen=True)

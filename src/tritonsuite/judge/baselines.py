@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
+from tritonsuite.core.reasons import reason
 
 # (fragment of the metric name, absolute allowance, relative allowance): the first match wins. Points on a 0-100
 # scale (SQuAD F1 and exact match) may drop 0.1 point, dice 0.002, AUC and MAP 0.001, q-risk may grow 1%. These are
@@ -41,9 +42,23 @@ DEFAULT_ALLOWANCES: tuple[tuple[str, float | None, float | None], ...] = (
     ("share", 0.001, None),
     ("agreement", 0.001, None),
 )
+#: names this module writes failure reasons to, beside ``problems`` and ``reason`` (tritonsuite.core.reasons)
+REASON_NAMES = ("missing",)
+#: functions that return failure reasons (tritonsuite.core.reasons)
+REASON_FUNCTIONS = ("refusal",)
 FALLBACK_ALLOWANCE = (0.001, None)
 INFORMATIONAL = ("max abs error", "max rel error")
 DIGESTS = (("weights", "weights_sha256"), ("dataset", "dataset_sha256"))  # what a baseline was measured with  # Triton-vs-eager errors: gated by tolerances, not baselines
+
+
+#: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
+REASONS = (
+    reason("no baseline for {} in {}",
+           "test_user_model.py::test_the_accuracy_gate_against_committed_baselines",
+           "unit/test_baselines.py::test_regressions_improvements_and_informational_errors"),
+    reason("{}: not judged against its baseline: measured with {} sha256 {}, this run's {} sha256 {} ({}); rewrite "
+           "it with --update-baselines, or run with the {} it names ({})"),
+)
 
 
 def informational(metric: str) -> bool:

@@ -28,9 +28,30 @@ import numpy as np
 
 from tritonsuite.core.rows import Row
 from tritonsuite.core.store import PERFORMANCE_SCENARIOS, StoreError, differences as manifest_differences, load_run
+from tritonsuite.core.reasons import reason
 
+#: names this module writes failure reasons to, beside ``problems`` and ``reason`` (tritonsuite.core.reasons)
+REASON_NAMES = ("verdict",)
+#: functions that return failure reasons (tritonsuite.core.reasons)
+REASON_FUNCTIONS = ("describe",)
 DEFAULT_MIN_EFFECT = 10.0  # percent
 DEFAULT_ALPHA = 0.01
+
+
+#: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
+REASONS = (
+    reason("{}: {}: throughput {} -> {} inf/s ({}%, minimum effect {}%, p={}); p99 {} -> {} ms"),
+    reason("{} the point was {}"),
+    reason("a row has no latency samples (written before tritonsuite kept them)"),
+    reason("no significant change",
+           "unit/test_compare.py::test_noise_is_not_a_verdict"),
+    reason("regression",
+           "test_user_model.py::test_the_accuracy_gate_against_committed_baselines",
+           "test_gates.py::test_benchmark_records_manifest_and_comparisons"),
+    reason("improvement",
+           "test_tune_accuracy.py::test_the_same_search_recommends_the_winner_of_a_correct_model",
+           "test_mix_interference.py::test_a_light_companion_has_no_significant_effect"),
+)
 
 
 def mann_whitney_greater(a: Sequence[float], b: Sequence[float]) -> float:

@@ -61,7 +61,10 @@ from tritonsuite.load.perfanalyzer_binary import (  # noqa: F401 - the binary's 
     library_dir, locate, pytriton_libs, unavailable_reason)
 from tritonsuite.load.point import LoadPoint, Measurement, MeasurementError
 from tritonsuite.load.windows import LATENCY_SAMPLES, even_subsample, spread
+from tritonsuite.core.reasons import reason
 
+#: names this module writes failure reasons to, beside ``problems`` and ``reason`` (tritonsuite.core.reasons)
+REASON_NAMES = ("reasons",)
 POLL_S = 0.2
 UNSTABLE_MARK = "Failed to obtain stable measurement"
 #: perf_analyzer's CSV header -> the seeds' column (its values are usec; the suite's are ms)
@@ -81,6 +84,15 @@ CSV_COLUMNS = {
     "Avg latency": "avg latency",
 }
 _PASS = re.compile(r"Pass \[(\d+)\] throughput: ([0-9.eE+-]+) infer/sec\. Avg latency: (\d+) usec")
+
+
+#: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
+REASONS = (
+    reason("perf_analyzer: {} (last windows {}; throughput varied {}% and latency {}%; other processes used {}% of "
+           "a core meanwhile)"),
+    reason("server counted {} failed requests"),
+    reason("client bound: perf_analyzer used {}% of a core (limit {}%)"),
+)
 
 
 # --------------------------------------------------------------------------------------------------- the command

@@ -12,11 +12,32 @@ from tritonsuite.core.rows import LATENCY_PARTS, RESULT_COLUMNS
 from tritonsuite.core.settings import STABLE_WINDOWS, MeasurementSettings
 from tritonsuite.load.point import LoadPoint, Measurement
 from tritonsuite.load.telemetry import GpuSampler, unavailable_reason
+from tritonsuite.core.reasons import reason
 
 SERVER_STATS = ("queue", "compute_input", "compute_infer", "compute_output")
 SERVER_COLUMNS = ("Server Queue", "Server Compute Input", "Server Compute Infer", "Server Compute Output")
 #: the longest wait for requests already answered to show in Triton's statistics
+#: names this module writes failure reasons to, beside ``problems`` and ``reason`` (tritonsuite.core.reasons)
+REASON_NAMES = ("reasons",)
 COUNT_WAIT_S = 5.0
+
+
+#: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
+REASONS = (
+    reason("throughput varied {}% and latency {}% over the last {} windows (limit {}%) after {} windows, the last "
+           "{}; other processes used {}% of a core meanwhile"),
+    reason("server counted {} successful requests, client completed {}: another client used the model during "
+           "measurement"),
+    reason("server counted {} requests, client completed {}: the server's statistics had not counted them {} s "
+           "after the last"),
+    reason("server counted {} failed requests"),
+    reason("client bound: the load generator used {}% of a core (limit {}%)"),
+    reason("the load generator could not keep the schedule: {}; the cap of {} requests in flight (max_outstanding) "
+           "was reached"),
+    reason("stopped early: {}",
+           "test_load.py::test_a_bound_no_load_meets_fails_naming_the_answer",
+           "test_engine.py::test_a_point_can_be_given_up_early"),
+)
 
 
 @dataclass

@@ -16,6 +16,19 @@ from tritonsuite.judge.baselines import provenance
 from tritonsuite.load.client import served_infer
 from tritonsuite.models.training import weights_sha256
 from tritonsuite.run.cases import Case
+from tritonsuite.core.reasons import reason
+
+#: names this module writes failure reasons to, beside ``problems`` and ``reason`` (tritonsuite.core.reasons)
+REASON_NAMES = ("failures",)
+
+
+#: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
+REASONS = (
+    reason("{} (--require-baselines)",
+           "test_user_model.py::test_the_accuracy_gate_against_committed_baselines"),
+    reason("regressed against its baseline: {} ({})",
+           "test_user_model.py::test_the_accuracy_gate_against_committed_baselines"),
+)
 
 
 def run_accuracy_case(suite, case: Case) -> AccuracyResult:

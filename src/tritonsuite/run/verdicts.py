@@ -14,6 +14,20 @@ from typing import Any, Callable
 from tritonsuite.deploy.export import ExportUnsupported
 from tritonsuite.judge.baselines import BaselineError
 from tritonsuite.server import ServerError
+from tritonsuite.core.reasons import reason
+
+#: names this module writes failure reasons to, beside ``problems`` and ``reason`` (tritonsuite.core.reasons)
+REASON_NAMES = ("_fail", "_skip")
+
+
+#: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
+REASONS = (
+    reason("not measured: {} (--strict-stability fails such a point)"),
+    reason("{}: perf gate ({}%): {}"),
+    reason("not measured: {}: {} (--strict-stability fails such a search)"),
+    reason("{} ({} samples, {}) missed its thresholds:",
+           "test_precision.py::test_wrong_fp16_deployments_fail_in_one_line_against_fp32"),
+)
 
 
 @dataclass(frozen=True)
@@ -31,8 +45,8 @@ def _skip(line: str) -> Verdict:
     return Verdict("skipped", line)
 
 
-def _fail(line: str | None) -> Verdict:
-    return Verdict("failed", line) if line else PASSED
+def _fail(line: str | None, measured: Any = None) -> Verdict:
+    return Verdict("failed", line, measured=measured) if line else PASSED
 
 
 def judged(case_id: str, run: Callable[[], Any], verdict: Callable[[Any], Verdict],
@@ -64,7 +78,7 @@ def performance(suite, case, options, progress=None) -> Verdict:
         if wrong:
             return _fail(f"{case.id}: {wrong}")
         if gate is not None and m.comparison is not None and m.comparison.regressions_beyond(gate):
-            return Verdict("failed", f"{case.id}: perf gate ({gate:g}%): {m.comparison.describe()}", measured=m)
+            return _fail(f"{case.id}: perf gate ({gate:g}%): {m.comparison.describe()}", measured=m)
         return Verdict("passed", measured=m)
 
     def figures(m) -> dict:

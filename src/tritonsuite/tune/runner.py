@@ -38,12 +38,23 @@ from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.search import judge, stop_when_clearly_over
 from tritonsuite.profiles.tunespace import Budget, Candidate, TuneError, TuneSpace
 from tritonsuite.tune.strategy import Evaluation, run_strategy, winner
+from tritonsuite.core.reasons import reason
 
 DOMINATED_SHARE = 0.5
 ABAB_ROUNDS = 3  # winner and default measured interleaved this many times each
 MIN_COMPARABLE = 2  # pairs both valid (OK), so that one unstable point on a busy host does not decide
 #: record(measurement, deployment name, its description as served, tune metadata) -> the row it recorded
 Record = Callable[[Measurement, str, ModelDescription, dict], object]
+
+
+#: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
+REASONS = (
+    reason("no configuration measured had a point within the bound"),
+    reason("it is the best configuration measured ({} inf/s at concurrency {})"),
+    reason("the best configuration ({}) broke {}"),
+    reason("the best configuration measured ({}, {} inf/s) did not beat it significantly in every comparable pair "
+           "(at least {} needed) when measured again interleaved, {} x A B: {}"),
+)
 
 
 @dataclass(frozen=True)
