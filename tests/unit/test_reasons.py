@@ -27,7 +27,10 @@ def _test_sources() -> dict[str, str]:
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test_"):
                 parts = [ast.get_source_segment(text, d) for d in node.decorator_list]
-                found[f"{path.relative_to(TESTS)}::{node.name}"] = "\n".join(parts + [ast.get_source_segment(text, node)])
+                strings = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+                # the source, and its strings as the parser joins them (a long expected line split over lines)
+                found[f"{path.relative_to(TESTS)}::{node.name}"] = "\n".join(
+                    parts + [ast.get_source_segment(text, node)] + strings)
     return found
 
 

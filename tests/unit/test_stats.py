@@ -211,3 +211,11 @@ def test_a_metric_on_its_threshold_passes_and_a_nan_never_does():
     assert Metric("q-risk", 0.1, 0.1, higher_is_better=False).passed
     assert not Metric("q-risk", 0.1000001, 0.1, higher_is_better=False).passed
     assert not Metric("f1", float("nan"), 0.0).passed and not Metric("err", float("inf"), 1.0, False).passed
+
+
+def test_a_failed_metric_says_its_value_threshold_direction_and_worst_example():
+    from tritonsuite.core.spec import Metric
+
+    assert Metric("f1", 0.85, 0.9, worst="question 7").describe() == \
+        "f1 = 0.8500 (threshold >= 0.9000); worst example: question 7"
+    assert Metric("q_risk", 0.2, 0.1, higher_is_better=False).describe() == "q_risk = 0.2000 (threshold <= 0.1000)"

@@ -18,14 +18,19 @@ REASON_NAMES = ("text",)
 #: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("{}: max abs error {}, max rel error {} (atol {}, rtol {}",
-           "test_user_repository.py::test_a_wrong_served_model_fails_accuracy_against_its_in_process_reference",
-           "test_underload.py::test_a_deployment_that_batches_samples_into_each_other_fails_naming_the_sample"),
-    reason(", at most {} of a sample's elements outside)"),
-    reason("; {}/{} elements out of tolerance, at most {} of sample {}'s"),
+           "unit/test_accuracy_compare.py::test_without_a_share_every_element_must_match",
+           "test_user_repository.py::test_a_wrong_served_model_fails_accuracy_against_its_in_process_reference"),
+    reason(", at most {} of a sample's elements outside)",
+           "unit/test_accuracy_compare.py::test_a_share_is_judged_per_sample_and_names_the_worst_sample"),
+    reason("; {}/{} elements out of tolerance, at most {} of sample {}'s",
+           "unit/test_accuracy_compare.py::test_a_share_is_judged_per_sample_and_names_the_worst_sample"),
     reason("; {}/{} elements out of tolerance, worst at sample {} index {}",
+           "unit/test_accuracy_compare.py::test_without_a_share_every_element_must_match",
            "test_user_repository.py::test_a_validation_data_mismatch_fails_naming_the_output"),
     reason("; {} NaN and {} inf of {} served elements the reference does not have",
-           "test_user_repository_edges.py::test_a_batchless_model_runs_every_scenario_and_a_nan_answer_fails_accuracy_naming_it"),
+           "unit/test_accuracy_compare.py::test_served_nan_and_inf_fail_naming_the_tensor_and_their_counts",
+           "test_user_repository_edges.py::"
+           "test_a_batchless_model_runs_every_scenario_and_a_nan_answer_fails_accuracy_naming_it"),
 )
 
 

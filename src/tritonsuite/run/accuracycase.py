@@ -24,8 +24,7 @@ REASON_NAMES = ("failures",)
 
 #: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
-    reason("{} (--require-baselines)",
-           "test_user_model.py::test_the_accuracy_gate_against_committed_baselines"),
+    reason("{} (--require-baselines)", "test_user_model.py::test_the_accuracy_gate_against_committed_baselines"),
     reason("regressed against its baseline: {} ({})",
            "test_user_model.py::test_the_accuracy_gate_against_committed_baselines"),
 )

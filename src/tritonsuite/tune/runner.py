@@ -49,11 +49,15 @@ Record = Callable[[Measurement, str, ModelDescription, dict], object]
 
 #: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
-    reason("no configuration measured had a point within the bound"),
-    reason("it is the best configuration measured ({} inf/s at concurrency {})"),
-    reason("the best configuration ({}) broke {}"),
-    reason("the best configuration measured ({}, {} inf/s) did not beat it significantly in every comparable pair "
-           "(at least {} needed) when measured again interleaved, {} x A B: {}"),
+    reason("no configuration measured had a point within the bound",
+           "unit/test_tune_answers.py::test_no_point_within_the_bound_keeps_the_own_configuration"),
+    reason("it is the best configuration measured ({} inf/s at concurrency {})",
+           "unit/test_tune_answers.py::test_the_own_configuration_measured_best_is_kept_without_measuring_again"),
+    reason("the best configuration ({}) broke {}",
+           "test_tune_accuracy.py::test_a_winner_that_breaks_accuracy_under_load_is_not_recommended"),
+    reason("did not beat it significantly in every comparable pair",
+           "unit/test_tune_answers.py::test_a_winner_that_does_not_beat_it_in_one_pair_is_not_shipped",
+           "unit/test_tune_answers.py::test_one_comparable_pair_is_too_few_to_ship"),
 )
 
 
@@ -211,13 +215,9 @@ def _verify(target: TuneTarget, result: TuneResult, settings: MeasurementSetting
             probe_share: float, probe_seed: int) -> None:
     from tritonsuite.judge.compare import compare_points
 
+    if settled(result):
+        return
     best = result.best
-    if best is None:
-        result.reason = "no configuration measured had a point within the bound"
-        return
-    if best.candidate == result.default:
-        result.reason = f"it is the best configuration measured ({best.score:.1f} inf/s at concurrency {best.load})"
-        return
     description = _load(target, best.candidate)
     point = LoadPoint(target.batch_size, best.load)
     meta = {"candidate": best.candidate.to_dict(), "label": best.candidate.label(), "bound": str(result.bound)}
@@ -243,15 +243,33 @@ def _verify(target: TuneTarget, result: TuneResult, settings: MeasurementSetting
                         point, settings, description=kind, sequences=target.sequences)
             rows[side].append(record(m, name, kind, {"role": f"abab-{side}", "candidate": candidate.to_dict(),
                                                      "label": candidate.label(), "bound": str(result.bound)}))
-    result.comparisons = [compare_points(then, now) for then, now in zip(rows["default"], rows["winner"])]
+    answer(result, [compare_points(then, now) for then, now in zip(rows["default"], rows["winner"])])
+
+
+def settled(result: TuneResult) -> bool:
+    """Keep the deployment's own configuration without measuring again where there is no other winner to check:
+    no configuration had a point within the bound, or the deployment's own was the best. True when so settled."""
+    best = result.best
+    if best is None:
+        result.reason = "no configuration measured had a point within the bound"
+    elif best.candidate == result.default:
+        result.reason = f"it is the best configuration measured ({best.score:.1f} inf/s at concurrency {best.load})"
+    return best is None or best.candidate == result.default
+
+
+def answer(result: TuneResult, comparisons: list) -> None:
+    """Ship the winner only when it beat the deployment's own configuration significantly in every comparable A B
+    pair (``comparisons``: each pair's :class:`~tritonsuite.judge.compare.PointComparison`, the own configuration
+    first), at least MIN_COMPARABLE of them; else keep the own configuration, saying why."""
+    result.comparisons = list(comparisons)
     judged = [c for c in result.comparisons if c.verdict != "not comparable"]
     if len(judged) >= MIN_COMPARABLE and all(c.verdict == "improvement" for c in judged):
         result.recommended = True
         return
-    result.reason = ("the best configuration measured (" + best.candidate.label() + f", {best.score:.1f} inf/s) did "
-                     f"not beat it significantly in every comparable pair (at least {MIN_COMPARABLE} needed) when "
-                     f"measured again interleaved, {ABAB_ROUNDS} x A B: " +
-                     "; ".join(c.describe() for c in result.comparisons))
+    result.reason = ("the best configuration measured (" + result.best.candidate.label() +
+                     f", {result.best.score:.1f} inf/s) did not beat it significantly in every comparable pair (at "
+                     f"least {MIN_COMPARABLE} needed) when measured again interleaved, {len(result.comparisons)} x "
+                     f"A B: " + "; ".join(c.describe() for c in result.comparisons))
 
 
 def _winner_accuracy(target: TuneTarget, description: ModelDescription, accuracy_data, point: LoadPoint,
