@@ -2,13 +2,16 @@
 embedded Triton, rows, JUnit properties and the online report."""
 import xml.etree.ElementTree as ET
 
-from tests.helpers import raw_rows, run_pytest
+from tests.helpers import TINY_PROFILE, raw_rows, run_pytest
 
 
 def test_request_rates_and_the_most_concurrency_within_a_bound(tmp_path):
+    # a bound every point here meets (tiny BERT answers in milliseconds) and a three-point search: the answer is
+    # found by construction, on any host; a bound no point meets is the next test's
+    profile = TINY_PROFILE.replace("max_trials: 8,", "max_trials: 8, search_max_steps: 3,")
     result = run_pytest(["--gpu", "tiny", "-m", "online", "-q", "-p", "no:warnings", "--formats", "onnx",
-                         "--concurrency", "1", "--request-rates", "20", "--latency-bound", "p99<=25ms",
-                         "--search", "concurrency", f"--junitxml={tmp_path / 'junit.xml'}"], tmp_path)
+                         "--concurrency", "1", "--request-rates", "20", "--latency-bound", "p99<=2000ms",
+                         "--search", "concurrency", f"--junitxml={tmp_path / 'junit.xml'}"], tmp_path, profile)
     out = result.stdout + result.stderr
     rows = raw_rows(tmp_path / "reports", "online")
     rate = [r for r in rows if r.get("request_rate") and not r["measurement"].get("search")]
@@ -21,19 +24,12 @@ def test_request_rates_and_the_most_concurrency_within_a_bound(tmp_path):
     assert [r["measurement"]["search"]["step"] for r in evidence] == list(range(1, len(evidence) + 1))
     best = answer[0]["measurement"]["search"]
     cases = {c.get("name"): c for c in ET.parse(tmp_path / "junit.xml").getroot().iter("testcase")}
-    case = cases["test_online[bert-onnx-fp32-maxconcurrency-p99le25ms]"]
+    case = cases["test_online[bert-onnx-fp32-maxconcurrency-p99le2000ms]"]
     assert {p.get("name"): p.get("value") for p in case.iter("property")}["answer"] == best["answer"]
-    # which concurrency keeps p99 within 25 ms is this host's answer; the run's verdict follows the answer
-    if best["max"] is not None:  # a point within it, and measured again (evidence too)
-        assert result.returncode == 0 and "3 passed" in out and len(evidence) >= 2, out
-        assert best["within"] and best["max"] == answer[0]["concurrency"] and answer[0]["result"]["p99 latency"] <= 25
-        assert best["answer"].startswith(f"max concurrency at p99 <= 25 ms: concurrency {best['max']:g} (p99 ")
-    else:  # none within it (failed), or none that stayed within it when measured again (not measured: skipped)
-        skipped = case.find("skipped") is not None
-        assert case.find("failure") is not None or skipped, out
-        assert result.returncode == (0 if skipped else 1), out
-        assert ("2 passed, 1 skipped" if skipped else "1 failed, 2 passed") in out, out
-        assert best["answer"].startswith("max concurrency at p99 <= 25 ms: none (")
+    assert result.returncode == 0 and "3 passed" in out and [r["concurrency"] for r in evidence][:3] == [1, 2, 4], out
+    assert best["within"] and best["max"] == answer[0]["concurrency"] == 4
+    assert answer[0]["result"]["p99 latency"] <= 2000
+    assert best["answer"].startswith("max concurrency at p99 <= 2000 ms: concurrency 4 (p99 "), best["answer"]
     page = (tmp_path / "reports" / "online" / "bert.md").read_text()
     assert f"**{best['answer']}**" in page and "|   Offered (req/s) |" in page
     assert (tmp_path / "reports" / "online" / "bert" / "latency_vs_throughput.png").read_bytes()[:4] == b"\x89PNG"
