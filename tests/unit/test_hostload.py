@@ -55,3 +55,41 @@ def test_this_process_is_not_other_load():
     own = b.own - a.own
     assert own >= 0.25 and b.busy - a.busy >= own - 0.1  # the host's count has this process's time in it
     assert other_cpu_percent(a, b, elapsed) <= (b.busy - a.busy - own + 0.1) / elapsed * 100
+
+
+def test_busyhost_spins_as_many_burners_as_cores_asked_and_leaves_none(tmp_path, monkeypatch, capsys):
+    """``tritonsuite busyhost --cores 2``: two burner processes run beside the command, and none outlives it; a
+    command that wrote no report gets one line saying so."""
+    import argparse
+
+    from tritonsuite.load import busyhost
+
+    seen = tmp_path / "burners"
+    count = ("import pathlib, subprocess\n"
+             "ps = subprocess.run(['ps', '-ww', '-eo', 'args'], capture_output=True, text=True).stdout\n"
+             "burners = sum(('perf_counter() ' + '< end') in line for line in ps.splitlines())\n"
+             f"pathlib.Path({str(seen)!r}).write_text(str(burners))")
+    parser = argparse.ArgumentParser()
+    busyhost.add_arguments(parser)
+    args = parser.parse_args(["--cores", "2", "--on", "0.2", "--off", "0", "--", sys.executable, "-c", count])
+    monkeypatch.chdir(tmp_path)
+    assert busyhost.run(args, parser) == 0
+    assert seen.read_text() == "2"
+    assert "no summary: the run left no readable manifest (ValueError: no manifest in reports)" in \
+        capsys.readouterr().out
+    ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
+    assert not any("perf_counter() < end" in line for line in ps.splitlines())
+
+
+def test_busyhost_refuses_a_core_count_naming_the_valid_range(capsys):
+    import argparse
+
+    import pytest
+
+    from tritonsuite.load import busyhost
+
+    parser = argparse.ArgumentParser()
+    busyhost.add_arguments(parser)
+    with pytest.raises(SystemExit):
+        busyhost.run(parser.parse_args(["--cores", "0", "--", "true"]), parser)
+    assert "--cores 0: valid: 1 to 64" in capsys.readouterr().err

@@ -1,12 +1,13 @@
 """A reproducible busy host: run a command (a pytest run of the suite) beside a bursty CPU burner, then say how
 the run's points fared and how busy the host was.
 
-    tritonsuite busyhost [--on 2] [--off 2] -- pytest -m offline --models bert
+    tritonsuite busyhost [--on 2] [--off 2] [--cores 1] -- pytest -m offline --models bert
 
-The burner is one process that spins one core for ``--on`` seconds and sleeps ``--off`` seconds, over and over,
-started before the command and killed when it ends (also on Ctrl-C). The summary reads the run's rows through its
-manifest (``<reports-dir>/manifest.json``): per point its status, throughput, the windows it took (and how far they
-were lengthened) and the CPU other processes used meanwhile, which shows the burner.
+The burner is ``--cores`` processes (one by default), each spinning one core for ``--on`` seconds and sleeping
+``--off`` seconds, over and over, started before the command and killed when it ends (also on Ctrl-C);
+``--cores 2 --off 0`` keeps both cores of a two-core host busy the whole run. The summary reads the run's rows
+through its manifest (``<reports-dir>/manifest.json``): per point its status, throughput, the windows it took (and
+how far they were lengthened) and the CPU other processes used meanwhile, which shows the burner.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Sequence
 from tritonsuite.core.rows import STATUSES
 from tritonsuite.core.store import latest_manifest, load_rows
 
+MAX_CORES = 64
 BURNER = ("import sys, time\n"
           "on, off = float(sys.argv[1]), float(sys.argv[2])\n"
           "while True:\n"
@@ -39,6 +41,8 @@ def reports_dir_of(command: Sequence[str]) -> Path:
 
 def summary(reports_dir: Path) -> str:
     manifest = latest_manifest(reports_dir)
+    if manifest is None:
+        raise ValueError(f"no manifest in {reports_dir}")
     rows = [r for r in load_rows(reports_dir, manifest["run_id"]) if r.scenario in ("offline", "online")]
     lines = [f"run {manifest['run_id']}: {len(rows)} points, "
              + ", ".join(f"{sum(r.status == s for r in rows)} {s}" for s in STATUSES),
@@ -55,6 +59,7 @@ def summary(reports_dir: Path) -> str:
 def add_arguments(parser) -> None:
     parser.add_argument("--on", type=float, default=2.0, help="seconds the burner spins (default 2)")
     parser.add_argument("--off", type=float, default=2.0, help="seconds it rests (default 2)")
+    parser.add_argument("--cores", type=int, default=1, help="processes spinning, one core each (default 1)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run beside it")
 
 
@@ -64,12 +69,16 @@ def run(args, parser) -> int:
         parser.error("no command: give it after --, e.g. -- pytest -m offline --models bert")
     if args.on <= 0 or args.off < 0:
         parser.error(f"--on {args.on:g} --off {args.off:g}: valid: --on > 0, --off >= 0 (seconds)")
-    burner = subprocess.Popen([sys.executable, "-c", BURNER, str(args.on), str(args.off)])
+    if not 1 <= args.cores <= MAX_CORES:
+        parser.error(f"--cores {args.cores}: valid: 1 to {MAX_CORES}")
+    burners = [subprocess.Popen([sys.executable, "-c", BURNER, str(args.on), str(args.off)])
+               for _ in range(args.cores)]
     try:
         code = subprocess.run(command).returncode
     finally:
-        burner.kill()
-        burner.wait()
+        for burner in burners:
+            burner.kill()
+            burner.wait()
     try:
         print(summary(reports_dir_of(command)))
     except (OSError, ValueError, KeyError) as exc:
