@@ -58,11 +58,12 @@ def test_the_joint_space_walks_one_setting_of_one_deployment_at_a_time():
 
 
 def _verify_with(scores, best=True):
-    """The winner check (_verify) on fixed weighted scores, in the order measured: default, winner, default, ..."""
+    """The winner check (_verify) on fixed weighted scores, in the order measured: default, winner, default, ...
+    (``best`` None: no joint configuration was within its bounds)."""
     default = JointCandidate((Candidate.of(CONFIG),) * 2)
     won = JointCandidate((replace(Candidate.of(CONFIG), instance_count=2), Candidate.of(CONFIG)))
     found = Evaluation(won if best else default, 50.0, order=2)
-    result = MixTuneResult(["ida", "idb"], default, [found], 16, best=found)
+    result = MixTuneResult(["ida", "idb"], default, [found], 16, best=found if best is not None else None)
     measured, calls = iter(scores), []
 
     def measure_joint(names, role, candidate):
@@ -87,9 +88,15 @@ def test_the_profiles_configuration_stays_unless_the_winner_holds_up_interleaved
     result, _ = _verify_with([100, 120, 100, 109, 90, 150])  # 9% better in one pair
     assert not result.recommended and result.shipped == result.default and "100.0 vs 109.0" in result.reason
     result, _ = _verify_with([0, 120, 100, 150, 100, 0])  # one comparable pair of the two needed
-    assert not result.recommended and "at least 2 needed" in result.reason
+    assert not result.recommended and result.reason.startswith("the best joint configuration measured (2 inst")
+    assert "in every comparable pair (at least 2 needed) when measured again interleaved: 0.0 vs 120.0, " \
+        "100.0 vs 150.0, 100.0 vs 0.0" in result.reason
     result, calls = _verify_with([], best=False)  # the profile's own configuration won: nothing measured again
-    assert not calls and not result.recommended and result.reason.startswith("it is the best joint configuration")
+    assert not calls and not result.recommended
+    assert result.reason == "it is the best joint configuration measured (weighted 50.0 inf/s)"
+    result, calls = _verify_with([], best=None)  # nothing within its bounds: nothing to measure again
+    assert not calls and not result.recommended and result.shipped == result.default
+    assert result.reason == "no joint configuration measured kept every deployment within its bound"
 
 
 def test_a_set_search_measures_together_and_writes_stock_configs(setup, tmp_path):

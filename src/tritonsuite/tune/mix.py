@@ -28,10 +28,20 @@ from tritonsuite.load.search import judge
 from tritonsuite.profiles.tunespace import DIMENSIONS, Budget, Candidate, TuneSpace
 from tritonsuite.tune.runner import TuneTarget
 from tritonsuite.tune.strategy import Evaluation, run_strategy, winner
+from tritonsuite.core.reasons import reason
 
 ABAB_ROUNDS = 3
 MIN_COMPARABLE = 2
 MIN_EFFECT = 0.10
+#: every "keep the profile's configurations" answer, and the tests that make it happen (tritonsuite.core.reasons)
+REASONS = (
+    reason("no joint configuration measured kept every deployment within its bound",
+           "test_mix_tune.py::test_the_profiles_configuration_stays_unless_the_winner_holds_up_interleaved"),
+    reason("it is the best joint configuration measured (weighted {} inf/s)",
+           "test_mix_tune.py::test_the_profiles_configuration_stays_unless_the_winner_holds_up_interleaved"),
+    reason("in every comparable pair (at least {} needed) when measured again interleaved:",
+           "test_mix_tune.py::test_the_profiles_configuration_stays_unless_the_winner_holds_up_interleaved"),
+)
 #: record(measurements, role, joint candidate, index of the deployment, meta) -> the row recorded
 Record = Callable[[Measurement, str, "JointCandidate", int, dict], object]
 
