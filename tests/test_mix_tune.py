@@ -28,6 +28,11 @@ SETTINGS_OF = dict(max_batch_size=8, intra_op_threads=1, dynamic_batching=True, 
 CONFIG = model_config("ida", default_registry().get("identity", "tiny"), "onnx", **SETTINGS_OF)
 
 
+#: the profile's configurations of the set search: a batcher that holds every request 400 ms waiting for a batch of
+#: 8 that 4 requests in flight never fill, so the profile's own configuration is over its bound by construction
+SLOW_DEFAULT = dict(SETTINGS_OF, preferred_batch_sizes=(8,), max_queue_delay_microseconds=400_000)
+
+
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     spec = default_registry().get("identity", "tiny")
@@ -36,7 +41,7 @@ def setup(tmp_path_factory):
     with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
         targets = []
         for name in ("ida", "idb"):
-            config = model_config(name, spec, artifact.format, **SETTINGS_OF)
+            config = model_config(name, spec, artifact.format, **SLOW_DEFAULT)
             directory = build_deployment(repo, config, artifact)
             server.load(directory)
             targets.append(TuneTarget(server, name, spec, directory, config, repo, "fp32", 1,
@@ -104,9 +109,12 @@ def test_a_set_search_measures_together_and_writes_stock_configs(setup, tmp_path
     from tritonclient.grpc import model_config_pb2
 
     server, spec, targets = setup
-    space = parse_space({"instance_count": [1, 2], "preferred_batch_sizes": [[4]],
-                         "max_queue_delay_microseconds": [100, 2000]}, "t", max_batch_size=8, instance_count=1,
-                        preferred_batch_sizes=(4,), max_queue_delay_microseconds=100, intra_op_threads=1,
+    # the one setting varied is the queue delay: the profile's 400 ms puts ida over its bound (avg <= 150 ms) by
+    # construction, 100 us puts it far within, on any host; so the winner is another configuration, measured again
+    # interleaved, and never shipped (the profile's pairs score 0: no comparable pair)
+    space = parse_space({"instance_count": [1], "preferred_batch_sizes": [[8]],
+                         "max_queue_delay_microseconds": [400_000, 100]}, "t", max_batch_size=8, instance_count=1,
+                        preferred_batch_sizes=(8,), max_queue_delay_microseconds=400_000, intra_op_threads=1,
                         concurrency=(1,))
     inputs = spec.example_inputs(1, 0)
     traffic = [Traffic(t.name, inputs, spec.outputs, LoadPoint(1, c), t.description) for t, c in zip(targets, (4, 2))]
@@ -115,7 +123,7 @@ def test_a_set_search_measures_together_and_writes_stock_configs(setup, tmp_path
     def record(m, role, candidate, i, meta):
         recorded.append((role, i, candidate, meta, m))
 
-    bound = LatencyBound.parse("avg <= 500 ms")
+    bound = LatencyBound.parse("avg <= 150 ms")
     result = tune_set(targets, [space, space], traffic, [bound, None], [1.0, 0.5], SETTINGS, record, Budget(3, 5.0))
     print(result.describe())
     evidence = [r for r in recorded if r[0] == "tune-evidence"]
@@ -129,20 +137,20 @@ def test_a_set_search_measures_together_and_writes_stock_configs(setup, tmp_path
         assert candidate == evaluation.candidate and meta["within"] == meta1["within"] == within
         assert evaluation.score == (pytest.approx(weighted, rel=1e-12) if within else 0.0)
         assert meta["weighted_score"] == meta1["weighted_score"] == round(evaluation.score, 3)
+    assert result.evaluations[0].candidate == result.default and result.evaluations[0].score == 0.0
     scored = [e for e in result.evaluations if e.score > 0]
-    assert result.best == (max(scored, key=lambda e: (e.score, -e.order)) if scored else None)
+    assert scored and result.best == max(scored, key=lambda e: (e.score, -e.order)) and result.best.candidate != \
+        result.default
+    assert result.best.candidate.members[0].max_queue_delay_microseconds == 100
     abab = [(role, i) for role, i, *_ in recorded if role.startswith("tune-abab")]
-    if result.best is None or result.best.candidate == result.default:  # nothing to measure again
-        assert not abab and not result.pairs and not result.recommended and result.shipped == result.default
-        assert result.reason.startswith("no joint configuration" if result.best is None else "it is the best")
-    else:  # re-measured interleaved, both deployments each time: default, winner, default, winner, ...
-        assert abab == [("tune-abab-default", 0), ("tune-abab-default", 1), ("tune-abab-winner", 0),
-                        ("tune-abab-winner", 1)] * 3
-        scores = [meta["weighted_score"] for role, i, _, meta, _ in recorded if role.startswith("tune-abab") and i == 0]
-        assert [round(v, 3) for pair in result.pairs for v in pair] == scores
-        judged = [(d, w) for d, w in result.pairs if d > 0 and w > 0]
-        assert result.recommended == (len(judged) >= 2 and all(w > 1.1 * d for d, w in judged)), result.pairs
-        assert result.shipped == (result.best.candidate if result.recommended else result.default)
+    # re-measured interleaved, both deployments each time: default, winner, default, winner, ...
+    assert abab == [("tune-abab-default", 0), ("tune-abab-default", 1), ("tune-abab-winner", 0),
+                    ("tune-abab-winner", 1)] * 3
+    scores = [meta["weighted_score"] for role, i, _, meta, _ in recorded if role.startswith("tune-abab") and i == 0]
+    assert [round(v, 3) for pair in result.pairs for v in pair] == scores
+    assert [d for d, _ in result.pairs] == [0.0] * 3 and all(w > 0 for _, w in result.pairs), result.pairs
+    assert not result.recommended and result.shipped == result.default
+    assert "in every comparable pair (at least 2 needed) when measured again interleaved: 0.0 vs " in result.reason
     paths = write_configs(tmp_path, targets, result.shipped)
     for path, target, candidate in zip(paths, targets, result.shipped.members):
         config = text_format.Parse(path.read_text(), model_config_pb2.ModelConfig())
