@@ -176,7 +176,8 @@ def test_identity_catches_a_version_policy_serving_the_wrong_version(repo, serve
     load_with(server, directory, version_policy={"specific": {"versions": [1]}})
     result = check(server, directory, "identity")
     assert result.verdict == "fail"
-    assert "READY versions [1], but version policy latest {num_versions: 1} selects [3]" in result.reason
+    assert "READY versions [1], but version policy latest {num_versions: 1} selects [3] of the version directories " \
+        "[1, 2, 3]" in result.reason
 
 
 def test_batching_catches_a_deployment_that_runs_requests_one_by_one(repo, server):
