@@ -199,7 +199,7 @@ def test_instances_catches_instances_that_never_run_at_once(repo, server):
     load_with(server, broken, instance_group=[{"count": 1, "kind": "KIND_CPU"}])  # served with one instance
     result = check(server, broken, "instances")
     assert result.verdict == "fail"
-    assert "2 instances declared, but executions did not overlap" in result.reason
+    assert "2 instances declared, but executions did not overlap (compute" in result.reason
 
 
 def test_refusals_catch_a_model_that_dies_on_bad_input(repo, server):
