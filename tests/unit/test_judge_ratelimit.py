@@ -40,7 +40,8 @@ def test_executions_overlapping_past_what_the_pool_admits_fail():
     assert given.verdict == "pass", given.reason
     given = judge(2_210_000_000, given=["R:2"])
     assert given.verdict == "fail"
-    assert given.reason == "the rate limiter admits 2 instance(s) at once, but executions overlapped 2.21x the wall time"
+    assert given.reason == ("the rate limiter admits 2 instance(s) at once, but executions overlapped 2.21x the "
+                            "wall time")
 
 
 def test_failed_requests_fail_before_the_overlap_is_judged():

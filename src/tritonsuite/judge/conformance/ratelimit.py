@@ -97,8 +97,8 @@ def judge_rate_limiter(name: str, instances: list[dict[str, int]], pool: dict[st
     compute_s = delta.get("execution_ns", 0) / 1e9
     overlap = compute_s / elapsed if elapsed > 0 else 0.0
     failed = [a for a in answers if not a.ok]
-    declared = f"{len(instances)} instances needing {instances[0] if len(set(map(str, instances))) == 1 else instances}" \
-               f" of pool {pool}: at most {cap} at once"
+    needs = instances[0] if len(set(map(str, instances))) == 1 else instances
+    declared = f"{len(instances)} instances needing {needs} of pool {pool}: at most {cap} at once"
     observed = (f"{delta.get('execution_count', 0)} executions at concurrency {concurrency}: compute {compute_s:.3f} s "
                 f"over {elapsed:.3f} s (overlap {overlap:.2f})")
     evidence = {"instances": len(instances), "pool": pool, "admitted": cap, "concurrency": concurrency,
