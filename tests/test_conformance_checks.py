@@ -176,7 +176,8 @@ def test_identity_catches_a_version_policy_serving_the_wrong_version(repo, serve
     load_with(server, directory, version_policy={"specific": {"versions": [1]}})
     result = check(server, directory, "identity")
     assert result.verdict == "fail"
-    assert "READY versions [1], but version policy latest {num_versions: 1} selects [3]" in result.reason
+    assert "READY versions [1], but version policy latest {num_versions: 1} selects [3] of the version directories " \
+        "[1, 2, 3]" in result.reason
 
 
 def test_batching_catches_a_deployment_that_runs_requests_one_by_one(repo, server):
@@ -198,7 +199,7 @@ def test_instances_catches_instances_that_never_run_at_once(repo, server):
     load_with(server, broken, instance_group=[{"count": 1, "kind": "KIND_CPU"}])  # served with one instance
     result = check(server, broken, "instances")
     assert result.verdict == "fail"
-    assert "2 instances declared, but executions did not overlap" in result.reason
+    assert "2 instances declared, but executions did not overlap (compute" in result.reason
 
 
 def test_refusals_catch_a_model_that_dies_on_bad_input(repo, server):

@@ -212,6 +212,7 @@ def test_ragged_batches_shapes_together_only_where_allowed(repo, server):
     result = check(server, broken, "ragged", WORK)
     assert result.verdict == "fail"
     assert "allow_ragged_batch declared on ['INPUT0'], but every one of" in result.reason, result.reason
+    assert "executions held one request while" in result.reason, result.reason
     assert set(result.evidence["batch_stats"]) == {1}
 
 
@@ -227,6 +228,7 @@ def test_ragged_default_keeps_shapes_apart_and_catches_a_batcher_that_mixes_them
     result = check(server, mixing, "ragged", WORK)
     assert result.verdict == "fail"
     assert "no allow_ragged_batch on ['INPUT0'], but" in result.reason, result.reason
+    assert "execution(s) held requests of different shapes (batch sizes" in result.reason, result.reason
 
 
 def test_ragged_is_skipped_without_a_variable_dim(repo, server):

@@ -108,7 +108,7 @@ def test_instances_catches_a_sequence_model_served_with_one_instance(repo, serve
     load_with(server, broken, instance_group=[{"count": 1, "kind": "KIND_CPU"}])
     result = check(server, broken, "instances")
     assert result.verdict == "fail", result.line()
-    assert "2 instances declared, but executions did not overlap" in result.reason
+    assert "2 instances declared, but executions did not overlap (compute" in result.reason
 
 
 def test_reload_of_a_sequence_model_counts_the_sequences_it_cuts(repo, server):
@@ -162,7 +162,8 @@ def test_batching_and_instances_catch_an_ensemble_whose_step_is_served_otherwise
     assert "ens_step_served_otherwise: dynamic batching declared, but every one of" in batching.reason
     instances = check(server, broken, "instances", sixteen)
     assert instances.verdict == "fail", instances.line()
-    assert "ens_step_served_otherwise: 2 instances declared, but executions did not overlap" in instances.reason
+    assert "ens_step_served_otherwise: 2 instances declared, but executions did not overlap (compute" \
+        in instances.reason
 
 
 def test_reload_catches_an_ensemble_whose_configuration_does_not_load(repo, server):

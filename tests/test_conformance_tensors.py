@@ -210,7 +210,8 @@ def test_steps_catches_an_ensemble_served_with_its_step_twice(repo, server):
     load_with(server, broken, ensemble_scheduling=twice)
     result = check(server, broken, "steps")
     assert result.verdict == "fail", result.line()
-    assert "step model step_twice version 1 ran 32 requests for 16 answered ensemble requests" in result.reason
+    assert "step model step_twice version 1 ran 32 requests for 16 answered ensemble requests (declared: 1 per " \
+        "request)" in result.reason
 
 
 def test_the_field_checks_skip_a_deployment_that_declares_none_of_their_fields(repo, server):

@@ -43,21 +43,36 @@ QUEUE_SLACK_MS = 10.0
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
-    reason("{} of {} requests failed ({})"),
+    reason("{} of {} requests failed ({})",
+           "unit/test_judge_batching.py::test_failed_requests_fail_with_the_first_error",
+           "unit/test_judge_batching.py::test_failed_requests_fail_the_instances_check_first"),
     reason("executions of batch {} exceed max_batch_size {}",
-           "unit/test_repository.py::test_bad_deployment_settings_are_rejected"),
-    reason("the statistics extension reported no batch_stats for the load"),
+           "unit/test_judge_batching.py::test_executions_larger_than_max_batch_size_fail"),
+    reason("the statistics extension reported no batch_stats for the load",
+           "unit/test_judge_batching.py::test_a_load_without_batch_stats_fails"),
     reason("{} batching declared, but every one of {} executions held one request (batch {}) under {} concurrent "
            "requests",
+           "unit/test_judge_batching.py::test_one_request_per_execution_while_requests_waited_fails",
+           "unit/test_judge_batching.py::test_an_ensemble_names_the_step_that_fails",
+           "test_conformance_checks.py::test_batching_catches_a_deployment_that_runs_requests_one_by_one",
            "test_conformance_kinds.py::test_batching_catches_a_sequence_model_served_with_one_slot",
            "test_conformance_kinds.py::test_batching_and_instances_catch_an_ensemble_whose_step_is_served_otherwise"),
-    reason("no execution reached a preferred batch size {} (largest {}) under load of {} samples in flight"),
+    reason("no execution reached a preferred batch size {} (largest {}) under load of {} samples in flight",
+           "unit/test_judge_batching.py::test_batches_short_of_every_preferred_size_while_enough_requests_waited_fail"),
     reason("queue time {} ms per request (over {}) exceeds the queue delay {} us plus {} execution(s) of {} ms ({} "
-           "ms)"),
-    reason("{}, but {} requests ran as {} executions (histogram {})"),
-    reason("{}one instance declared, but executions overlapped (compute {}x the wall time)"),
+           "ms)",
+           "unit/test_judge_batching.py::test_a_queue_time_past_the_queue_delay_and_the_executions_ahead_fails"),
+    reason("{}, but {} requests ran as {} executions (histogram {})",
+           "unit/test_judge_batching.py::test_requests_grouped_without_a_batcher_fail"),
+    reason("{}one instance declared, but executions overlapped (compute {}x the wall time)",
+           "unit/test_judge_batching.py::test_one_instance_whose_executions_overlap_fails",
+           "unit/test_judge_batching.py::test_an_ensemble_names_the_step_whose_instances_fail"),
     reason("{}{} instances declared, but executions did not overlap (compute {}x the wall time under {} concurrent "
-           "requests)"),
+           "requests)",
+           "unit/test_judge_batching.py::test_instances_whose_executions_never_overlap_fail",
+           "test_conformance_checks.py::test_instances_catches_instances_that_never_run_at_once",
+           "test_conformance_kinds.py::test_instances_catches_a_sequence_model_served_with_one_instance",
+           "test_conformance_kinds.py::test_batching_and_instances_catch_an_ensemble_whose_step_is_served_otherwise"),
 )
 
 
@@ -112,7 +127,6 @@ def check_batching(target: Target) -> CheckResult:
     b = target.batch_size
     models = target.driver.scheduled()  # an ensemble's steps, else the deployment itself
     concurrency = max([2] + [math.ceil(2 * _largest(m) / b) for m in models if m.batcher is not None])
-    declared = "; ".join(_declared(m, b) for m in models)
     requests = max(MIN_REQUESTS, REQUESTS_PER_CLIENT * concurrency)
     deltas, answers, elapsed = _load(target, concurrency, requests, [m.name for m in models])
     if any(_unmet(m, deltas[m.name]["batch_stats"], b) for m in models):
@@ -122,9 +136,17 @@ def check_batching(target: Target) -> CheckResult:
         more, more_answers, more_elapsed = _load(target, concurrency, 2 * requests, [m.name for m in models])
         deltas = {m: _pooled(v, more[m]) for m, v in deltas.items()}
         answers, elapsed = answers + more_answers, elapsed + more_elapsed
+    return judge_batching(target.name, models, deltas, answers, elapsed, concurrency, b)
+
+
+def judge_batching(name: str, models, deltas: dict, answers: list, elapsed: float, concurrency: int,
+                   b: int) -> CheckResult:
+    """The verdict from the load's observations: each judged model's statistics delta (``deltas``: name -> delta),
+    the answers, the load's wall time and concurrency, the batch size of its requests."""
+    declared = "; ".join(_declared(m, b) for m in models)
     failed = [a for a in answers if not a.ok]
     judged = [_judge(m, deltas[m.name], len(answers), elapsed, concurrency, b) for m in models]
-    one = len(models) == 1 and models[0].name == target.name  # else each judged model is named
+    one = len(models) == 1 and models[0].name == name  # else each judged model is named
     evidence = {"concurrency": concurrency, "request_batch": b, "requests": len(answers), "failed": len(failed),
                 "seconds": round(elapsed, 3)}
     if one:
@@ -137,8 +159,8 @@ def check_batching(target: Target) -> CheckResult:
     problems += [("" if one else f"{m.name}: ") + p for m, j in zip(models, judged) for p in j[0]]
     skipped = [("" if one else f"{m.name}: ") + j[1] for m, j in zip(models, judged) if j[1]]
     if not problems and skipped and len(skipped) == len(models):
-        return CheckResult(target.name, "batching", declared, observed, "skipped", "; ".join(skipped), evidence)
-    return CheckResult(target.name, "batching", declared, observed, "fail" if problems else "pass",
+        return CheckResult(name, "batching", declared, observed, "skipped", "; ".join(skipped), evidence)
+    return CheckResult(name, "batching", declared, observed, "fail" if problems else "pass",
                        "; ".join(problems), evidence)
 
 
@@ -198,14 +220,20 @@ def _judge(d, delta: dict, sent: int, elapsed: float, concurrency: int, b: int) 
 
 def check_instances(target: Target) -> CheckResult:
     models = list(target.driver.scheduled())  # an ensemble's steps, else the deployment itself
-    # none declared: Triton's default, as the server completed the configuration (two KIND_CPU instances here)
-    defaults = [m.name for m in models if not m.config.get("instance_group")]
-    one = len(models) == 1 and models[0].name == target.name  # else each judged model is named
     # every instance busy: twice what the instances take at once (a batcher groups up to its largest batch)
     concurrency = min(MAX_CONCURRENCY, max(2 * m.instance_count * math.ceil(_largest(m) / target.batch_size)
                                            for m in models))
     requests = max(4 * concurrency, 16)
     deltas, answers, elapsed = _load(target, concurrency, requests, [m.name for m in models])
+    return judge_instances(target.name, models, deltas, answers, elapsed, concurrency)
+
+
+def judge_instances(name: str, models, deltas: dict, answers: list, elapsed: float, concurrency: int) -> CheckResult:
+    """The verdict from the load's observations: each judged model's statistics delta (``deltas``: name -> delta),
+    the answers, the load's wall time and concurrency."""
+    # none declared: Triton's default, as the server completed the configuration (two KIND_CPU instances here)
+    defaults = [m.name for m in models if not m.config.get("instance_group")]
+    one = len(models) == 1 and models[0].name == name  # else each judged model is named
     failed = [a for a in answers if not a.ok]
     evidence = {"concurrency": concurrency, "requests": len(answers), "wall_s": round(elapsed, 4)}
     declared, observed, problems, skipped = [], [], [], []
@@ -239,6 +267,6 @@ def check_instances(target: Target) -> CheckResult:
     if failed:
         problems.insert(0, f"{len(failed)} of {len(answers)} requests failed ({failed[0].error})")
     if not problems and len(skipped) == len(models):
-        return CheckResult(target.name, "instances", declared, observed, "skipped", "; ".join(skipped), evidence)
-    return CheckResult(target.name, "instances", declared, observed, "fail" if problems else "pass",
+        return CheckResult(name, "instances", declared, observed, "skipped", "; ".join(skipped), evidence)
+    return CheckResult(name, "instances", declared, observed, "fail" if problems else "pass",
                        "; ".join(problems), evidence)

@@ -18,19 +18,27 @@ from tritonsuite.core.reasons import reason
 
 REQUESTS = 5  # answered requests of each batch size
 SETTLE_S = 3.0  # how long the counters may take to show the last requests
+PROBES = 2  # requests of a wrong shape sent, refused before they reach the scheduler
 
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("statistics count {} successes, the client got {} answers",
+           "unit/test_judge_counters.py::test_successes_the_client_did_not_get_fail",
            "test_conformance_kinds.py::test_counters_catch_a_second_client_on_a_decoupled_model",
            "test_conformance_checks.py::test_counters_catch_a_second_client_on_the_model"),
-    reason("statistics count {} failures, the client saw {}"),
-    reason("{} cache hits for requests never sent before"),
-    reason("statistics count {} inferences, the client sent {} answered samples"),
-    reason("{} executions, but the batch-size histogram counts {}"),
-    reason("{} executions for {} requests"),
-    reason("{} rose by {}, the statistics by {}"),
+    reason("statistics count {} failures, the client saw {}",
+           "unit/test_judge_counters.py::test_failures_the_client_did_not_see_fail"),
+    reason("{} cache hits for requests never sent before",
+           "unit/test_judge_counters.py::test_cache_hits_on_requests_never_sent_before_fail"),
+    reason("statistics count {} inferences, the client sent {} answered samples",
+           "unit/test_judge_counters.py::test_inferences_other_than_the_samples_answered_fail"),
+    reason("{} executions, but the batch-size histogram counts {}",
+           "unit/test_judge_counters.py::test_executions_the_histogram_does_not_count_fail"),
+    reason("{} executions for {} requests",
+           "unit/test_judge_counters.py::test_more_executions_than_requests_fail"),
+    reason("{} rose by {}, the statistics by {}",
+           "unit/test_judge_counters.py::test_metrics_that_rose_otherwise_than_the_statistics_fail"),
 )
 
 
@@ -50,8 +58,7 @@ def check_counters(target: Target) -> CheckResult:
                 failed += 1
     shape_probe = next(p for p in probes(target) if p[0] == "wrong shape")
     send = SENDERS[protocols(target)[0]]
-    refused = sum(send(target.server, target.name, *shape_probe[1:])[0] not in (200, "OK") for _ in range(2))
-    sent = answered + failed + 2
+    refused = sum(send(target.server, target.name, *shape_probe[1:])[0] not in (200, "OK") for _ in range(PROBES))
     deadline = time.monotonic() + SETTLE_S
     while True:
         s = stats_delta(statistics(target.server, target.name), before_stats)
@@ -61,6 +68,16 @@ def check_counters(target: Target) -> CheckResult:
         if not problems or time.monotonic() > deadline:
             break
         time.sleep(0.1)
+    return judge_counters(target.name, s, m, answered, failed, samples, refused, batches)
+
+
+def judge_counters(name: str, s: dict, m: dict | None, answered: int, failed: int, samples: int, refused: int,
+                   batches: list[int]) -> CheckResult:
+    """The verdict from the counters' rise over the mix (``s``: the statistics delta, ``m``: the metrics' rise, None
+    where the metrics endpoint is not known) and what the client saw: requests answered (``samples`` in them) and
+    failed, refused before scheduling, the batch sizes sent."""
+    problems = _compare(s, m, answered, failed, samples)
+    sent = answered + failed + PROBES
     evidence = {"client": {"sent": sent, "answered": answered, "failed": failed, "refused_before_scheduling": refused,
                            "samples_answered": samples, "batch_sizes": batches},
                 "statistics": {k: s.get(k, 0) for k in ("success_count", "fail_count", "inference_count",
@@ -76,9 +93,9 @@ def check_counters(target: Target) -> CheckResult:
     declared = (f"client: {answered} answered ({samples} samples, batches {batches}), {failed} failed, {refused} "
                 f"refused for a wrong shape")
     if m is None and not problems:
-        return CheckResult(target.name, "counters", declared, observed, "pass",
+        return CheckResult(name, "counters", declared, observed, "pass",
                            "", evidence | {"note": "statistics only: the metrics endpoint is not known"})
-    return CheckResult(target.name, "counters", declared, observed, "fail" if problems else "pass",
+    return CheckResult(name, "counters", declared, observed, "fail" if problems else "pass",
                        "; ".join(problems), evidence)
 
 

@@ -38,12 +38,18 @@ MAX_SHAPES = 6
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
-    reason("{} of {} requests failed ({})"),
+    reason("{} of {} requests failed ({})",
+           "unit/test_judge_ragged.py::test_failed_requests_fail_with_the_first_error"),
     reason("no allow_ragged_batch on {}, but {} execution(s) held requests of different shapes (batch sizes {}, one "
-           "request of each shape in flight)"),
+           "request of each shape in flight)",
+           "unit/test_judge_ragged.py::test_an_execution_mixing_shapes_without_allow_ragged_batch_fails",
+           "test_conformance_fields.py::test_ragged_default_keeps_shapes_apart_and_catches_a_batcher_that_mixes_them"),
     reason("allow_ragged_batch declared on {}, but every one of {} executions held one request while {} requests of "
-           "{} shapes waited on average"),
-    reason("the statistics extension reported no batch_stats for the load"),
+           "{} shapes waited on average",
+           "unit/test_judge_ragged.py::test_allow_ragged_batch_with_every_execution_alone_while_requests_waited_fails",
+           "test_conformance_fields.py::test_ragged_batches_shapes_together_only_where_allowed"),
+    reason("the statistics extension reported no batch_stats for the load",
+           "unit/test_judge_ragged.py::test_a_load_without_batch_stats_fails"),
 )
 
 
@@ -73,11 +79,15 @@ def _shaped(target: Target, names: list[str], length: int, seed: int) -> dict[st
     return request
 
 
+def _declared(names: list[str], ragged: bool) -> str:
+    return (f"allow_ragged_batch on {names}: requests of different shapes batched together" if ragged else
+            f"no allow_ragged_batch on {names}: requests of different shapes never in one execution")
+
+
 def check_ragged(target: Target) -> CheckResult:
     d = target.description
     names, ragged = _varied(target)
-    declared = (f"allow_ragged_batch on {names}: requests of different shapes batched together" if ragged else
-                f"no allow_ragged_batch on {names}: requests of different shapes never in one execution")
+    declared = _declared(names, ragged)
     if d.dynamic_batching is None or not d.batching:
         return CheckResult(target.name, "ragged", declared if names else "-", "-", "skipped",
                            "no dynamic batcher: requests never share an execution, whatever their shapes")
@@ -107,6 +117,15 @@ def check_ragged(target: Target) -> CheckResult:
         t.join(300)
     elapsed = time.monotonic() - start
     delta = stats_delta(counted(target.server, target.name, before, sum(a.ok for a in answers)), before)
+    return judge_ragged(target.name, names, ragged, b, concurrency, delta, answers, elapsed)
+
+
+def judge_ragged(name: str, names: list[str], ragged: bool, b: int, concurrency: int, delta: dict, answers: list,
+                 elapsed: float) -> CheckResult:
+    """The verdict from the load's observations: the varied inputs (``names``) and whether they declare
+    allow_ragged_batch, the requests' batch size, the shapes in flight (``concurrency``), the statistics delta over
+    the load, its answers and wall time."""
+    declared = _declared(names, ragged)
     hist = delta["batch_stats"]
     count = delta.get("success_count", 0)
     queue_ms = delta.get("queue_ns", 0) / max(delta.get("queue_count", 0), 1) / 1e6
@@ -129,13 +148,13 @@ def check_ragged(target: Target) -> CheckResult:
                         f"executions held one request while {waiting:.2f} requests of {concurrency} shapes waited on "
                         f"average")
     if problems:
-        return CheckResult(target.name, "ragged", declared, observed, "fail", "; ".join(problems), evidence)
+        return CheckResult(name, "ragged", declared, observed, "fail", "; ".join(problems), evidence)
     if not hist:
-        return CheckResult(target.name, "ragged", declared, observed, "fail",
+        return CheckResult(name, "ragged", declared, observed, "fail",
                            "the statistics extension reported no batch_stats for the load", evidence)
     if not mixed and waiting < 1:  # one request per execution shows nothing unless requests waited
-        return CheckResult(target.name, "ragged", declared, observed, "skipped",
+        return CheckResult(name, "ragged", declared, observed, "skipped",
                            f"{waiting:.2f} requests waited on average ({count} requests x {queue_ms:.2f} ms queue over "
                            f"{elapsed:.3f} s): the instances kept up with {concurrency} clients, so the batcher had "
                            f"nothing to group", evidence)
-    return CheckResult(target.name, "ragged", declared, observed, "pass", "", evidence)
+    return CheckResult(name, "ragged", declared, observed, "pass", "", evidence)

@@ -26,8 +26,10 @@ MIN_COMPUTE_S = 0.2
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
-    reason("{} of {} requests failed ({})"),
+    reason("{} of {} requests failed ({})",
+           "unit/test_judge_ratelimit.py::test_failed_requests_fail_before_the_overlap_is_judged"),
     reason("the rate limiter admits {} instance(s) at once, but executions overlapped {}x the wall time",
+           "unit/test_judge_ratelimit.py::test_executions_overlapping_past_what_the_pool_admits_fail",
            "test_conformance_tensors.py::test_rate_limiter_catches_instances_served_without_their_resources"),
 )
 
@@ -82,29 +84,35 @@ def check_rate_limiter(target: Target) -> CheckResult:
                            f"the server runs with --rate-limit {mode[-1] if mode else 'off'} (Triton's default off): "
                            f"rate_limiter resources are not enforced; start it with --rate-limit execution_count")
     pool = _pool(instances, target.server.started_with("--rate-limit-resource") or [])
-    cap = admitted(instances, pool)
     concurrency = min(MAX_CONCURRENCY, 2 * len(instances) * math.ceil(_largest(d) / target.batch_size))
     deltas, answers, elapsed = _load(target, concurrency, max(4 * concurrency, 16), [d.name])
-    delta = deltas[d.name]
+    return judge_rate_limiter(target.name, instances, pool, concurrency, deltas[d.name], answers, elapsed)
+
+
+def judge_rate_limiter(name: str, instances: list[dict[str, int]], pool: dict[str, int], concurrency: int,
+                       delta: dict, answers: list, elapsed: float) -> CheckResult:
+    """The verdict from the load's observations: each instance's resource needs, the pool, the load's concurrency,
+    the model's statistics delta over it, its answers and wall time."""
+    cap = admitted(instances, pool)
     compute_s = delta.get("execution_ns", 0) / 1e9
     overlap = compute_s / elapsed if elapsed > 0 else 0.0
     failed = [a for a in answers if not a.ok]
-    declared = f"{len(instances)} instances needing {instances[0] if len(set(map(str, instances))) == 1 else instances}" \
-               f" of pool {pool}: at most {cap} at once"
+    needs = instances[0] if len(set(map(str, instances))) == 1 else instances
+    declared = f"{len(instances)} instances needing {needs} of pool {pool}: at most {cap} at once"
     observed = (f"{delta.get('execution_count', 0)} executions at concurrency {concurrency}: compute {compute_s:.3f} s "
                 f"over {elapsed:.3f} s (overlap {overlap:.2f})")
     evidence = {"instances": len(instances), "pool": pool, "admitted": cap, "concurrency": concurrency,
                 "requests": len(answers), "executions": delta.get("execution_count", 0),
                 "compute_infer_s": round(compute_s, 4), "wall_s": round(elapsed, 4), "overlap": round(overlap, 3)}
     if failed:
-        return CheckResult(target.name, "rate_limiter", declared, observed, "fail",
+        return CheckResult(name, "rate_limiter", declared, observed, "fail",
                            f"{len(failed)} of {len(answers)} requests failed ({failed[0].error})", evidence)
     if overlap > cap * (1 + SLACK):
-        return CheckResult(target.name, "rate_limiter", declared, observed, "fail",
+        return CheckResult(name, "rate_limiter", declared, observed, "fail",
                            f"the rate limiter admits {cap} instance(s) at once, but executions overlapped "
                            f"{overlap:.2f}x the wall time", evidence)
     if compute_s < MIN_COMPUTE_S:
-        return CheckResult(target.name, "rate_limiter", declared, observed, "skipped",
+        return CheckResult(name, "rate_limiter", declared, observed, "skipped",
                            f"executions too short here ({compute_s * 1e3 / max(evidence['executions'], 1):.2f} ms "
                            f"each) to show their overlap", evidence)
-    return CheckResult(target.name, "rate_limiter", declared, observed, "pass", "", evidence)
+    return CheckResult(name, "rate_limiter", declared, observed, "pass", "", evidence)

@@ -20,8 +20,11 @@ REQUESTS = 16  # ensemble requests sent (two connections)
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
-    reason("{} of {} ensemble requests failed ({})"),
-    reason("step model {} version {} ran {} requests for {} answered ensemble requests (declared: {} per request)"),
+    reason("{} of {} ensemble requests failed ({})",
+           "unit/test_judge_steps.py::test_failed_ensemble_requests_fail_with_the_first_error"),
+    reason("step model {} version {} ran {} requests for {} answered ensemble requests (declared: {} per request)",
+           "unit/test_judge_steps.py::test_a_step_run_twice_skipped_or_on_another_version_fails",
+           "test_conformance_tensors.py::test_steps_catches_an_ensemble_served_with_its_step_twice"),
 )
 
 
@@ -67,6 +70,15 @@ def check_steps(target: Target) -> CheckResult:
     ok = sum(a.ok for a in answers)
     after = poll(lambda: {m: _successes(target.server, m) for m in models},  # each step counted, and no more
                  lambda now: all(now[m].get(v, 0) - before[m].get(v, 0) >= n * ok for (m, v), n in expected.items()))
+    return judge_steps(target.name, expected, before, after, answers)
+
+
+def judge_steps(name: str, expected: Counter, before: dict, after: dict, answers: list) -> CheckResult:
+    """The verdict from the load's observations: the runs each (step model, version) is declared to make per
+    ensemble request (``expected``), each step model's successes per version before and after the load, and the
+    ensemble's answers."""
+    ok = sum(a.ok for a in answers)
+    models = sorted({m for m, _ in expected})
     ran = {(m, v): n - before[m].get(v, 0) for m in models for v, n in after[m].items() if n - before[m].get(v, 0)}
     problems = []
     if ok < len(answers):
@@ -80,7 +92,7 @@ def check_steps(target: Target) -> CheckResult:
                             f"requests (declared: {expected[key]} per request)")
     declared = ", ".join(f"{m} v{v}" + (f" x{n}" if n > 1 else "") for (m, v), n in expected.items())
     observed = ", ".join(f"{m} v{v}: {n}" for (m, v), n in sorted(ran.items())) + f" for {ok} ensemble requests"
-    return CheckResult(target.name, "steps", f"steps {declared}", observed, "fail" if problems else "pass",
+    return CheckResult(name, "steps", f"steps {declared}", observed, "fail" if problems else "pass",
                        "; ".join(problems), {"ensemble_requests_answered": ok, "sent": len(answers),
                                              "per_step_expected": {f"{m}:{v}": n for (m, v), n in expected.items()},
                                              "per_step_ran": {f"{m}:{v}": n for (m, v), n in ran.items()}})
