@@ -27,7 +27,7 @@ def test_a_probe_answered_or_refused_otherwise_names_triton_s_refusal():
         f"new sequence without START: refused with another error: HTTP 500: boom (Triton refuses it: {NO_START!r})"]
 
 
-def test_a_request_of_a_whole_sequence_refused_says_the_controls_may_not_reach_the_model():
+def test_a_request_of_a_whole_sequence_refused_fails():
     problems = judge_refusals([("START", "", ""), ("middle", "HTTP 500: control input START not given", "")])
     assert problems == ["the middle "
                         "request of a whole sequence failed (the control inputs the server fills reach the model):"
@@ -40,7 +40,7 @@ def test_a_refusal_reason_keeps_the_first_150_characters_of_the_error():
 
 
 # ---------------------------------------------------------------------------------------------------- controls
-def test_a_control_input_sent_by_a_client_and_answered_fails_and_a_refused_one_passes():
+def test_a_control_input_answered_from_a_client_fails():
     sent = [("START", "CONTROL_SEQUENCE_START", ""), ("READY", "CONTROL_SEQUENCE_READY", "HTTP 400: unexpected input")]
     assert judge_controls(sent) == ["control input START (CONTROL_SEQUENCE_START"
                                     ") sent as a client tensor was answered: the served configuration takes it from the client, not from the sequence batcher"]

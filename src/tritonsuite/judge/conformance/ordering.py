@@ -42,9 +42,11 @@ OVERLAP = 1.2  # compute over wall time that shows executions ran at once (1: ba
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
 REASONS = (
-    reason("{} of {} requests failed ({})", "unit/test_judge_ordering.py::test_failed_requests_of_the_first_burst_fail"),
+    reason("{} of {} requests failed ({})",
+           "unit/test_judge_ordering.py::test_failed_requests_of_the_first_burst_fail"),
     reason("{} true, but {} contested request pairs came back in the other order (request {}, sent {} ms after "
-           "request {}, answered {} ms before it)", "unit/test_judge_ordering.py::test_pairs_out_of_order_in_both_bursts_fail",
+           "request {}, answered {} ms before it)",
+           "unit/test_judge_ordering.py::test_pairs_out_of_order_in_both_bursts_fail",
            "test_conformance_fields.py::test_ordering_passes_responses_held_in_order_and_catches_them_reordered"),
 )
 

@@ -59,13 +59,14 @@ _IDS = itertools.count(1_000_000_000 + (os.getpid() % 1000) * 100_000)
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.judge.reasons)
 REASONS = (
-    reason("{}: {} (Triton refuses it: {})", "unit/test_judge_sequence.py::test_a_probe_answered_or_refused_otherwise_names_triton_s_refusal"),
+    reason("{}: {} (Triton refuses it: {})",
+           "unit/test_judge_sequence.py::test_a_probe_answered_or_refused_otherwise_names_triton_s_refusal"),
     reason("the {} request of a whole sequence failed (the control inputs the server fills reach the model): {}",
-           "unit/test_judge_sequence.py::test_a_request_of_a_whole_sequence_refused_says_the_controls_may_not_reach_the_model",
+           "unit/test_judge_sequence.py::test_a_request_of_a_whole_sequence_refused_fails",
            "test_conformance_sequence.py::test_a_sequence_model_served_otherwise_fails"),
     reason("control input {} ({}) sent as a client tensor was answered: the served configuration takes it from the "
            "client, not from the sequence batcher",
-           "unit/test_judge_sequence.py::test_a_control_input_sent_by_a_client_and_answered_fails_and_a_refused_one_passes",
+           "unit/test_judge_sequence.py::test_a_control_input_answered_from_a_client_fails",
            "test_conformance_sequence.py::test_a_sequence_model_served_otherwise_fails"),
     reason("{} of {} sequences were live at once (declared {} slots: max_batch_size/max_candidate_sequences x "
            "instances); no backlog: the server has more slots",
@@ -75,7 +76,8 @@ REASONS = (
            "instances); fewer slots than declared",
            "unit/test_judge_sequence.py::test_one_sequence_more_or_fewer_live_than_the_slots_fails",
            "test_conformance_sequence.py::test_a_sequence_model_served_otherwise_fails"),
-    reason("backlog: {} requests refused ({})", "unit/test_judge_sequence.py::test_a_backlog_request_refused_fails_with_the_first_error"),
+    reason("backlog: {} requests refused ({})",
+           "unit/test_judge_sequence.py::test_a_backlog_request_refused_fails_with_the_first_error"),
     reason("max_sequence_idle_microseconds {}: {}/{} sequences idle {} s were not released ({})",
            "unit/test_judge_sequence.py::test_an_idle_sequence_still_answered_was_not_released",
            "test_conformance_sequence.py::test_a_sequence_model_served_otherwise_fails"),
