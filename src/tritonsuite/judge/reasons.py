@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 #: the modules whose reasons are registered (each defines ``REASONS``)
 MODULES = tuple(f"tritonsuite.judge.conformance.{m}" for m in (
-    "identity", "batching", "ratelimit", "tensors", "steps", "sequence", "ordering", "ragged", "queue", "priority",
-    "decoupled", "cache", "refusals", "counters", "system", "warmup", "shutdown", "reload"))
+    "identity", "batching", "ratelimit", "tensors", "steps", "sequence", "state", "ordering", "ragged", "queue",
+    "priority", "decoupled", "cache", "refusals", "counters", "system", "warmup", "shutdown", "reload"))
 #: the list every module judges with; a module adds the names of its other ones in ``REASON_LISTS``
 LISTS = ("problems",)
 
