@@ -1,6 +1,6 @@
-"""The ``sequence`` and ``state`` checks (tritonsuite.judge.conformance.sequence) on the real embedded server: each
-passes a sound sequence model and fails one served otherwise than its config.pbtxt declares (a longer or shorter idle
-time, fewer or more slots, no control inputs, no sequence batcher) or whose model does not keep state as declared
+"""The ``sequence`` and ``state`` checks (tritonsuite.judge.conformance.sequence, .state) on the real embedded server:
+each passes a sound sequence model and fails one served otherwise than its config.pbtxt declares (a longer or shorter
+idle time, fewer or more slots, no control inputs, no sequence batcher) or whose model does not keep state as declared
 (ignores it, or keeps one state for every sequence). Python-backend models written here.
 
 r24.10's python backend reads an implicit state input (the server fills it with ``initial_state``) but never stores
