@@ -113,22 +113,23 @@ def test_no_priority_levels_is_skipped_with_why(deployed):
 
 
 # ----------------------------------------------------------------------- broken: served without the declared field
-BROKEN = [
-    ("q_size", "queue_policy", {"dynamic_batching": {}}, "max_queue_size 3: all 18 requests"),
+
+
+@pytest.mark.parametrize("model,name,override,words", [
+    ("q_size", "queue_policy", {"dynamic_batching": {}}, "max_queue_size 3: all 18 requests of a wave arriving within"),
     ("q_reject", "queue_policy", {"dynamic_batching": {}}, "answered after waiting past the 400 ms timeout"),
-    ("q_delay", "queue_policy", {"dynamic_batching": {}}, "no expired request was delayed"),
+    ("q_delay", "queue_policy", {"dynamic_batching": {}},
+     "fresh ones came, and none was served after the first of them: no expired request was delayed"),
     ("q_delay", "queue_policy", {"dynamic_batching": {"default_queue_policy": {
         "default_timeout_microseconds": 150000}}}, "DELAY declared, but"),
-    ("q_levels", "priority", {"dynamic_batching": {}}, "served in arrival order"),
+    ("q_levels", "priority", {"dynamic_batching": {}}, "ms): served in arrival order"),
     ("q_levels", "queue_policy", {"dynamic_batching": {"priority_levels": 3, "default_priority_level": 2}},
-     "priority_queue_policy[2]: max_queue_size 5: all 22"),
+     "priority_queue_policy[2]: max_queue_size 5: all 22 requests of a wave arriving within"),
     ("q_plain", "queue_policy", {"dynamic_batching": {"default_queue_policy": {"max_queue_size": 1}}},
      "requests refused (inference request failed with HTTP 503"),
-]
-
-
-@pytest.mark.parametrize("model,name,override,words", BROKEN, ids=[f"{m}-{n}-{i}" for i, (m, n, *_) in
-                                                                      enumerate(BROKEN)])
+], ids=[
+    "q_size-queue_policy-0", "q_reject-queue_policy-1", "q_delay-queue_policy-2", "q_delay-queue_policy-3",
+    "q_levels-priority-4", "q_levels-queue_policy-5", "q_plain-queue_policy-6"])
 def test_a_deployment_served_without_the_field_fails(deployed, model, name, override, words):
     server, directories = deployed
     load_with(server, directories[model], **override)

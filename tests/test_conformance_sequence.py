@@ -1,6 +1,6 @@
-"""The ``sequence`` and ``state`` checks (tritonsuite.judge.conformance.sequence) on the real embedded server: each
-passes a sound sequence model and fails one served otherwise than its config.pbtxt declares (a longer or shorter idle
-time, fewer or more slots, no control inputs, no sequence batcher) or whose model does not keep state as declared
+"""The ``sequence`` and ``state`` checks (tritonsuite.judge.conformance.sequence, .state) on the real embedded server:
+each passes a sound sequence model and fails one served otherwise than its config.pbtxt declares (a longer or shorter
+idle time, fewer or more slots, no control inputs, no sequence batcher) or whose model does not keep state as declared
 (ignores it, or keeps one state for every sequence). Python-backend models written here.
 
 r24.10's python backend reads an implicit state input (the server fills it with ``initial_state``) but never stores
@@ -211,15 +211,19 @@ def test_an_instance_group_without_a_count_is_judged_as_triton_serves_it(server,
 
 
 @pytest.mark.parametrize("served, words", [
-    ({"max_sequence_idle_microseconds": 10_000_000}, "max_sequence_idle_microseconds 200000: 2/2 sequences idle 0.4 s"
-                                                     " were not released"),
-    ({"max_sequence_idle_microseconds": 20_000}, "sequences sending every 0.05 s were cut"),
-    ({"max_batch_size": 1}, "1 of 4 sequences were live at once (declared 2 slots"),
-    ({"instance_group": [{"kind": "KIND_CPU", "count": 2}]}, "4 of 4 sequences were live at once (declared 2 slots"),
-    ({"control_input": None}, "whole sequence failed (the control inputs the server fills reach the model): "
-                              "inference request failed with HTTP 500: control input START not given"),
+    ({"max_sequence_idle_microseconds": 10_000_000}, "max_sequence_idle_microseconds 200000: 2/2 sequences idle 0.4 "
+                                                     "s were not released (answered)"),
+    ({"max_sequence_idle_microseconds": 20_000}, "sequences sending every 0.05 s were cut ("),
+    ({"max_batch_size": 1}, "1 of 4 sequences were live at once (declared 2 "
+                            "slots: max_batch_size/max_candidate_sequences x instances); fewer slots than declared"),
+    ({"instance_group": [{"kind": "KIND_CPU", "count": 2}]}, "4 of 4 sequences were live at once (declared 2 "
+     "slots: max_batch_size/max_candidate_sequences x instances); no backlog: the server has more slots"),
+    ({"control_input": None}, "the START "
+                              "request of a whole sequence failed (the control inputs the server fills reach the model):"
+                              " inference request failed with HTTP 500: control input START not given"),
     ({"control_input": CONTROLS[1:], "input": [INPUT, {**INPUT, "name": "START", "optional": True}]},
-     "control input START (CONTROL_SEQUENCE_START) sent as a client tensor was answered"),
+     "control input START (CONTROL_SEQUENCE_START"
+     ") sent as a client tensor was answered: the served configuration takes it from the client, not from the sequence batcher"),
     ({"sequence_batching": None}, "no correlation id: refused with another error"),
 ], ids=["idle-longer", "idle-shorter", "fewer-slots", "more-slots", "no-controls", "start-from-client",
         "no-sequence-batcher"])
@@ -262,8 +266,9 @@ def test_a_sound_state_model_passes_and_a_sequence_model_without_state_skips(ser
 
 
 @pytest.mark.parametrize("behaviour, words", [
-    ("ignores", "3/3 pairs of sequences answered their second request identically"),
-    ("leak", "state leaked across sequences"),
+    ("ignores", "3/3 "
+                "pairs of sequences answered their second request identically after different first requests: the state the first left did not reach it"),
+    ("leak", "the same sequence sent again after 14 others answered differently ("),
 ])
 def test_a_model_that_does_not_keep_state_as_declared_fails(server, repo, behaviour, words):
     directory = state_model(repo, f"state_{behaviour}", behaviour)
@@ -271,7 +276,8 @@ def test_a_model_that_does_not_keep_state_as_declared_fails(server, repo, behavi
     result = check(server, directory, "state")
     assert result.verdict == "fail" and words in result.reason, result.line()
     if behaviour == "leak":
-        assert "sequences interleaved answered otherwise than alone" in result.reason
+        assert "state leaked across sequences" in result.reason
+        assert "sequences interleaved answered otherwise than alone (" in result.reason
 
 
 def test_the_python_backend_drops_the_output_state(server, repo):
@@ -279,7 +285,8 @@ def test_the_python_backend_drops_the_output_state(server, repo):
     directory = state_model(repo, "state_implicit", "implicit")
     server.load(directory)
     result = check(server, directory, "state")
-    assert result.verdict == "fail" and "did not reach it" in result.reason, result.line()
+    words = "pairs of sequences answered their second request identically after different first requests: the state the first left did not reach it"
+    assert result.verdict == "fail" and words in result.reason, result.line()
 
 
 def test_a_state_model_served_with_its_state_as_a_client_input_fails(server, repo):
@@ -291,5 +298,4 @@ def test_a_state_model_served_with_its_state_as_a_client_input_fails(server, rep
         {"name": "INPUT_STATE", "data_type": state["data_type"], "dims": state["dims"], "optional": True}]})
     result = check(server, directory, "state")
     assert result.verdict == "fail" and result.reason == (
-        "state input INPUT_STATE sent as a client tensor was answered: the served configuration takes it from the "
-        "client"), result.line()
+        "state input INPUT_STATE sent as a client tensor was answered: the served configuration takes it from the client"), result.line()

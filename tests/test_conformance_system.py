@@ -150,6 +150,7 @@ def test_test04_catches_a_model_that_memoises_its_inputs(repo, server):
     assert result.verdict == "fail", result.line()
     assert result.reason.startswith("one input repeated cost ") and "inputs never sent before" in result.reason
     assert "no response_cache is declared" in result.reason
+    assert "), every round of one beyond every round of the other" in result.reason
     assert result.evidence["faster"] == "A" and result.evidence["decisive"]
 
 
@@ -159,6 +160,7 @@ def test_test05_catches_a_cost_that_depends_on_the_seed(repo, server):
     result = check(server, broken, "test05", inputs=skewed)
     assert result.verdict == "fail", result.line()
     assert result.reason.startswith("throughput depends on the input seed: seed 0 inputs cost ")
+    assert result.reason.endswith("), every round of one beyond every round of the other")
     assert result.evidence["faster"] == "A" and result.evidence["gap"] > 2
 
 

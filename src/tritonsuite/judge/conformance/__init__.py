@@ -41,7 +41,7 @@ _CHECKS = {
     "identity": "identity:check_identity", "batching": "batching:check_batching",
     "instances": "batching:check_instances", "rate_limiter": "ratelimit:check_rate_limiter",
     "tensors": "tensors:check_tensors", "classification": "tensors:check_classification", "steps": "steps:check_steps",
-    "sequence": "sequence:check_sequence", "state": "sequence:check_state", "ordering": "ordering:check_ordering",
+    "sequence": "sequence:check_sequence", "state": "state:check_state", "ordering": "ordering:check_ordering",
     "ragged": "ragged:check_ragged", "queue_policy": "queue:check_queue_policy", "priority": "priority:check_priority",
     "decoupled": "decoupled:check_decoupled", "cache": "cache:check_cache",
     "refusals": "refusals:check_refusals", "counters": "counters:check_counters",

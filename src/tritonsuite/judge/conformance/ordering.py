@@ -42,9 +42,12 @@ OVERLAP = 1.2  # compute over wall time that shows executions ran at once (1: ba
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
-    reason("{} of {} requests failed ({})"),
+    reason("{} of {} requests failed ({})",
+           "unit/test_judge_ordering.py::test_failed_requests_of_the_first_burst_fail"),
     reason("{} true, but {} contested request pairs came back in the other order (request {}, sent {} ms after "
-           "request {}, answered {} ms before it)"),
+           "request {}, answered {} ms before it)",
+           "unit/test_judge_ordering.py::test_pairs_out_of_order_in_both_bursts_fail",
+           "test_conformance_fields.py::test_ordering_passes_responses_held_in_order_and_catches_them_reordered"),
 )
 
 
@@ -138,6 +141,15 @@ def check_ordering(target: Target) -> CheckResult:
                          f"{r['reversed_pairs']} came back in the other order; {r['executions']} executions, compute "
                          f"{r['compute_infer_s']:.3f} s over {r['wall_s']:.3f} s of wall time (overlap "
                          f"{r['overlap']:.2f})" for n, r in enumerate(rounds))
+    verdict, why = judge_ordering(path, rounds)
+    return CheckResult(target.name, "ordering", declared, observed, verdict, why, evidence)
+
+
+def judge_ordering(path: str, rounds: list[dict]) -> tuple[str, str]:
+    """(verdict, reason) of the bursts as :func:`_round` found them (a second only where the first had pairs out of
+    order): fails on the first burst's failed requests, or pairs out of order in every burst; inconclusive (skipped)
+    where the last had no contested pair or its executions never overlapped."""
+    last = rounds[-1]
     problems = [f"{r['failed']} of {r['requests']} requests failed ({r['errors'][0]})" for r in rounds[:1]
                 if r["failed"]]
     if all(r["reversed_pairs"] for r in rounds):
@@ -146,12 +158,10 @@ def check_ordering(target: Target) -> CheckResult:
         problems.append(f"{path} true, but {counts} contested request pairs came back in the other order (request "
                         f"{j}, sent {apart} ms after request {i}, answered {first} ms before it)")
     if problems:
-        return CheckResult(target.name, "ordering", declared, observed, "fail", "; ".join(problems), evidence)
+        return "fail", "; ".join(problems)
     if not last["contested_pairs"] or last["overlap"] < OVERLAP:
         why = ("no request was still unanswered when a later one was sent" if not last["contested_pairs"] else
                f"executions never overlapped (compute {last['compute_infer_s']:.3f} s over {last['wall_s']:.3f} s, "
                f"overlap {last['overlap']:.2f} < {OVERLAP})")
-        return CheckResult(target.name, "ordering", declared, observed, "skipped",
-                           f"inconclusive: {why}, so responses could not come out of order with or without {path}",
-                           evidence)
-    return CheckResult(target.name, "ordering", declared, observed, "pass", "", evidence)
+        return "skipped", f"inconclusive: {why}, so responses could not come out of order with or without {path}"
+    return "pass", ""

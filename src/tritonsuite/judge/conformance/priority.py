@@ -19,15 +19,19 @@ from tritonsuite.judge.conformance.waves import (MAX_BURST, PROBES, QUEUE_FULL, 
                                                  capacity, combine, failures, latencies, measure, not_queued, pace,
                                                  unpaced)
 from tritonsuite.judge.conformance.result import CheckResult, Target
+from tritonsuite.load.exchange import Answer
 from tritonsuite.load.http import RequestOptions
 from tritonsuite.core.reasons import reason
 
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
-    reason("{} requests failed ({})"),
+    reason("{} requests failed ({})", "unit/test_judge_queue.py::test_a_probe_failed_otherwise_than_by_a_queue_policy_fails"),
     reason("probes at priority {} passed a median {} of {} earlier requests at priority {} ({} ms against {} ms): "
-           "served in arrival order"),
+           "served in arrival order",
+           "unit/test_judge_queue.py::test_probes_served_after_the_backlog_fail_as_arrival_order",
+           "unit/test_judge_queue.py::test_probes_must_pass_a_median_of_at_least_one",
+           "test_conformance_queue.py::test_a_deployment_served_without_the_field_fails"),
 )
 
 
@@ -51,7 +55,7 @@ def check_priority(target: Target) -> CheckResult:
     if default > 1:
         parts.append(_overtake(target, f"default_priority_level {default}: level 1 before no priority", 0, 1, cap,
                                exec_ms))
-    return combine(target, "priority", parts)
+    return combine(target.name, "priority", parts)
 
 
 def _overtake(target: Target, declared: str, low: int, high: int, cap: int, exec_ms: float) -> Part:
@@ -66,7 +70,16 @@ def _overtake(target: Target, declared: str, low: int, high: int, cap: int, exec
         return part
     (first, second), delta, measured = measure(target, [(n, RequestOptions(priority=low), 0.0),
                                                          (probes, RequestOptions(priority=high), gap_ms / 1e3)])
-    exec_ms = measured or exec_ms
+    return judge_overtake(declared, low, high, cap, measured or exec_ms, n, gap_ms, first, second)
+
+
+def judge_overtake(declared: str, low: int, high: int, cap: int, exec_ms: float, n: int, gap_ms: float,
+                   first: list[Answer], second: list[Answer]) -> Part:
+    """Priority judged from a backlog of ``n`` at priority ``low`` (``first``) and probes at ``high`` sent ``gap_ms``
+    later (``second``): the probes pass backlog requests still queued when they came (completion order: each probe's
+    count of earlier backlog requests answered more than half an execution of ``exec_ms`` after it)."""
+    part = Part(declared)
+    probes = max(PROBES, cap)
     came = min((a.start for a in second), default=0.0)
     queued = [a for a in first if a.ok and a.start < came and a.end > came + exec_ms / 1e3]
     passed = [sum(1 for a in queued if a.start < b.start and a.end > b.end + exec_ms / 2e3) for b in second if b.ok]

@@ -47,21 +47,37 @@ SLACK_MS = 30.0  # what a busy host adds to a request beside its queue and execu
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
-    reason("{} of {} requests refused ({})"),
-    reason("{} requests failed otherwise ({})"),
-    reason("refused '{}' after {} accepted: the queue held fewer than {}"),
-    reason("{} of a wave arriving within {} ms accepted, more than {} executing + {} queued (+{} slack)"),
+    reason("{} of {} requests refused ({})",
+           "test_conformance_queue.py::test_a_deployment_served_without_the_field_fails"),
+    reason("{} requests failed otherwise ({})",
+           "unit/test_judge_queue.py::test_a_request_failed_otherwise_than_by_a_policy_fails"),
+    reason("refused '{}' after {} accepted: the queue held fewer than {}",
+           "unit/test_judge_queue.py::test_refused_as_full_before_the_queue_held_max_queue_size_fails"),
+    reason("{} of a wave arriving within {} ms accepted, more than {} executing + {} queued (+{} slack)",
+           "unit/test_judge_queue.py::test_more_accepted_than_executing_queued_and_one_round_of_slack_fails"),
     reason("all {} requests of a wave arriving within {} ms (executions of {} ms) accepted, more than {} executing "
-           "+ {} queued"),
-    reason("DELAY declared, but {} requests refused '{}'"),
+           "+ {} queued",
+           "unit/test_judge_queue.py::test_a_wave_accepted_whole_fails_only_where_it_arrived_within_half_an_execution",
+           "test_conformance_queue.py::test_a_deployment_served_without_the_field_fails"),
+    reason("DELAY declared, but {} requests refused '{}'",
+           "unit/test_judge_queue.py::test_a_request_refused_on_its_timeout_fails_delay",
+           "test_conformance_queue.py::test_a_deployment_served_without_the_field_fails"),
     reason("{} expired requests were still queued when {} fresh ones came, and none was served after the first of "
-           "them: no expired request was delayed"),
-    reason("{} refused '{}' after {} ms, before the {} ms timeout"),
-    reason("{} timed out, fail_count +{}"),
-    reason("{} answered after waiting past the {} ms timeout (up to {} ms)"),
-    reason("override allowed, but {} probes with timeout_us {} were answered after up to {} ms"),
+           "them: no expired request was delayed",
+           "unit/test_judge_queue.py::test_expired_requests_served_in_arrival_order_ahead_of_fresh_ones_fail_delay",
+           "test_conformance_queue.py::test_a_deployment_served_without_the_field_fails"),
+    reason("{} refused '{}' after {} ms, before the {} ms timeout",
+           "unit/test_judge_queue.py::test_a_request_refused_before_nine_tenths_of_the_timeout_fails"),
+    reason("{} timed out, fail_count +{}",
+           "unit/test_judge_queue.py::test_timed_out_requests_not_counted_in_fail_count_fail"),
+    reason("{} answered after waiting past the {} ms timeout (up to {} ms)",
+           "unit/test_judge_queue.py::test_more_than_one_answer_after_waiting_past_the_timeout_fails",
+           "test_conformance_queue.py::test_a_deployment_served_without_the_field_fails"),
+    reason("override allowed, but {} probes with timeout_us {} were answered after up to {} ms",
+           "unit/test_judge_queue.py::test_probes_answered_past_their_own_timeout_fail_where_the_override_is_allowed"),
     reason("override not allowed, but {} probes refused after {} ms, before the {} ms default: their own timeout_us "
-           "was honoured"),
+           "was honoured",
+           "unit/test_judge_queue.py::test_probes_refused_on_their_own_timeout_fail_where_the_override_is_not_allowed"),
 )
 
 
@@ -117,7 +133,7 @@ def check_queue_policy(target: Target) -> CheckResult:
     cap = capacity(target)
     declared = policies(target.description)
     if not declared:
-        return combine(target, "queue_policy", [_unbounded(target, cap)])
+        return combine(target.name, "queue_policy", [_unbounded(target, cap)])
     exec_ms = pace(target)
     if exec_ms is None:  # refused by a declared timeout
         return unpaced(target, "queue_policy", "; ".join(p.timeout(name) for name, _, p in declared if p.timeout_us))
@@ -130,7 +146,7 @@ def check_queue_policy(target: Target) -> CheckResult:
                 # the next backlog sized from the last wave's own executions: requests sent alone (the pace) take
                 # longer per execution than a queue's on a busy host, and a backlog sized from them falls short
                 exec_ms = (parts[-1].evidence or {}).get("compute_ms_per_execution") or exec_ms
-    return combine(target, "queue_policy", parts)
+    return combine(target.name, "queue_policy", parts)
 
 
 def _unbounded(target: Target, cap: int) -> Part:
@@ -141,8 +157,8 @@ def _unbounded(target: Target, cap: int) -> Part:
                 f"a wave of {n} at once ({cap} execute at a time): {n - len(refused)} answered, {len(refused)} refused",
                 evidence={"wave": n, "capacity": cap, "refused": len(refused), "latency_ms": latencies(answers),
                           "compute_ms_per_execution": round(exec_ms, 3)})
-    if refused:
-        part.problems = (f"{len(refused)} of {n} requests refused ({refused[0].error})",)
+    problems = [f"{len(refused)} of {n} requests refused ({refused[0].error})"] if refused else []
+    part.problems = tuple(problems)
     return part
 
 
@@ -155,20 +171,29 @@ def _queue_size(target: Target, name: str, level: int, p: Policy, cap: int, exec
         return part
     before_metrics = metrics(target.server, target.name)
     (answers,), delta, measured = measure(target, [(n, RequestOptions(priority=level), 0.0)])
-    exec_ms = measured or exec_ms
     after_metrics = metrics(target.server, target.name)
+    part = judge_queue_size(part.declared, p, level, cap, measured or exec_ms, n, answers, delta.get("fail_count", 0))
+    part.evidence["failure_metric"] = None if before_metrics is None else \
+        after_metrics["nv_inference_request_failure"] - before_metrics["nv_inference_request_failure"]
+    return part
+
+
+def judge_queue_size(declared: str, p: Policy, level: int, cap: int, exec_ms: float, n: int, answers: list[Answer],
+                     fail_count: int) -> Part:
+    """max_queue_size judged from a wave of ``n``, twice what the server may hold (``cap`` executing + ``p.max_size``
+    queued), sent at priority ``level``: its answers, the executions' time (ms), the statistics' fail_count delta."""
+    holds = cap + p.max_size
+    part = Part(declared)
     full = [a for a in answers if QUEUE_FULL in a.error]
     accepted = len(answers) - len(full) - len(failures(answers, QUEUE_FULL))
     span_ms = (max(a.start for a in answers) - min(a.start for a in answers)) * 1e3
     at_once = span_ms < exec_ms / 2  # the whole wave arrived within half an execution: no slot freed meanwhile
     part.observed = (f"a wave of {n} at level {level} within {span_ms:.1f} ms (executions {exec_ms:.1f} ms, {cap} at "
                      f"a time): {accepted} accepted, {len(full)} refused '{QUEUE_FULL}', fail_count "
-                     f"+{delta.get('fail_count', 0)}")
+                     f"+{fail_count}")
     part.evidence = {"wave": n, "priority": level, "capacity": cap, "accepted": accepted, "queue_full": len(full),
                      "send_span_ms": round(span_ms, 2), "compute_ms_per_execution": round(exec_ms, 3),
-                     "fail_count": delta.get("fail_count", 0), "latency_ms": latencies(answers),
-                     "failure_metric": None if before_metrics is None else
-                     after_metrics["nv_inference_request_failure"] - before_metrics["nv_inference_request_failure"]}
+                     "fail_count": fail_count, "latency_ms": latencies(answers)}
     problems = _otherwise(answers)
     if full:
         if accepted < p.max_size:
@@ -203,63 +228,75 @@ def _timeout(target: Target, name: str, level: int, p: Policy, cap: int, exec_ms
                 part.skipped = (f"executions of {exec_ms:.2f} ms: no backlog of at most {limit} requests outlasts the "
                                 f"{t_ms:g} ms timeout by {probes} more ({lasts:.0f} ms)")
             return part
-        part = Part(part.declared)
         at_s = (t_ms + exec_ms) / 1e3
         (first, second), delta, measured = measure(target, [(n, options, 0.0), (probes, options, at_s)])
         exec_ms = measured or exec_ms
-        timed = [a for a in first + second if TIMED_OUT in a.error]
-        served = [a for a in first + second if a.ok]
-        bound_ms = t_ms + 2 * exec_ms + SLACK_MS  # waited past T: a request answered later than this
-        late = [a for a in served if a.latency_ms > bound_ms]
-        part.evidence = {"backlog": n, "second_wave": probes, "second_wave_at_ms": round(at_s * 1e3, 1),
-                         "priority": level,
-                         "capacity": cap, "compute_ms_per_execution": round(exec_ms, 3), "timed_out": len(timed),
-                         "fail_count": delta.get("fail_count", 0), "backlog_latency_ms": latencies(first),
-                         "second_latency_ms": latencies(second), "attempt": attempt + 1}
-        part.observed = (f"a backlog of {n} and {probes} more at {at_s * 1e3:.0f} ms (executions {exec_ms:.1f} ms): "
-                         f"{len(served)} answered (longest {max(latencies(served) or [0]):.0f} ms), {len(timed)} "
-                         f"refused '{TIMED_OUT}', fail_count +{delta.get('fail_count', 0)}")
-        problems = _otherwise(first + second)
-        if p.action == "DELAY":
-            came = second[0].start if second else math.inf  # answers are in the order sent
-            # the first fresh answer: r24.10 serves delayed requests one batch per 500 ms wake-up, and a fresh request
-            # waiting behind that crawl expires too, to be served in arrival order among them
-            fresh_end = min((a.end for a in second if a.ok), default=math.inf)
-            behind = [a for a in first if a.ok and a.start < came and a.end > fresh_end + exec_ms / 2e3]
-            waited = [a for a in first if a.end > came + exec_ms / 1e3]
-            part.evidence["backlog_answered_after_a_fresh_one"] = len(behind)
-            if timed:
-                problems.append(f"DELAY declared, but {len(timed)} requests refused '{TIMED_OUT}'")
-            elif len(waited) <= cap:
-                part.skipped = (f"{len(waited)} of the backlog still queued when the second wave came: too few to show "
-                                f"a delayed one beside the {cap} executing")
-            elif not behind and stats.median(latencies(second) or [0.0]) < 3 * exec_ms + SLACK_MS:
-                part.skipped = (f"the fresh wave was answered in {stats.median(latencies(second)):.0f} ms (median): it "
-                                f"reached the server after the backlog was served (a client stalled on a busy host)")
-            elif not behind and (idle := _longest_idle_ms(first + second)) > t_ms:
-                part.skipped = (f"the batcher sat {idle:.0f} ms between answers with requests queued, longer than "
-                                f"the {t_ms:g} ms timeout: the fresh wave expired too, and expired requests keep their "
-                                f"order")
-            elif not behind:
-                problems.append(f"{len(waited)} expired requests were still queued when {probes} fresh ones came, and "
-                                f"none was served after the first of them: no expired request was delayed")
-        else:
-            early = [a for a in timed if a.latency_ms < 0.9 * t_ms]
-            if early:
-                problems.append(f"{len(early)} refused '{TIMED_OUT}' after {min(latencies(early))} ms, before the "
-                                f"{t_ms:g} ms timeout")
-            if timed and delta.get("fail_count", 0) < len(timed):
-                problems.append(f"{len(timed)} timed out, fail_count +{delta.get('fail_count', 0)}")
-            if len(late) > 1:
-                problems.append(f"{len(late)} answered after waiting past the {t_ms:g} ms timeout (up to "
-                                f"{max(latencies(late)):.0f} ms)")
-            elif not timed:
-                part.skipped = (f"none refused, and no request waited past the {t_ms:g} ms timeout: answered after "
-                                f"{max(latencies(served) or [0]):.0f} ms at most, within {bound_ms:.0f} ms (the "
-                                f"timeout, two executions and {SLACK_MS:g} ms)")
-        part.problems = tuple(problems)
+        part = judge_timeout(part.declared, p, level, cap, exec_ms, n, at_s, first, second, delta.get("fail_count", 0),
+                             attempt)
         if not part.skipped and not (p.action == "DELAY" and part.problems):
             break
+    return part
+
+
+def judge_timeout(declared: str, p: Policy, level: int, cap: int, exec_ms: float, n: int, at_s: float,
+                  first: list[Answer], second: list[Answer], fail_count: int, attempt: int) -> Part:
+    """default_timeout_microseconds judged from a backlog of ``n`` (``first``) and a second wave sent at ``at_s``
+    (``second``, :data:`~tritonsuite.judge.conformance.waves.PROBES` or ``cap`` requests), both at priority ``level``:
+    their answers, the executions' time (ms), the statistics' fail_count delta; ``attempt`` from 0."""
+    t_ms = p.timeout_us / 1e3
+    probes = max(PROBES, cap)
+    part = Part(declared)
+    timed = [a for a in first + second if TIMED_OUT in a.error]
+    served = [a for a in first + second if a.ok]
+    bound_ms = t_ms + 2 * exec_ms + SLACK_MS  # waited past T: a request answered later than this
+    late = [a for a in served if a.latency_ms > bound_ms]
+    part.evidence = {"backlog": n, "second_wave": probes, "second_wave_at_ms": round(at_s * 1e3, 1),
+                     "priority": level,
+                     "capacity": cap, "compute_ms_per_execution": round(exec_ms, 3), "timed_out": len(timed),
+                     "fail_count": fail_count, "backlog_latency_ms": latencies(first),
+                     "second_latency_ms": latencies(second), "attempt": attempt + 1}
+    part.observed = (f"a backlog of {n} and {probes} more at {at_s * 1e3:.0f} ms (executions {exec_ms:.1f} ms): "
+                     f"{len(served)} answered (longest {max(latencies(served) or [0]):.0f} ms), {len(timed)} "
+                     f"refused '{TIMED_OUT}', fail_count +{fail_count}")
+    problems = _otherwise(first + second)
+    if p.action == "DELAY":
+        came = second[0].start if second else math.inf  # answers are in the order sent
+        # the first fresh answer: r24.10 serves delayed requests one batch per 500 ms wake-up, and a fresh request
+        # waiting behind that crawl expires too, to be served in arrival order among them
+        fresh_end = min((a.end for a in second if a.ok), default=math.inf)
+        behind = [a for a in first if a.ok and a.start < came and a.end > fresh_end + exec_ms / 2e3]
+        waited = [a for a in first if a.end > came + exec_ms / 1e3]
+        part.evidence["backlog_answered_after_a_fresh_one"] = len(behind)
+        if timed:
+            problems.append(f"DELAY declared, but {len(timed)} requests refused '{TIMED_OUT}'")
+        elif len(waited) <= cap:
+            part.skipped = (f"{len(waited)} of the backlog still queued when the second wave came: too few to show "
+                            f"a delayed one beside the {cap} executing")
+        elif not behind and stats.median(latencies(second) or [0.0]) < 3 * exec_ms + SLACK_MS:
+            part.skipped = (f"the fresh wave was answered in {stats.median(latencies(second)):.0f} ms (median): it "
+                            f"reached the server after the backlog was served (a client stalled on a busy host)")
+        elif not behind and (idle := _longest_idle_ms(first + second)) > t_ms:
+            part.skipped = (f"the batcher sat {idle:.0f} ms between answers with requests queued, longer than "
+                            f"the {t_ms:g} ms timeout: the fresh wave expired too, and expired requests keep their "
+                            f"order")
+        elif not behind:
+            problems.append(f"{len(waited)} expired requests were still queued when {probes} fresh ones came, and "
+                            f"none was served after the first of them: no expired request was delayed")
+    else:
+        early = [a for a in timed if a.latency_ms < 0.9 * t_ms]
+        if early:
+            problems.append(f"{len(early)} refused '{TIMED_OUT}' after {min(latencies(early))} ms, before the "
+                            f"{t_ms:g} ms timeout")
+        if timed and fail_count < len(timed):
+            problems.append(f"{len(timed)} timed out, fail_count +{fail_count}")
+        if len(late) > 1:
+            problems.append(f"{len(late)} answered after waiting past the {t_ms:g} ms timeout (up to "
+                            f"{max(latencies(late)):.0f} ms)")
+        elif not timed:
+            part.skipped = (f"none refused, and no request waited past the {t_ms:g} ms timeout: answered after "
+                            f"{max(latencies(served) or [0]):.0f} ms at most, within {bound_ms:.0f} ms (the "
+                            f"timeout, two executions and {SLACK_MS:g} ms)")
+    part.problems = tuple(problems)
     return part
 
 
@@ -284,6 +321,18 @@ def _override(target: Target, name: str, level: int, p: Policy, cap: int, exec_m
     (first, second), delta, measured = measure(target, [
         (n, RequestOptions(priority=level), 0.0),
         (probes, RequestOptions(priority=level, timeout_us=int(own_ms * 1e3)), gap_ms / 1e3)])
+    return judge_override(part.declared, p, level, cap, exec_ms, measured, n, lasts, first, second)
+
+
+def judge_override(declared: str, p: Policy, level: int, cap: int, exec_ms: float, measured: float, n: int,
+                   lasts: float, first: list[Answer], second: list[Answer]) -> Part:
+    """allow_timeout_override judged from a backlog of ``n`` meant to last ``lasts`` ms (``first``) and probes
+    carrying timeout_us = a quarter of the default (``second``), at priority ``level``: their answers, the executions'
+    time sized from (``exec_ms``) and measured over the waves (``measured``, 0: none) in ms."""
+    t_ms = p.timeout_us / 1e3
+    own_ms = t_ms / 4
+    probes = max(PROBES, cap)
+    part = Part(declared)
     timed = [a for a in second if TIMED_OUT in a.error]
     waited = [a for a in second if a.latency_ms > own_ms + 2 * exec_ms + SLACK_MS]
     part.observed = (f"{probes} probes with timeout_us {int(own_ms * 1e3)} behind a backlog of {n} "

@@ -1,4 +1,4 @@
-"""The sequence batcher's fields, shown on the live server: ``sequence`` and ``state``.
+"""The sequence batcher's fields, shown on the live server: ``sequence`` (here) and ``state``.
 
 ``sequence`` (``sequence_batching`` itself, ``max_sequence_idle_microseconds``, ``control_input``, the backlog of
 ``direct``/``oldest`` slots, ``oldest.max_candidate_sequences``), four parts:
@@ -23,12 +23,7 @@
 Other traffic on the model during the check takes slots (the backlog part counts the sequences live at once): check
 a deployment nobody else is sending to. Ids are whole numbers: a CORRID of ``TYPE_STRING`` is not tried.
 
-``state`` (``sequence_batching.state``: implicit state, its ``input_name``/``output_name``/``data_type``/``dims``/
-``initial_state``): the state carries from one request of a sequence to the next (two sequences with different first
-requests and the same second request answer the second differently), never across sequences (a sequence sent again
-after others answers as the first time; sequences interleaved answer as each sent alone), and a client cannot send
-the state input. The initial state's value reaches only the model (it shows as the first answers being the same for
-every sequence, which the repeat shows).
+``state``: :mod:`tritonsuite.judge.conformance.state`.
 """
 from __future__ import annotations
 
@@ -40,7 +35,7 @@ import time
 import numpy as np
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import _batch_first, same
+from tritonsuite.judge.conformance.traffic import _batch_first
 from tritonsuite.load.exchange import exchange, first_line, flagged, prepare
 from tritonsuite.core.reasons import reason
 
@@ -52,31 +47,38 @@ MAX_SLOTS = 64  # more slots than this are not all filled (one connection per se
 EXTRA = 2  # sequences started beyond the slots: the backlog
 HOLD_S, HOLD_REQUESTS = 0.3, 5  # how long, and how many requests each live sequence sends, with no new sequence live
 BOUND_S = 20.0  # any one wait of a part
-PAIRS, INTERLEAVED, STEPS = 3, 4, 3  # the state check's sequences
+PAIRS = 3  # pairs of sequences: the idle part's (at most), the state check's
 #: sequence ids this process has not used (below 2**31: a CORRID of TYPE_INT32 takes them)
 _IDS = itertools.count(1_000_000_000 + (os.getpid() % 1000) * 100_000)
 
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
-    reason("{}: {} (Triton refuses it: {})"),
-    reason("the {} request of a whole sequence failed (the control inputs the server fills reach the model): {}"),
+    reason("{}: {} (Triton refuses it: {})",
+           "unit/test_judge_sequence.py::test_a_probe_answered_or_refused_otherwise_names_triton_s_refusal"),
+    reason("the {} request of a whole sequence failed (the control inputs the server fills reach the model): {}",
+           "unit/test_judge_sequence.py::test_a_request_of_a_whole_sequence_refused_fails",
+           "test_conformance_sequence.py::test_a_sequence_model_served_otherwise_fails"),
     reason("control input {} ({}) sent as a client tensor was answered: the served configuration takes it from the "
-           "client, not from the sequence batcher"),
+           "client, not from the sequence batcher",
+           "unit/test_judge_sequence.py::test_a_control_input_answered_from_a_client_fails",
+           "test_conformance_sequence.py::test_a_sequence_model_served_otherwise_fails"),
     reason("{} of {} sequences were live at once (declared {} slots: max_batch_size/max_candidate_sequences x "
-           "instances); no backlog: the server has more slots | fewer slots than declared"),
-    reason("backlog: {} requests refused ({})"),
+           "instances); no backlog: the server has more slots",
+           "unit/test_judge_sequence.py::test_one_sequence_more_or_fewer_live_than_the_slots_fails",
+           "test_conformance_sequence.py::test_a_sequence_model_served_otherwise_fails"),
+    reason("{} of {} sequences were live at once (declared {} slots: max_batch_size/max_candidate_sequences x "
+           "instances); fewer slots than declared",
+           "unit/test_judge_sequence.py::test_one_sequence_more_or_fewer_live_than_the_slots_fails",
+           "test_conformance_sequence.py::test_a_sequence_model_served_otherwise_fails"),
+    reason("backlog: {} requests refused ({})",
+           "unit/test_judge_sequence.py::test_a_backlog_request_refused_fails_with_the_first_error"),
     reason("max_sequence_idle_microseconds {}: {}/{} sequences idle {} s were not released ({})",
-           "test_conformance_sequence.py::test_a_sound_sequence_model_passes",
+           "unit/test_judge_sequence.py::test_an_idle_sequence_still_answered_was_not_released",
            "test_conformance_sequence.py::test_a_sequence_model_served_otherwise_fails"),
     reason("max_sequence_idle_microseconds {}: {}/{} sequences sending every {} s were cut ({})",
-           "test_conformance_sequence.py::test_a_sound_sequence_model_passes",
+           "unit/test_judge_sequence.py::test_a_sending_sequence_refused_was_cut",
            "test_conformance_sequence.py::test_a_sequence_model_served_otherwise_fails"),
-    reason("state {}: {}/{} pairs of sequences answered their second request identically after different first "
-           "requests: the state the first left did not reach it"),
-    reason("the same sequence sent again after {} others answered differently ({}): state leaked across sequences"),
-    reason("{}/{} sequences interleaved answered otherwise than alone ({})"),
-    reason("state input {} sent as a client tensor was answered: the served configuration takes it from the client"),
 )
 
 
@@ -154,9 +156,17 @@ def _refusals(target: Target, wire: "_Wire", seen: dict) -> list[str]:
         finally:
             conn.close()
 
-    problems = []
-    for what, error, expected in found + asyncio.run(whole()):
+    found += asyncio.run(whole())
+    for what, error, _ in found:
         seen[what] = error or "answered"
+    return judge_refusals(found)
+
+
+def judge_refusals(found: list[tuple[str, str, str]]) -> list[str]:
+    """The problems of the refusal probes: each (what was sent, its error, "" when answered; Triton's refusal
+    expected, "" when an answer is)."""
+    problems = []
+    for what, error, expected in found:
         if expected and expected not in error:
             problems.append(f"{what}: {'answered' if not error else 'refused with another error: ' + error[:150]}"
                             f" (Triton refuses it: {expected!r})")
@@ -177,13 +187,21 @@ def _control_tensor(target: Target, datatype: str) -> np.ndarray:
 
 def _controls(target: Target, seen: dict) -> list[str]:
     """Each declared control input sent by the client: refused (the server fills it)."""
-    problems = []
+    sent = []
     for control in {c.name: c for c in target.description.sequence_batching.controls}.values():
         error = _one(target, (next(_IDS), True, True), {control.name: _control_tensor(target, control.datatype)})
         seen[f"{control.name} sent by the client"] = error or "answered"
+        sent.append((control.name, control.kind, error))
+    return judge_controls(sent)
+
+
+def judge_controls(sent: list[tuple[str, str, str]]) -> list[str]:
+    """The problems of the control inputs sent by a client: each (name, kind, its error: "" when answered)."""
+    problems = []
+    for name, kind, error in sent:
         if not error:
-            problems.append(f"control input {control.name} ({control.kind}) sent as a client tensor was answered: "
-                            f"the served configuration takes it from the client, not from the sequence batcher")
+            problems.append(f"control input {name} ({kind}) sent as a client tensor was answered: the served "
+                            f"configuration takes it from the client, not from the sequence batcher")
     return problems
 
 
@@ -278,6 +296,38 @@ async def _idle(wire: _Wire, idle_s: float, slots_free: int) -> dict:
     return found
 
 
+def judge_backlog(backlog: dict, declared: int) -> list[str]:
+    """The backlog part's problems: ``backlog`` as :func:`_backlog` found it, ``declared`` the slots."""
+    problems = []
+    live = backlog["live_at_once"]
+    if live > declared:
+        problems.append(f"{live} of {backlog['sequences']} sequences were live at once (declared {declared} slots: "
+                        f"max_batch_size/max_candidate_sequences x instances); no backlog: the server has more slots")
+    elif live < declared:
+        problems.append(f"{live} of {backlog['sequences']} sequences were live at once (declared {declared} slots: "
+                        f"max_batch_size/max_candidate_sequences x instances); fewer slots than declared")
+    if backlog["errors"]:
+        problems.append(f"backlog: {len(backlog['errors'])} requests refused ({backlog['errors'][0][:150]})")
+    return problems
+
+
+def judge_idle(idle: dict, idle_us: int) -> list[str]:
+    """The idle part's problems: ``idle`` as :func:`_idle` found it (each released sequence's next request: refused
+    with :data:`NO_START` when released; each continued one: "answered" when it was), ``idle_us`` the served
+    max_sequence_idle_microseconds."""
+    idle_s = idle_us / 1e6
+    kept = [e for e in idle["released"] if NO_START not in e]
+    cut = [e for e in idle["continued"] if e != "answered"]
+    problems = []
+    if kept:
+        problems.append(f"max_sequence_idle_microseconds {idle_us}: {len(kept)}/{len(idle['released'])} sequences "
+                        f"idle {1.5 * idle_s + 0.1:g} s were not released ({kept[0][:120]})")
+    if cut:
+        problems.append(f"max_sequence_idle_microseconds {idle_us}: {len(cut)}/{len(idle['continued'])} sequences "
+                        f"sending every {idle_s / 4:g} s were cut ({cut[0][:120]})")
+    return problems
+
+
 def check_sequence(target: Target, idle_bound_s: float = IDLE_BOUND_S) -> CheckResult:
     skipped = _not_sequence(target, "sequence")
     if skipped:
@@ -302,13 +352,7 @@ def check_sequence(target: Target, idle_bound_s: float = IDLE_BOUND_S) -> CheckR
         backlog = evidence["backlog"] = asyncio.run(_backlog(wire, declared))
         parts.append(f"{backlog['live_at_once']} of {backlog['sequences']} sequences live at once, "
                      f"{backlog['waited']} waited ({backlog['answered_after_an_end']} answered after an END)")
-        if backlog["live_at_once"] != declared:
-            problems.append(f"{backlog['live_at_once']} of {backlog['sequences']} sequences were live at once "
-                            f"(declared {declared} slots: max_batch_size/max_candidate_sequences x instances); "
-                            + ("no backlog: the server has more slots" if backlog["live_at_once"] > declared
-                               else "fewer slots than declared"))
-        if backlog["errors"]:
-            problems.append(f"backlog: {len(backlog['errors'])} requests refused ({backlog['errors'][0][:150]})")
+        problems += judge_backlog(backlog, declared)
     if "not shown: a whole" in parts[-1]:
         pass
     elif idle_s > idle_bound_s:
@@ -316,93 +360,12 @@ def check_sequence(target: Target, idle_bound_s: float = IDLE_BOUND_S) -> CheckR
     else:
         live = evidence.get("backlog", {}).get("live_at_once") or declared  # fewer served: none waits either
         idle = evidence["idle"] = asyncio.run(_idle(wire, idle_s, min(declared, live)))
-        kept = [e for e in idle["released"] if NO_START not in e]
-        cut = [e for e in idle["continued"] if e != "answered"]
-        parts.append(f"{len(idle['released']) - len(kept)}/{len(idle['released'])} idle {1.5 * idle_s + 0.1:g} s "
-                     f"released, {len(idle['continued']) - len(cut)}/{len(idle['continued'])} sending every "
-                     f"{idle_s / 4:g} s continued")
-        if kept:
-            problems.append(f"max_sequence_idle_microseconds {sb.max_sequence_idle_microseconds}: {len(kept)}/"
-                            f"{len(idle['released'])} sequences idle {1.5 * idle_s + 0.1:g} s were not released "
-                            f"({kept[0][:120]})")
-        if cut:
-            problems.append(f"max_sequence_idle_microseconds {sb.max_sequence_idle_microseconds}: {len(cut)}/"
-                            f"{len(idle['continued'])} sequences sending every {idle_s / 4:g} s were cut "
-                            f"({cut[0][:120]})")
+        parts.append(f"{sum(NO_START in e for e in idle['released'])}/{len(idle['released'])} idle "
+                     f"{1.5 * idle_s + 0.1:g} s released, {idle['continued'].count('answered')}/"
+                     f"{len(idle['continued'])} sending every {idle_s / 4:g} s continued")
+        problems += judge_idle(idle, sb.max_sequence_idle_microseconds)
     controls = ", ".join(c.kind.removeprefix("CONTROL_SEQUENCE_") for c in sb.controls) or "none"
     return CheckResult(target.name, "sequence",
                        f"sequence_batching {sb.strategy}: {declared} slots, max_sequence_idle_microseconds "
                        f"{sb.max_sequence_idle_microseconds}, controls {controls}",
                        "; ".join(parts), "fail" if problems else "pass", "; ".join(problems), evidence)
-
-
-def _differs(target: Target, seed: int, other: dict) -> dict:
-    """The first request from ``seed`` on that is not ``other`` (small integer inputs repeat)."""
-    for s in range(seed, seed + 50):
-        found = target.request(1, s)
-        if not same(found, other):
-            return found
-    raise ValueError(f"{target.name}: seeded requests are all the same: the state check needs different inputs")
-
-
-def check_state(target: Target) -> CheckResult:
-    from tritonsuite.judge.responses import compare_runs
-    from tritonsuite.load.sequences import send_sequences
-
-    skipped = _not_sequence(target, "state")
-    if skipped:
-        return skipped
-    sb = target.description.sequence_batching
-    if not sb.states:
-        return CheckResult(target.name, "state", "-", "-", "skipped", "no sequence_batching.state declared: no "
-                           "implicit state to carry")
-
-    def send(sequences, together=False):
-        first = next(_IDS)
-        for _ in range(len(sequences)):
-            next(_IDS)
-        return send_sequences(target.server, target.name, sequences, target.output_names, "http", together, first,
-                              BOUND_S)
-
-    repeated = [target.request(1, 100 + i) for i in range(STEPS)]
-    before = send([repeated])
-    pairs = []
-    for p in range(PAIRS):
-        a, c = target.request(1, 10 * p + 1), target.request(1, 10 * p + 5)
-        pairs.append(([a, c], [_differs(target, 10 * p + 2, a), c]))
-    answers = send([s for pair in pairs for s in pair])
-    kept = [p for p in range(PAIRS) if same(answers[2 * p][1], answers[2 * p + 1][1])]
-    mixed = [[target.request(1, 200 + 10 * s + i) for i in range(STEPS)] for s in range(INTERLEAVED)]
-    together, alone = send(mixed, together=True), send(mixed)
-    interleaved, steps, first = compare_runs(together, alone, "sequence", "step")
-    after = send([repeated])
-    leaked, _, leak = compare_runs(after, before, "sequence", "step")
-    name = sb.states[0][0]
-    state_input = next((s for s in target.description.config["sequence_batching"].get("state", [])
-                        if s.get("input_name") == name), {})
-    client = _one(target, (next(_IDS), True, True),
-                  {name: _control_tensor(target, str(state_input.get("data_type", "TYPE_FP32")).removeprefix("TYPE_"))})
-    problems = []
-    names = ", ".join(f"{i} <- {o}" for i, o in sb.states)
-    if kept:
-        problems.append(f"state {names}: {len(kept)}/{PAIRS} pairs of sequences answered their second request "
-                        f"identically after different first requests: the state the first left did not reach it")
-    if leaked:
-        problems.append(f"the same sequence sent again after {2 * PAIRS + 2 * INTERLEAVED} others answered "
-                        f"differently ({leak}): state leaked across sequences")
-    if interleaved:
-        problems.append(f"{interleaved}/{INTERLEAVED} sequences interleaved answered otherwise than alone ({first})")
-    if not client:
-        problems.append(f"state input {name} sent as a client tensor was answered: the served configuration takes "
-                        f"it from the client")
-    evidence = {"states": [list(s) for s in sb.states], "pairs_same_second_answer": kept,
-                "repeat_differs": leak or "", "interleaved_differ": interleaved, "interleaved_steps": steps,
-                "state_sent_by_client": client or "answered",
-                "repeat_answers": [[{k: np.asarray(v).tolist() for k, v in step.items()} for step in run]
-                                   for run in (before[0], after[0])]}
-    observed = (f"{PAIRS - len(kept)}/{PAIRS} pairs carried state to the second request; a repeat "
-                f"{'differed' if leaked else 'answered the same'}; {INTERLEAVED - interleaved}/{INTERLEAVED} "
-                f"interleaved as alone; the state input sent by a client {'answered' if not client else 'refused'}")
-    return CheckResult(target.name, "state", f"implicit state {names} of {sb.strategy} sequences: carried within a "
-                       f"sequence, never across", observed, "fail" if problems else "pass", "; ".join(problems),
-                       evidence)

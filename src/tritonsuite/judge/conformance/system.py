@@ -64,14 +64,23 @@ _SEEDS = itertools.count(2_000_000)  # test01's sequence steps: inputs no other 
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
-    reason("{} requests failed ({})"),
+    reason("{} requests failed ({})",
+           "unit/test_judge_system.py::test_failed_requests_fail_and_an_input_failed_alone_is_not_compared",
+           "unit/test_judge_system.py::test_failed_requests_of_the_rounds_fail",
+           "unit/test_judge_system.py::test_a_failed_untimed_round_fails_with_nothing_to_compare"),
     reason("{} of {} {}s answered under load (executions by batch size {}) differ from the same {} sent alone; "
            "first, {} {}: {}",
+           "unit/test_judge_system.py::test_an_answer_under_load_beyond_the_tolerance_of_its_answer_alone_fails",
            "test_conformance_system.py::test_test01_catches_an_answer_that_depends_on_its_batch_mates",
            "test_conformance_system.py::test_test01_compares_a_sequence_model_interleaved_with_alone"),
-    reason("no answer under load could be compared"),
-    reason("{}{} cost {} ms per inference against {} ms for {} ({}): {} apart, beyond {}x the rounds' own spread "
-           "({}), every round of one beyond every round of the other{}"),
+    reason("no answer under load could be compared",
+           "unit/test_judge_system.py::test_nothing_compared_and_nothing_failed_fails"),
+    reason("{}{} cost {} ms per inference against {} ms for {} ({}): {} apart, beyond {}x the rounds' own "
+           "spread ({}), every round of one beyond every round of the other{}",
+           "unit/test_judge_system.py::test_repeats_decisively_cheaper_than_fresh_inputs_fail_test04",
+           "unit/test_judge_system.py::test_a_seed_stream_decisively_cheaper_fails_test05_either_way",
+           "test_conformance_system.py::test_test04_catches_a_model_that_memoises_its_inputs",
+           "test_conformance_system.py::test_test05_catches_a_cost_that_depends_on_the_seed"),
 )
 
 
@@ -198,17 +207,30 @@ def check_test01(target: Target) -> CheckResult:
                            f"answers with fresh ones)")
     start = time.monotonic()
     run = (_sequences_compared if d.sequence else _requests_compared)(target, _concurrency(target))
-    unit, item, failed, hist = run["unit"], "step" if d.sequence else "response", run["failed"], run["batches"]
-    compared = [(i, *_difference(g, w, item, target.padded_axes)) for i, (g, w) in zip(run["picked"], run["pairs"])
+    problems, compared, differ, worst = judge_test01(run, "step" if d.sequence else "response", target.padded_axes)
+    hist = run["batches"]
+    evidence = {"concurrency": run["concurrency"], "sent_under_load": run["sent"], "failed": len(run["failed"]),
+                "sampled": len(run["picked"]), "compared": compared, "differ": differ,
+                "worst_abs_difference": worst if math.isfinite(worst) else None, "batch_stats": hist,
+                "seconds": round(time.monotonic() - start, 3),
+                "tolerance": {"atol": TOLERANCE[0], "rtol": TOLERANCE[1]}}
+    observed = (f"{run['what']}: {differ} of {compared} differ, worst |diff| {worst:.3g}; executions "
+                f"under load by batch size {hist}")
+    return CheckResult(target.name, "test01", declared, observed, "fail" if problems else "pass",
+                       "; ".join(problems), evidence)
+
+
+def judge_test01(run: dict, item: str, padded: Mapping[str, int] = {}) -> tuple[list[str], int, int, float]:
+    """(problems, answers compared, answers that differ, the largest |difference|) of a TEST01 run as
+    :func:`_requests_compared` or :func:`_sequences_compared` found it: ``pairs`` (answer under load, answer alone:
+    None where that request failed) of the ``picked`` inputs, the ``failed`` answers, the load's ``batches`` and its
+    ``unit``; ``item`` what an answer is a list of (a sequence's steps, else responses), ``padded`` as
+    :func:`_difference`'s."""
+    unit, failed, hist = run["unit"], run["failed"], run["batches"]
+    compared = [(i, *_difference(g, w, item, padded)) for i, (g, w) in zip(run["picked"], run["pairs"])
                 if w is not None]
     differ = [(i, worst, why) for i, worst, why in compared if why]
     worst = max((w for _, w, _ in compared), default=0.0)
-    evidence = {"concurrency": run["concurrency"], "sent_under_load": run["sent"], "failed": len(failed),
-                "sampled": len(run["picked"]), "compared": len(compared), "differ": len(differ),
-                "worst_abs_difference": worst if math.isfinite(worst) else None, "batch_stats": hist, "seconds": round(time.monotonic() - start, 3),
-                "tolerance": {"atol": TOLERANCE[0], "rtol": TOLERANCE[1]}}
-    observed = (f"{run['what']}: {len(differ)} of {len(compared)} differ, worst |diff| {worst:.3g}; executions "
-                f"under load by batch size {hist}")
     problems = [f"{len(failed)} requests failed ({failed[0].error})"] if failed else []
     if differ:
         i, _, why = differ[0]
@@ -216,8 +238,7 @@ def check_test01(target: Target) -> CheckResult:
                         f"{hist}) differ from the same {unit} sent alone; first, {unit} {i}: {why}")
     if not compared and not problems:
         problems.append("no answer under load could be compared")
-    return CheckResult(target.name, "test01", declared, observed, "fail" if problems else "pass",
-                       "; ".join(problems), evidence)
+    return problems, len(compared), len(differ), worst
 
 
 # ---------------------------------------------------------------------------------------- TEST04 and TEST05
@@ -280,12 +301,13 @@ def _compare(found: dict) -> dict:
             "gap": round(gap, 3), "faster": fast, "decisive": decisive}
 
 
-def _verdict(target: Target, check: str, declared: str, names: dict, found: dict, errors: list,
+def _verdict(model: str, check: str, declared: str, names: dict, found: dict, errors: list,
              failing: str | None, why: tuple[str, str] = ("", "")) -> CheckResult:
-    """The rounds judged: ``names`` says each label in words; ``failing`` the label whose decisive speed fails
-    (None: either); ``why`` the words before and after a decisive gap's reason."""
+    """The rounds of ``model`` judged (as :func:`_rounds` found them, with its errors): ``names`` says each label in
+    words; ``failing`` the label whose decisive speed fails (None: either); ``why`` the words before and after a
+    decisive gap's reason."""
     if not any(found.values()):  # the untimed round failed: nothing to compare
-        return CheckResult(target.name, check, declared, f"{len(errors)} requests of the first round failed", "fail",
+        return CheckResult(model, check, declared, f"{len(errors)} requests of the first round failed", "fail",
                            f"{len(errors)} requests failed ({errors[0]})", {"failed": len(errors)})
     judged = _compare(found)
     med, costs = judged["median_ms"], judged["costs_ms"]
@@ -303,8 +325,8 @@ def _verdict(target: Target, check: str, declared: str, names: dict, found: dict
                         f"{names[slow]} ({judged['measure']}): {judged['gap']:.0%} apart, beyond {CLEAR:g}x the "
                         f"rounds' own spread ({judged['spread']:.0%}), every round of one beyond every round of "
                         f"the other{why[1]}")
-    return CheckResult(target.name, check, declared, observed, "fail" if problems else "pass",
-                       "; ".join(problems), evidence)
+    return CheckResult(model, check, declared, observed, "fail" if problems else "pass", "; ".join(problems),
+                       evidence)
 
 
 def check_test04(target: Target) -> CheckResult:
@@ -322,7 +344,7 @@ def check_test04(target: Target) -> CheckResult:
         return [target.fresh_request(b) for _ in range(ROUND_REQUESTS)]
 
     found, errors = _rounds(target, make)
-    return _verdict(target, "test04", declared, {"A": "one input repeated", "B": "inputs never sent before"},
+    return _verdict(target.name, "test04", declared, {"A": "one input repeated", "B": "inputs never sent before"},
                     found, errors, failing="A",
                     why=("", ": no response_cache is declared, so something answers repeats without computing them"))
 
@@ -337,5 +359,5 @@ def check_test05(target: Target) -> CheckResult:
         return [target.request(b, next(streams[label])) for _ in range(ROUND_REQUESTS)]
 
     found, errors = _rounds(target, make)
-    return _verdict(target, "test05", declared, {"A": f"seed {SEED_A} inputs", "B": f"seed {SEED_B} inputs"},
+    return _verdict(target.name, "test05", declared, {"A": f"seed {SEED_A} inputs", "B": f"seed {SEED_B} inputs"},
                     found, errors, failing=None, why=("throughput depends on the input seed: ", ""))

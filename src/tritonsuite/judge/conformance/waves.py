@@ -119,18 +119,19 @@ class Part:
     evidence: dict | None = None
 
 
-def combine(target: Target, check: str, parts: list[Part]) -> CheckResult:
+def combine(model: str, check: str, parts: list[Part]) -> CheckResult:
+    """The check's verdict on ``model`` from its parts: fails on any part's problem, skipped where every part was."""
     declared = "; ".join(p.declared for p in parts)
     observed = "; ".join(f"{p.declared.split(':')[0]}: {p.observed or p.skipped}" for p in parts)
     evidence = {p.declared.split(":")[0] + (f" #{i}" if i else ""): p.evidence or {} for i, p in enumerate(parts)}
     problems = [f"{p.declared}: {q}" for p in parts for q in p.problems]
     if problems:
-        return CheckResult(target.name, check, declared, observed, "fail", "; ".join(problems), evidence)
+        return CheckResult(model, check, declared, observed, "fail", "; ".join(problems), evidence)
     if all(p.skipped for p in parts):
-        return CheckResult(target.name, check, declared, observed, "skipped",
+        return CheckResult(model, check, declared, observed, "skipped",
                            "; ".join(f"{p.declared.split(':')[0]}: {p.skipped}" for p in parts), evidence)
     unjudged = [f"{p.declared}: not judged: {p.skipped}" for p in parts if p.skipped]  # the part, not its policy
-    return CheckResult(target.name, check, declared, observed, "pass", "; ".join(unjudged), evidence)
+    return CheckResult(model, check, declared, observed, "pass", "; ".join(unjudged), evidence)
 
 
 def failures(answers: list[Answer], *known: str) -> list[Answer]:

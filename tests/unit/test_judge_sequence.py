@@ -1,0 +1,87 @@
+"""The sequence check's judging (tritonsuite.judge.conformance.sequence) on observations built to cause each failure
+reason: what the server answered to each probe, the backlog's and idle parts' figures. The server-based tests
+(tests/test_conformance_sequence.py) show the same reasons from deployments."""
+from __future__ import annotations
+
+import pytest
+
+from tritonsuite.judge.conformance.sequence import (NO_CORRID, NO_START, judge_backlog, judge_controls, judge_idle,
+                                                    judge_refusals)
+
+SOUND_REFUSALS = [("no correlation id", f"HTTP 400: {NO_CORRID}", NO_CORRID),
+                  ("new sequence without START", f"HTTP 400: {NO_START}", NO_START),
+                  ("START", "", ""), ("middle", "", ""), ("END", "", ""),
+                  ("after END without START", f"HTTP 400: {NO_START}", NO_START)]
+
+
+# ---------------------------------------------------------------------------------------------------- refusals
+def test_refusals_as_triton_words_them_and_a_whole_sequence_answered_are_sound():
+    assert judge_refusals(SOUND_REFUSALS) == []
+
+
+def test_a_probe_answered_or_refused_otherwise_names_triton_s_refusal():
+    found = [("no correlation id", "", NO_CORRID), ("new sequence without START", "HTTP 500: boom", NO_START)]
+    assert judge_refusals(found) == [
+        f"no correlation id: answered (Triton refuses it: {NO_CORRID!r})",
+        f"new sequence without START: refused with another error: HTTP 500: boom (Triton refuses it: {NO_START!r})"]
+
+
+def test_a_request_of_a_whole_sequence_refused_fails():
+    problems = judge_refusals([("START", "", ""), ("middle", "HTTP 500: control input START not given", "")])
+    assert problems == ["the middle "
+                        "request of a whole sequence failed (the control inputs the server fills reach the model):"
+                        " HTTP 500: control input START not given"]
+
+
+def test_a_refusal_reason_keeps_the_first_150_characters_of_the_error():
+    (problem,) = judge_refusals([("END", "x" * 200, "")])
+    assert problem.endswith(": " + "x" * 150)
+
+
+# ---------------------------------------------------------------------------------------------------- controls
+def test_a_control_input_answered_from_a_client_fails():
+    sent = [("START", "CONTROL_SEQUENCE_START", ""), ("READY", "CONTROL_SEQUENCE_READY", "HTTP 400: unexpected input")]
+    assert judge_controls(sent) == ["control input START (CONTROL_SEQUENCE_START"
+                                    ") sent as a client tensor was answered: the served configuration takes it from the client, not from the sequence batcher"]
+    assert judge_controls(sent[1:]) == []
+
+
+# ----------------------------------------------------------------------------------------------------- backlog
+def backlog(live: int, errors=()) -> dict:
+    return {"sequences": 4, "live_at_once": live, "errors": list(errors)}
+
+
+def test_exactly_the_declared_slots_live_is_sound():
+    assert judge_backlog(backlog(2), 2) == []
+
+
+@pytest.mark.parametrize("live, words", [
+    (3, "3 of 4 sequences were live at once (declared 2 "
+        "slots: max_batch_size/max_candidate_sequences x instances); no backlog: the server has more slots"),
+    (1, "1 of 4 sequences were live at once (declared 2 "
+        "slots: max_batch_size/max_candidate_sequences x instances); fewer slots than declared"),
+], ids=["one-more", "one-fewer"])
+def test_one_sequence_more_or_fewer_live_than_the_slots_fails(live, words):
+    assert judge_backlog(backlog(live), 2) == [words]
+
+
+def test_a_backlog_request_refused_fails_with_the_first_error():
+    problems = judge_backlog(backlog(2, ["sequence 7 request 3: HTTP 500: gone", "sequence 8 END: gone"]), 2)
+    assert problems == ["backlog: 2 requests refused (sequence 7 request 3: HTTP 500: gone)"]
+
+
+# -------------------------------------------------------------------------------------------------------- idle
+def test_idle_sequences_released_and_sending_ones_continued_are_sound():
+    assert judge_idle({"released": [f"HTTP 400: {NO_START}"] * 2, "continued": ["answered"] * 2}, 200_000) == []
+
+
+def test_an_idle_sequence_still_answered_was_not_released():
+    idle = {"released": [f"HTTP 400: {NO_START}", "answered"], "continued": ["answered", "answered"]}
+    assert judge_idle(idle, 200_000) == [
+        "max_sequence_idle_microseconds 200000: 1/2 sequences idle 0.4 s were not released (answered)"]
+
+
+def test_a_sending_sequence_refused_was_cut():
+    idle = {"released": [f"HTTP 400: {NO_START}"], "continued": [f"HTTP 400: {NO_START}", "answered"]}
+    assert judge_idle(idle, 200_000) == [
+        f"max_sequence_idle_microseconds 200000: 1/2 sequences sending every 0.05 s were cut (HTTP 400: {NO_START})"]
