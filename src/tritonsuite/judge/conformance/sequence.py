@@ -49,7 +49,7 @@ HOLD_S, HOLD_REQUESTS = 0.3, 5  # how long, and how many requests each live sequ
 BOUND_S = 20.0  # any one wait of a part
 PAIRS = 3  # pairs of sequences: the idle part's (at most), the state check's
 #: sequence ids this process has not used (below 2**31: a CORRID of TYPE_INT32 takes them)
-_IDS = itertools.count(1_000_000_000 + (os.getpid() % 1000) * 100_000)
+SEQUENCE_IDS = itertools.count(1_000_000_000 + (os.getpid() % 1000) * 100_000)
 
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
@@ -90,7 +90,7 @@ def slots(target: Target) -> int:
     return (per or max(1, target.description.max_batch_size)) * target.description.instance_count
 
 
-def _not_sequence(target: Target, check: str) -> CheckResult | None:
+def not_sequence(target: Target, check: str) -> CheckResult | None:
     if target.description.sequence_batching is None:
         return CheckResult(target.name, check, "-", "-", "skipped", f"no sequence_batching declared "
                            f"(scheduler {target.description.scheduler}): no sequence batcher to check")
@@ -130,7 +130,7 @@ class _Wire:
             return t0, time.monotonic(), first_line(exc)
 
 
-def _one(target: Target, flags, extra=None) -> str:
+def one_request(target: Target, flags, extra=None) -> str:
     """One request with ``flags`` (id, START, END) through the driver: "" when answered, else its error."""
     request = {**target.request(1), **(extra or {})}
     answer = exchange(target.server, target.name, target.description, [_batch_first(target, request)],
@@ -143,12 +143,12 @@ def _refusals(target: Target, wire: "_Wire", seen: dict) -> list[str]:
     the control inputs the server fills) that must be answered before the request after its END is refused."""
     probes = [("no correlation id", (0, False, False), NO_CORRID), ("no correlation id, START+END", (0, True, True),
                                                                      NO_CORRID),
-              ("new sequence without START", (next(_IDS), False, False), NO_START),
-              ("new sequence without START, with END", (next(_IDS), False, True), NO_START)]
-    found = [(what, _one(target, flags), expected) for what, flags, expected in probes]
+              ("new sequence without START", (next(SEQUENCE_IDS), False, False), NO_START),
+              ("new sequence without START, with END", (next(SEQUENCE_IDS), False, True), NO_START)]
+    found = [(what, one_request(target, flags), expected) for what, flags, expected in probes]
 
     async def whole():
-        conn, sid = await wire.open(), next(_IDS)
+        conn, sid = await wire.open(), next(SEQUENCE_IDS)
         try:
             return [(what, (await wire.send(conn, sid, *flags))[2], expected) for what, flags, expected in (
                 ("START", (True, False), ""), ("middle", (False, False), ""), ("END", (False, True), ""),
@@ -176,7 +176,7 @@ def judge_refusals(found: list[tuple[str, str, str]]) -> list[str]:
     return problems
 
 
-def _control_tensor(target: Target, datatype: str) -> np.ndarray:
+def control_tensor(target: Target, datatype: str) -> np.ndarray:
     from tritonclient.utils import triton_to_np_dtype
 
     shape = (1, 1) if target.description.batching else (1,)
@@ -189,7 +189,8 @@ def _controls(target: Target, seen: dict) -> list[str]:
     """Each declared control input sent by the client: refused (the server fills it)."""
     sent = []
     for control in {c.name: c for c in target.description.sequence_batching.controls}.values():
-        error = _one(target, (next(_IDS), True, True), {control.name: _control_tensor(target, control.datatype)})
+        error = one_request(target, (next(SEQUENCE_IDS), True, True),
+                            {control.name: control_tensor(target, control.datatype)})
         seen[f"{control.name} sent by the client"] = error or "answered"
         sent.append((control.name, control.kind, error))
     return judge_controls(sent)
@@ -206,7 +207,7 @@ def judge_controls(sent: list[tuple[str, str, str]]) -> list[str]:
 
 
 async def _backlog(wire: _Wire, declared: int) -> dict:
-    ids = [next(_IDS) for _ in range(declared + EXTRA)]
+    ids = [next(SEQUENCE_IDS) for _ in range(declared + EXTRA)]
     first: dict[int, tuple] = {}
     middles = [0] * len(ids)
     errors: list[str] = []
@@ -259,7 +260,7 @@ async def _idle(wire: _Wire, idle_s: float, slots_free: int) -> dict:
     found = {"released": [], "continued": [], "largest_gap_s": 0.0}
 
     async def released() -> None:
-        conn, sid = await wire.open(), next(_IDS)
+        conn, sid = await wire.open(), next(SEQUENCE_IDS)
         try:
             _, answered, error = await wire.send(conn, sid, True, False)
             if error:
@@ -274,7 +275,7 @@ async def _idle(wire: _Wire, idle_s: float, slots_free: int) -> dict:
             conn.close()
 
     async def continued() -> None:
-        conn, sid = await wire.open(), next(_IDS)
+        conn, sid = await wire.open(), next(SEQUENCE_IDS)
         try:
             t0, last, error = await wire.send(conn, sid, True, False)
             while not error and time.monotonic() - t0 < span:
@@ -329,7 +330,7 @@ def judge_idle(idle: dict, idle_us: int) -> list[str]:
 
 
 def check_sequence(target: Target, idle_bound_s: float = IDLE_BOUND_S) -> CheckResult:
-    skipped = _not_sequence(target, "sequence")
+    skipped = not_sequence(target, "sequence")
     if skipped:
         return skipped
     sb = target.description.sequence_batching

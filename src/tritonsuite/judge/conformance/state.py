@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.sequence import _IDS, BOUND_S, PAIRS, _control_tensor, _not_sequence, _one
+from tritonsuite.judge.conformance.sequence import (BOUND_S, PAIRS, SEQUENCE_IDS, control_tensor, not_sequence,
+                                                    one_request)
 from tritonsuite.judge.conformance.traffic import same
 from tritonsuite.core.reasons import reason
 
@@ -50,7 +51,7 @@ def _differs(target: Target, seed: int, other: dict) -> dict:
 def check_state(target: Target) -> CheckResult:
     from tritonsuite.load.sequences import send_sequences
 
-    skipped = _not_sequence(target, "state")
+    skipped = not_sequence(target, "state")
     if skipped:
         return skipped
     sb = target.description.sequence_batching
@@ -59,9 +60,9 @@ def check_state(target: Target) -> CheckResult:
                            "implicit state to carry")
 
     def send(sequences, together=False):
-        first = next(_IDS)
+        first = next(SEQUENCE_IDS)
         for _ in range(len(sequences)):
-            next(_IDS)
+            next(SEQUENCE_IDS)
         return send_sequences(target.server, target.name, sequences, target.output_names, "http", together, first,
                               BOUND_S)
 
@@ -78,8 +79,8 @@ def check_state(target: Target) -> CheckResult:
     name = sb.states[0][0]
     state_input = next((s for s in target.description.config["sequence_batching"].get("state", [])
                         if s.get("input_name") == name), {})
-    client = _one(target, (next(_IDS), True, True),
-                  {name: _control_tensor(target, str(state_input.get("data_type", "TYPE_FP32")).removeprefix("TYPE_"))})
+    client = one_request(target, (next(SEQUENCE_IDS), True, True),
+                  {name: control_tensor(target, str(state_input.get("data_type", "TYPE_FP32")).removeprefix("TYPE_"))})
     names = ", ".join(f"{i} <- {o}" for i, o in sb.states)
     problems, evidence = judge_state(names, name, answers, before, after, together, alone, client)
     kept, leaked, interleaved = evidence["pairs_same_second_answer"], evidence["repeat_differs"], \
