@@ -101,8 +101,15 @@ def test_classification_takes_either_class_of_a_tie_at_the_last_top_place():
     tied = np.array([0.1, 0.9, 0.5, 0.7, 0.5, 0.0])  # 2 and 4 tie for the third place
     assert judge(classes(1, 3, 2, values=tied), values=tied) == []
     assert judge(classes(1, 3, 4, values=tied), values=tied) == []
+    # a tie decides only between the tied classes: one below them is still not a top class
+    assert judge(classes(1, 3, 0, values=tied), values=tied) == [
+        "output OUTPUT0: classes [0, 1, 3] answered, its top 3 are [1, 2, 3]"]
+    assert judge(classes(1, 2, 4, values=tied), values=tied) == [  # both tied, the second place left out
+        "output OUTPUT0: classes [1, 2, 4] answered, its top 3 are [1, 2, 3]"]
 
 
-def test_classification_of_an_output_with_as_many_elements_as_classes_asks_no_order():
+def test_classification_of_an_output_with_as_many_elements_as_classes_wants_each_once():
     few = np.array([0.2, 0.9, 0.5])
     assert judge(classes(0, 1, 2, values=few), values=few) == []
+    assert judge(classes(0, 1, 1, values=few), values=few) == [  # one class twice, one left out
+        "output OUTPUT0: classes [0, 1, 1] answered, its top 3 are [0, 1, 2]"]

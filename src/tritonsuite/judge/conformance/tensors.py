@@ -161,8 +161,9 @@ def _judge_classes(name: str, filename: str, count: int, outcome: str, got: list
             break
     top = sorted(np.argsort(-values, kind="stable")[:count].tolist())
     indices = sorted(int(t.split(":")[1]) for t in got if t.count(":") >= 1 and t.split(":")[1].isdigit())
-    if len(indices) == count and np.sort(values)[::-1][count - 1] > np.sort(values)[::-1][min(count, values.size - 1)] \
-            and indices != top:
+    # the classes' values must be the top values: where two tie for the last place, either index is a top class
+    chosen = np.sort([values[i] if i < values.size else -np.inf for i in indices])[::-1]
+    if len(indices) == count and not np.array_equal(chosen, np.sort(values)[::-1][:count], equal_nan=True):
         problems.append(f"output {name}: classes {indices} answered, its top {count} are {top}")
     return problems
 
