@@ -61,7 +61,7 @@ def test_tensors_catches_an_optional_input_served_as_required(repo, server):
     load_with(server, broken, input=[{"name": f"INPUT{i}", "data_type": "TYPE_FP32", "dims": [16]} for i in (0, 1)])
     result = check(server, broken, "tensors", inputs=None)
     assert result.verdict == "fail", result.line()
-    assert "without the optional input INPUT1 was refused" in result.reason
+    assert "a request without the optional input INPUT1 was refused" in result.reason
 
 
 def test_a_reshape_takes_the_declared_dims_and_answers_them(repo, server):
@@ -95,7 +95,15 @@ def test_classification_catches_an_output_served_without_its_labels(repo, server
     load_with(server, broken, output=[{"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [16]}])
     result = check(server, broken, "classification")
     assert result.verdict == "fail", result.line()
-    assert "carries no label" in result.reason
+    assert "carries no label (score:index:label expected, label_filename labels.txt)" in result.reason
+
+
+def test_classification_fails_a_deployment_that_refuses_its_reference_request(repo, server):
+    broken = labelled(repo, "labels_refused")
+    load_with(server, broken, input=[{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4, 4]}])
+    result = check(server, broken, "classification")
+    assert result.verdict == "fail", result.line()
+    assert result.reason.startswith("the reference request was refused ("), result.reason
 
 
 # A model with a labelled INT32 output and a BYTES output beside it, as an outside generator writes them: SCORES is
@@ -271,7 +279,8 @@ def test_an_ensemble_cache_hit_runs_none_of_its_steps(repo, server):
     assert result.evidence["steps_run_by_the_hit"] == {"step_cached": 0}
     load_with(server, sound, response_cache={"enable": False})  # served without it: the repeat runs the step
     result = check(server, sound, "cache")
-    assert result.verdict == "fail" and "serves the model without it" in result.reason, result.line()
+    assert result.verdict == "fail", result.line()
+    assert result.reason == "response_cache declared, but the server serves the model without it (no lookup counted)"
 
 
 def shutting(repo: Path, name: str) -> Path:

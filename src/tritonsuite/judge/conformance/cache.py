@@ -17,13 +17,20 @@ RTOL, ATOL = 1e-4, 1e-5
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
-    reason("response_cache declared, but the server serves the model without it (no lookup counted)"),
-    reason("the repeated input was not a cache hit"),
-    reason("the repeated input was answered differently"),
-    reason("the ensemble's cache hit still ran its steps ({})"),
-    reason("a different input was answered from the cache"),
-    reason("the cached answer differs from what the model computes for the same input now (a non-deterministic "
-           "model: caching freezes one draw)"),
+    reason("response_cache declared, but the server serves the model without it (no lookup counted)",
+           "test_conformance_tensors.py::test_an_ensemble_cache_hit_runs_none_of_its_steps"),
+    reason("the repeated input was not a cache hit",
+           "unit/test_judge_cache.py::test_cache_fails_a_repeated_input_that_was_not_one_hit"),
+    reason("the repeated input was answered differently",
+           "unit/test_judge_cache.py::test_cache_fails_a_repeated_input_answered_differently"),
+    reason("the ensemble's cache hit still ran its steps ({})",
+           "unit/test_judge_cache.py::test_cache_fails_an_ensemble_hit_that_still_ran_its_steps"),
+    reason("a different input was answered from the cache",
+           "unit/test_judge_cache.py::test_cache_fails_a_different_input_that_was_not_one_miss"),
+    reason("the cached answer differs from what the model computes for the same input now (output {}; a "
+           "non-deterministic model: caching freezes one draw)",
+           "test_conformance_checks.py::test_cache_catches_a_cached_non_deterministic_model",
+           "unit/test_judge_cache.py::test_cache_fails_a_cached_answer_a_fresh_computation_disagrees_with"),
 )
 
 
@@ -38,6 +45,28 @@ def _other(request: dict) -> dict:
     else:
         changed.reshape(-1)[0] = changed.reshape(-1)[0] + 1
     return {**request, first: changed}
+
+
+def _judge_cache(repeat: dict, other: dict, same_answer: bool, steps_ran: dict[str, int],
+                 fresh_differs: list[str] | None) -> list[str]:
+    """What the cache check saw wrong, from the statistics' deltas of the repeated request (``repeat``) and of the
+    one with another input (``other``), whether the repeat was answered bit for bit as the first, the executions
+    each step of an ensemble counted over the repeat (empty: not an ensemble), and the outputs a fresh computation of
+    the sample answers otherwise than the cache (None: not computed, the deployment cannot batch two)."""
+    problems = []
+    if repeat.get("cache_hit_count", 0) != 1:
+        problems.append("the repeated input was not a cache hit")
+    if not same_answer:
+        problems.append("the repeated input was answered differently")
+    if repeat.get("cache_hit_count", 0) == 1 and any(steps_ran.values()):
+        problems.append(f"the ensemble's cache hit still ran its steps "
+                        f"({', '.join(f'{m} {n}x' for m, n in steps_ran.items() if n)})")
+    if other.get("cache_hit_count", 0) != 0 or other.get("cache_miss_count", 0) != 1:
+        problems.append("a different input was answered from the cache")
+    if fresh_differs:
+        problems.append(f"the cached answer differs from what the model computes for the same input now (output "
+                        f"{', '.join(fresh_differs)}; a non-deterministic model: caching freezes one draw)")
+    return problems
 
 
 def check_cache(target: Target) -> CheckResult:
@@ -78,27 +107,15 @@ def check_cache(target: Target) -> CheckResult:
         return CheckResult(target.name, "cache", declared, "no cache lookup counted", "skipped",
                            "the server has no response cache (start it with --cache-config local,size=...)",
                            evidence)
-    problems = []
-    if two.get("cache_hit_count", 0) != 1:
-        problems.append("the repeated input was not a cache hit")
-    if not same(first, second):
-        problems.append("the repeated input was answered differently")
     if steps:
         evidence["steps_run_by_the_hit"] = steps_ran
-        if two.get("cache_hit_count", 0) == 1 and any(steps_ran.values()):
-            problems.append(f"the ensemble's cache hit still ran its steps "
-                            f"({', '.join(f'{m} {n}x' for m, n in steps_ran.items() if n)})")
-    if three.get("cache_hit_count", 0) != 0 or three.get("cache_miss_count", 0) != 1:
-        problems.append("a different input was answered from the cache")
+    differ = None
     if fresh is not None:
-        agree = all(np.allclose(fresh[n], first[n], rtol=RTOL, atol=ATOL) for n in names
-                    if first[n].dtype.kind in "fiub") and all(np.array_equal(fresh[n], first[n]) for n in names
-                                                              if first[n].dtype.kind not in "fiub")
-        evidence["fresh_equals_cached"] = agree
-        if not agree:
-            problems.append("the cached answer differs from what the model computes for the same input now "
-                            "(a non-deterministic model: caching freezes one draw)")
+        differ = [n for n in names if not (np.allclose(fresh[n], first[n], rtol=RTOL, atol=ATOL)
+                                           if first[n].dtype.kind in "fiub" else np.array_equal(fresh[n], first[n]))]
+        evidence["fresh_equals_cached"] = not differ
+    problems = _judge_cache(two, three, same(first, second), steps_ran, differ)
     observed = (f"repeat: {evidence['repeat']}, other input: {evidence['other_input']}"
-                + ("" if fresh is None else f", fresh computation {'agrees' if evidence['fresh_equals_cached'] else 'differs'}"))
+                + ("" if fresh is None else f", fresh computation {'differs' if differ else 'agrees'}"))
     return CheckResult(target.name, "cache", declared, observed, "fail" if problems else "pass",
                        "; ".join(problems), evidence)

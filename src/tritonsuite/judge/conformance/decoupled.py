@@ -39,19 +39,29 @@ LINGER_S = 0.5  # kept listening after the last final flag, for responses that c
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
-    reason("the server closed the stream"),
-    reason("a response for unknown request id {}: {}"),
-    reason("the stream failed with gRPC {}: {}"),
+    reason("the server closed the stream",
+           "unit/test_judge_decoupled.py::test_decoupled_fails_a_stream_closed_answered_strangely_or_failed"),
+    reason("a response for unknown request id {}: {}",
+           "unit/test_judge_decoupled.py::test_decoupled_fails_a_stream_closed_answered_strangely_or_failed"),
+    reason("the stream failed with gRPC {}: {}",
+           "unit/test_judge_decoupled.py::test_decoupled_fails_a_stream_closed_answered_strangely_or_failed"),
     reason("the server serves model_transaction_policy.decoupled false",
-           "test_conformance_fields.py::test_decoupled_catches_a_model_served_as_not_decoupled"),
+           "test_conformance_fields.py::test_decoupled_catches_a_model_served_as_not_decoupled",
+           "unit/test_judge_decoupled.py::test_decoupled_fails_a_model_served_as_not_decoupled"),
     reason("{} of {} requests got no final flag ({}: no message for {} s after {} response(s))",
-           "unit/test_reasons.py::test_a_reason_entry_ties_by_its_longest_fixed_words"),
-    reason("{} request(s) got more than one final flag ({}: {})"),
-    reason("{} request(s) got a response after their final one ({})"),
+           "test_conformance_fields.py::test_decoupled_catches_a_stream_that_never_ends_in_bounded_time",
+           "unit/test_judge_decoupled.py::test_decoupled_fails_requests_that_got_no_final_flag"),
+    reason("{} request(s) got more than one final flag ({}: {})",
+           "unit/test_judge_decoupled.py::test_decoupled_fails_a_request_with_a_second_final_flag"),
+    reason("{} request(s) got a response after their final one ({})",
+           "unit/test_judge_decoupled.py::test_decoupled_fails_a_response_after_the_final_one"),
     reason("{} response(s) without the declared outputs {} ({})",
-           "test_conformance_fields.py::test_decoupled_catches_responses_without_the_declared_outputs"),
-    reason("{} request(s) got an empty response not flagged final ({})"),
-    reason("{} request(s) answered with an error ({})"),
+           "test_conformance_fields.py::test_decoupled_catches_responses_without_the_declared_outputs",
+           "unit/test_judge_decoupled.py::test_decoupled_fails_responses_without_the_declared_outputs"),
+    reason("{} request(s) got an empty response not flagged final ({})",
+           "unit/test_judge_decoupled.py::test_decoupled_fails_an_empty_response_not_flagged_final"),
+    reason("{} request(s) answered with an error ({})",
+           "unit/test_judge_decoupled.py::test_decoupled_fails_requests_answered_with_an_error"),
 )
 
 
@@ -146,18 +156,11 @@ def _served_decoupled(target: Target) -> bool | None:
     return bool((config.get("model_transaction_policy") or {}).get("decoupled"))
 
 
-def check_decoupled(target: Target) -> CheckResult:
-    d = target.description
-    if not d.decoupled:
-        return CheckResult(target.name, "decoupled", "model_transaction_policy.decoupled false (Triton's default)",
-                           "-", "skipped", "not decoupled: one response per request, judged by the other checks' "
-                                           "requests")
-    names = sorted(target.output_names)
-    declared = (f"decoupled: each of {REQUESTS} requests on one stream ends with exactly one triton_final_response, "
-                f"no response after it, each response carrying {names}")
-    streams, stray, seconds = asyncio.run(_exchange(target.server.grpc_url, _requests(target, target.server.grpc_url)))
+def _judge_streams(streams: dict[str, _Stream], stray: list[str], served: bool | None, names: list[str]) -> list[str]:
+    """What the decoupled check saw wrong: ``streams``: each request's messages by id, ``stray``: the stream's own
+    errors, ``served``: whether the server serves the model as decoupled (None: not known), ``names``: the declared
+    outputs, sorted. The first problem of each kind, as :func:`check_decoupled` says them."""
     problems: list[str] = []
-    served = _served_decoupled(target)
     if served is False:
         problems.append("the server serves model_transaction_policy.decoupled false")
     problems += stray[:1]
@@ -191,6 +194,21 @@ def check_decoupled(target: Target) -> CheckResult:
         problems.append(f"{len(empty)} request(s) got an empty response not flagged final ({empty[0]})")
     if errors:
         problems.append(f"{len(errors)} request(s) answered with an error ({errors[0]})")
+    return problems
+
+
+def check_decoupled(target: Target) -> CheckResult:
+    d = target.description
+    if not d.decoupled:
+        return CheckResult(target.name, "decoupled", "model_transaction_policy.decoupled false (Triton's default)",
+                           "-", "skipped", "not decoupled: one response per request, judged by the other checks' "
+                                           "requests")
+    names = sorted(target.output_names)
+    declared = (f"decoupled: each of {REQUESTS} requests on one stream ends with exactly one triton_final_response, "
+                f"no response after it, each response carrying {names}")
+    streams, stray, seconds = asyncio.run(_exchange(target.server.grpc_url, _requests(target, target.server.grpc_url)))
+    served = _served_decoupled(target)
+    problems = _judge_streams(streams, stray, served, names)
     counts = [sum(bool(o) for _, o, _ in s.responses) for s in streams.values()]
     evidence = {"requests": len(streams), "seconds": round(seconds, 3), "served_decoupled": served,
                 "responses_with_outputs": counts, "final_flags": [s.finals for s in streams.values()],
