@@ -206,8 +206,8 @@ def test_refusals_catch_a_model_that_dies_on_bad_input(repo, server):
     server.load(directory)
     result = check(server, directory, "refusals")
     assert result.verdict == "fail"
-    assert "other size of a variable dim: the reference request failed" in result.reason \
-        or "other size of a variable dim: the model is not ready" in result.reason, result.reason
+    assert "http other size of a variable dim: afterwards the reference request failed (" in result.reason \
+        or "http other size of a variable dim: afterwards the model is not ready" in result.reason, result.reason
     assert server.is_alive()
 
 
