@@ -255,7 +255,7 @@ def test_reload_catches_a_model_that_cannot_be_swapped_under_load(repo, server, 
     server.load(directory)
     result = check(server, directory, "reload")
     assert result.verdict == "fail"
-    assert "loading version 2 under load failed" in result.reason
+    assert "loading version 2 under load failed: " in result.reason, result.reason
     assert result.evidence["new_version"]["failed"] == 0  # the old version kept answering
     assert check(server, directory, "identity").verdict == "pass"  # and the deployment is as it was
 
