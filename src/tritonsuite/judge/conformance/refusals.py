@@ -24,6 +24,7 @@ from tritonsuite.judge.reasons import reason
 #: functions that return reasons (tritonsuite.judge.reasons)
 REASON_FUNCTIONS = ("harm",)
 BOUND_S = 10.0  # an error later than this is a hang
+DYING_S = 2.0  # a connection refused after a probe: how long the server's process is given to be seen gone
 #: a dtype of the same item size (so the bytes fit and only the type is wrong)
 OTHER_DTYPE = {"FP32": "INT32", "INT32": "FP32", "FP16": "INT16", "INT16": "FP16", "FP64": "INT64",
                "INT64": "FP64", "UINT8": "INT8", "INT8": "UINT8", "BOOL": "INT8", "UINT32": "INT32",
@@ -42,7 +43,8 @@ MAY_ANSWER = ("other size of a variable dim",)
 REASONS = (
     reason("the server died",
            "unit/test_judge_refusals.py::test_a_died_server_is_the_first_thing_wrong",
-           "unit/test_judge_refusals.py::test_a_probe_after_which_the_server_died_is_judged_by_that_alone"),
+           "unit/test_judge_refusals.py::test_a_probe_after_which_the_server_died_is_judged_by_that_alone",
+           "test_conformance_refusals.py::test_refusals_say_the_server_died_after_the_probe_that_killed_it"),
     reason("the server is not live",
            "unit/test_judge_refusals.py::test_a_server_that_is_not_live"),
     reason("the model is not ready",
@@ -53,7 +55,8 @@ REASONS = (
            "unit/test_judge_refusals.py::test_a_reference_answered_differently"),
     reason("{}: afterwards {}",
            "unit/test_judge_refusals.py::test_harm_afterwards_fails_a_probe_the_configuration_allows_it_to_answer",
-           "test_conformance_checks.py::test_refusals_catch_a_model_that_dies_on_bad_input"),
+           "test_conformance_checks.py::test_refusals_catch_a_model_that_dies_on_bad_input",
+           "test_conformance_refusals.py::test_refusals_say_the_server_died_after_the_probe_that_killed_it"),
     reason("{}: not refused: {} ({})",
            "unit/test_judge_refusals.py::test_a_probe_accepted_is_not_refused",
            "unit/test_judge_refusals.py::test_a_probe_with_no_answer_is_not_refused"),
@@ -228,8 +231,26 @@ def _healthy(target: Target, conn, reference) -> str:
             return harm(ready=False)
         answer = answered(target, target.request(1))
     except Exception as exc:
+        if _refused_connection(exc) and _gone(target.server, DYING_S):
+            return harm(alive=False)
         return harm(error=str(exc))
     return harm(same_answer=same(answer, reference))
+
+
+def _refused_connection(exc: BaseException) -> bool:
+    """Whether a request failed at the socket (refused, reset), not with an answer of the server's."""
+    return isinstance(exc, OSError) or isinstance(exc.__cause__, OSError)
+
+
+def _gone(server, within_s: float) -> bool:
+    """Whether the server is seen dead within ``within_s``: a killed server's sockets close before its process is
+    seen to have exited (a server killed by a probe was reported as a refused reference request, not a death)."""
+    deadline = time.monotonic() + within_s
+    while server.is_alive():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def harm(alive: bool = True, live: bool = True, ready: bool = True, error: str | None = None,
