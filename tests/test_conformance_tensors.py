@@ -308,4 +308,4 @@ def test_shutdown_catches_requests_cut_by_the_exit_timeout(repo, tmp_path_factor
     with EmbeddedServer(repo, tmp_path_factory.mktemp("logs"), extra_args=("--exit-timeout-secs=1",)) as server:
         result = check(server, broken, "shutdown")
     assert result.verdict == "fail", result.line()
-    assert "requests sent before the shutdown failed" in result.reason
+    assert "requests sent before the shutdown failed (" in result.reason, result.reason

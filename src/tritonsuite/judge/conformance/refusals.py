@@ -22,8 +22,9 @@ from tritonsuite.judge.conformance.traffic import answered, same
 from tritonsuite.core.reasons import reason
 
 #: functions that return reasons (tritonsuite.core.reasons)
-REASON_FUNCTIONS = ("_healthy",)
+REASON_FUNCTIONS = ("harm",)
 BOUND_S = 10.0  # an error later than this is a hang
+DYING_S = 2.0  # a connection refused after a probe: how long the server's process is given to be seen gone
 #: a dtype of the same item size (so the bytes fit and only the type is wrong)
 OTHER_DTYPE = {"FP32": "INT32", "INT32": "FP32", "FP16": "INT16", "INT16": "FP16", "FP64": "INT64",
                "INT64": "FP64", "UINT8": "INT8", "INT8": "UINT8", "BOOL": "INT8", "UINT32": "INT32",
@@ -41,17 +42,28 @@ MAY_ANSWER = ("other size of a variable dim",)
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("the server died",
-           "test_faults.py::test_server_killed_mid_point_the_run_goes_on_with_the_next_deployment",
-           "test_faults.py::test_sigkill_of_the_server_ends_the_run_within_seconds_and_leaves_nothing"),
-    reason("the server is not live"),
+           "unit/test_judge_refusals.py::test_a_died_server_is_the_first_thing_wrong",
+           "unit/test_judge_refusals.py::test_a_probe_after_which_the_server_died_is_judged_by_that_alone",
+           "test_conformance_refusals.py::test_refusals_say_the_server_died_after_the_probe_that_killed_it"),
+    reason("the server is not live",
+           "unit/test_judge_refusals.py::test_a_server_that_is_not_live"),
     reason("the model is not ready",
-           "test_conformance_checks.py::test_refusals_catch_a_model_that_dies_on_bad_input"),
-    reason("the reference request failed ({})"),
-    reason("the reference request was answered differently than before"),
-    reason("{}: afterwards {}"),
-    reason("{}: not refused: {} ({})"),
-    reason("{}: error {} does not name the problem: {}"),
-    reason("{}: refused after {} s (bound {} s)"),
+           "unit/test_judge_refusals.py::test_a_model_that_is_not_ready"),
+    reason("the reference request failed ({})",
+           "unit/test_judge_refusals.py::test_a_reference_request_that_failed_says_the_first_line_of_why"),
+    reason("the reference request was answered differently than before",
+           "unit/test_judge_refusals.py::test_a_reference_answered_differently"),
+    reason("{}: afterwards {}",
+           "unit/test_judge_refusals.py::test_harm_afterwards_fails_a_probe_the_configuration_allows_it_to_answer",
+           "test_conformance_checks.py::test_refusals_catch_a_model_that_dies_on_bad_input",
+           "test_conformance_refusals.py::test_refusals_say_the_server_died_after_the_probe_that_killed_it"),
+    reason("{}: not refused: {} ({})",
+           "unit/test_judge_refusals.py::test_a_probe_accepted_is_not_refused",
+           "unit/test_judge_refusals.py::test_a_probe_with_no_answer_is_not_refused"),
+    reason("{}: error {} does not name the problem: {}",
+           "unit/test_judge_refusals.py::test_an_error_that_does_not_name_the_problem"),
+    reason("{}: refused after {} s (bound {} s)",
+           "unit/test_judge_refusals.py::test_a_refusal_after_the_bound_is_a_hang_one_at_the_bound_is_not"),
 )
 
 
@@ -208,18 +220,76 @@ def protocols(target: Target) -> tuple[str, ...]:
 
 
 def _healthy(target: Target, conn, reference) -> str:
-    """"" when the server is live, the model ready and the reference request answered as before; else why not."""
+    """"" when the server is live, the model ready and the reference request answered as before; else why not
+    (:func:`harm` judges what was seen, asked in this order and no further than the first thing wrong)."""
     if not target.server.is_alive():
-        return "the server died"
+        return harm(alive=False)
     try:
         if not conn.is_server_live():
-            return "the server is not live"
+            return harm(live=False)
         if not conn.is_model_ready(target.name):
-            return "the model is not ready"
+            return harm(ready=False)
         answer = answered(target, target.request(1))
     except Exception as exc:
-        return f"the reference request failed ({(str(exc).strip().splitlines() or [''])[0][:200]})"
-    return "" if same(answer, reference) else "the reference request was answered differently than before"
+        if _refused_connection(exc) and _gone(target.server, DYING_S):
+            return harm(alive=False)
+        return harm(error=str(exc))
+    return harm(same_answer=same(answer, reference))
+
+
+def _refused_connection(exc: BaseException) -> bool:
+    """Whether a request failed at the socket (refused, reset), not with an answer of the server's."""
+    return isinstance(exc, OSError) or isinstance(exc.__cause__, OSError)
+
+
+def _gone(server, within_s: float) -> bool:
+    """Whether the server is seen dead within ``within_s``: a killed server's sockets close before its process is
+    seen to have exited (a server killed by a probe was reported as a refused reference request, not a death)."""
+    deadline = time.monotonic() + within_s
+    while server.is_alive():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def harm(alive: bool = True, live: bool = True, ready: bool = True, error: str | None = None,
+         same_answer: bool = True) -> str:
+    """What the deployment's state after a probe says is wrong, "" when nothing: the server process ``alive``, the
+    server ``live``, the model ``ready``, the reference request's ``error`` (None: it was answered), and whether its
+    answer is the one given before the probes."""
+    if not alive:
+        return "the server died"
+    if not live:
+        return "the server is not live"
+    if not ready:
+        return "the model is not ready"
+    if error is not None:
+        return f"the reference request failed ({(error.strip().splitlines() or [''])[0][:200]})"
+    return "" if same_answer else "the reference request was answered differently than before"
+
+
+def judge_probe(what: str, problem: str, code, message: str, took: float, harmed: str) -> list[str]:
+    """The reasons one probe fails: ``what`` names it (protocol and problem), ``code`` is what came back (HTTP
+    status, gRPC status name, "stream error", "no answer" where the sender raised), ``message`` the error's text,
+    ``took`` its seconds, ``harmed`` what :func:`harm` found afterwards ("" nothing). A probe after which the server
+    died is judged by that alone (its missing answer is the death's, not a refusal's)."""
+    problems = []
+    refused = code not in (200, "OK", "no answer")
+    named = any(w in message.lower() for w in NAMES[problem])
+    if harmed:
+        problems.append(f"{what}: afterwards {harmed}")
+        if harmed == harm(alive=False):
+            return problems
+    if problem in MAY_ANSWER:
+        pass
+    elif not refused:
+        problems.append(f"{what}: not refused: {'accepted' if code in (200, 'OK') else code} ({message[:120]})")
+    elif not named:
+        problems.append(f"{what}: error {code} does not name the problem: {message[:120]!r}")
+    elif took > BOUND_S:
+        problems.append(f"{what}: refused after {took:.1f} s (bound {BOUND_S:g} s)")
+    return problems
 
 
 def check_refusals(target: Target) -> CheckResult:
@@ -235,24 +305,12 @@ def check_refusals(target: Target) -> CheckResult:
                 except Exception as exc:
                     code, message = "no answer", f"{type(exc).__name__}: {exc}"
                 took = time.monotonic() - start
-                refused = code not in (200, "OK", "no answer")
-                named = any(w in message.lower() for w in NAMES[problem])
-                harm = _healthy(target, conn, reference)
+                harmed = _healthy(target, conn, reference)
                 seen.append({"protocol": protocol, "problem": problem, "code": code, "message": message[:200],
-                             "seconds": round(took, 3), "after": harm or "healthy, same answer"})
-                what = f"{protocol} {problem}"
-                if harm:
-                    problems.append(f"{what}: afterwards {harm}")
-                    if not target.server.is_alive():
-                        break
-                if problem in MAY_ANSWER:
-                    pass
-                elif not refused:
-                    problems.append(f"{what}: not refused: {'accepted' if code in (200, 'OK') else code} ({message[:120]})")
-                elif not named:
-                    problems.append(f"{what}: error {code} does not name the problem: {message[:120]!r}")
-                elif took > BOUND_S:
-                    problems.append(f"{what}: refused after {took:.1f} s (bound {BOUND_S:g} s)")
+                             "seconds": round(took, 3), "after": harmed or "healthy, same answer"})
+                problems += judge_probe(f"{protocol} {problem}", problem, code, message, took, harmed)
+                if harmed and not target.server.is_alive():
+                    break
             if not target.server.is_alive():
                 break
     finally:

@@ -23,6 +23,8 @@ from tritonsuite.judge.conformance.traffic import ask, load, statistics
 from tritonsuite.load.exchange import first_line
 from tritonsuite.core.reasons import reason
 
+#: functions that return reasons (tritonsuite.core.reasons)
+REASON_FUNCTIONS = ("restoring",)
 CONCURRENCY = 2
 BEFORE_S = 0.6  # load before the reload (the latency "before"): at least this long...
 BEFORE_ANSWERS = 8  # ...and this many answers (at most MAX_BEFORE_S)
@@ -37,17 +39,28 @@ MARK = "tritonsuite_conformance_reload"  # the parameter the changed configurati
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("loading version {} under load failed: {}",
-           "test_conformance_kinds.py::test_reload_catches_an_ensemble_whose_configuration_does_not_load"),
+           "unit/test_judge_reload.py::test_a_refused_version_load_fails_and_no_new_answer_is_then_expected",
+           "test_conformance_kinds.py::test_reload_catches_an_ensemble_whose_configuration_does_not_load",
+           "test_conformance_checks.py::test_reload_catches_a_model_that_cannot_be_swapped_under_load"),
     reason("{} of {} requests failed while version {} was added ({})",
+           "unit/test_judge_reload.py::test_requests_that_failed_while_a_version_was_added_fail",
+           "unit/test_judge_reload.py::test_a_sequence_cut_is_forgiven_only_if_begun_before_the_reload_returned",
            "test_conformance_kinds.py::test_reload_catches_an_ensemble_whose_configuration_does_not_load"),
-    reason("no answer came from the new version {} after the reload"),
-    reason("{} request(s) sent after the first answer of version {} were answered by version {} (a mixed switch)"),
-    reason("loading the changed configuration under load failed: {}"),
-    reason("{} of {} requests failed while a changed configuration was loaded ({})"),
-    reason("the server did not serve the changed configuration after the reload"),
+    reason("no answer came from the new version {} after the reload",
+           "unit/test_judge_reload.py::test_a_reload_that_returned_without_an_answer_of_the_new_version_fails"),
+    reason("{} request(s) sent after the first answer of version {} were answered by version {} "
+           "(a mixed switch)",
+           "unit/test_judge_reload.py::test_an_old_answer_sent_after_the_first_new_answer_is_a_mixed_switch"),
+    reason("loading the changed configuration under load failed: {}",
+           "unit/test_judge_reload.py::test_a_refused_changed_configuration_fails_and_is_then_not_expected_served"),
+    reason("{} of {} requests failed while a changed configuration was loaded ({})",
+           "unit/test_judge_reload.py::test_requests_that_failed_while_a_changed_configuration_was_loaded_fail"),
+    reason("the server did not serve the changed configuration after the reload",
+           "unit/test_judge_reload.py::test_a_changed_configuration_the_server_does_not_serve_fails"),
     reason("a request sent alone before any reload failed: {}",
            "test_conformance_checks.py::test_reload_fails_at_once_a_deployment_that_does_not_answer_alone"),
-    reason("restoring the deployment afterwards failed: {}"),
+    reason("restoring the deployment afterwards failed: {}",
+           "unit/test_judge_reload.py::test_a_restore_that_failed_fails"),
 )
 
 
@@ -88,6 +101,11 @@ def _restore(target: Target) -> str:
             raise
         return first_line(exc)[:200]
     return ""
+
+
+def restoring(restored: str) -> list[str]:
+    """The reason restoring the deployment fails: why loading it as it is on disk again did not work ("" it did)."""
+    return [f"restoring the deployment afterwards failed: {restored}"] if restored else []
 
 
 def _answered(target: Target) -> int:
@@ -154,23 +172,43 @@ def _new_version(target: Target, evidence: dict) -> list[str]:
     answers, begin, end, refused = _under_load(target, lambda: target.server.load(target.directory))
     latency = _latency(answers, begin, end)
     versions = [a.version for a in answers if a.ok]
-    first_new = min((a.end for a in answers if a.ok and a.version == new.name), default=None)
-    late_old = [a for a in answers if a.ok and a.version == old and first_new is not None and a.start > first_new]
+    late_old = _switch(answers, old, new.name)[1]
     failed, cut = _failed(answers, end)
     evidence["new_version"] = {"old": old, "new": new.name, "answers_by_version": {
         v: versions.count(v) for v in sorted(set(versions))}, "old_after_new": len(late_old),
         "failed": len(failed), "sequences_cut": len(cut), "reload_s": round(end - begin, 3), "latency": latency,
         "errors": sorted({a.error for a in answers if not a.ok})[:3]}
     evidence["observed_new_version"] = _describe(f"version {old} -> {new.name}", answers, latency, failed, cut)
-    refused = refused if isinstance(refused, Exception) else None
-    problems = [f"loading version {new.name} under load failed: {first_line(refused)[:200]}"] if refused else []
+    return judge_new_version(answers, old, new.name, end, _refusal(refused))
+
+
+def _refusal(returned) -> str:
+    """Why the reload was refused (the first line of what it raised), or "" when it returned."""
+    return first_line(returned)[:200] if isinstance(returned, Exception) else ""
+
+
+def _switch(answers, old: str, new: str) -> tuple[float | None, list]:
+    """When the first answer of version ``new`` came back (None: none did), and the answers of version ``old`` to
+    requests sent after that."""
+    first_new = min((a.end for a in answers if a.ok and a.version == new), default=None)
+    late_old = [a for a in answers if a.ok and a.version == old and first_new is not None and a.start > first_new]
+    return first_new, late_old
+
+
+def judge_new_version(answers, old: str, new: str, end: float, refused: str) -> list[str]:
+    """The reasons the switch from version ``old`` to ``new`` fails: the load was ``refused`` (why; "" it returned
+    at ``end``), requests failed (not counting the sequences the switch cut), no answer of the new version came,
+    or the old version answered a request sent after the first new answer came back."""
+    first_new, late_old = _switch(answers, old, new)
+    failed, _ = _failed(answers, end)
+    problems = [f"loading version {new} under load failed: {refused}"] if refused else []
     if failed:
-        problems.append(f"{len(failed)} of {len(answers)} requests failed while version {new.name} was added "
+        problems.append(f"{len(failed)} of {len(answers)} requests failed while version {new} was added "
                         f"({failed[0].error[:120]})")
     if first_new is None and not refused:
-        problems.append(f"no answer came from the new version {new.name} after the reload")
+        problems.append(f"no answer came from the new version {new} after the reload")
     if late_old:
-        problems.append(f"{len(late_old)} request(s) sent after the first answer of version {new.name} were answered "
+        problems.append(f"{len(late_old)} request(s) sent after the first answer of version {new} were answered "
                         f"by version {old} (a mixed switch)")
     return problems
 
@@ -203,13 +241,19 @@ def _changed_config(target: Target, evidence: dict) -> list[str]:
                                   "served_change": MARK in served,
                                   "errors": sorted({a.error for a in answers if not a.ok})[:3]}
     evidence["observed_changed_config"] = _describe(f"config with parameter {MARK}", answers, latency, failed, cut)
-    refused = refused if isinstance(refused, Exception) else None
-    problems = ([f"loading the changed configuration under load failed: {first_line(refused)[:200]}"] if refused
-                else [])
+    return judge_changed_config(answers, MARK in served, end, _refusal(refused))
+
+
+def judge_changed_config(answers, served_change: bool, end: float, refused: str) -> list[str]:
+    """The reasons loading a changed configuration fails: the load was ``refused`` (why; "" it returned at
+    ``end``), requests failed (not counting the sequences the switch cut), or the server did not serve the change
+    afterwards (``served_change``)."""
+    failed, _ = _failed(answers, end)
+    problems = [f"loading the changed configuration under load failed: {refused}"] if refused else []
     if failed:
         problems.append(f"{len(failed)} of {len(answers)} requests failed while a changed configuration was loaded "
                         f"({failed[0].error[:120]})")
-    if MARK not in served and not refused:
+    if not served_change and not refused:
         problems.append("the server did not serve the changed configuration after the reload")
     return problems
 
@@ -234,7 +278,7 @@ def check_reload(target: Target) -> CheckResult:
         if evidence.get("added"):
             shutil.rmtree(evidence["added"], ignore_errors=True)
         restored = _restore(target)
-    problems += [f"restoring the deployment afterwards failed: {restored}"] if restored else []
+    problems += restoring(restored)
     observed = "; ".join(evidence[k] for k in ("observed_new_version", "observed_changed_config") if k in evidence)
     return CheckResult(target.name, "reload", declared, observed, "fail" if problems else "pass",
                        "; ".join(problems), evidence)

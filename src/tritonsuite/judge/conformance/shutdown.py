@@ -30,9 +30,15 @@ EXIT_S = 45.0
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
-    reason("{} of {} requests sent before the shutdown failed ({})"),
-    reason("{} request(s) unanswered within {} s during the shutdown"),
-    reason("the server had not exited {} s after SIGTERM"),
+    reason("{} of {} requests sent before the shutdown failed ({})",
+           "unit/test_judge_shutdown.py::test_a_request_sent_before_the_signal_that_failed_fails",
+           "unit/test_judge_shutdown.py::test_a_hang_before_the_signal_is_both_lost_and_unanswered",
+           "test_conformance_tensors.py::test_shutdown_catches_requests_cut_by_the_exit_timeout"),
+    reason("{} request(s) unanswered within {} s during the shutdown",
+           "unit/test_judge_shutdown.py::test_a_request_unanswered_within_its_bound_fails_whether_sent_before_or_after",
+           "unit/test_judge_shutdown.py::test_a_hang_before_the_signal_is_both_lost_and_unanswered"),
+    reason("the server had not exited {} s after SIGTERM",
+           "unit/test_judge_shutdown.py::test_a_server_that_did_not_exit_fails"),
 )
 
 
@@ -83,10 +89,7 @@ def check_shutdown(target: Target) -> CheckResult:
             exit_s = time.monotonic() - signalled
         finally:
             twin.stop()
-    before = [a for a in answers if a.start < signalled]
-    in_flight = [a for a in before if a.end >= signalled]
-    lost = [a for a in before if not a.ok]
-    hung = [a for a in answers + list(late.values()) if not a.ok and a.error.startswith("no answer within")]
+    before, in_flight, lost, hung = split(answers, late, signalled)
     evidence = {"concurrency": concurrency, "sent_before_signal": len(before), "in_flight_at_signal": len(in_flight),
                 "failed_before_signal": len(lost), "sent_after_signal": len(answers) - len(before),
                 "late": {p: ("answered" if a.ok else f"refused: {a.error[:160]}") for p, a in late.items()},
@@ -99,18 +102,38 @@ def check_shutdown(target: Target) -> CheckResult:
         return CheckResult(target.name, "shutdown", "SIGTERM drains the requests in flight", observed, "skipped",
                            f"its requests call {callee}, which the twin server does not serve: a BLS model's callees "
                            f"are its code's; name them with --bls-composing-models", evidence)
-    problems = []
-    if lost:
-        problems.append(f"{len(lost)} of {len(before)} requests sent before the shutdown failed ({lost[0].error[:160]})")
-    if hung:
-        problems.append(f"{len(hung)} request(s) unanswered within {BOUND_S:g} s during the shutdown")
-    if not exited[0]:
-        problems.append(f"the server had not exited {EXIT_S:g} s after SIGTERM")
+    problems = judge_shutdown(answers, late, signalled, exited[0])
     if not problems and not in_flight:
         return CheckResult(target.name, "shutdown", "SIGTERM drains the requests in flight", observed, "skipped",
                            "no request was in flight at the signal (each answered before it came)", evidence)
     return CheckResult(target.name, "shutdown", "SIGTERM drains the requests in flight", observed,
                        "fail" if problems else "pass", "; ".join(problems), evidence)
+
+
+def split(answers: list[Answer], late: dict[str, Answer], signalled: float) -> tuple[list, list, list, list]:
+    """The loop's ``answers`` (and the ``late`` ones sent after the signal, by protocol) as: those sent before the
+    signal, those of them still in flight at it, those of them that failed, and every one unanswered within its
+    bound."""
+    before = [a for a in answers if a.start < signalled]
+    in_flight = [a for a in before if a.end >= signalled]
+    lost = [a for a in before if not a.ok]
+    hung = [a for a in answers + list(late.values()) if not a.ok and a.error.startswith("no answer within")]
+    return before, in_flight, lost, hung
+
+
+def judge_shutdown(answers: list[Answer], late: dict[str, Answer], signalled: float, exited: bool) -> list[str]:
+    """The reasons the check fails: a request sent before the signal that failed, any request unanswered within its
+    bound, a server that did not exit within :data:`EXIT_S` (``exited``)."""
+    before, _, lost, hung = split(answers, late, signalled)
+    problems = []
+    if lost:
+        problems.append(f"{len(lost)} of {len(before)} requests sent before the shutdown failed "
+                        f"({lost[0].error[:160]})")
+    if hung:
+        problems.append(f"{len(hung)} request(s) unanswered within {BOUND_S:g} s during the shutdown")
+    if not exited:
+        problems.append(f"the server had not exited {EXIT_S:g} s after SIGTERM")
+    return problems
 
 
 def _unnamed_callee(target: Target, failed: list[Answer]) -> str:

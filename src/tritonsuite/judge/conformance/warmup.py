@@ -36,9 +36,12 @@ MARK = "tritonsuite_conformance_warmup"
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
-    reason("restoring the deployment afterwards failed: {}"),
+    reason("restoring the deployment afterwards failed: {}",
+           "unit/test_judge_warmup.py::test_a_failed_restore_fails_a_passing_warmup_and_follows_a_slow_one"),
     reason("model_warmup declared, but the first request after each of {} loads took {} ms of compute against a "
            "steady median of {} ms (the server serves no model_warmup)",
+           "unit/test_judge_warmup.py::test_a_first_request_slow_after_every_load_fails",
+           "unit/test_judge_warmup.py::test_a_slow_first_request_where_the_server_serves_no_warmup_says_so",
            "test_conformance_fields.py::test_warmup_makes_the_first_request_fast_and_its_absence_is_caught"),
 )
 
@@ -61,6 +64,28 @@ def _compute_ms(target: Target, seed: int) -> float:
     return delta.get("compute_infer_ns", 0) / 1e6
 
 
+def slow(first_ms: float, median_ms: float) -> bool:
+    """Whether a first request's compute time is slow: over :data:`FACTOR` times the steady median and over the
+    median plus :data:`SLACK_MS` (both: a fast model's 3x is a host's hiccup, a slow model's 100 ms is noise)."""
+    return first_ms > max(FACTOR * median_ms, median_ms + SLACK_MS)
+
+
+def judge_warmup(rounds: list[dict], served_warmup: bool, restore_error: str = "") -> list[str]:
+    """The reasons the check fails: the first request was slow after every load (``rounds``: each load's
+    ``slow``, ``first_ms`` and ``steady_median_ms``), ``served_warmup`` whether the server serves a model_warmup;
+    ``restore_error`` why loading the deployment as served afterwards failed ("" it worked)."""
+    problems: list[str] = []
+    if rounds and all(r["slow"] for r in rounds):
+        last = rounds[-1]
+        problems.append(f"model_warmup declared, but the first request after each of {len(rounds)} loads took "
+                        f"{last['first_ms']:.1f} ms of compute against a steady median of "
+                        f"{last['steady_median_ms']:.2f} ms" + ("" if served_warmup else
+                                                                " (the server serves no model_warmup)"))
+    if restore_error:
+        problems.append(f"restoring the deployment afterwards failed: {restore_error}")
+    return problems
+
+
 def _round(target: Target, served: dict, n: int) -> dict:
     marked = json.loads(json.dumps(served))
     marked.setdefault("parameters", {})[MARK] = {"string_value": str(n)}
@@ -71,7 +96,7 @@ def _round(target: Target, served: dict, n: int) -> dict:
     median = stats_lib.median(steady)
     return {"first_ms": round(first, 3), "steady_median_ms": round(median, 3),
             "steady_ms": [round(s, 3) for s in steady],
-            "slow": first > max(FACTOR * median, median + SLACK_MS),
+            "slow": slow(first, median),
             "warmup_in_statistics": {"executions": loaded.get("execution_count", 0),
                                      "successes": loaded.get("success_count", 0),
                                      "compute_infer_ms": round(loaded.get("compute_infer_ns", 0) / 1e6, 3)}}
@@ -92,7 +117,7 @@ def check_warmup(target: Target) -> CheckResult:
     served = target.server.model_config(target.name)
     served.get("parameters", {}).pop(MARK, None)
     rounds: list[dict] = []
-    problems: list[str] = []
+    restore_error = ""
     try:
         for n in range(ROUNDS):
             rounds.append(_round(target, served, n))
@@ -104,17 +129,12 @@ def check_warmup(target: Target) -> CheckResult:
         except Exception as exc:
             if not target.server.is_alive():
                 raise
-            problems.append(f"restoring the deployment afterwards failed: {first_line(exc)[:200]}")
+            restore_error = first_line(exc)[:200]
     evidence = {"rounds": rounds, "steady_requests": STEADY, "factor": FACTOR, "slack_ms": SLACK_MS,
                 "served_model_warmup": bool(served.get("model_warmup"))}
-    last = rounds[-1]
     observed = "; ".join(f"load {i + 1}: first request {r['first_ms']:.2f} ms compute, steady median "
                          f"{r['steady_median_ms']:.2f} ms over {STEADY}, warm-up executions in statistics "
                          f"{r['warmup_in_statistics']['executions']}" for i, r in enumerate(rounds))
-    if all(r["slow"] for r in rounds):
-        problems.insert(0, f"model_warmup declared, but the first request after each of {len(rounds)} loads took "
-                           f"{last['first_ms']:.1f} ms of compute against a steady median of "
-                           f"{last['steady_median_ms']:.2f} ms" + ("" if served.get("model_warmup") else
-                                                                   " (the server serves no model_warmup)"))
+    problems = judge_warmup(rounds, bool(served.get("model_warmup")), restore_error)
     return CheckResult(target.name, "warmup", declared, observed, "fail" if problems else "pass", "; ".join(problems),
                        evidence)

@@ -1,0 +1,62 @@
+"""The shutdown check's judging (tritonsuite.judge.conformance.shutdown): which requests were sent before the
+signal, in flight at it, lost or unanswered, and what that says, as answers built to cause each reason (the check
+itself runs on a twin of the real server in tests/test_conformance_tensors.py)."""
+from __future__ import annotations
+
+from tritonsuite.judge.conformance.shutdown import BOUND_S, EXIT_S, judge_shutdown, split
+from tritonsuite.load.exchange import Answer
+
+SIGNAL = 10.0
+HUNG = f"no answer within {BOUND_S:g} s"
+
+
+def ok(start: float, end: float) -> Answer:
+    return Answer(start, end, True, version="1")
+
+
+def failed(start: float, end: float, error: str) -> Answer:
+    return Answer(start, end, False, error=error)
+
+
+def refused_late() -> dict[str, Answer]:
+    return {"http": failed(SIGNAL + 0.05, SIGNAL + 0.06, "[Errno 111] Connection refused"),
+            "grpc": ok(SIGNAL + 0.05, SIGNAL + 0.4)}
+
+
+def test_requests_sent_before_the_signal_and_in_flight_at_it_are_told_apart():
+    answers = [ok(9.0, 9.5), ok(9.5, SIGNAL), ok(9.9, 10.3), failed(SIGNAL, 10.1, "refused")]
+    before, in_flight, lost, hung = split(answers, refused_late(), SIGNAL)
+    assert before == answers[:3] and in_flight == answers[1:3] and lost == [] and hung == []
+
+
+def test_a_drained_shutdown_with_late_requests_refused_passes():
+    answers = [ok(9.0, 9.5), ok(9.9, 10.3), failed(10.2, 10.21, "Connection refused")]
+    assert judge_shutdown(answers, refused_late(), SIGNAL, exited=True) == []
+
+
+def test_a_request_sent_before_the_signal_that_failed_fails():
+    answers = [ok(9.0, 9.5), failed(9.9, 10.3, "Stub process 'm_0_0' is not healthy."), ok(9.95, 10.3)]
+    assert judge_shutdown(answers, refused_late(), SIGNAL, exited=True) == [
+        "1 of 3 requests sent before the shutdown failed (Stub process 'm_0_0' is not healthy.)"]
+
+
+def test_a_request_unanswered_within_its_bound_fails_whether_sent_before_or_after():
+    late = refused_late()
+    late["grpc"] = failed(SIGNAL + 0.05, SIGNAL + BOUND_S, HUNG)
+    answers = [ok(9.0, 9.5), failed(SIGNAL + 0.01, SIGNAL + BOUND_S, HUNG)]
+    assert judge_shutdown(answers, late, SIGNAL, exited=True) == [
+        f"2 request(s) unanswered within {BOUND_S:g} s during the shutdown"]
+
+
+def test_a_hang_before_the_signal_is_both_lost_and_unanswered():
+    answers = [ok(9.0, 9.5), failed(9.9, 9.9 + BOUND_S, HUNG)]
+    assert judge_shutdown(answers, refused_late(), SIGNAL, exited=True) == [
+        f"1 of 2 requests sent before the shutdown failed ({HUNG})",
+        f"1 request(s) unanswered within {BOUND_S:g} s during the shutdown"]
+
+
+def test_a_server_that_did_not_exit_fails():
+    answers = [ok(9.0, 9.5), ok(9.9, 10.3)]
+    assert judge_shutdown(answers, refused_late(), SIGNAL, exited=False) == [
+        f"the server had not exited {EXIT_S:g} s after SIGTERM"]
+    assert EXIT_S == 45.0
