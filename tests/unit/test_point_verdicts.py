@@ -161,7 +161,7 @@ def test_perf_analyzers_point_is_judged_on_what_it_tells():
     assert perf_analyzer_point(MESSAGE) == [
         "UNSTABLE", f"perf_analyzer: {MESSAGE} (last windows 1000 ms; throughput varied 25.0% and latency 0.0%; other "
                     f"processes used 7% of a core meanwhile)"]
-    assert perf_analyzer_point(fail=3) == ["INVALID", "server counted 3 failed requests"]
+    assert perf_analyzer_point(fail=1) == ["INVALID", "server counted 1 failed requests"]
     assert perf_analyzer_point(MESSAGE, fail=3)[0::2] == ["UNSTABLE", "server counted 3 failed requests"]
     # 1 s of CPU over its 2 s run: 50% of a core, client bound at a 50% limit and not above it
     assert perf_analyzer_point(cpu_seconds=1.0, client_bound_percent=50.5) == ["OK"]
