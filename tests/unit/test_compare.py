@@ -44,7 +44,8 @@ def test_a_significant_drop_beyond_the_minimum_effect_is_a_regression():
     assert verdict.verdict == "regression" and verdict.throughput_delta_percent == pytest.approx(-20)
     assert verdict.p_value < 1e-6 and verdict.regressions_beyond(15) and not verdict.regressions_beyond(25)
     assert verdict.describe() == ("identity_tiny_onnx_fp32_offline batch 1, concurrency 1: regression: throughput "
-                                  "1000.0 -> 800.0 inf/s (-20.0%, minimum effect 10.0%, p=2.3e-132); p99 1.12 -> 1.38 ms")
+                                  "1000.0 -> 800.0 inf/s (-20.0%, minimum effect 10.0%, p=2.3e-132); p99 1.12 -> "
+                                  "1.38 ms")
     assert compare_points(now, then).verdict == "improvement"
 
 
