@@ -41,11 +41,9 @@ REASONS = (
     reason("the load generator could not keep the schedule: {}; the cap of {} requests in flight (max_outstanding) "
            "was reached",
            "unit/test_point_verdicts.py::test_sends_significantly_later_than_the_schedule_make_the_point_invalid"),
-    reason("stopped early: {}",
+    reason("stopped early: {}", "test_engine.py::test_a_point_can_be_given_up_early",
            "unit/test_point_verdicts.py::test_a_point_given_up_early_is_stopped_whatever_else_it_shows",
-           "test_load.py::test_a_bound_no_load_meets_fails_naming_the_answer",
-           "test_engine.py::test_a_point_can_be_given_up_early"),
-    # perf_analyzer's point (perf_analyzer_status)
+           "test_load.py::test_a_bound_no_load_meets_fails_naming_the_answer"),
     reason("perf_analyzer: {} (last windows {}; throughput varied {}% and latency {}%; other processes used {}% "
            "of a core meanwhile)",
            "unit/test_point_verdicts.py::test_perf_analyzers_point_is_judged_on_what_it_tells",
@@ -129,7 +127,6 @@ def stability(windows: Sequence[Window], limit: float, open_loop: bool = False) 
     latency = [float(w.samples[:, 0].mean()) if len(w.samples) else 0.0 for w in windows]
     t_spread, l_spread = spread(throughput), spread(latency)
     return (open_loop or t_spread <= limit) and l_spread <= limit, t_spread, l_spread
-
 
 
 def progress_line(windows: Sequence[Window], settings: MeasurementSettings, open_loop: bool = False,
@@ -295,10 +292,9 @@ def summarise(point: LoadPoint, windows: list[Window], total: dict[str, int], co
 
 def perf_analyzer_status(meta: dict, unstable: str | None, t_spread: float, l_spread: float, client_cpu: float,
                          settings: MeasurementSettings) -> tuple[str, list[str]]:
-    """(status, reasons) of a point perf_analyzer measured (tritonsuite.load.perfanalyzer), by :func:`summarise`'s
-    rules on what perf_analyzer tells: ``unstable``, its own message that no 3 windows agreed (its stability
-    criterion, not ours); the server's failed requests and its CPU from the row's ``meta``. It reports no count of
-    its own requests nor late sends, so neither another client nor a missed schedule can be told from its run."""
+    """(status, reasons) of a point perf_analyzer measured, by :func:`summarise`'s rules on what it tells: its own
+    message that no 3 windows agreed (``unstable``), the server's failed requests and its CPU (the row's ``meta``).
+    It counts no requests of its own nor late sends: another client or a missed schedule cannot be told from it."""
     reasons, status = [], "OK"
     if unstable is not None:
         status = "UNSTABLE"
