@@ -12,7 +12,9 @@ from tritonsuite.judge.compare import compare_points
 from tritonsuite.judge.underload import UnderLoadResult
 from tritonsuite.load.search import SearchResult, SearchStep
 from tritonsuite.load.windows import summarise
-from tritonsuite.run.verdicts import PASSED, Verdict, accuracy_verdict, performance_verdict, search_verdict
+from tritonsuite.core.rows import Row
+from tritonsuite.run.mixcase import MixResult
+from tritonsuite.run.verdicts import PASSED, Verdict, accuracy_verdict, mix_verdict, performance_verdict, search_verdict
 
 CASE = "identity-onnx-fp32-batch1"
 
@@ -110,3 +112,21 @@ def test_an_accuracy_run_that_missed_its_thresholds_fails_naming_each_metric():
     assert (found.outcome, found.line) == (
         "failed", "tiny_onnx_fp16_offline (64 samples, 64 seeded samples) missed its thresholds:\n"
                   "  output_relative_l2_error = 0.0100 (threshold <= 0.0030)\n  top1 = 0.5 (>= 0.9)")
+
+
+def test_a_mix_fails_on_wrong_answers_failed_requests_and_unmeasured_if_strict():
+    def row(deployment: str, status: str = "OK", fail: int = 0, *reasons: str) -> Row:
+        return Row(scenario="online", model="identity", deployment=deployment, status=status, reasons=list(reasons),
+                   measurement={"server_fail_delta": fail}, extra={"mix": {"role": "together", "round": 2}})
+
+    assert mix_verdict(CASE, MixResult("pair", rows=[row("a"), row("b")])) is PASSED
+    wrong = MixResult("pair", rows=[row("a")], accuracy={"a": wrong_under_load()})
+    assert mix_verdict(CASE, wrong).line == f"{CASE}: a: accuracy under the mix {wrong_under_load().describe()}"
+    failed = MixResult("pair", rows=[row("a", "INVALID", 2, "server counted 2 failed requests"),
+                                     row("b", "FAILED", 0, "connection refused")])
+    assert mix_verdict(CASE, failed).line == (f"{CASE}: a (together, round 2): INVALID: server counted 2 failed "
+                                              f"requests\nb (together, round 2): FAILED: connection refused")
+    unmeasured = MixResult("pair", rows=[row("a", "UNSTABLE", 0, "throughput varied 30.0%", "client bound")])
+    assert mix_verdict(CASE, unmeasured) is PASSED
+    assert mix_verdict(CASE, unmeasured, strict_stability=True).line == (
+        f"{CASE}: a (together, round 2): UNSTABLE: throughput varied 30.0%; client bound")

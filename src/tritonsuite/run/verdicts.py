@@ -17,7 +17,7 @@ from tritonsuite.server import ServerError
 from tritonsuite.core.reasons import reason
 
 #: names this module writes failure reasons to, beside ``problems`` and ``reason`` (tritonsuite.core.reasons)
-REASON_NAMES = ("_fail", "_skip")
+REASON_NAMES = ("_fail", "_skip", "wrong")
 
 
 #: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
@@ -30,6 +30,11 @@ REASONS = (
            "test_gates.py::test_benchmark_records_manifest_and_comparisons"),
     reason("not measured: {}: {} (--strict-stability fails such a search)",
            "unit/test_case_verdicts.py::test_a_search_whose_answer_did_not_hold_is_not_measured_unless_strict"),
+    reason("accuracy under load {}",
+           "unit/test_case_verdicts.py::test_wrong_answers_under_load_fail_a_valid_point",
+           "test_underload.py::test_pytest_m_online_fails_a_batch_mixing_deployment_at_its_highest_concurrency"),
+    reason("{}: accuracy under the mix {}",
+           "unit/test_case_verdicts.py::test_a_mix_fails_on_wrong_answers_failed_requests_and_unmeasured_if_strict"),
     reason("{} ({} samples, {}) missed its thresholds:",
            "unit/test_case_verdicts.py::test_an_accuracy_run_that_missed_its_thresholds_fails_naming_each_metric",
            "test_precision.py::test_wrong_fp16_deployments_fail_in_one_line_against_fp32"),
@@ -169,6 +174,18 @@ def tune(suite, case, options) -> Verdict:
                   figures)
 
 
+def mix_verdict(case_id: str, result, strict_stability: bool = False) -> Verdict:
+    """A set served together (a :class:`~tritonsuite.run.mixcase.MixResult`): fails when a deployment's answers under
+    the mix were wrong or one of its requests failed; a point the mix left without valid figures although every
+    request was answered fails only under ``strict_stability``."""
+    wrong = [f"{d}: accuracy under the mix {r.describe()}" for d, r in result.accuracy.items() if not r.passed]
+    failed = [r for r in result.invalid if r.status == "FAILED" or r.measurement.get("server_fail_delta")]
+    unmeasured = [r for r in result.invalid if r not in failed]
+    lines = wrong + [f"{r.deployment} ({r.extra['mix']['role']}, round {r.extra['mix']['round']}): {r.status}: "
+                     + "; ".join(r.reasons) for r in failed + (unmeasured if strict_stability else [])]
+    return _fail(f"{case_id}: " + "\n".join(lines) if lines else None)
+
+
 def mix(suite, case, options, progress=None) -> Verdict:
     """A set of deployments served together; its scale search or its joint configuration search."""
     if case.search == "scale":  # the most mixed load within every bound: fails when no factor stayed within them
@@ -179,15 +196,7 @@ def mix(suite, case, options, progress=None) -> Verdict:
         return judged(case.id, lambda: suite.run_mix(case.model, progress, search="tune"),
                       lambda result: _fail(None if result.best is not None else f"{case.id}: {result.describe()}"),
                       lambda result: {"answer": result.describe(), "configurations": len(result.evaluations)})
-
-    def verdict(result) -> Verdict:
-        wrong = [f"{d}: accuracy under the mix {r.describe()}" for d, r in result.accuracy.items() if not r.passed]
-        failed = [r for r in result.invalid if r.status == "FAILED" or r.measurement.get("server_fail_delta")]
-        unmeasured = [r for r in result.invalid if r not in failed]
-        lines = wrong + [f"{r.deployment} ({r.extra['mix']['role']}, round {r.extra['mix']['round']}): {r.status}: "
-                         + "; ".join(r.reasons) for r in failed + (unmeasured if options.strict_stability else [])]
-        return _fail(f"{case.id}: " + "\n".join(lines) if lines else None)
-
-    return judged(case.id, lambda: suite.run_mix(case.model, progress), verdict,
+    return judged(case.id, lambda: suite.run_mix(case.model, progress),
+                  lambda result: mix_verdict(case.id, result, options.strict_stability),
                   lambda result: {**{f"ratio {r.deployment}": r.describe() for r in result.ratios},
                                   "rows": len(result.rows)})
