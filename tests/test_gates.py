@@ -84,7 +84,8 @@ def test_benchmark_records_manifest_and_comparisons(tmp_path):
     _doctor(raw_rows(tmp_path / "a" / "reports", "offline"), baseline)
     third = _offline(tmp_path / "c", f"--compare={baseline}", "--perf-gate=25")
     assert third.returncode == 1
-    assert third.stdout.count("perf gate (25%)") >= 2 and "regression: throughput" in third.stdout
+    assert third.stdout.count(": perf gate (25%): identity_tiny_onnx_fp32_offline batch ") >= 2
+    assert "concurrency 1: regression: throughput" in third.stdout
     gated = (tmp_path / "c" / "reports" / "compare.md").read_text()
     assert "gate: a significant regression of more than 25% fails" in gated
     without_gate = subprocess.run([sys.executable, "-m", "tritonsuite.cli", "compare", str(baseline),
@@ -113,6 +114,7 @@ def test_a_point_that_cannot_be_measured_is_reported_and_fails_only_when_strict(
     lenient = run_pytest(["-m", "offline", "--gpu", "tiny", "-rs"], tmp_path / "a", profile=UNSTABLE_PROFILE)
     assert lenient.returncode == 0, lenient.stdout[-3000:]
     assert "2 skipped" in lenient.stdout and "not measured: identity-onnx-fp32-batch1: UNSTABLE" in lenient.stdout
+    assert "of a core meanwhile (--strict-stability fails such a point)" in lenient.stdout
     assert "tritonsuite: 2 points could not be measured" in lenient.stdout
     rows = raw_rows(tmp_path / "a" / "reports", "offline")
     assert [r["status"] for r in rows] == ["UNSTABLE", "UNSTABLE"]

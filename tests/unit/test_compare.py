@@ -43,8 +43,44 @@ def test_a_significant_drop_beyond_the_minimum_effect_is_a_regression():
     verdict = compare_points(then, now)
     assert verdict.verdict == "regression" and verdict.throughput_delta_percent == pytest.approx(-20)
     assert verdict.p_value < 1e-6 and verdict.regressions_beyond(15) and not verdict.regressions_beyond(25)
-    assert "1000.0 -> 800.0 inf/s (-20.0%" in verdict.describe()
+    assert verdict.describe() == ("identity_tiny_onnx_fp32_offline batch 1, concurrency 1: regression: throughput "
+                                  "1000.0 -> 800.0 inf/s (-20.0%, minimum effect 10.0%, p=2.3e-132); p99 1.12 -> "
+                                  "1.38 ms")
     assert compare_points(now, then).verdict == "improvement"
+
+
+def test_the_minimum_effect_and_alpha_decide_on_their_boundary():
+    """A change of exactly the minimum effect, or a p-value of exactly alpha, is no verdict; a hair beyond is."""
+    then, slower, faster = perf_row(1024, latencies(1.0)), perf_row(768, latencies(1.25, seed=1)), \
+        perf_row(1280, latencies(0.8, seed=1))
+    assert compare_points(then, slower, min_effect=25).verdict == "no significant change"  # -25.0% exactly
+    regression = compare_points(then, slower, min_effect=24.9)
+    assert regression.verdict == "regression" and regression.throughput_delta_percent == -25.0
+    assert regression.regressions_beyond(24.9) and not regression.regressions_beyond(25)
+    assert compare_points(then, faster, min_effect=25).verdict == "no significant change"  # +25.0% exactly
+    improvement = compare_points(then, faster, min_effect=24.9)
+    assert improvement.verdict == "improvement" and not improvement.regressions_beyond(0)
+    p = regression.p_value
+    assert compare_points(then, slower, min_effect=24.9, alpha=p).verdict == "no significant change"
+    assert compare_points(then, slower, min_effect=24.9, alpha=float(np.nextafter(p, 1))).verdict == "regression"
+    p = improvement.p_value
+    assert compare_points(then, faster, min_effect=24.9, alpha=p).verdict == "no significant change"
+    assert compare_points(then, faster, min_effect=24.9, alpha=float(np.nextafter(p, 1))).verdict == "improvement"
+    # either point's own window spread raises the minimum effect: 25% here, on then's side or on now's
+    spread = perf_row(1024, latencies(1.0), windows=(0.75, 1.0, 1.25))
+    assert compare_points(spread, slower, min_effect=1).verdict == "no significant change"
+    assert compare_points(then, perf_row(768, latencies(1.25, seed=1), windows=(0.75, 1.0, 1.25)),
+                          min_effect=1).min_effect_percent == pytest.approx(25)
+    # fewer than two windows kept: the row's own spread figure stands in
+    few = perf_row(1024, latencies(1.0), windows=(1.0,))
+    few.measurement["throughput_spread_percent"] = 30.0
+    assert compare_points(few, slower, min_effect=1).min_effect_percent == 30.0
+
+
+def test_an_unchanged_throughput_is_judged_as_a_possible_improvement():
+    """At no change in throughput the question asked is "is now faster?": slower requests give no small p."""
+    result = compare_points(perf_row(1000, latencies(1.0)), perf_row(1000, latencies(1.25, seed=1)), min_effect=0)
+    assert result.verdict == "no significant change" and result.throughput_delta_percent == 0 and result.p_value > 0.5
 
 
 def test_noise_is_not_a_verdict():
@@ -61,12 +97,21 @@ def test_noise_is_not_a_verdict():
 
 
 def test_invalid_points_and_rows_without_samples_are_not_comparable():
-    bad = perf_row(900, latencies(1.0), status="UNSTABLE")
-    assert compare_points(perf_row(1000, latencies(1.0)), bad).verdict == "not comparable"
-    old = perf_row(1000, latencies(1.0))
-    old.measurement = {}
-    result = compare_points(old, perf_row(1000, latencies(1.0)))
-    assert result.verdict == "not comparable" and "latency samples" in result.reason
+    good, bad = perf_row(1000, latencies(1.0)), perf_row(900, latencies(1.0), status="UNSTABLE")
+    result = compare_points(good, bad)
+    assert (result.verdict, result.reason) == ("not comparable", "now the point was UNSTABLE")
+    assert result.describe() == ("identity_tiny_onnx_fp32_offline batch 1, concurrency 1: not comparable (now the "
+                                 "point was UNSTABLE)")
+    assert compare_points(perf_row(1000, latencies(1.0), status="INVALID"), good).reason == "then the point was INVALID"
+    assert compare_points(perf_row(1000, latencies(1.0), status="INVALID"), bad).reason == "then the point was INVALID"
+    for side in ("then", "now"):
+        rows = {"then": perf_row(1000, latencies(1.0)), "now": perf_row(1000, latencies(1.0))}
+        rows[side].measurement = {}  # written before tritonsuite kept latency samples
+        result = compare_points(rows["then"], rows["now"])
+        assert (result.verdict, result.reason) == (
+            "not comparable", "a row has no latency samples (written before tritonsuite kept them)")
+        assert result.throughput_delta_percent is None
+    assert compare_points(perf_row(0, latencies(1.0)), good).verdict == "not comparable"  # no throughput to divide by
 
 
 def test_points_join_by_host_and_a_different_host_or_server_is_named():

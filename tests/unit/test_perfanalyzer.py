@@ -295,7 +295,9 @@ def test_perf_analyzers_unstable_point_lengthens_then_is_unstable_with_its_messa
     pa = _stand_in(tmp_path, f"echo \"$@\" >> {tmp_path / 'argv'}\ncat {log}\nexit 2\n")
     m = _identity_point(tmp_path, pa, served, window_ms=300, max_window_factor=2)
     assert m.status == "UNSTABLE" and not m.valid
-    assert "Failed to obtain stable measurement within 3 measurement windows" in m.reasons[0]
+    assert m.reasons[0].startswith("perf_analyzer: Failed to obtain stable measurement within 3 measurement windows")
+    assert "(last windows 600 ms, lengthened x2 after perf_analyzer found no stable measurement; throughput varied " \
+        in m.reasons[0] and m.reasons[0].endswith("% of a core meanwhile)")
     calls = (tmp_path / "argv").read_text().splitlines()
     assert [c.split("--measurement-interval ")[1].split()[0] for c in calls] == ["300", "600"]  # doubled once
     assert m.meta["window_factors"] == [1, 1, 1, 2, 2, 2] and m.meta["window"].startswith("600 ms, lengthened x2")

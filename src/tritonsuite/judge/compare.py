@@ -40,17 +40,22 @@ DEFAULT_ALPHA = 0.01
 
 #: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
-    reason("{}: {}: throughput {} -> {} inf/s ({}%, minimum effect {}%, p={}); p99 {} -> {} ms"),
-    reason("{} the point was {}"),
-    reason("a row has no latency samples (written before tritonsuite kept them)"),
+    reason("{}: {}: throughput {} -> {} inf/s ({}%, minimum effect {}%, p={}); p99 {} -> {} ms",
+           "unit/test_compare.py::test_a_significant_drop_beyond_the_minimum_effect_is_a_regression"),
+    reason("{} the point was {}",
+           "unit/test_compare.py::test_invalid_points_and_rows_without_samples_are_not_comparable"),
+    reason("a row has no latency samples (written before tritonsuite kept them)",
+           "unit/test_compare.py::test_invalid_points_and_rows_without_samples_are_not_comparable"),
     reason("no significant change",
-           "unit/test_compare.py::test_noise_is_not_a_verdict"),
+           "unit/test_compare.py::test_noise_is_not_a_verdict",
+           "unit/test_compare.py::test_the_minimum_effect_and_alpha_decide_on_their_boundary"),
     reason("regression",
-           "test_user_model.py::test_the_accuracy_gate_against_committed_baselines",
+           "unit/test_compare.py::test_a_significant_drop_beyond_the_minimum_effect_is_a_regression",
+           "unit/test_compare.py::test_the_minimum_effect_and_alpha_decide_on_their_boundary",
            "test_gates.py::test_benchmark_records_manifest_and_comparisons"),
     reason("improvement",
-           "test_tune_accuracy.py::test_the_same_search_recommends_the_winner_of_a_correct_model",
-           "test_mix_interference.py::test_a_light_companion_has_no_significant_effect"),
+           "unit/test_compare.py::test_the_minimum_effect_and_alpha_decide_on_their_boundary",
+           "test_tune_accuracy.py::test_the_same_search_recommends_the_winner_of_a_correct_model"),
 )
 
 

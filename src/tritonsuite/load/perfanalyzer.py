@@ -60,11 +60,8 @@ from tritonsuite.load.perfanalyzer_binary import (  # noqa: F401 - the binary's 
     LIBRARIES, BINARY_ENV, PerfAnalyzer, PerfAnalyzerUnavailable, check_starts, default, fetch_binary,
     library_dir, locate, pytriton_libs, unavailable_reason)
 from tritonsuite.load.point import LoadPoint, Measurement, MeasurementError
-from tritonsuite.load.windows import LATENCY_SAMPLES, even_subsample, spread
-from tritonsuite.core.reasons import reason
+from tritonsuite.load.windows import LATENCY_SAMPLES, even_subsample, perf_analyzer_status, spread
 
-#: names this module writes failure reasons to, beside ``problems`` and ``reason`` (tritonsuite.core.reasons)
-REASON_NAMES = ("reasons",)
 POLL_S = 0.2
 UNSTABLE_MARK = "Failed to obtain stable measurement"
 #: perf_analyzer's CSV header -> the seeds' column (its values are usec; the suite's are ms)
@@ -86,13 +83,11 @@ CSV_COLUMNS = {
 _PASS = re.compile(r"Pass \[(\d+)\] throughput: ([0-9.eE+-]+) infer/sec\. Avg latency: (\d+) usec")
 
 
-#: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
-REASONS = (
-    reason("perf_analyzer: {} (last windows {}; throughput varied {}% and latency {}%; other processes used {}% of "
-           "a core meanwhile)"),
-    reason("server counted {} failed requests"),
-    reason("client bound: perf_analyzer used {}% of a core (limit {}%)"),
-)
+#: names this module would write failure reasons to, beside ``problems`` and ``reason`` (tritonsuite.core.reasons)
+REASON_NAMES = ("reasons",)
+#: the failure reasons of a point perf_analyzer measured are written and registered beside the engine's, by
+#: :func:`tritonsuite.load.windows.perf_analyzer_status` (tritonsuite.core.reasons); this module writes none
+REASONS = ()
 
 
 # --------------------------------------------------------------------------------------------------- the command
@@ -389,18 +384,6 @@ def _measurement(point, settings, pa, argv, result, latencies, passes, factors, 
     if latencies is not None and len(latencies):
         ms = latencies * 1e3
         meta["latency_samples_ms"] = [round(float(v), 4) for v in ms[even_subsample(len(ms), LATENCY_SAMPLES)]]
-    reasons, status = [], "OK"
-    if unstable is not None:
-        status = "UNSTABLE"
-        reasons.append(f"perf_analyzer: {unstable} (last windows {window}; throughput varied {t_spread:.1f}% and "
-                       f"latency {l_spread:.1f}%; other processes used {meta['host_other_cpu_percent']:.0f}% of a "
-                       f"core meanwhile)")
-    if counts["fail_count"]:
-        status = "INVALID" if status == "OK" else status
-        reasons.append(f"server counted {counts['fail_count']} failed requests")
-    if meta["client_bound"]:
-        status = "INVALID" if status == "OK" else status
-        reasons.append(f"client bound: perf_analyzer used {client_cpu:.0f}% of a core "
-                       f"(limit {settings.client_bound_percent:g}%)")
+    status, reasons = perf_analyzer_status(meta, unstable, t_spread, l_spread, client_cpu, settings)
     return Measurement(point=point, result=result, meta=meta, status=status, reasons=reasons,
                        latencies_s=latencies)

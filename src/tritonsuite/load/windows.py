@@ -16,27 +16,40 @@ from tritonsuite.core.reasons import reason
 
 SERVER_STATS = ("queue", "compute_input", "compute_infer", "compute_output")
 SERVER_COLUMNS = ("Server Queue", "Server Compute Input", "Server Compute Infer", "Server Compute Output")
-#: the longest wait for requests already answered to show in Triton's statistics
 #: names this module writes failure reasons to, beside ``problems`` and ``reason`` (tritonsuite.core.reasons)
 REASON_NAMES = ("reasons",)
+#: the longest wait for requests already answered to show in Triton's statistics
 COUNT_WAIT_S = 5.0
 
 
 #: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("throughput varied {}% and latency {}% over the last {} windows (limit {}%) after {} windows, the last "
-           "{}; other processes used {}% of a core meanwhile"),
+           "{}; other processes used {}% of a core meanwhile",
+           "unit/test_point_verdicts.py::test_windows_that_disagree_beyond_the_limit_are_unstable"),
     reason("server counted {} successful requests, client completed {}: another client used the model during "
-           "measurement"),
+           "measurement",
+           "unit/test_point_verdicts.py::test_another_clients_requests_and_uncounted_ones_make_the_point_invalid"),
     reason("server counted {} requests, client completed {}: the server's statistics had not counted them {} s "
-           "after the last"),
-    reason("server counted {} failed requests"),
-    reason("client bound: the load generator used {}% of a core (limit {}%)"),
+           "after the last",
+           "unit/test_point_verdicts.py::test_another_clients_requests_and_uncounted_ones_make_the_point_invalid"),
+    reason("server counted {} failed requests",
+           "unit/test_point_verdicts.py::test_failed_requests_make_the_point_invalid_and_keep_an_unstable_ones_status",
+           "unit/test_point_verdicts.py::test_perf_analyzers_point_is_judged_on_what_it_tells"),
+    reason("client bound: the load generator used {}% of a core (limit {}%)",
+           "unit/test_point_verdicts.py::test_a_load_generator_at_its_cpu_limit_is_client_bound"),
     reason("the load generator could not keep the schedule: {}; the cap of {} requests in flight (max_outstanding) "
-           "was reached"),
-    reason("stopped early: {}",
-           "test_load.py::test_a_bound_no_load_meets_fails_naming_the_answer",
-           "test_engine.py::test_a_point_can_be_given_up_early"),
+           "was reached",
+           "unit/test_point_verdicts.py::test_sends_significantly_later_than_the_schedule_make_the_point_invalid"),
+    reason("stopped early: {}", "test_engine.py::test_a_point_can_be_given_up_early",
+           "unit/test_point_verdicts.py::test_a_point_given_up_early_is_stopped_whatever_else_it_shows",
+           "test_load.py::test_a_bound_no_load_meets_fails_naming_the_answer"),
+    reason("perf_analyzer: {} (last windows {}; throughput varied {}% and latency {}%; other processes used {}% "
+           "of a core meanwhile)",
+           "unit/test_point_verdicts.py::test_perf_analyzers_point_is_judged_on_what_it_tells",
+           "unit/test_perfanalyzer.py::test_perf_analyzers_unstable_point_lengthens_then_is_unstable_with_its_message"),
+    reason("client bound: perf_analyzer used {}% of a core (limit {}%)",
+           "unit/test_point_verdicts.py::test_perf_analyzers_point_is_judged_on_what_it_tells"),
 )
 
 
@@ -114,7 +127,6 @@ def stability(windows: Sequence[Window], limit: float, open_loop: bool = False) 
     latency = [float(w.samples[:, 0].mean()) if len(w.samples) else 0.0 for w in windows]
     t_spread, l_spread = spread(throughput), spread(latency)
     return (open_loop or t_spread <= limit) and l_spread <= limit, t_spread, l_spread
-
 
 
 def progress_line(windows: Sequence[Window], settings: MeasurementSettings, open_loop: bool = False,
@@ -276,6 +288,27 @@ def summarise(point: LoadPoint, windows: list[Window], total: dict[str, int], co
         reasons.insert(0, f"stopped early: {meta['stopped_early']}")
     return Measurement(point=point, result=result, meta=meta, status=status, reasons=reasons,
                        latencies_s=samples[:, 0].copy())
+
+
+def perf_analyzer_status(meta: dict, unstable: str | None, t_spread: float, l_spread: float, client_cpu: float,
+                         settings: MeasurementSettings) -> tuple[str, list[str]]:
+    """(status, reasons) of a point perf_analyzer measured, by :func:`summarise`'s rules on what it tells: its own
+    message that no 3 windows agreed (``unstable``), the server's failed requests and its CPU (the row's ``meta``).
+    It counts no requests of its own nor late sends: another client or a missed schedule cannot be told from it."""
+    reasons, status = [], "OK"
+    if unstable is not None:
+        status = "UNSTABLE"
+        reasons.append(f"perf_analyzer: {unstable} (last windows {meta['window']}; throughput varied {t_spread:.1f}% "
+                       f"and latency {l_spread:.1f}%; other processes used {meta['host_other_cpu_percent']:.0f}% of "
+                       f"a core meanwhile)")
+    if meta["server_fail_delta"]:
+        status = "INVALID" if status == "OK" else status
+        reasons.append(f"server counted {meta['server_fail_delta']} failed requests")
+    if meta["client_bound"]:
+        status = "INVALID" if status == "OK" else status
+        reasons.append(f"client bound: perf_analyzer used {client_cpu:.0f}% of a core "
+                       f"(limit {settings.client_bound_percent:g}%)")
+    return status, reasons
 
 
 LATENCY_SAMPLES = 2000

@@ -17,15 +17,26 @@ from tritonsuite.server import ServerError
 from tritonsuite.core.reasons import reason
 
 #: names this module writes failure reasons to, beside ``problems`` and ``reason`` (tritonsuite.core.reasons)
-REASON_NAMES = ("_fail", "_skip")
+REASON_NAMES = ("_fail", "_skip", "wrong")
 
 
 #: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
-    reason("not measured: {} (--strict-stability fails such a point)"),
-    reason("{}: perf gate ({}%): {}"),
-    reason("not measured: {}: {} (--strict-stability fails such a search)"),
+    reason("not measured: {} (--strict-stability fails such a point)",
+           "unit/test_case_verdicts.py::test_a_point_without_valid_figures_is_skipped_as_not_measured_unless_strict",
+           "test_gates.py::test_a_point_that_cannot_be_measured_is_reported_and_fails_only_when_strict"),
+    reason("{}: perf gate ({}%): {}",
+           "unit/test_case_verdicts.py::test_the_perf_gate_fails_a_significant_regression_beyond_it",
+           "test_gates.py::test_benchmark_records_manifest_and_comparisons"),
+    reason("not measured: {}: {} (--strict-stability fails such a search)",
+           "unit/test_case_verdicts.py::test_a_search_whose_answer_did_not_hold_is_not_measured_unless_strict"),
+    reason("accuracy under load {}",
+           "unit/test_case_verdicts.py::test_wrong_answers_under_load_fail_a_valid_point",
+           "test_underload.py::test_pytest_m_online_fails_a_batch_mixing_deployment_at_its_highest_concurrency"),
+    reason("{}: accuracy under the mix {}",
+           "unit/test_case_verdicts.py::test_a_mix_fails_on_wrong_answers_failed_requests_and_unmeasured_if_strict"),
     reason("{} ({} samples, {}) missed its thresholds:",
+           "unit/test_case_verdicts.py::test_an_accuracy_run_that_missed_its_thresholds_fails_naming_each_metric",
            "test_precision.py::test_wrong_fp16_deployments_fail_in_one_line_against_fp32"),
 )
 
@@ -62,24 +73,30 @@ def judged(case_id: str, run: Callable[[], Any], verdict: Callable[[Any], Verdic
     return Verdict(found.outcome, found.line, figures(result), found.measured)
 
 
+def performance_verdict(case_id: str, m, strict_stability: bool = False, gate: float | None = None) -> Verdict:
+    """A measured point (a :class:`~tritonsuite.load.point.Measurement`): failed when it is invalid, when its answers
+    under load were wrong, or when ``gate`` (--perf-gate, percent) finds a significant regression beyond it against
+    the compared run; a point every request of which was answered but that has no valid figures is skipped as not
+    measured, unless ``strict_stability`` or a gate asks for such points to fail."""
+    under_load = m.accuracy_under_load
+    wrong = f"accuracy under load {under_load.describe()}" if under_load and not under_load.passed else ""
+    if not m.valid:
+        found = f"{case_id}: {m.status}: " + "; ".join(m.reasons)
+        if m.not_measured and not wrong and not strict_stability and gate is None:
+            # every request was answered; the point has no valid figures: reported, not a failure
+            return _skip(f"not measured: {found} (--strict-stability fails such a point)")
+        return _fail(found + (f"\n{case_id}: {wrong}" if wrong else ""))
+    if wrong:
+        return _fail(f"{case_id}: {wrong}")
+    if gate is not None and m.comparison is not None and m.comparison.regressions_beyond(gate):
+        return _fail(f"{case_id}: perf gate ({gate:g}%): {m.comparison.describe()}", measured=m)
+    return Verdict("passed", measured=m)
+
+
 def performance(suite, case, options, progress=None) -> Verdict:
     """An offline or online sweep point (tritonsuite.run.suite.Suite.run_performance)."""
-    gate = options.perf_gate
-
     def verdict(m) -> Verdict:
-        under_load = m.accuracy_under_load
-        wrong = f"accuracy under load {under_load.describe()}" if under_load and not under_load.passed else ""
-        if not m.valid:
-            found = f"{case.id}: {m.status}: " + "; ".join(m.reasons)
-            if m.not_measured and not wrong and not options.strict_stability and gate is None:
-                # every request was answered; the point has no valid figures: reported, not a failure
-                return _skip(f"not measured: {found} (--strict-stability fails such a point)")
-            return _fail(found + (f"\n{case.id}: {wrong}" if wrong else ""))
-        if wrong:
-            return _fail(f"{case.id}: {wrong}")
-        if gate is not None and m.comparison is not None and m.comparison.regressions_beyond(gate):
-            return _fail(f"{case.id}: perf gate ({gate:g}%): {m.comparison.describe()}", measured=m)
-        return Verdict("passed", measured=m)
+        return performance_verdict(case.id, m, options.strict_stability, options.perf_gate)
 
     def figures(m) -> dict:
         # a figure the load generator did not give (perf_analyzer's unstable point: no CSV) is left out
@@ -93,16 +110,22 @@ def performance(suite, case, options, progress=None) -> Verdict:
     return judged(case.id, lambda: suite.run_performance(case, progress), verdict, figures)
 
 
+def search_verdict(case_id: str, found, strict_stability: bool = False, gate: float | None = None) -> Verdict:
+    """A search's answer (a :class:`~tritonsuite.load.search.SearchResult`): fails when no point was within the
+    bound; when points were within it but none stayed so when measured again, the answer could not be measured on
+    this host: skipped with the reason, failed under ``strict_stability`` or a ``gate``."""
+    if found.found:
+        return PASSED
+    if found.unstable and not strict_stability and gate is None:
+        return _skip(f"not measured: {case_id}: {found.describe()} (--strict-stability fails such a search)")
+    return _fail(f"{case_id}: {found.describe()}")
+
+
 def search(suite, case, options, progress=None) -> Verdict:
-    """The most load within the latency bound: fails when no point was within it; when points were within it but
-    none stayed so when measured again, the answer could not be measured on this host: skipped with the reason,
-    failed under --strict-stability or --perf-gate."""
+    """The most load within the latency bound (tritonsuite.run.suite.Suite.run_search), judged by
+    :func:`search_verdict`."""
     def verdict(found) -> Verdict:
-        if found.found:
-            return PASSED
-        if found.unstable and not options.strict_stability and options.perf_gate is None:
-            return _skip(f"not measured: {case.id}: {found.describe()} (--strict-stability fails such a search)")
-        return _fail(f"{case.id}: {found.describe()}")
+        return search_verdict(case.id, found, options.strict_stability, options.perf_gate)
 
     def figures(found) -> dict:
         best = found.best
@@ -111,11 +134,16 @@ def search(suite, case, options, progress=None) -> Verdict:
     return judged(case.id, lambda: suite.run_search(case, progress), verdict, figures)
 
 
+def accuracy_verdict(r) -> Verdict:
+    """An accuracy run (a :class:`~tritonsuite.judge.accuracy.AccuracyResult`): failed with every metric that missed
+    its threshold, one a line under the deployment's."""
+    return _fail(None if r.passed else f"{r.deployment} ({r.samples} samples, {r.description}) missed its "
+                                       f"thresholds:\n  " + "\n  ".join(r.failures))
+
+
 def accuracy(suite, case) -> Verdict:
     """The deployment through Triton against its eager reference, with thresholds per precision."""
-    return judged(case.id, lambda: suite.run_accuracy(case),
-                  lambda r: _fail(None if r.passed else f"{r.deployment} ({r.samples} samples, {r.description}) "
-                                                        f"missed its thresholds:\n  " + "\n  ".join(r.failures)),
+    return judged(case.id, lambda: suite.run_accuracy(case), accuracy_verdict,
                   lambda r: {**{m.name: round(m.value, 6) for m in r.metrics}, "passed": r.passed})
 
 
@@ -146,6 +174,18 @@ def tune(suite, case, options) -> Verdict:
                   figures)
 
 
+def mix_verdict(case_id: str, result, strict_stability: bool = False) -> Verdict:
+    """A set served together (a :class:`~tritonsuite.run.mixcase.MixResult`): fails when a deployment's answers under
+    the mix were wrong or one of its requests failed; a point the mix left without valid figures although every
+    request was answered fails only under ``strict_stability``."""
+    wrong = [f"{d}: accuracy under the mix {r.describe()}" for d, r in result.accuracy.items() if not r.passed]
+    failed = [r for r in result.invalid if r.status == "FAILED" or r.measurement.get("server_fail_delta")]
+    unmeasured = [r for r in result.invalid if r not in failed]
+    lines = wrong + [f"{r.deployment} ({r.extra['mix']['role']}, round {r.extra['mix']['round']}): {r.status}: "
+                     + "; ".join(r.reasons) for r in failed + (unmeasured if strict_stability else [])]
+    return _fail(f"{case_id}: " + "\n".join(lines) if lines else None)
+
+
 def mix(suite, case, options, progress=None) -> Verdict:
     """A set of deployments served together; its scale search or its joint configuration search."""
     if case.search == "scale":  # the most mixed load within every bound: fails when no factor stayed within them
@@ -156,15 +196,7 @@ def mix(suite, case, options, progress=None) -> Verdict:
         return judged(case.id, lambda: suite.run_mix(case.model, progress, search="tune"),
                       lambda result: _fail(None if result.best is not None else f"{case.id}: {result.describe()}"),
                       lambda result: {"answer": result.describe(), "configurations": len(result.evaluations)})
-
-    def verdict(result) -> Verdict:
-        wrong = [f"{d}: accuracy under the mix {r.describe()}" for d, r in result.accuracy.items() if not r.passed]
-        failed = [r for r in result.invalid if r.status == "FAILED" or r.measurement.get("server_fail_delta")]
-        unmeasured = [r for r in result.invalid if r not in failed]
-        lines = wrong + [f"{r.deployment} ({r.extra['mix']['role']}, round {r.extra['mix']['round']}): {r.status}: "
-                         + "; ".join(r.reasons) for r in failed + (unmeasured if options.strict_stability else [])]
-        return _fail(f"{case.id}: " + "\n".join(lines) if lines else None)
-
-    return judged(case.id, lambda: suite.run_mix(case.model, progress), verdict,
+    return judged(case.id, lambda: suite.run_mix(case.model, progress),
+                  lambda result: mix_verdict(case.id, result, options.strict_stability),
                   lambda result: {**{f"ratio {r.deployment}": r.describe() for r in result.ratios},
                                   "rows": len(result.rows)})
