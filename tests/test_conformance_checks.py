@@ -121,25 +121,28 @@ def check(server, directory, name, inputs=sixteen, **target):
 
 
 # ---------------------------------------------------------------------------------------------- sound deployments
-@pytest.mark.parametrize("name", ["identity", "batching", "instances", "refusals", "counters", "cache", "reload"])
+@pytest.mark.parametrize("name", ["identity", "instances", "refusals", "counters", "cache", "reload"])
 def test_a_sound_deployment_passes_every_check(server, identity_online, name):
     result = check(server, identity_online, name, inputs=None)
-    assert result.verdict == "pass" or _host_bound(result), result.line()
+    assert result.verdict == "pass", result.line()
     assert result.declared and result.observed
 
 
-def _host_bound(result) -> bool:
-    """Batching skipped because this host's client kept no requests waiting for the batcher (identity answers in
-    well under a millisecond): a figure of the host, never a failure (judge/conformance/batching.py)."""
-    return (result.check == "batching" and result.verdict == "skipped" and "requests waited on average" in result.reason
-            and result.evidence["waiting_on_average"] < 4)
+def test_a_sound_batcher_passes_batching_with_requests_waiting_on_any_host(repo, server):
+    """Batching is judged only where requests waited for the batcher (identity answers in well under a millisecond,
+    so on a fast host none waits and the check says so): a model that takes 40 ms an execution keeps the load's
+    requests waiting on any host, and its dynamic batcher groups them."""
+    directory = python_model(repo, "sound_batcher", "sleep", extra="dynamic_batching { preferred_batch_size: [4] "
+                                                                  "max_queue_delay_microseconds: 2000 }")
+    server.load(directory)
+    result = check(server, directory, "batching")
+    assert result.verdict == "pass", result.line()
+    assert max(int(size) for size in result.evidence["batch_stats"]) > 1, result.evidence["batch_stats"]
 
 
 def test_batching_shows_the_histogram_and_reload_its_latency_samples(server, identity_online):
     batching = check(server, identity_online, "batching", inputs=None)
     assert batching.evidence["batch_stats"] and sum(batching.evidence["batch_stats"].values()) > 0
-    if not _host_bound(batching):  # requests waited: the batcher grouped them, up to the preferred size
-        assert max(batching.evidence["batch_stats"]) > 1 and batching.evidence["preferred_reached"] == [4]
     reload = check(server, identity_online, "reload", inputs=None)
     switch = reload.evidence["new_version"]
     assert switch["failed"] == 0 and switch["old_after_new"] == 0 and set(switch["answers_by_version"]) == {"1", "2"}
