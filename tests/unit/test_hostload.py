@@ -1,6 +1,7 @@
 """How busy the host was: other processes' CPU, without the server's and the load generator's own."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -65,9 +66,10 @@ def test_busyhost_spins_as_many_burners_as_cores_asked_and_leaves_none(tmp_path,
     from tritonsuite.load import busyhost
 
     seen = tmp_path / "burners"
-    count = ("import pathlib, subprocess\n"
-             "ps = subprocess.run(['ps', '-ww', '-eo', 'args'], capture_output=True, text=True).stdout\n"
-             "burners = sum(('perf_counter() ' + '< end') in line for line in ps.splitlines())\n"
+    count = ("import os, pathlib, subprocess\n"  # the burners beside it: its parent's other children
+             "ps = subprocess.run(['ps', '-ww', '-eo', 'ppid=,args='], capture_output=True, text=True).stdout\n"
+             "burners = sum(line.split()[0] == str(os.getppid()) and ('perf_counter() ' + '< end') in line\n"
+             "              for line in ps.splitlines())\n"
              f"pathlib.Path({str(seen)!r}).write_text(str(burners))")
     parser = argparse.ArgumentParser()
     busyhost.add_arguments(parser)
@@ -77,8 +79,9 @@ def test_busyhost_spins_as_many_burners_as_cores_asked_and_leaves_none(tmp_path,
     assert seen.read_text() == "2"
     assert "no summary: the run left no readable manifest (ValueError: no manifest in reports)" in \
         capsys.readouterr().out
-    ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
-    assert not any("perf_counter() < end" in line for line in ps.splitlines())
+    ps = subprocess.run(["ps", "-ww", "-eo", "ppid=,stat=,args="], capture_output=True, text=True).stdout
+    assert not [line for line in ps.splitlines() if line.split()[0] == str(os.getpid()) and "Z" not in line.split()[1]
+                and "perf_counter() < end" in line]
 
 
 def test_busyhost_refuses_a_core_count_naming_the_valid_range(capsys):
@@ -93,3 +96,32 @@ def test_busyhost_refuses_a_core_count_naming_the_valid_range(capsys):
     with pytest.raises(SystemExit):
         busyhost.run(parser.parse_args(["--cores", "0", "--", "true"]), parser)
     assert "--cores 0: valid: 1 to 64" in capsys.readouterr().err
+
+
+def test_busyhost_terminated_leaves_neither_its_burners_nor_its_command(tmp_path):
+    """SIGTERM to ``tritonsuite busyhost`` (a CI job cancelled): its command is passed the signal and its burners
+    are killed; nothing it started outlives it."""
+    import signal
+
+    process = subprocess.Popen([sys.executable, "-m", "tritonsuite.cli", "busyhost", "--cores", "2", "--on", "0.2",
+                                "--off", "0", "--", sys.executable, "-c", "import time; time.sleep(120)"],
+                               cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def children() -> list[str]:
+        ps = subprocess.run(["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True, text=True).stdout
+        return [line for line in ps.splitlines() if line.split()[1] == str(process.pid)]
+
+    try:
+        deadline = time.monotonic() + 60
+        while len(children()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(children()) == 3, children()  # two burners, then the command
+        pids = [int(line.split()[0]) for line in children()]
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=90) == 128 + signal.SIGTERM
+        ps = subprocess.run(["ps", "-eo", "pid=,stat="], capture_output=True, text=True).stdout.split("\n")
+        alive = [line for line in ps if line.split() and int(line.split()[0]) in pids and "Z" not in line.split()[1]]
+        assert alive == []
+    finally:
+        if process.poll() is None:
+            process.kill()

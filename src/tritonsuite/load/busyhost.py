@@ -4,7 +4,8 @@ the run's points fared and how busy the host was.
     tritonsuite busyhost [--on 2] [--off 2] [--cores 1] -- pytest -m offline --models bert
 
 The burner is ``--cores`` processes (one by default), each spinning one core for ``--on`` seconds and sleeping
-``--off`` seconds, over and over, started before the command and killed when it ends (also on Ctrl-C);
+``--off`` seconds, over and over, started before the command and killed when it ends (also on Ctrl-C, or SIGTERM,
+which the command is passed first);
 ``--cores 2 --off 0`` keeps both cores of a two-core host busy the whole run. The summary reads the run's rows
 through its manifest (``<reports-dir>/manifest.json``): per point its status, throughput, the windows it took (and
 how far they were lengthened) and the CPU other processes used meanwhile, which shows the burner.
@@ -12,6 +13,7 @@ how far they were lengthened) and the CPU other processes used meanwhile, which 
 from __future__ import annotations
 
 import argparse
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +23,7 @@ from tritonsuite.core.rows import STATUSES
 from tritonsuite.core.store import latest_manifest, load_rows
 
 MAX_CORES = 64
+CHILD_EXIT_S = 60.0  # the command's time to end after SIGTERM (a pytest run writes its report) before it is killed
 BURNER = ("import sys, time\n"
           "on, off = float(sys.argv[1]), float(sys.argv[2])\n"
           "while True:\n"
@@ -56,6 +59,10 @@ def summary(reports_dir: Path) -> str:
     return "\n".join(lines)
 
 
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def add_arguments(parser) -> None:
     parser.add_argument("--on", type=float, default=2.0, help="seconds the burner spins (default 2)")
     parser.add_argument("--off", type=float, default=2.0, help="seconds it rests (default 2)")
@@ -71,14 +78,25 @@ def run(args, parser) -> int:
         parser.error(f"--on {args.on:g} --off {args.off:g}: valid: --on > 0, --off >= 0 (seconds)")
     if not 1 <= args.cores <= MAX_CORES:
         parser.error(f"--cores {args.cores}: valid: 1 to {MAX_CORES}")
-    burners = [subprocess.Popen([sys.executable, "-c", BURNER, str(args.on), str(args.off)])
-               for _ in range(args.cores)]
+    previous = signal.signal(signal.SIGTERM, _terminated)  # a CI job cancelled: the finally below still runs
+    burners, child = [], None
     try:
-        code = subprocess.run(command).returncode
+        burners += [subprocess.Popen([sys.executable, "-c", BURNER, str(args.on), str(args.off)])
+                    for _ in range(args.cores)]
+        child = subprocess.Popen(command)
+        code = child.wait()
     finally:
+        if child is not None and child.poll() is None:  # the command is told to stop first, then made to
+            child.terminate()
+            try:
+                child.wait(timeout=CHILD_EXIT_S)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
         for burner in burners:
             burner.kill()
             burner.wait()
+        signal.signal(signal.SIGTERM, previous)
     try:
         print(summary(reports_dir_of(command)))
     except (OSError, ValueError, KeyError) as exc:
