@@ -28,9 +28,9 @@ SETTINGS_OF = dict(max_batch_size=8, intra_op_threads=1, dynamic_batching=True, 
 CONFIG = model_config("ida", default_registry().get("identity", "tiny"), "onnx", **SETTINGS_OF)
 
 
-#: the profile's configurations of the set search: a batcher that holds every request 400 ms waiting for a batch of
+#: the profile's configurations of the set search: a batcher that holds every request 200 ms waiting for a batch of
 #: 8 that 4 requests in flight never fill, so the profile's own configuration is over its bound by construction
-SLOW_DEFAULT = dict(SETTINGS_OF, preferred_batch_sizes=(8,), max_queue_delay_microseconds=400_000)
+SLOW_DEFAULT = dict(SETTINGS_OF, preferred_batch_sizes=(8,), max_queue_delay_microseconds=200_000)
 
 
 @pytest.fixture(scope="module")
@@ -109,12 +109,12 @@ def test_a_set_search_measures_together_and_writes_stock_configs(setup, tmp_path
     from tritonclient.grpc import model_config_pb2
 
     server, spec, targets = setup
-    # the one setting varied is the queue delay: the profile's 400 ms puts ida over its bound (avg <= 150 ms) by
+    # the one setting varied is the queue delay: the profile's 200 ms puts ida over its bound (avg <= 100 ms) by
     # construction, 100 us puts it far within, on any host; so the winner is another configuration, measured again
     # interleaved, and never shipped (the profile's pairs score 0: no comparable pair)
     space = parse_space({"instance_count": [1], "preferred_batch_sizes": [[8]],
-                         "max_queue_delay_microseconds": [400_000, 100]}, "t", max_batch_size=8, instance_count=1,
-                        preferred_batch_sizes=(8,), max_queue_delay_microseconds=400_000, intra_op_threads=1,
+                         "max_queue_delay_microseconds": [200_000, 100]}, "t", max_batch_size=8, instance_count=1,
+                        preferred_batch_sizes=(8,), max_queue_delay_microseconds=200_000, intra_op_threads=1,
                         concurrency=(1,))
     inputs = spec.example_inputs(1, 0)
     traffic = [Traffic(t.name, inputs, spec.outputs, LoadPoint(1, c), t.description) for t, c in zip(targets, (4, 2))]
@@ -123,7 +123,7 @@ def test_a_set_search_measures_together_and_writes_stock_configs(setup, tmp_path
     def record(m, role, candidate, i, meta):
         recorded.append((role, i, candidate, meta, m))
 
-    bound = LatencyBound.parse("avg <= 150 ms")
+    bound = LatencyBound.parse("avg <= 100 ms")
     result = tune_set(targets, [space, space], traffic, [bound, None], [1.0, 0.5], SETTINGS, record, Budget(3, 5.0))
     print(result.describe())
     evidence = [r for r in recorded if r[0] == "tune-evidence"]
