@@ -231,7 +231,7 @@ def _healthy(target: Target, conn, reference) -> str:
             return harm(ready=False)
         answer = answered(target, target.request(1))
     except Exception as exc:
-        if _refused_connection(exc) and _gone(target.server, DYING_S):
+        if _refused_connection(exc) and target.server.gone(DYING_S):
             return harm(alive=False)
         return harm(error=str(exc))
     return harm(same_answer=same(answer, reference))
@@ -240,17 +240,6 @@ def _healthy(target: Target, conn, reference) -> str:
 def _refused_connection(exc: BaseException) -> bool:
     """Whether a request failed at the socket (refused, reset), not with an answer of the server's."""
     return isinstance(exc, OSError) or isinstance(exc.__cause__, OSError)
-
-
-def _gone(server, within_s: float) -> bool:
-    """Whether the server is seen dead within ``within_s``: a killed server's sockets close before its process is
-    seen to have exited (a server killed by a probe was reported as a refused reference request, not a death)."""
-    deadline = time.monotonic() + within_s
-    while server.is_alive():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def harm(alive: bool = True, live: bool = True, ready: bool = True, error: str | None = None,
