@@ -30,7 +30,7 @@ class Case:
     request_rate: float = 0.0
     search: str = ""  # "request_rate" or "concurrency": the latency-bound search of this deployment
     bound: str = ""  # its bound, e.g. "p99 <= 50 ms"
-    loadgen: str = "suite"  # who measures a closed-loop point (tritonsuite.load.sources); open-loop points, searches: suite
+    loadgen: str = "suite"  # who measures a closed-loop point (load.sources); request rates and searches: suite
     round: int = 0  # --repeat N: which of the N interleaved rounds this measurement is (0: measured once)
     rounds: int = 0
     order: str = ""  # --order of the sweep's points within a round

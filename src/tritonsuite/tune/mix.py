@@ -140,7 +140,8 @@ def tune_set(targets: Sequence[TuneTarget], spaces: Sequence[TuneSpace], traffic
         return (total if within else 0.0), within, [v[1] for v in verdicts]
 
     def measure_joint(names: Sequence[str], role: str, candidate: JointCandidate) -> tuple[float, bool]:
-        found = source.measure_together(targets[0].server, [replace(t, model=n) for n, t in zip(names, traffic)], settings)
+        found = source.measure_together(targets[0].server, [replace(t, model=n) for n, t in zip(names, traffic)],
+                                        settings)
         value, within, whys = score(found)
         for i, m in enumerate(found):
             record(m, role, candidate, i, {"label": candidate.label(), "within": within, "why": whys[i],

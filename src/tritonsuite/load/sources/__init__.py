@@ -35,11 +35,11 @@ from tritonsuite.load.sources.base import (CAPABILITIES, OPEN_LOOP, PROBES, PROG
                                            LoadSource, Unsupported)
 
 __all__ = ["CAPABILITIES", "OPEN_LOOP", "PROBES", "PROGRESS", "STOP_EARLY", "TOGETHER", "LoadSource", "SOURCES",
-           "UnknownSource", "Unsupported", "get", "names", "parse", "unavailable"]
+           "UnknownSource", "Unsupported", "DEFAULT", "get", "names", "parse", "unavailable"]
 
 #: The registry: ``--loadgen`` value (and row ``loadgen``) -> its source. The one place a name becomes a source.
 SOURCES: dict[str, LoadSource] = {source.name: source for source in (inprocess.SOURCE, perf_analyzer.SOURCE)}
-DEFAULT = "suite"
+DEFAULT = "suite"  # --loadgen's default and the source of every caller that names none
 
 
 class UnknownSource(ValueError):
