@@ -16,9 +16,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-#: Load generators a performance row may come from: the suite's own engine (tritonsuite.load.engine) or NVIDIA's
-#: perf_analyzer (tritonsuite.load.perfanalyzer); part of a row's identity, so both can measure one point in one run.
-LOADGENS = ("suite", "perf_analyzer")
 RESULT_COLUMNS = ("Batch", "Concurrency", "Inferences/Second", "Client Send", "Network+Server Send/Recv",
                   "Server Queue", "Server Compute Input", "Server Compute Infer", "Server Compute Output",
                   "Client Recv", "p50 latency", "p90 latency", "p95 latency", "p99 latency", "avg latency")
@@ -60,7 +57,9 @@ class Row:
     batch: int | None = None
     concurrency: int | None = None
     request_rate: float | None = None  # open-loop points: the offered requests/s (concurrency is then None)
-    loadgen: str = "suite"  # which load generator measured the row (LOADGENS); rows before it existed: "suite"
+    # which load source measured the row (its name in tritonsuite.load.sources: "suite", the suite's own engine, or
+    # "perf_analyzer"); part of a row's identity, so both can measure one point in one run; older rows: "suite"
+    loadgen: str = "suite"
     parameters: dict[str, Any] = field(default_factory=dict)  # the "Parameter Name | Parameter Value" table
     result: dict[str, Any] = field(default_factory=dict)  # the seeds' columns (performance rows)
     measurement: dict[str, Any] = field(default_factory=dict)  # how it was measured (window, spreads, client CPU)

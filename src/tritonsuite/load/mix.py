@@ -1,8 +1,9 @@
 """Mixed load: several deployments on one server, each with its own traffic, measured alone and together.
 
 A mix is a list of :class:`~tritonsuite.load.engine.Traffic` (a deployment and its load point: a concurrency or a
-request rate). :func:`run_mix` measures it in interleaved rounds with the one engine
-(:func:`tritonsuite.load.engine.measure` alone, :func:`~tritonsuite.load.engine.measure_together` together)::
+request rate). :func:`run_mix` measures it in interleaved rounds with one load source (:mod:`tritonsuite.load.sources`:
+the suite's engine unless told otherwise; it must have the ``together`` capability), alone (``measure``) and
+together (``measure_together``)::
 
     round 1: A alone, B alone, A+B together;  round 2: B alone, A alone, A+B together;  ...
 
@@ -22,7 +23,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from tritonsuite.core.settings import LatencyBound, MeasurementSettings
-from tritonsuite.load.engine import Measurement, Progress, Traffic, measure, measure_together
+from tritonsuite.load import sources as load_sources
+from tritonsuite.load.engine import Measurement, Progress, Traffic
+from tritonsuite.load.sources import TOGETHER, LoadSource
 from tritonsuite.server import TritonServer
 
 ROLES = ("alone", "together")
@@ -70,12 +73,14 @@ def scale(traffic: Traffic, factor: float) -> Traffic:
 
 def run_mix(server: TritonServer, traffic: Sequence[Traffic], settings: MeasurementSettings,
             rounds: int = DEFAULT_ROUNDS, progress: Progress | None = None,
-            on_measured: OnMeasured | None = None) -> MixRun:
-    """Measure the mix in ``rounds`` interleaved rounds (each: every deployment alone, then all together)."""
+            on_measured: OnMeasured | None = None, source: LoadSource | None = None) -> MixRun:
+    """Measure the mix in ``rounds`` interleaved rounds (each: every deployment alone, then all together) with
+    ``source`` (the default load source when None)."""
     if rounds < 1:
         raise ValueError(f"rounds {rounds!r}: expected an integer >= 1")
     if len(traffic) < 2:
         raise ValueError(f"a mix needs at least two deployments, got {len(traffic)}")
+    source = _together(source)
     run = MixRun([t.model for t in traffic])
     began = time.perf_counter()
 
@@ -87,14 +92,19 @@ def run_mix(server: TritonServer, traffic: Sequence[Traffic], settings: Measurem
         for i in order:
             t = traffic[i]
             start = time.perf_counter() - began
-            m = measure(server, t.model, t.inputs, t.outputs, t.point, settings, description=t.description,
-                        probes=t.probes, probe_share=t.probe_share, probe_seed=t.probe_seed,
-                        progress=tell(f"round {r}/{rounds}, {t.model} alone"), sequences=t.sequences)
+            m = source.measure(server, t, settings, progress=tell(f"round {r}/{rounds}, {t.model} alone"))
             _record(run, Step("alone", r, i, start, time.perf_counter() - began, [m]), on_measured)
         start = time.perf_counter() - began
-        together = measure_together(server, traffic, settings, tell(f"round {r}/{rounds}, together"))
+        together = source.measure_together(server, traffic, settings, tell(f"round {r}/{rounds}, together"))
         _record(run, Step("together", r, None, start, time.perf_counter() - began, together), on_measured)
     return run
+
+
+def _together(source: LoadSource | None) -> LoadSource:
+    """``source`` (the default one when None), refused in one line unless it measures deployments together."""
+    source = source or load_sources.get()
+    source.require(TOGETHER, "measure several deployments together (a mix)")
+    return source
 
 
 def _record(run: MixRun, step: Step, on_measured: OnMeasured | None) -> None:
@@ -138,12 +148,16 @@ def _load(t: Traffic) -> str:
 
 def max_mix(server: TritonServer, traffic: Sequence[Traffic], bounds: Sequence[LatencyBound | None],
             settings: MeasurementSettings, progress: Progress | None = None,
-            on_point: Callable[[float, list[Measurement]], None] | None = None) -> MixSearch:
+            on_point: Callable[[float, list[Measurement]], None] | None = None,
+            source: LoadSource | None = None) -> MixSearch:
     """Scale every deployment's traffic by one factor (:func:`scale`) until the first deployment's latency bound
     breaks, with :func:`tritonsuite.load.search.search`'s bracket, bisection and re-measure; a point is within when
     every deployment with a bound (``bounds[i]``, None: not judged) is within its own (valid row, the bound's count
-    test), and the stability rules apply to the whole mix. ``on_point(factor, measurements)`` gets every point."""
+    test), and the stability rules apply to the whole mix. ``on_point(factor, measurements)`` gets every point;
+    ``source`` measures them (the default load source when None)."""
     from tritonsuite.load.search import judge, search
+
+    source = _together(source)
 
     judged = [(i, b) for i, b in enumerate(bounds) if b is not None]
     if not judged:
@@ -152,7 +166,7 @@ def max_mix(server: TritonServer, traffic: Sequence[Traffic], bounds: Sequence[L
 
     def at(factor: float) -> list[Measurement]:
         told = None if progress is None else (lambda line: progress(f"x{factor:.3g}: {line}"))
-        found = measure_together(server, [scale(t, factor) for t in traffic], settings, told)
+        found = source.measure_together(server, [scale(t, factor) for t in traffic], settings, told)
         if on_point is not None:
             on_point(factor, found)
         return found

@@ -1,6 +1,7 @@
 """The most load a deployment takes within a latency bound ("max req/s at p99 <= 50 ms").
 
-A search measures points with the engine (:func:`tritonsuite.load.engine.measure`), one after another:
+A search measures points through its caller's ``at(load)`` (the suite's: the case's load source,
+:mod:`tritonsuite.load.sources`, with a stop check after each window), one after another:
 1. bracket: from a start, the load doubles while the bound holds (or halves while it does not, three times at most
    for a rate: sparse arrivals need long windows) until one point is within the bound and the next is over it;
 2. bisect between them until the bracket is narrower than ``search_resolution_percent`` of its lower end (for

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tritonsuite.core.spec import PRECISIONS
 from tritonsuite.deploy.formats import FORMATS
 from tritonsuite.judge.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE
+from tritonsuite.load import sources as load_sources
 from tritonsuite.profiles import SEARCHES
 from tritonsuite.server import LAUNCHERS
 
@@ -89,8 +90,9 @@ def add_options(parser) -> None:
     group.addoption("--load-probe-seed", type=int, default=DEFAULT_PROBE_SEED, metavar="SEED",
                     help=f"seed choosing which requests carry accuracy samples, and in which order "
                     f"(default {DEFAULT_PROBE_SEED})")
-    group.addoption("--loadgen", default="suite", metavar="suite|perf_analyzer", help="load generator of the "
-                    "offline/online points: suite (the engine), perf_analyzer (2.51, fetched once), or both "
+    group.addoption("--loadgen", default=load_sources.DEFAULT, metavar="|".join(load_sources.names()),
+                    help="load generator (tritonsuite.load.sources) of the offline/online points: suite (the "
+                    "engine), perf_analyzer (2.51, fetched once), or both "
                     "(suite,perf_analyzer: each point measured by both, back to back; reports/crosscheck.md puts "
                     "them side by side)")
     group.addoption("--protocol", default="http", choices=("http", "grpc"), help="how every load generator (the "

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from tritonsuite.core.rows import LOADGENS
 from tritonsuite.core.settings import LatencyBound
+from tritonsuite.load import sources as load_sources
 from tritonsuite.profiles import Profile
 
 SCENARIOS = ("offline", "online", "accuracy", "tune", "conformance", "mix")
@@ -30,7 +30,7 @@ class Case:
     request_rate: float = 0.0
     search: str = ""  # "request_rate" or "concurrency": the latency-bound search of this deployment
     bound: str = ""  # its bound, e.g. "p99 <= 50 ms"
-    loadgen: str = "suite"  # who measures a closed-loop point (LOADGENS); open-loop points and searches: the suite
+    loadgen: str = "suite"  # who measures a closed-loop point (load.sources); request rates and searches: suite
     round: int = 0  # --repeat N: which of the N interleaved rounds this measurement is (0: measured once)
     rounds: int = 0
     order: str = ""  # --order of the sweep's points within a round
@@ -70,9 +70,8 @@ def profile_cases(profile: Profile, scenario: str, loadgens: Sequence[str] = ("s
     one case per check in ``checks`` (:data:`tritonsuite.judge.conformance.CHECKS`) and deployment."""
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; valid choices: {', '.join(SCENARIOS)}")
-    bad = [g for g in loadgens if g not in LOADGENS]
-    if bad or not loadgens:
-        raise ValueError(f"load generator {','.join(bad) or '(none)'}: valid choices: {', '.join(LOADGENS)}")
+    for g in loadgens or [""]:
+        load_sources.get(g)  # an UnknownSource (a ValueError) naming the valid choices
     if scenario == "mix":  # one case per mix of the profile's mix: section, named by the mix
         # and, when a deployment of it has a latency bound, the most mixed load within every bound (a search)
         # and, when it has a tune: block, the configuration search for the set (both take minutes: --searches)

@@ -9,7 +9,8 @@ One run prints, side by side:
 
 Usage: ``tritonsuite selfbench [--gpu cpu] [--seconds 5]``.
 ``--loadgen suite,perf_analyzer`` measures (c) with perf_analyzer 2.51 too, point by point, and prints both side by
-side; ``--ceiling-only`` runs (c) alone.
+side; ``--ceiling-only`` runs (c) alone. Every point is measured through a load source (:mod:`tritonsuite.load.sources`,
+named by ``--loadgen``): (a) and (b) by the default one, the suite's engine.
 """
 from __future__ import annotations
 
@@ -21,10 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from tritonsuite.core.device import cpu_name
-from tritonsuite.core.rows import LOADGENS
 from tritonsuite.deploy.export import artifact_session, export
 from tritonsuite.deploy.repository import build_deployment, deployment_name, model_config
-from tritonsuite.load.engine import LoadPoint, Measurement, MeasurementError, MeasurementSettings, measure
+from tritonsuite.load import sources as load_sources
+from tritonsuite.load.engine import LoadPoint, Measurement, MeasurementError, MeasurementSettings, Traffic
 from tritonsuite.models import default_registry
 from tritonsuite.profiles import load_profile
 from tritonsuite.server import EmbeddedServer
@@ -62,15 +63,12 @@ def add_arguments(parser) -> None:
 
 
 def run(args, parser) -> int:
-    loadgens = tuple(dict.fromkeys(g.strip() for g in args.loadgen.split(",") if g.strip()))
-    if not loadgens or any(g not in LOADGENS for g in loadgens):
-        parser.error(f"--loadgen {args.loadgen!r}: valid choices: {', '.join(LOADGENS)} (comma-separated for both)")
-    if "perf_analyzer" in loadgens:
-        from tritonsuite.load.perfanalyzer import unavailable_reason
-
-        reason = unavailable_reason()
-        if reason:
-            parser.error(f"--loadgen perf_analyzer: {reason}")
+    try:
+        loadgens = load_sources.parse(args.loadgen)
+    except load_sources.UnknownSource as exc:
+        parser.error(str(exc))
+    if reason := load_sources.unavailable(loadgens):
+        parser.error(reason)
     if args.ceiling_only:
         return _ceiling_only(args.cache_dir, loadgens)
 
@@ -99,13 +97,12 @@ def run(args, parser) -> int:
     with tempfile.TemporaryDirectory(prefix="tritonsuite-selfbench-") as tmp:
         with EmbeddedServer(Path(tmp) / "repo", ROOT / "reports" / "logs") as server:
             server.load(build_deployment(Path(tmp) / "repo", config, artifact))
-            description = server.model_description(name)
+            description, engine = server.model_description(name), load_sources.get()
             for r in range(args.rounds):
                 def served():
-                    return (measure(server, name, inputs_big, spec.outputs, LoadPoint(big, 1, True), settings,
-                                    description=description),
-                            measure(server, name, inputs_one, spec.outputs, LoadPoint(1, 1, True), settings,
-                                    description=description))
+                    return tuple(engine.measure(server, Traffic(name, inputs, spec.outputs, LoadPoint(b, 1, True),
+                                                                description), settings)
+                                 for b, inputs in ((big, inputs_big), (1, inputs_one)))
 
                 def local():
                     return in_process(runner, inputs_big, args.seconds)[0], in_process(runner, inputs_one,
@@ -168,36 +165,35 @@ def run(args, parser) -> int:
 CEILING_SETTINGS = MeasurementSettings(window_ms=1000, stability_percentage=10, max_trials=10)
 
 
-def ceiling_points(server, repo: Path, cache_dir, loadgens=("suite",)) -> list[tuple[str, object]]:
-    """(c): the identity model behind dynamic batching, batch 1, each of CEILING_CONCURRENCY measured by each load
-    generator back to back; [(loadgen, Measurement)]."""
-    from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
-
+def ceiling_points(server, repo: Path, cache_dir, loadgens=("suite",), concurrency=CEILING_CONCURRENCY,
+                   settings: MeasurementSettings = CEILING_SETTINGS) -> list[tuple[str, object]]:
+    """(c): the identity model behind dynamic batching, batch 1, each ``concurrency`` (CEILING_CONCURRENCY; a test
+    passes fewer, with shorter ``settings``) measured by each load generator (a load source's name) back to back;
+    [(loadgen, Measurement)]."""
     trivial = default_registry().get("identity", "tiny")
     trivial_artifact = export(trivial, "onnx", "fp32", cache_dir)
     trivial_name = deployment_name(trivial, "onnx", "fp32", "online")
     config = model_config(trivial_name, trivial, "onnx", max_batch_size=64, dynamic_batching=True, intra_op_threads=1)
     server.load(build_deployment(repo, config, trivial_artifact))
-    inputs = trivial.example_inputs(1, 0)
+    inputs, description = trivial.example_inputs(1, 0), server.model_description(trivial_name)
     measured = []
-    for c in CEILING_CONCURRENCY:
+    for c in concurrency:
         for g in loadgens:
-            how = measure_with_perf_analyzer if g == "perf_analyzer" else measure
+            traffic = Traffic(trivial_name, inputs, trivial.outputs, LoadPoint(1, c), description)
             try:
-                measured.append((g, how(server, trivial_name, inputs, trivial.outputs, LoadPoint(1, c),
-                                        CEILING_SETTINGS)))
+                measured.append((g, load_sources.get(g).measure(server, traffic, settings)))
             except MeasurementError as exc:  # the point failed (a timeout, a refused request): a FAILED line
                 server.check_alive()
                 measured.append((g, Measurement(LoadPoint(1, c), {}, {}, "FAILED", [str(exc)])))
     return measured
 
 
-def _ceiling_only(cache_dir, loadgens) -> int:
+def _ceiling_only(cache_dir, loadgens, concurrency=CEILING_CONCURRENCY, settings=CEILING_SETTINGS) -> int:
     print(f"tritonsuite self-benchmark (c) on {cpu_name()} ({os.cpu_count()} cores): identity onnx, batch 1, "
           f"dynamic batching; load generators {', '.join(loadgens)}")
     with tempfile.TemporaryDirectory(prefix="tritonsuite-selfbench-") as tmp, \
             EmbeddedServer(Path(tmp) / "repo", ROOT / "reports" / "logs") as server:
-        measured = ceiling_points(server, Path(tmp) / "repo", cache_dir, loadgens)
+        measured = ceiling_points(server, Path(tmp) / "repo", cache_dir, loadgens, concurrency, settings)
     if len(loadgens) > 1:
         _print_side_by_side(measured)
     else:
@@ -231,7 +227,7 @@ def _print_side_by_side(measured) -> None:
     print("| concurrency | req/s suite | req/s perf_analyzer | ratio | p50 suite (ms) | p50 pa (ms) | p99 suite (ms) "
           "| p99 pa (ms) | client CPU suite / pa (%) | other CPU suite / pa (%) | status suite / pa |")
     print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|")
-    for c in CEILING_CONCURRENCY:
+    for c in dict.fromkeys(m.point.concurrency for _, m in measured):  # in the order measured
         s, a = by.get(("suite", c)), by.get(("perf_analyzer", c))
         print(f"| {c} | {fig(s, 'Inferences/Second', '{:.0f}')} | {fig(a, 'Inferences/Second', '{:.0f}')} | "
               f"{ratio(s, a, 'Inferences/Second')} | {fig(s, 'p50 latency', '{:.2f}')} | "

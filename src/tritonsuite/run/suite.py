@@ -23,7 +23,8 @@ from tritonsuite.judge.baselines import BaselineStore
 from tritonsuite.judge.compare import comparable, compare_points, point_key
 from tritonsuite.judge.conformance import DEFAULT_CHECKS, CheckResult, Target, run_check
 from tritonsuite.judge.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
-from tritonsuite.load.engine import LoadPoint, Measurement, Progress, SequenceSettings, measure
+from tritonsuite.load import sources as load_sources
+from tritonsuite.load.engine import LoadPoint, Measurement, Progress, SequenceSettings, Traffic
 from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.search import SearchResult, judge, remeasure_drift, search, stop_when_clearly_over
 from tritonsuite.models import Registry
@@ -270,14 +271,10 @@ class Suite:
                     self.server, deployment.name, spec, case.precision, data, point, self.profile.measurement,
                     self.load_probe_share, self.load_probe_seed, progress, description=deployment.description)
                 result.accuracy_under_load = under_load
-            elif case.loadgen == "perf_analyzer":  # the same point, tensors and settings, NVIDIA's load generator
-                from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
-                result = measure_with_perf_analyzer(self.server, deployment.name, inputs, spec.outputs, point,
-                                                    self.profile.measurement, extra=driver.arguments())
-            else:
-                result = measure(self.server, deployment.name, inputs, spec.outputs, point, self.profile.measurement,
-                                 stop_early, progress=progress, description=deployment.description,
-                                 sequences=self.sequences)
+            else:  # the case's load source (--loadgen): the same point, tensors and settings, whoever sends them
+                result = load_sources.get(case.loadgen).measure(self.server, Traffic(
+                    deployment.name, inputs, spec.outputs, point, deployment.description, sequences=self.sequences),
+                    self.profile.measurement, stop_early, progress)
         except export_mod.ExportUnsupported:
             raise  # not attempted: a skip with its reason
         except Exception as exc:
@@ -360,7 +357,7 @@ class Suite:
         """Whether a case carries accuracy probes: the top concurrency of an online deployment with an accuracy task."""
         online = self.model_profile(case.model).online
         return (case.scenario == "online" and not case.search and not case.request_rate and self.load_probe_share > 0
-                and case.loadgen == "suite"
+                and load_sources.get(case.loadgen).can(load_sources.PROBES)
                 and bool(online.concurrency) and case.concurrency == max(online.concurrency)
                 and self.spec(case.model).accuracy_data is not None)
 

@@ -7,7 +7,7 @@ batching of every deployment at once, each within its own latency bound, for the
 - **The walk** is the single-deployment tune's coordinate search (:func:`tritonsuite.tune.strategy.run_strategy`)
   over those dimensions, from the profile's configurations, within the budget.
 - **A candidate** is loaded in place (``<deployment>_mixtune`` for each) and measured with every deployment's traffic
-  together (:func:`tritonsuite.load.engine.measure_together`, the mix's own load); its score is the sum over the
+  together (the first target's load source, ``measure_together``: the mix's own load); its score is the sum over the
   deployments of ``weight x inferences/s`` when every deployment with a bound is within it (the search's judge), 0
   otherwise.
 - **The winner** is measured again against the profile's configurations, interleaved A B three times, each side
@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from tritonsuite.core.settings import LatencyBound, MeasurementSettings
-from tritonsuite.load.engine import Measurement, Traffic, measure_together
+from tritonsuite.load.engine import Measurement, Traffic
+from tritonsuite.load.sources import TOGETHER
 from tritonsuite.load.search import judge
 from tritonsuite.profiles.tunespace import DIMENSIONS, Budget, Candidate, TuneSpace
 from tritonsuite.tune.runner import TuneTarget
@@ -126,6 +127,8 @@ def tune_set(targets: Sequence[TuneTarget], spaces: Sequence[TuneSpace], traffic
     ``record``."""
     for t in targets:
         t.check()
+    source = targets[0].source
+    source.require(TOGETHER, "tune a set of deployments (they are measured together)")
     space = JointSpace(tuple(spaces))
     default = JointCandidate(tuple(Candidate.of(t.config) for t in targets))
     started = time.monotonic()
@@ -137,7 +140,8 @@ def tune_set(targets: Sequence[TuneTarget], spaces: Sequence[TuneSpace], traffic
         return (total if within else 0.0), within, [v[1] for v in verdicts]
 
     def measure_joint(names: Sequence[str], role: str, candidate: JointCandidate) -> tuple[float, bool]:
-        found = measure_together(targets[0].server, [replace(t, model=n) for n, t in zip(names, traffic)], settings)
+        found = source.measure_together(targets[0].server, [replace(t, model=n) for n, t in zip(names, traffic)],
+                                        settings)
         value, within, whys = score(found)
         for i, m in enumerate(found):
             record(m, role, candidate, i, {"label": candidate.label(), "within": within, "why": whys[i],

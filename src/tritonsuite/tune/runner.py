@@ -1,6 +1,7 @@
 """A tune on the running server: each candidate is a stock deployment (``<deployment>_tune``) loaded in place
-under explicit model control (no restart), measured with the engine at the space's concurrencies, highest first,
-until a point is within the latency bound; then the winner is checked before it is recommended.
+under explicit model control (no restart), measured by the target's load source (:mod:`tritonsuite.load.sources`:
+the suite's engine unless told otherwise; it needs the ``stop_early`` capability) at the space's concurrencies,
+highest first, until a point is within the latency bound; then the winner is checked before it is recommended.
 
 - **Measuring a candidate**: a point is given up (STOPPED) after two windows clearly over the bound (the search's
   own rule) or, from the second candidate on, when its first two windows each gave less than ``DOMINATED_SHARE``
@@ -33,7 +34,8 @@ from tritonsuite.core.description import ModelDescription
 from tritonsuite.core.settings import LatencyBound, MeasurementSettings
 from tritonsuite.core.spec import ModelSpec
 from tritonsuite.deploy.repository import copy_deployment
-from tritonsuite.load.engine import LoadPoint, Measurement, SequenceSettings, measure
+from tritonsuite.load import sources as load_sources
+from tritonsuite.load.engine import LoadPoint, Measurement, SequenceSettings, Traffic
 from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.search import judge, stop_when_clearly_over
 from tritonsuite.profiles.tunespace import Budget, Candidate, TuneError, TuneSpace
@@ -76,6 +78,7 @@ class TuneTarget:
     batch_size: int
     description: ModelDescription  # the deployment's, as the server runs it: its kind drives the load
     sequences: SequenceSettings | None = None  # a sequence model's pattern (perf_analyzer's options)
+    source: load_sources.LoadSource = field(default_factory=load_sources.get)  # who measures (the default source)
 
     @property
     def tune_name(self) -> str:
@@ -165,10 +168,9 @@ def _evaluate(target: TuneTarget, space: TuneSpace, bound: LatencyBound, setting
         mine = dominated(incumbent, target.batch_size)
         found = Evaluation(candidate, 0.0)
         for concurrency in space.concurrency:
-            m = measure(target.server, target.tune_name, inputs, target.spec.outputs,
-                        LoadPoint(target.batch_size, concurrency), settings,
-                        lambda windows: over(windows) or mine(windows), description=description,
-                        sequences=target.sequences)
+            m = target.source.measure(target.server, Traffic(
+                target.tune_name, inputs, target.spec.outputs, LoadPoint(target.batch_size, concurrency), description,
+                sequences=target.sequences), settings, lambda windows: over(windows) or mine(windows))
             within, why = judge(m, bound)
             reason = m.meta.get("stopped_early") or ""  # the engine keeps the stop check's reason as it was given
             stopped = reason if m.status == "STOPPED" and reason.startswith("dominated") else ""
@@ -192,6 +194,7 @@ def tune(target: TuneTarget, space: TuneSpace, bound: LatencyBound, settings: Me
     """Search ``target``'s configuration space for the most throughput within ``bound``, check the winner, and say
     whether to ship it. Every measured point goes through ``record`` the moment it exists."""
     target.check()
+    target.source.require(load_sources.STOP_EARLY, "tune (a candidate's point is given up early)")
     budget = budget or space.budget
     started = time.monotonic()
     default = Candidate.of(target.config)
@@ -239,8 +242,9 @@ def _verify(target: TuneTarget, result: TuneResult, settings: MeasurementSetting
     for _ in range(ABAB_ROUNDS):  # A B A B ...: a busy spell hits both alike
         for side, name, candidate, kind in (("winner", target.tune_name, best.candidate, description),
                                             ("default", target.name, result.default, target.description)):
-            m = measure(target.server, name, target.spec.example_inputs(target.batch_size, 0), target.spec.outputs,
-                        point, settings, description=kind, sequences=target.sequences)
+            m = target.source.measure(target.server, Traffic(name, target.spec.example_inputs(target.batch_size, 0),
+                                                             target.spec.outputs, point, kind,
+                                                             sequences=target.sequences), settings)
             rows[side].append(record(m, name, kind, {"role": f"abab-{side}", "candidate": candidate.to_dict(),
                                                      "label": candidate.label(), "bound": str(result.bound)}))
     answer(result, [compare_points(then, now) for then, now in zip(rows["default"], rows["winner"])])
@@ -279,7 +283,7 @@ def _winner_accuracy(target: TuneTarget, description: ModelDescription, accuracy
     (:func:`~tritonsuite.judge.responses.kind_accuracy`: sequences sent interleaved against each sent alone, a
     stream's responses multiplexed against each request sent alone)."""
     driver = driver_for(description, target.sequences)
-    if driver.probes:
+    if driver.probes and target.source.can(load_sources.PROBES):
         from tritonsuite.judge.underload import accuracy_under_load
 
         m, under = accuracy_under_load(target.server, target.tune_name, target.spec, target.precision, accuracy_data,
