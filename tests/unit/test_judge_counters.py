@@ -114,6 +114,8 @@ def test_failed_requests_count_in_what_was_sent_and_in_the_requests_executed():
     assert seen.evidence["client"] == {"sent": 12, "answered": 7, "failed": 3, "refused_before_scheduling": 2,
                                        "samples_answered": 10, "batch_sizes": [1, 2]}
     assert seen.declared == "client: 7 answered (10 samples, batches [1, 2]), 3 failed, 2 refused for a wrong shape"
+    assert seen.observed == ("statistics: success 7, fail 3, inferences 10, executions 11; metrics: success 7, "
+                             "failure 3, inferences 10, executions 11")
 
 
 def test_statistics_without_inference_stats_count_zero():
@@ -128,6 +130,9 @@ def test_statistics_without_inference_stats_count_zero():
                                               "execution_count": 0, "cache_hit_count": 0, "batch_stats": {}}
     assert nothing.observed == ("statistics: success 0, fail 0, inferences 0, executions 0; metrics: success 0, "
                                 "failure 0, inferences 0, executions 0")
+    empty = judge({"batch_stats": {}}, zero, answered=0, samples=0)  # not even the inference count
+    assert empty.verdict == "pass", empty.reason
+    assert empty.evidence["statistics"] == nothing.evidence["statistics"]
     missed = judge({"batch_stats": {}}, metrics(), answered=10, failed=1)
     assert missed.verdict == "fail"
     assert missed.reason == ("statistics count 0 successes, the client got 10 answers; statistics count 0 failures, "

@@ -94,8 +94,12 @@ def test_the_whole_result_reaches_the_report():
         {"concurrency": 4, "shapes": {"INPUT0": [1, 2, 3, 4]}, "requests": 32, "failed": 2,
          "batch_stats": {1: 8, 2: 12}, "executions": 20, "queue_ms_per_request": 10.0, "waiting_on_average": 1.0,
          "seconds": 0.32})
-    bare = judge(True, delta({}))
-    assert (bare.verdict, bare.evidence["executions"]) == ("fail", 0)
+    assert judge(True, delta({})) == CheckResult(
+        "m", "ragged", "allow_ragged_batch on ['INPUT0']: requests of different shapes batched together",
+        "32 requests of 4 shapes (one in flight per shape): 0 executions, histogram {}, 0.00 requests waiting on "
+        "average", "fail", "the statistics extension reported no batch_stats for the load",
+        {"concurrency": 4, "shapes": {"INPUT0": [1, 2, 3, 4]}, "requests": 32, "failed": 0, "batch_stats": {},
+         "executions": 0, "queue_ms_per_request": 0.0, "waiting_on_average": 0.0, "seconds": 0.32})
 
 
 def test_a_load_of_no_measurable_time_has_no_requests_waiting():
@@ -120,3 +124,7 @@ def test_statistics_without_inference_stats_count_no_requests_and_no_queue():
     unknown = judge(False, {"batch_stats": {1: 32}})
     assert unknown.evidence["executions"] == 0 and unknown.observed.startswith("32 requests of 4 shapes (one in "
                                                                                "flight per shape): 0 executions")
+    uncounted = judge(True, {"batch_stats": {1: 32}, "success_count": 32, "queue_count": 32, "queue_ns": 320_000_000})
+    assert uncounted.verdict == "fail"  # no execution_count: zero executions, as the observation says
+    assert uncounted.reason == ("allow_ragged_batch declared on ['INPUT0'], but every one of 0 executions held one "
+                                "request while 1.00 requests of 4 shapes waited on average")

@@ -77,3 +77,5 @@ def test_a_version_loaded_during_the_load_counts_from_zero():
     assert result.verdict == "pass", result.reason
     assert result.evidence["per_step_ran"] == {"a:3": 16}
     assert result.observed == "a v3: 16 for 16 ensemble requests"
+    once = judge_steps("ens", Counter({("a", "3"): 1}), before, {"a": {"1": 5, "3": 1}}, answers(1))
+    assert once.verdict == "pass" and once.evidence["per_step_ran"] == {"a:3": 1}, once.reason
