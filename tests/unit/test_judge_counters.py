@@ -4,6 +4,7 @@ samples), none failed. The mix itself is sent on the server in tests/test_confor
 from __future__ import annotations
 
 from tritonsuite.judge.conformance.counters import judge_counters
+from tritonsuite.judge.conformance.result import CheckResult
 
 
 def stats(**override) -> dict:
@@ -76,3 +77,67 @@ def test_metrics_that_rose_otherwise_than_the_statistics_fail():
     result = judge(m=metrics(nv_inference_request_success=12.0, nv_inference_request_failure=1.0))
     assert result.reason == ("nv_inference_request_success rose by 12, the statistics by 10; "
                              "nv_inference_request_failure rose by 1, the statistics by 0")
+
+
+STATISTICS = {"success_count": 10, "fail_count": 0, "inference_count": 15, "execution_count": 10, "cache_hit_count": 0,
+              "batch_stats": {1: 5, 2: 5}}
+CLIENT = {"sent": 12, "answered": 10, "failed": 0, "refused_before_scheduling": 2, "samples_answered": 15,
+          "batch_sizes": [1, 2]}
+DECLARED = "client: 10 answered (15 samples, batches [1, 2]), 0 failed, 2 refused for a wrong shape"
+
+
+def test_the_whole_result_reaches_the_report():
+    """Every field of the result the report shows: the deployment, the check, both sides and the whole evidence."""
+    assert judge() == CheckResult(
+        "m", "counters", DECLARED,
+        "statistics: success 10, fail 0, inferences 15, executions 10; metrics: success 10, failure 0, inferences 15, "
+        "executions 10", "pass", "", {"client": CLIENT, "statistics": STATISTICS, "metrics": metrics()})
+    assert judge(m=None) == CheckResult(
+        "m", "counters", DECLARED, "statistics: success 10, fail 0, inferences 15, executions 10", "pass", "",
+        {"client": CLIENT, "statistics": STATISTICS,
+         "metrics": "not known (remote server: its metrics port is the operator's; --triton-metrics-url gives it)",
+         "note": "statistics only: the metrics endpoint is not known"})
+    failing = judge(stats(success_count=11, execution_count=11, batch_stats={1: 6, 2: 5}), m=None)
+    assert failing == CheckResult(
+        "m", "counters", DECLARED, "statistics: success 11, fail 0, inferences 15, executions 11", "fail",
+        "statistics count 11 successes, the client got 10 answers; 11 executions for 10 requests",
+        {"client": CLIENT, "metrics": "not known (remote server: its metrics port is the operator's; "
+                                      "--triton-metrics-url gives it)",
+         "statistics": STATISTICS | {"success_count": 11, "execution_count": 11, "batch_stats": {1: 6, 2: 5}}})
+
+
+def test_failed_requests_count_in_what_was_sent_and_in_the_requests_executed():
+    seen = judge(stats(success_count=7, fail_count=3, inference_count=10, execution_count=11, batch_stats={1: 11}),
+                 metrics(nv_inference_request_success=7.0, nv_inference_request_failure=3.0, nv_inference_count=10.0,
+                         nv_inference_exec_count=11.0), answered=7, failed=3, samples=10)
+    assert seen.verdict == "fail" and seen.reason == "11 executions for 10 requests"
+    assert seen.evidence["client"] == {"sent": 12, "answered": 7, "failed": 3, "refused_before_scheduling": 2,
+                                       "samples_answered": 10, "batch_sizes": [1, 2]}
+    assert seen.declared == "client: 7 answered (10 samples, batches [1, 2]), 3 failed, 2 refused for a wrong shape"
+    assert seen.observed == ("statistics: success 7, fail 3, inferences 10, executions 11; metrics: success 7, "
+                             "failure 3, inferences 10, executions 11")
+
+
+def test_statistics_without_inference_stats_count_zero():
+    """A model whose statistics carry no inference_stats entry (traffic.statistics then gives only the execution and
+    inference counts): its successes, failures and cache hits are zero, not missing."""
+    bare = {"execution_count": 0, "inference_count": 0, "execution_ns": 0, "batch_stats": {}}
+    zero = {"nv_inference_request_success": 0.0, "nv_inference_request_failure": 0.0, "nv_inference_count": 0.0,
+            "nv_inference_exec_count": 0.0}
+    nothing = judge(bare, zero, answered=0, samples=0)
+    assert nothing.verdict == "pass", nothing.reason
+    assert nothing.evidence["statistics"] == {"success_count": 0, "fail_count": 0, "inference_count": 0,
+                                              "execution_count": 0, "cache_hit_count": 0, "batch_stats": {}}
+    assert nothing.observed == ("statistics: success 0, fail 0, inferences 0, executions 0; metrics: success 0, "
+                                "failure 0, inferences 0, executions 0")
+    empty = judge({"batch_stats": {}}, zero, answered=0, samples=0)  # not even the inference count
+    assert empty.verdict == "pass", empty.reason
+    assert empty.evidence["statistics"] == nothing.evidence["statistics"]
+    missed = judge({"batch_stats": {}}, metrics(), answered=10, failed=1)
+    assert missed.verdict == "fail"
+    assert missed.reason == ("statistics count 0 successes, the client got 10 answers; statistics count 0 failures, "
+                             "the client saw 1; statistics count 0 inferences, the client sent 15 answered samples; "
+                             "nv_inference_request_success rose by 10, the statistics by 0; nv_inference_count rose by "
+                             "15, the statistics by 0; nv_inference_exec_count rose by 10, the statistics by 0")
+    assert missed.observed == ("statistics: success 0, fail 0, inferences 0, executions 0; metrics: success 10, "
+                               "failure 0, inferences 15, executions 10")

@@ -4,6 +4,7 @@ a server started with --rate-limit execution_count in tests/test_conformance_ten
 from __future__ import annotations
 
 from tritonsuite.judge.conformance.ratelimit import _pool, admitted, judge_rate_limiter
+from tritonsuite.judge.conformance.result import CheckResult
 from tritonsuite.load.exchange import Answer
 
 TWO_NEEDING_ONE = [{"R": 1}, {"R": 1}]  # two instances, each needing the one unit of R
@@ -53,3 +54,57 @@ def test_executions_too_short_to_show_overlap_are_skipped():
     assert judge(200_000_000).verdict == "pass"
     result = judge(199_999_999)
     assert result.verdict == "skipped" and result.reason.startswith("executions too short here")
+
+
+def test_a_resource_given_with_its_device_and_a_resource_the_pool_lacks():
+    """--rate-limit-resource name:count:device sets the amount (the device after it is not part of it); an instance
+    needing a resource the pool has none of is never admitted."""
+    assert _pool(TWO_NEEDING_ONE, ["R:4:0"]) == {"R": 4}
+    assert _pool(TWO_NEEDING_ONE, ["S:3"]) == {"R": 1, "S": 3}
+    assert admitted([{"R": 1}], {}) == 0 and admitted([{"R": 1}, {"S": 1}], {"S": 1}) == 1
+
+
+def test_the_whole_result_reaches_the_report():
+    """Every field of the result the report shows: both sides and the whole evidence, on each verdict."""
+    delta = {"execution_count": 16, "execution_ns": 1_234_567_890, "batch_stats": {1: 16}}
+    evidence = {"instances": 2, "pool": {"R": 1}, "admitted": 1, "concurrency": 4, "requests": 16, "executions": 16,
+                "compute_infer_s": 1.2346, "wall_s": 1.6667, "overlap": 0.741}
+    result = judge_rate_limiter("m", TWO_NEEDING_ONE, {"R": 1}, 4, delta, answers(), 1.666666)
+    assert result == CheckResult(
+        "m", "rate_limiter", "2 instances needing {'R': 1} of pool {'R': 1}: at most 1 at once",
+        "16 executions at concurrency 4: compute 1.235 s over 1.667 s (overlap 0.74)", "pass", "", evidence)
+    failed = judge_rate_limiter("m", TWO_NEEDING_ONE, {"R": 1}, 4, delta,
+                                answers(15) + [Answer(0.0, 0.001, False, error="first"),
+                                               Answer(0.0, 0.001, False, error="second")], 1.666666)
+    assert failed == CheckResult(
+        "m", "rate_limiter", "2 instances needing {'R': 1} of pool {'R': 1}: at most 1 at once",
+        "16 executions at concurrency 4: compute 1.235 s over 1.667 s (overlap 0.74)", "fail",
+        "2 of 17 requests failed (first)", evidence | {"requests": 17})
+    mixed = [{"R": 2}, {"R": 1}]
+    over = judge_rate_limiter("m", mixed, {"R": 2}, 4, delta, answers(), 0.5)
+    assert over == CheckResult(
+        "m", "rate_limiter", "2 instances needing [{'R': 2}, {'R': 1}] of pool {'R': 2}: at most 1 at once",
+        "16 executions at concurrency 4: compute 1.235 s over 0.500 s (overlap 2.47)", "fail",
+        "the rate limiter admits 1 instance(s) at once, but executions overlapped 2.47x the wall time",
+        evidence | {"pool": {"R": 2}, "wall_s": 0.5, "overlap": 2.469})
+    short = judge_rate_limiter("m", [{"R": 1}], {"R": 1}, 2, {"execution_count": 3, "execution_ns": 150_000_000},
+                               answers(3), 2.0)
+    assert short == CheckResult(
+        "m", "rate_limiter", "1 instances needing {'R': 1} of pool {'R': 1}: at most 1 at once",
+        "3 executions at concurrency 2: compute 0.150 s over 2.000 s (overlap 0.07)", "skipped",
+        "executions too short here (50.00 ms each) to show their overlap",
+        {"instances": 1, "pool": {"R": 1}, "admitted": 1, "concurrency": 2, "requests": 3, "executions": 3,
+         "compute_infer_s": 0.15, "wall_s": 2.0, "overlap": 0.075})
+
+
+def test_a_load_without_executions_or_wall_time_overlaps_nothing():
+    """No executions counted (no execution_ns, no execution_count) over a load of no measurable time: an overlap of
+    0, skipped as too short, per execution over at least one."""
+    result = judge_rate_limiter("m", TWO_NEEDING_ONE, {"R": 1}, 4, {"batch_stats": {}}, answers(), 0.0)
+    assert result.verdict == "skipped" and result.reason == ("executions too short here (0.00 ms each) to show their "
+                                                             "overlap")
+    assert (result.evidence["overlap"], result.evidence["executions"], result.evidence["compute_infer_s"]) == (0, 0, 0)
+    assert result.observed == "0 executions at concurrency 4: compute 0.000 s over 0.000 s (overlap 0.00)"
+    one = judge_rate_limiter("m", TWO_NEEDING_ONE, {"R": 1}, 4, {"execution_count": 1, "execution_ns": 150_000_000},
+                             answers(1), 1.0)
+    assert one.reason == "executions too short here (150.00 ms each) to show their overlap"
