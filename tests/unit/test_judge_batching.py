@@ -4,7 +4,7 @@ The load itself runs on the server in tests/test_conformance_checks.py and tests
 from __future__ import annotations
 
 from tritonsuite.core.description import describe
-from tritonsuite.judge.conformance.batching import _largest, _pooled, _unmet, check_batching, judge_batching, judge_instances
+from tritonsuite.judge.conformance.batching import _largest, _pooled, _unmet, judge_batching, judge_instances
 from tritonsuite.load.exchange import Answer
 
 BATCHER = {"preferred_batch_size": [4], "max_queue_delay_microseconds": 2000}
@@ -420,19 +420,3 @@ def test_a_batcher_is_unmet_where_nothing_grouped_or_no_preferred_size_was_reach
     free = model(dynamic_batching={})  # no preferred size: anything grouped meets it
     assert _unmet(free, {1: 32}, 1) and not _unmet(free, {2: 16}, 1)
 
-
-def test_a_batchless_deployment_has_nothing_to_batch(tmp_path):
-    from google.protobuf import json_format, text_format
-    from tritonclient.grpc import model_config_pb2
-
-    from tritonsuite.judge.conformance.result import Target
-
-    config = {"name": "flat", "backend": "python", "max_batch_size": 0,
-              "input": [{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [16]}],
-              "output": [{"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [16]}]}
-    (tmp_path / "flat").mkdir()
-    (tmp_path / "flat" / "config.pbtxt").write_text(
-        text_format.MessageToString(json_format.ParseDict(config, model_config_pb2.ModelConfig())))
-    result = check_batching(Target(server=None, directory=tmp_path / "flat"))
-    assert (result.deployment, result.check, result.declared, result.observed, result.verdict, result.reason) == (
-        "flat", "batching", "none", "-", "skipped", "max_batch_size 0: no batch dimension, nothing to batch")
