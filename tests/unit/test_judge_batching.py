@@ -401,11 +401,11 @@ def test_the_largest_batch_a_batcher_puts_in_one_execution():
 
 
 def test_a_second_round_s_statistics_are_pooled_with_the_first():
-    first = {"execution_count": 3, "queue_ns": 10, "batch_stats": {1: 2, 4: 1}}
-    second = {"execution_count": 5, "queue_ns": 7, "batch_stats": {2: 4, 4: 1}, "success_count": 9}
+    first = {"execution_count": 3, "queue_ns": 10, "batch_stats": {16: 1, 1: 2}}
+    second = {"execution_count": 5, "queue_ns": 7, "batch_stats": {2: 4, 16: 1}, "success_count": 9}
     pooled = _pooled(first, second)
-    assert pooled == {"execution_count": 8, "queue_ns": 17, "batch_stats": {1: 2, 2: 4, 4: 2}}
-    assert list(pooled["batch_stats"]) == [1, 2, 4]  # in batch size order, as the histogram is reported
+    assert pooled == {"execution_count": 8, "queue_ns": 17, "batch_stats": {1: 2, 2: 4, 16: 2}}
+    assert list(pooled["batch_stats"]) == [1, 2, 16]  # in batch size order, as the histogram is reported
     assert _pooled({"queue_count": 2, "batch_stats": {}}, {"batch_stats": {}}) == {"queue_count": 2, "batch_stats": {}}
 
 
