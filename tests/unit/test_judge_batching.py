@@ -420,3 +420,34 @@ def test_a_batcher_is_unmet_where_nothing_grouped_or_no_preferred_size_was_reach
     free = model(dynamic_batching={})  # no preferred size: anything grouped meets it
     assert _unmet(free, {1: 32}, 1) and not _unmet(free, {2: 16}, 1)
 
+
+
+def test_a_skipped_batching_result_names_the_deployment_the_check_and_what_was_seen():
+    kept_up = batching(model(), delta({1: 32}, queue_ms=10.0), elapsed=0.33)
+    assert (kept_up.deployment, kept_up.check, kept_up.verdict) == ("m", "batching", "skipped")
+    assert kept_up.declared == "m: dynamic_batching: preferred [4], max_queue_delay 2000 us, max_batch_size 8"
+    assert kept_up.observed == ("32 requests of batch 1 at concurrency 8: 32 executions, histogram {1: 32}, queue "
+                                "10.00 ms/request, compute 1.00 ms/execution")
+
+
+def test_statistics_without_request_or_queue_counts():
+    # no success_count: none counted as served, whatever executed
+    plain = batching(model(dynamic_batching=None), {"batch_stats": {1: 32}, "execution_count": 32}, sent=answers(32))
+    assert (plain.verdict, plain.reason) == (
+        "fail", "no dynamic batching declared, but 0 requests ran as 32 executions (histogram {1: 32})")
+    # no queue_count: the queue time taken whole (20 ms) against a bound of 3 ms (13.75 allowed)
+    found = {**delta({4: 8}), "queue_ns": 20_000_000}
+    del found["queue_count"]
+    result = batching(model(), found)
+    assert result.evidence["queue_ms_per_request"] == 20.0
+    assert result.reason == ("queue time 20.00 ms per request (over 0) exceeds the queue delay 2000 us plus 1 "
+                             "execution(s) of 1.00 ms (3.00 ms)")
+
+
+def test_a_skipped_instances_result_names_the_deployment_and_the_check():
+    result = judge_instances("m", [model(instances=2)], {"m": {"batch_stats": {}, "execution_ns": 190_000_000}},
+                             answers(16), 1.0, 4)
+    assert (result.deployment, result.check, result.verdict) == ("m", "instances", "skipped")
+    # compute with no execution counted: taken as one execution's
+    assert result.reason == ("executions too short here (190.00 ms each) to show overlap against the client's own "
+                             "time")
