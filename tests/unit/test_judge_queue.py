@@ -555,3 +555,70 @@ def test_a_timeout_policy_says_what_it_does():
     assert Policy("DELAY", 5000, False, 0).timeout("priority_queue_policy[1]") == (
         "priority_queue_policy[1]: DELAY after default_timeout_microseconds 5000")
 
+
+
+def test_a_timeout_with_nothing_answered_says_so():
+    gone = [Answer(0.0, 0.1, False, error="HTTP 500: boom")] * 10
+    part = judge_timeout("d: REJECT after default_timeout_microseconds 400000", REJECT, 0, 2, EXEC_MS, 10, 0.41, gone,
+                         [Answer(0.41, 0.42, False, error="HTTP 500: boom")] * 4, 0, 0)
+    assert part.observed == ("a backlog of 10 and 4 more at 410 ms (executions 10.0 ms): 0 answered (longest 0 ms), 0 "
+                             "refused 'Request timeout expired', fail_count +0")
+    assert part.problems == ("14 requests failed otherwise (HTTP 500: boom)",)
+    assert part.skipped == ("none refused, and no request waited past the 400 ms timeout: answered after 0 ms at most, "
+                            "within 450 ms (the timeout, two executions and 30 ms)")
+
+
+def test_delay_with_no_fresh_request_answered_fails_on_the_refusals():
+    backlog = [ok(0.0, 0.425 + 0.01 * k) for k in range(10)]
+    part = judge_timeout("d: DELAY after default_timeout_microseconds 400000", DELAY, 0, 2, EXEC_MS, 10, 0.41, backlog,
+                         [refused(0.41, 0.81, TIMED_OUT)] * 4, 0, 0)
+    assert part.problems == ("DELAY declared, but 4 requests refused 'Request timeout expired'",)
+    assert part.evidence["backlog_answered_after_a_fresh_one"] == 0
+
+
+def test_the_fresh_wave_came_with_its_first_request():
+    # the fresh wave's first request at 410 ms, the rest at 420 ms: the backlog answered at 425 ms was still queued
+    backlog = [ok(0.0, 0.1 + 0.01 * k) for k in range(7)] + [ok(0.0, 0.425), ok(0.0, 0.5), ok(0.0, 0.51)]
+    second = [ok(0.41, 0.6)] + [ok(0.42, end) for end in (0.61, 0.62, 0.63)]
+    part = judge_timeout("d: DELAY after default_timeout_microseconds 400000", DELAY, 0, 2, EXEC_MS, 10, 0.41, backlog,
+                         second, 0, 0)
+    assert part.problems == ("3 expired requests were still queued when 4 fresh ones came, and none was served after "
+                             "the first of them: no expired request was delayed",)
+
+
+def test_a_backlog_request_sent_with_the_fresh_wave_is_not_one_it_passed():
+    # the arrival-order failure, and one more request sent at 410 ms with the fresh ones, answered after them
+    backlog = [ok(0.0, 0.425 + 0.01 * k) for k in range(10)] + [ok(0.41, 0.6)]
+    part = delay([0.525, 0.535, 0.545, 0.555], backlog)
+    assert verdict(part)[0] == "fail" and part.evidence["backlog_answered_after_a_fresh_one"] == 0
+
+
+@pytest.mark.parametrize("third_end, judged", [(0.5625, False), (0.5626, True)])
+def test_still_queued_means_answered_more_than_an_execution_after_the_fresh_wave(third_end, judged):
+    # executions of 62.5 ms, the fresh wave at 500 ms: still queued when answered after 562.5 ms
+    backlog = [ok(0.0, 0.3 + 0.01 * k) for k in range(7)] + [ok(0.0, 0.6), ok(0.0, 0.61), ok(0.0, third_end)]
+    part = judge_timeout("d: DELAY after default_timeout_microseconds 400000", DELAY, 0, 2, 62.5, 10, 0.5, backlog,
+                         [ok(0.5, end) for end in (0.8, 0.81, 0.82, 0.83)], 0, 0)
+    if judged:
+        assert part.skipped == "" and part.problems[0].startswith("3 expired requests were still queued")
+    else:
+        assert part.skipped == ("2 of the backlog still queued when the second wave came: too few to show a delayed "
+                                "one beside the 2 executing") and part.problems == ()
+
+
+def test_a_fresh_wave_answered_in_three_executions_and_the_slack_is_not_fast():
+    # executions of 21.5 ms: fast under 3 x 21.5 + 30 = 94.5 ms; the fresh wave answered in that (to 0.1 ms)
+    backlog = [ok(0.0, 0.1 + 0.01 * k) for k in range(7)] + [ok(0.0, 0.53), ok(0.0, 0.54), ok(0.0, 0.55)]
+    part = judge_timeout("d: DELAY after default_timeout_microseconds 400000", DELAY, 0, 2, 21.5, 10, 0.5, backlog,
+                         [ok(0.5, 0.5945)] * 4, 0, 0)
+    assert part.evidence["second_latency_ms"] == [94.5] * 4
+    assert part.skipped == "" and part.problems == (
+        "3 expired requests were still queued when 4 fresh ones came, and none was served after the first of them: "
+        "no expired request was delayed",)
+
+
+def test_delay_without_a_fresh_wave_has_nothing_to_show():
+    part = judge_timeout("d: DELAY after default_timeout_microseconds 400000", DELAY, 0, 2, EXEC_MS, 10, 0.41,
+                         [ok(0.0, 0.425 + 0.01 * k) for k in range(10)], [], 0, 0)
+    assert part.skipped == ("0 of the backlog still queued when the second wave came: too few to show a delayed one "
+                            "beside the 2 executing")

@@ -130,10 +130,14 @@ def test_a_check_fails_on_any_part_s_problem_naming_the_part():
 def test_a_check_is_skipped_only_where_every_part_was():
     parts = [Part("d: one", skipped="too fast"), Part("e: two", skipped="too slow")]
     result = combine("m", "priority", parts)
-    assert (result.verdict, result.reason, result.observed) == ("skipped", "d: too fast; e: too slow",
-                                                                "d: too fast; e: too slow")
+    assert (result.deployment, result.check, result.declared, result.observed, result.verdict, result.reason) == (
+        "m", "priority", "d: one; e: two", "d: too fast; e: too slow", "skipped", "d: too fast; e: too slow")
     assert result.evidence == {"d": {}, "e #1": {}}
-    partly = combine("m", "priority", [Part("d: one", "judged"), Part("e: two", skipped="too slow")])
-    assert (partly.verdict, partly.reason) == ("pass", "e: two: not judged: too slow")
+    partly = combine("m", "priority", [Part("d: one", "judged", evidence={"n": 1}), Part("e: two", skipped="too slow"),
+                                       Part("f: three", skipped="too few")])
+    assert (partly.deployment, partly.check, partly.declared, partly.observed, partly.verdict, partly.reason) == (
+        "m", "priority", "d: one; e: two; f: three", "d: judged; e: too slow; f: too few", "pass",
+        "e: two: not judged: too slow; f: three: not judged: too few")
+    assert partly.evidence == {"d": {"n": 1}, "e #1": {}, "f #2": {}}
     assert (combine("m", "priority", [Part("d: one", "judged")]).verdict,
             combine("m", "priority", [Part("d: one", "judged")]).reason) == ("pass", "")
