@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tritonsuite.judge.conformance.priority import judge_overtake
-from tritonsuite.judge.conformance.queue import Policy, judge_override, judge_queue_size, judge_timeout
+from tritonsuite.judge.conformance.queue import (Policy, _longest_idle_ms, _otherwise, judge_override, judge_queue_size,
+                                                judge_timeout, policies)
 from tritonsuite.judge.conformance.waves import QUEUE_FULL, TIMED_OUT, combine
 from tritonsuite.load.exchange import Answer
 
@@ -266,3 +267,358 @@ def test_a_probe_failed_otherwise_than_by_a_queue_policy_fails():
                                                  "requests failed ("
                                                  "HTTP 500: gone)")
     assert part.evidence["refused_by_queue_policy"] == 1
+
+
+# ----------------------------------------------------------------------------- what reaches the report, whole
+def shifted(answers: list[Answer], by: float) -> list[Answer]:
+    """``answers`` sent and answered ``by`` seconds later (a wave that did not start at the clock's zero)."""
+    return [Answer(a.start + by, a.end + by, a.ok, error=a.error) for a in answers]
+
+
+def whole(part, check="queue_policy"):
+    result = combine("m", check, [part])
+    return result.verdict, result.reason, result.declared, result.observed, result.evidence
+
+
+def test_a_wave_reports_what_was_declared_observed_and_its_whole_evidence():
+    # sent over 9.876 ms from 3 s on, against executions of 20.54321 ms: at once
+    answers = shifted(wave(5, 8, 0.009876, other=1), 3.0)
+    part = judge_queue_size("priority_queue_policy[2]: max_queue_size 3", SIZE, 2, 2, 20.54321, 14, answers, 1)
+    assert whole(part) == (
+        "fail", "priority_queue_policy[2]: max_queue_size 3: 1 requests failed otherwise (HTTP 500: boom)",
+        "priority_queue_policy[2]: max_queue_size 3",
+        "priority_queue_policy[2]: a wave of 14 at level 2 within 9.9 ms (executions 20.5 ms, 2 at a time): 5 "
+        "accepted, 8 refused 'Exceeds maximum queue size', fail_count +1",
+        {"priority_queue_policy[2]": {"wave": 14, "priority": 2, "capacity": 2, "accepted": 5, "queue_full": 8,
+                                      "send_span_ms": 9.88, "compute_ms_per_execution": 20.543, "fail_count": 1,
+                                      "latency_ms": [50.0] * 5 + [1.0] * 9}})
+
+
+def test_a_wave_s_span_is_from_its_first_send_to_its_last():
+    part = size(shifted(wave(14, 0, 0.0049), 2.0))  # 4.9 ms from 2 s on: at once, accepted whole
+    assert verdict(part)[0] == "fail" and part.evidence["send_span_ms"] == 4.9
+
+
+def test_a_reject_timeout_reports_what_was_declared_observed_and_its_whole_evidence():
+    # five instances' worth of probes (more than PROBES) at 412.3456 ms, executions of 12.3456 ms
+    backlog = backlog_refused_at(401, 402)
+    part = judge_timeout("default_queue_policy: REJECT after default_timeout_microseconds 400000", REJECT, 2, 5,
+                         12.3456, 10, 0.4123456, backlog, [ok(0.41, 0.43)] * 5, 2, 1)
+    assert whole(part) == (
+        "pass", "", "default_queue_policy: REJECT after default_timeout_microseconds 400000",
+        "default_queue_policy: a backlog of 10 and 5 more at 412 ms (executions 12.3 ms): 13 answered (longest 80 "
+        "ms), 2 refused 'Request timeout expired', fail_count +2",
+        {"default_queue_policy": {"backlog": 10, "second_wave": 5, "second_wave_at_ms": 412.3, "priority": 2,
+                                  "capacity": 5, "compute_ms_per_execution": 12.346, "timed_out": 2, "fail_count": 2,
+                                  "backlog_latency_ms": [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 401.0, 402.0],
+                                  "second_latency_ms": [20.0] * 5, "attempt": 2}})
+
+
+def test_nothing_refused_and_nothing_late_is_not_judged_with_its_figures():
+    part = reject([ok(0.0, 0.01 * k) for k in range(1, 9)], fail_count=0)
+    assert verdict(part) == ("skipped", "default_queue_policy: none refused, and no request waited past the 400 ms "
+                                        "timeout: answered after 80 ms at most, within 450 ms (the timeout, two "
+                                        "executions and 30 ms)")
+    failed = reject([ok(0.0, 0.01 * k) for k in range(1, 9)] + [Answer(0.0, 0.1, False, error="HTTP 500: boom")], 0)
+    assert verdict(failed) == ("fail", "default_queue_policy: REJECT after default_timeout_microseconds 400000: 1 "
+                                       "requests failed otherwise (HTTP 500: boom)")
+
+
+def test_a_refusal_at_nine_tenths_of_the_timeout_is_not_early():
+    assert verdict(reject(backlog_refused_at(360), fail_count=1)) == ("pass", "")
+
+
+@pytest.mark.parametrize("end, late", [(0.5, False), (0.501, True)])
+def test_an_answer_is_late_only_past_the_timeout_two_executions_and_the_slack(end, late):
+    # executions of 35 ms: late past 400 + 2 x 35 + 30 = 500 ms
+    part = judge_timeout("default_queue_policy: REJECT after default_timeout_microseconds 400000", REJECT, 0, 2, 35.0,
+                         10, 0.435, [ok(0.0, 0.01 * k) for k in range(1, 9)] + [ok(0.0, end)] * 2,
+                         [ok(0.435, 0.45)] * 4, 0, 0)
+    if late:
+        assert verdict(part) == ("fail", "default_queue_policy: REJECT after default_timeout_microseconds 400000: 2 "
+                                         "answered after waiting past the 400 ms timeout (up to 501 ms)")
+    else:
+        assert verdict(part)[0] == "skipped" and part.skipped.endswith("answered after 500 ms at most, within 500 ms "
+                                                                       "(the timeout, two executions and 30 ms)")
+
+
+def test_a_delay_timeout_reports_what_was_declared_observed_and_its_whole_evidence():
+    assert whole(delay([0.445, 0.455, 0.465, 0.475])) == (
+        "pass", "", "default_queue_policy: DELAY after default_timeout_microseconds 400000",
+        "default_queue_policy: a backlog of 10 and 4 more at 410 ms (executions 10.0 ms): 14 answered (longest 515 "
+        "ms), 0 refused 'Request timeout expired', fail_count +0",
+        {"default_queue_policy": {"backlog": 10, "second_wave": 4, "second_wave_at_ms": 410.0, "priority": 0,
+                                  "capacity": 2, "compute_ms_per_execution": 10.0, "timed_out": 0, "fail_count": 0,
+                                  "backlog_latency_ms": [425.0, 435.0, 445.0, 455.0, 465.0, 475.0, 485.0, 495.0,
+                                                         505.0, 515.0],
+                                  "second_latency_ms": [35.0, 45.0, 55.0, 65.0], "attempt": 1,
+                                  "backlog_answered_after_a_fresh_one": 7}})
+
+
+@pytest.mark.parametrize("still, judged", [(2, False), (3, True)])
+def test_delay_is_judged_only_with_more_of_the_backlog_queued_than_execute(still, judged):
+    # the backlog answered before the fresh wave came (410 ms) but for ``still`` answered after it, in arrival order
+    backlog = [ok(0.0, 0.1 + 0.01 * k) for k in range(10 - still)] + [ok(0.0, 0.5 + 0.01 * k) for k in range(still)]
+    part = delay([0.6, 0.61, 0.62, 0.63], backlog)
+    if judged:
+        assert verdict(part) == ("fail", "default_queue_policy: DELAY after default_timeout_microseconds 400000: 3 "
+                                         "expired requests were still queued when 4 fresh ones came, and none was "
+                                         "served after the first of them: no expired request was delayed")
+    else:
+        assert verdict(part) == ("skipped", "default_queue_policy: 2 of the backlog still queued when the second wave "
+                                            "came: too few to show a delayed one beside the 2 executing")
+
+
+def test_a_backlog_request_answered_within_an_execution_of_the_fresh_wave_was_not_still_queued():
+    # answered at 415 ms and 419 ms, within an execution (10 ms) of the fresh wave at 410 ms: not counted as waiting
+    backlog = [ok(0.0, 0.1 + 0.01 * k) for k in range(6)] + [ok(0.0, 0.415), ok(0.0, 0.419)] + [
+        ok(0.0, 0.5 + 0.01 * k) for k in range(2)]
+    assert verdict(delay([0.6, 0.61, 0.62, 0.63], backlog))[0] == "skipped"
+
+
+@pytest.mark.parametrize("second_ends, skipped", [([0.43, 0.46, 0.47, 0.48], True),
+                                                  ([0.43, 0.47, 0.48, 0.49], False)])
+def test_a_fresh_wave_answered_fast_behind_a_served_backlog_is_a_stalled_client(second_ends, skipped):
+    # three of the backlog answered after 420 ms, none half an execution after the first fresh answer (430 ms)
+    backlog = [ok(0.0, 0.1 + 0.01 * k) for k in range(7)] + [ok(0.0, 0.421), ok(0.0, 0.425), ok(0.0, 0.435)]
+    part = delay(second_ends, backlog)
+    if skipped:  # a median of 55 ms, under 3 executions and the slack (60 ms)
+        assert verdict(part) == ("skipped", "default_queue_policy: the fresh wave was answered in 55 ms (median): it "
+                                            "reached the server after the backlog was served (a client stalled on a "
+                                            "busy host)")
+    else:  # a median of 65 ms
+        assert verdict(part)[0] == "fail" and part.evidence["backlog_answered_after_a_fresh_one"] == 0
+
+
+def delay_375(backlog: list[Answer], second: list[Answer]):
+    """DELAY after 375 ms (a binary fraction of a second: the batcher's idle time compared exactly)."""
+    return judge_timeout("default_queue_policy: DELAY after default_timeout_microseconds 375000",
+                         Policy("DELAY", 375_000, False, 0), 0, 2, EXEC_MS, len(backlog), 0.41, backlog, second, 0, 0)
+
+
+@pytest.mark.parametrize("idle_end, skipped", [(0.5, False), (0.5078125, True)])
+def test_a_batcher_idle_past_the_timeout_with_requests_queued_is_not_judged(idle_end, skipped):
+    # answered at 125 ms, then nothing until ``idle_end`` while the rest of the backlog waited; fresh ones after all
+    backlog = [ok(0.0, 0.0625), ok(0.0, 0.125)] + [ok(0.0, idle_end + 0.0078125 * k) for k in range(8)]
+    part = delay_375(backlog, [ok(0.41, end) for end in (0.6, 0.61, 0.62, 0.63)])
+    if skipped:
+        assert verdict(part) == ("skipped", "default_queue_policy: the batcher sat 383 ms between answers with "
+                                            "requests queued, longer than the 375 ms timeout: the fresh wave expired "
+                                            "too, and expired requests keep their order")
+    else:
+        assert verdict(part) == ("fail", "default_queue_policy: DELAY after default_timeout_microseconds 375000: 8 "
+                                         "expired requests were still queued when 4 fresh ones came, and none was "
+                                         "served after the first of them: no expired request was delayed")
+
+
+def test_the_batcher_s_longest_idle_time_between_answers_with_one_waiting():
+    assert _longest_idle_ms([]) == 0.0 and _longest_idle_ms([ok(0.0, 0.25)]) == 0.0
+    # in order of answer: 0.125, 0.25 and 0.75 s, all sent at 0: gaps of 125 and 500 ms
+    assert _longest_idle_ms([ok(0.0, 0.75), ok(0.0, 0.125), ok(0.0, 0.25)]) == 500.0
+    # one sent exactly as the one before it was answered was waiting; one sent later was not
+    assert _longest_idle_ms([ok(0.0, 0.25), ok(0.25, 0.75)]) == 500.0
+    assert _longest_idle_ms([ok(0.0, 0.25), ok(0.3, 0.75)]) == 0.0
+
+
+def test_failures_other_than_a_policy_s_refusals_are_problems():
+    assert _otherwise([ok(0.0, 0.1), refused(0.0, 0.1, QUEUE_FULL), refused(0.0, 0.1, TIMED_OUT)]) == []
+    assert _otherwise([Answer(0.0, 0.1, False, error="HTTP 500: a"), Answer(0.0, 0.1, False, error="HTTP 400: b")]) \
+        == ["2 requests failed otherwise (HTTP 500: a)"]
+
+
+def test_an_override_reports_what_was_declared_observed_and_its_whole_evidence():
+    p = Policy("REJECT", 400_000, True, 0)
+    backlog = [ok(0.0, 0.01 * k) for k in range(1, 21)]
+    probes = [refused(0.04, 0.15, TIMED_OUT)] * 2 + [ok(0.04, 0.1)] * 3  # five instances' worth
+    part = judge_override("priority_queue_policy[2]: allow_timeout_override true", p, 2, 5, EXEC_MS, 12.3456, 20,
+                          200.4, backlog, probes)
+    assert whole(part) == (
+        "pass", "", "priority_queue_policy[2]: allow_timeout_override true",
+        "priority_queue_policy[2]: 5 probes with timeout_us 100000 behind a backlog of 20 (200 ms): 2 refused "
+        "'Request timeout expired' (after [110.0, 110.0] ms), 3 answered (after [60.0, 60.0, 60.0] ms)",
+        {"priority_queue_policy[2]": {"backlog": 20, "probes": 5, "probe_timeout_us": 100000, "priority": 2,
+                                      "compute_ms_per_execution": 12.346,
+                                      "backlog_latency_ms": [10.0 * k for k in range(1, 21)],
+                                      "probe_latency_ms": [110.0, 110.0, 60.0, 60.0, 60.0], "probes_timed_out": 2}})
+    unmeasured = judge_override("d: allow_timeout_override true", p, 0, 2, EXEC_MS, 0.0, 20, 200.0, backlog, probes)
+    assert unmeasured.evidence["compute_ms_per_execution"] == 10.0  # the executions it was sized from
+
+
+def test_a_probe_refused_at_nine_tenths_of_the_default_timeout_was_not_refused_on_its_own():
+    at = override(True, [refused(0.0, 0.36, TIMED_OUT) for _ in range(4)])
+    assert verdict(at) == ("skipped", "default_queue_policy: no probe both waited past its own 100 ms and was refused "
+                                      "before the default 400 ms (probes after [360.0, 360.0, 360.0, 360.0] ms)")
+    # refused on the default timeout where the override is not allowed: not on their own (nor answered past it)
+    default = override(False, [refused(0.0, 0.401, TIMED_OUT) for _ in range(4)])
+    assert verdict(default)[0] == "skipped" and default.problems == ()
+
+
+def test_a_probe_answered_at_its_own_timeout_two_executions_and_the_slack_did_not_wait_past_it():
+    at = override(True, [ok(0.0, 0.15) for _ in range(4)])  # 100 + 2 x 10 + 30 ms
+    assert verdict(at)[0] == "skipped"
+    none = override(False, [ok(0.0, 0.15) for _ in range(4)])
+    assert verdict(none) == ("skipped", "default_queue_policy: no probe both waited past its own 100 ms and was "
+                                        "answered before the default 400 ms (probes after [150.0, 150.0, 150.0, "
+                                        "150.0] ms)")
+
+
+def test_a_probe_failed_otherwise_fails_the_override():
+    probes = probes_refused_after(110)[:3] + [Answer(0.04, 0.05, False, error="HTTP 500: gone")]
+    assert verdict(override(True, probes)) == (
+        "fail", "default_queue_policy: allow_timeout_override true: 1 requests failed otherwise (HTTP 500: gone)")
+
+
+def test_priority_reports_what_was_declared_observed_and_its_whole_evidence():
+    # five instances' worth of probes without a priority (level 0) behind a backlog at priority 2
+    backlog = [ok(0.0, end) for end in (0.015, 0.025, 0.035, 0.045, 0.075, 0.085, 0.095, 0.105, 0.115, 0.125, 0.135,
+                                        0.145)]
+    probes = [ok(0.05, end) for end in (0.062, 0.064, 0.066, 0.068, 0.07)]
+    part = judge_overtake("default_priority_level 1: no priority before level 2", 2, 0, 5, 12.3456, 12, 30.45,
+                          backlog, probes)
+    assert whole(part, "priority") == (
+        "pass", "", "default_priority_level 1: no priority before level 2",
+        "default_priority_level 1: 5 probes at priority 0 behind 8 of 12 at priority 2 still queued: median 8 passed "
+        "per probe, probes 16 ms against 110 ms (medians)",
+        {"default_priority_level 1": {"backlog": 12, "backlog_priority": 2, "probes": 5, "probe_priority": 0,
+                                      "probes_at_ms": 30.4, "compute_ms_per_execution": 12.346, "still_queued": 8,
+                                      "passed_per_probe": [8, 8, 8, 8, 7],  # 75 ms: not half an execution after 70
+                                      "probe_latency_ms": [12.0, 14.0, 16.0, 18.0, 20.0],
+                                      "queued_latency_ms": [75.0, 85.0, 95.0, 105.0, 115.0, 125.0, 135.0, 145.0],
+                                      "refused_by_queue_policy": 0}})
+
+
+def test_a_backlog_request_sent_with_the_probes_or_answered_within_an_execution_of_them_was_not_queued():
+    # probes at 62.5 ms, executions of 62.5 ms: queued means sent before 62.5 ms and answered after 125 ms
+    backlog = [ok(0.0, 0.125), ok(0.0625, 0.5), ok(0.0, 0.25), ok(0.0, 0.375)]
+    part = judge_overtake("d: level 1 before level 3", 3, 1, 1, 62.5, 4, 62.5, backlog, [ok(0.0625, 0.09375)])
+    assert part.evidence["still_queued"] == 2 and part.evidence["queued_latency_ms"] == [250.0, 375.0]
+    # a probe answered at 93.75 ms passed the backlog answered more than half an execution (31.25 ms) later only
+    passed = judge_overtake("d: level 1 before level 3", 3, 1, 1, 62.5, 4, 62.5,
+                            [ok(0.0, 0.15625), ok(0.0, 0.15626), ok(0.0, 0.25)], [ok(0.0625, 0.125)])
+    assert passed.evidence["still_queued"] == 3 and passed.evidence["passed_per_probe"] == [2]
+
+
+def test_no_probe_answered_passed_nothing():
+    backlog = [ok(0.0, 0.015 + 0.01 * k) for k in range(8)]
+    probes = [refused(0.05, 0.051, QUEUE_FULL)] * 3 + [refused(0.05, 0.06, TIMED_OUT)]
+    part = overtake([], probes=probes)
+    assert verdict(part, "priority") == (
+        "fail", "priority_levels 3: level 1 before level 3: probes at priority 1 passed a median 0 of 4 earlier "
+                "requests at priority 3 (1 ms against 90 ms): served in arrival order")
+    assert part.observed == ("4 probes at priority 1 behind 4 of 8 at priority 3 still queued: median 0 passed per "
+                             "probe, probes 1 ms against 90 ms (medians)")
+    assert part.evidence["passed_per_probe"] == [] and part.evidence["refused_by_queue_policy"] == 4
+
+
+def test_no_probes_and_no_backlog_queued_show_no_contention():
+    part = judge_overtake("d: level 1 before level 3", 3, 1, 1, EXEC_MS, 0, 30.0, [], [])
+    assert verdict(part, "priority") == ("skipped", "d: 0 of the backlog still queued when the probes came: no "
+                                                    "contention to order")
+    assert part.observed == ("4 probes at priority 1 behind 0 of 0 at priority 3 still queued: median 0 passed per "
+                             "probe, probes 0 ms against 0 ms (medians)")
+    # without probes the backlog is measured from the clock's zero: requests sent after it were not queued
+    late = judge_overtake("d: level 1 before level 3", 3, 1, 1, EXEC_MS, 2, 30.0, [ok(0.5, 2.0), ok(0.5, 2.5)], [])
+    assert late.evidence["still_queued"] == 0
+
+
+# ------------------------------------------------------------------------------------ the policies a batcher declares
+def queued_model(dynamic_batching: dict):
+    from tritonsuite.core.description import describe
+
+    return describe({"name": "m", "backend": "python", "max_batch_size": 8,
+                     "input": [{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [16]}],
+                     "output": [{"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [16]}],
+                     "dynamic_batching": dynamic_batching})
+
+
+def test_each_declared_queue_policy_is_judged_at_a_level_it_governs():
+    assert policies(queued_model({})) == []
+    assert policies(queued_model({"default_queue_policy": {"max_queue_size": 4}})) == [
+        ("default_queue_policy", 0, Policy("REJECT", 0, False, 4))]  # no levels: sent without a priority
+    levels = queued_model({"priority_levels": 3, "priority_queue_policy": {"3": {}, "1": {"max_queue_size": 2}},
+                           "default_queue_policy": {"timeout_action": "DELAY", "default_timeout_microseconds": "5000",
+                                                    "allow_timeout_override": True}})
+    assert policies(levels) == [("default_queue_policy", 2, Policy("DELAY", 5000, True, 0)),  # the free level 2
+                                ("priority_queue_policy[1]", 1, Policy("REJECT", 0, False, 2)),
+                                ("priority_queue_policy[3]", 3, Policy("REJECT", 0, False, 0))]
+    # every level with its own policy: the default one governs none and is not judged
+    assert policies(queued_model({"priority_levels": 2, "default_queue_policy": {"max_queue_size": 9},
+                                  "priority_queue_policy": {"2": {}, "1": {"max_queue_size": 2}}})) == [
+        ("priority_queue_policy[1]", 1, Policy("REJECT", 0, False, 2)),
+        ("priority_queue_policy[2]", 2, Policy("REJECT", 0, False, 0))]
+    free_first = queued_model({"priority_levels": 3, "default_queue_policy": {}, "priority_queue_policy": {"2": {}}})
+    assert [(name, level) for name, level, _ in policies(free_first)] == [
+        ("default_queue_policy", 1), ("priority_queue_policy[2]", 2)]
+
+
+def test_a_timeout_policy_says_what_it_does():
+    assert Policy("DELAY", 5000, False, 0).timeout("priority_queue_policy[1]") == (
+        "priority_queue_policy[1]: DELAY after default_timeout_microseconds 5000")
+
+
+
+def test_a_timeout_with_nothing_answered_says_so():
+    gone = [Answer(0.0, 0.1, False, error="HTTP 500: boom")] * 10
+    part = judge_timeout("d: REJECT after default_timeout_microseconds 400000", REJECT, 0, 2, EXEC_MS, 10, 0.41, gone,
+                         [Answer(0.41, 0.42, False, error="HTTP 500: boom")] * 4, 0, 0)
+    assert part.observed == ("a backlog of 10 and 4 more at 410 ms (executions 10.0 ms): 0 answered (longest 0 ms), 0 "
+                             "refused 'Request timeout expired', fail_count +0")
+    assert part.problems == ("14 requests failed otherwise (HTTP 500: boom)",)
+    assert part.skipped == ("none refused, and no request waited past the 400 ms timeout: answered after 0 ms at most, "
+                            "within 450 ms (the timeout, two executions and 30 ms)")
+
+
+def test_delay_with_no_fresh_request_answered_fails_on_the_refusals():
+    backlog = [ok(0.0, 0.425 + 0.01 * k) for k in range(10)]
+    part = judge_timeout("d: DELAY after default_timeout_microseconds 400000", DELAY, 0, 2, EXEC_MS, 10, 0.41, backlog,
+                         [refused(0.41, 0.81, TIMED_OUT)] * 4, 0, 0)
+    assert part.problems == ("DELAY declared, but 4 requests refused 'Request timeout expired'",)
+    assert part.evidence["backlog_answered_after_a_fresh_one"] == 0
+
+
+def test_the_fresh_wave_came_with_its_first_request():
+    # the fresh wave's first request at 410 ms, the rest at 420 ms: the backlog answered at 425 ms was still queued
+    backlog = [ok(0.0, 0.1 + 0.01 * k) for k in range(7)] + [ok(0.0, 0.425), ok(0.0, 0.5), ok(0.0, 0.51)]
+    second = [ok(0.41, 0.6)] + [ok(0.42, end) for end in (0.61, 0.62, 0.63)]
+    part = judge_timeout("d: DELAY after default_timeout_microseconds 400000", DELAY, 0, 2, EXEC_MS, 10, 0.41, backlog,
+                         second, 0, 0)
+    assert part.problems == ("3 expired requests were still queued when 4 fresh ones came, and none was served after "
+                             "the first of them: no expired request was delayed",)
+
+
+def test_a_backlog_request_sent_with_the_fresh_wave_is_not_one_it_passed():
+    # the arrival-order failure, and one more request sent at 410 ms with the fresh ones, answered after them
+    backlog = [ok(0.0, 0.425 + 0.01 * k) for k in range(10)] + [ok(0.41, 0.6)]
+    part = delay([0.525, 0.535, 0.545, 0.555], backlog)
+    assert verdict(part)[0] == "fail" and part.evidence["backlog_answered_after_a_fresh_one"] == 0
+
+
+@pytest.mark.parametrize("third_end, judged", [(0.5625, False), (0.5626, True)])
+def test_still_queued_means_answered_more_than_an_execution_after_the_fresh_wave(third_end, judged):
+    # executions of 62.5 ms, the fresh wave at 500 ms: still queued when answered after 562.5 ms
+    backlog = [ok(0.0, 0.3 + 0.01 * k) for k in range(7)] + [ok(0.0, 0.6), ok(0.0, 0.61), ok(0.0, third_end)]
+    part = judge_timeout("d: DELAY after default_timeout_microseconds 400000", DELAY, 0, 2, 62.5, 10, 0.5, backlog,
+                         [ok(0.5, end) for end in (0.8, 0.81, 0.82, 0.83)], 0, 0)
+    if judged:
+        assert part.skipped == "" and part.problems[0].startswith("3 expired requests were still queued")
+    else:
+        assert part.skipped == ("2 of the backlog still queued when the second wave came: too few to show a delayed "
+                                "one beside the 2 executing") and part.problems == ()
+
+
+def test_a_fresh_wave_answered_in_three_executions_and_the_slack_is_not_fast():
+    # executions of 21.5 ms: fast under 3 x 21.5 + 30 = 94.5 ms; the fresh wave answered in that (to 0.1 ms)
+    backlog = [ok(0.0, 0.1 + 0.01 * k) for k in range(7)] + [ok(0.0, 0.53), ok(0.0, 0.54), ok(0.0, 0.55)]
+    part = judge_timeout("d: DELAY after default_timeout_microseconds 400000", DELAY, 0, 2, 21.5, 10, 0.5, backlog,
+                         [ok(0.5, 0.5945)] * 4, 0, 0)
+    assert part.evidence["second_latency_ms"] == [94.5] * 4
+    assert part.skipped == "" and part.problems == (
+        "3 expired requests were still queued when 4 fresh ones came, and none was served after the first of them: "
+        "no expired request was delayed",)
+
+
+def test_delay_without_a_fresh_wave_has_nothing_to_show():
+    part = judge_timeout("d: DELAY after default_timeout_microseconds 400000", DELAY, 0, 2, EXEC_MS, 10, 0.41,
+                         [ok(0.0, 0.425 + 0.01 * k) for k in range(10)], [], 0, 0)
+    assert part.skipped == ("0 of the backlog still queued when the second wave came: too few to show a delayed one "
+                            "beside the 2 executing")

@@ -145,7 +145,7 @@ def judge_batching(name: str, models, deltas: dict, answers: list, elapsed: floa
     the answers, the load's wall time and concurrency, the batch size of its requests."""
     declared = "; ".join(_declared(m, b) for m in models)
     failed = [a for a in answers if not a.ok]
-    judged = [_judge(m, deltas[m.name], len(answers), elapsed, concurrency, b) for m in models]
+    judged = [_judge(m, deltas[m.name], elapsed, concurrency, b) for m in models]
     one = len(models) == 1 and models[0].name == name  # else each judged model is named
     evidence = {"concurrency": concurrency, "request_batch": b, "requests": len(answers), "failed": len(failed),
                 "seconds": round(elapsed, 3)}
@@ -164,7 +164,7 @@ def judge_batching(name: str, models, deltas: dict, answers: list, elapsed: floa
                        "; ".join(problems), evidence)
 
 
-def _judge(d, delta: dict, sent: int, elapsed: float, concurrency: int, b: int) -> tuple[list[str], str, dict, str]:
+def _judge(d, delta: dict, elapsed: float, concurrency: int, b: int) -> tuple[list[str], str, dict, str]:
     """One scheduler's batching under the load: (problems, why it cannot be judged here or "", evidence,
     observed)."""
     db = d.batcher
