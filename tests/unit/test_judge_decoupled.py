@@ -127,3 +127,136 @@ def test_decoupled_fails_a_stream_closed_answered_strangely_or_failed(behaviour,
     assert problems[0] == reasons[0]  # the stream's first error leads; the request it left open follows
     assert problems[1:] == [f"1 of 1 requests got no final flag (conformance-0: no message for "
                             f"{decoupled.IDLE_S:g} s after 0 response(s))"]
+
+
+# ---------------------------------------------------------------- the reader against a peer that answers each request
+def _answering(script):
+    """ModelStreamInfer answering each request as ``script(request id)`` says: a list of (output names, final flag,
+    error message) responses; the stream is kept open (tritonserver's is, until the client goes)."""
+    async def model_stream_infer(requests, context):
+        async for body in requests:
+            request = service_pb2.ModelInferRequest.FromString(body)
+            assert request.parameters["triton_enable_empty_final_response"].bool_param
+            for names, final, error in script(request.id):
+                response = service_pb2.ModelStreamInferResponse(error_message=error)
+                response.infer_response.id = request.id
+                for name in names:
+                    response.infer_response.outputs.add(name=name)
+                if final is not None:
+                    response.infer_response.parameters["triton_final_response"].bool_param = final
+                yield response.SerializeToString()
+    return grpc.method_handlers_generic_handler("inference.GRPCInferenceService", {
+        "ModelStreamInfer": grpc.stream_stream_rpc_method_handler(model_stream_infer)})
+
+
+def exchange_script(script, requests=2):
+    async def run():
+        server = grpc.aio.server()
+        server.add_generic_rpc_handlers((_answering(script),))
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        try:
+            return await asyncio.wait_for(_exchange(f"127.0.0.1:{port}", [b""] * requests), 30)
+        finally:
+            await server.stop(None)
+    return asyncio.run(run())
+
+
+def shape(streams):
+    """Each request's responses without their times."""
+    return {i: [(names, final) for _, names, final in s.responses] for i, s in streams.items()}
+
+
+def test_the_reader_keeps_each_requests_responses_in_order_with_their_outputs_and_final_flags():
+    streams, stray, seconds = exchange_script(lambda i: [(["OUT", "INDEX"], False, ""), (["OUT", "INDEX"], None, ""),
+                                                         ([], True, "")])
+    assert stray == [] and list(streams) == ["conformance-0", "conformance-1"]
+    assert shape(streams) == {i: [(["INDEX", "OUT"], False), (["INDEX", "OUT"], False), ([], True)] for i in streams}
+    assert all(s.errors == [] and s.finals == 1 for s in streams.values())
+    # every final flag came at once: the reader listens LINGER_S more, not IDLE_S
+    assert decoupled.LINGER_S <= seconds < decoupled.IDLE_S
+    assert all(0 <= at < seconds for s in streams.values() for at, _, _ in s.responses)
+    assert _judge_streams(streams, stray, True, NAMES) == []
+
+
+def test_the_reader_keeps_a_response_after_the_final_one_and_a_second_final_flag():
+    streams, stray, _ = exchange_script(lambda i: [(["OUT"], True, ""), (["OUT"], False, ""), ([], True, "")], 1)
+    assert stray == [] and shape(streams) == {"conformance-0": [(["OUT"], True), (["OUT"], False), ([], True)]}
+    assert streams["conformance-0"].finals == 2
+
+
+def test_the_reader_keeps_an_errors_first_line_and_waits_no_final_flag_for_it(monkeypatch):
+    monkeypatch.setattr(decoupled, "IDLE_S", 0.5)  # no final flag comes: the reader waits out IDLE_S
+    long = "x" * 300
+    streams, stray, _ = exchange_script(
+        lambda i: [([], None, "model raised\nTraceback ...")] if i == "conformance-0" else [([], None, long)])
+    assert stray == [] and shape(streams) == {"conformance-0": [], "conformance-1": []}
+    assert streams["conformance-0"].errors == ["model raised"] and streams["conformance-1"].errors == ["x" * 200]
+    assert _judge_streams(streams, stray, True, NAMES) == [
+        "2 request(s) answered with an error (conformance-0: model raised)"]
+
+
+def test_the_reader_stops_waiting_for_a_final_flag_after_idle_s_without_a_message(monkeypatch):
+    monkeypatch.setattr(decoupled, "IDLE_S", 0.3)
+    monkeypatch.setattr(decoupled, "LINGER_S", 5.0)  # lingering is only after every final flag
+    streams, stray, seconds = exchange_script(lambda i: [(["OUT"], False, "")], 1)
+    assert stray == [] and shape(streams) == {"conformance-0": [(["OUT"], False)]}
+    assert 0.3 <= seconds < 3.0
+
+
+def test_the_reader_stops_at_total_s_however_chatty_the_stream(monkeypatch):
+    monkeypatch.setattr(decoupled, "TOTAL_S", 0.0)
+    streams, stray, seconds = exchange_script(lambda i: [(["OUT"], True, "")], 1)
+    assert stray == [] and shape(streams) == {"conformance-0": []} and seconds < 3.0
+
+
+def test_a_stream_counts_its_final_flags():
+    assert stream().finals == 0 and stream((NAMES, False), ([], True), ([], True)).finals == 2
+
+
+# ------------------------------------------------------------------------------ what the check takes of a target
+def target_of(tmp_path, config: dict):
+    from google.protobuf import json_format, text_format
+    from tritonclient.grpc import model_config_pb2
+
+    from tritonsuite.judge.conformance.result import Target
+
+    directory = tmp_path / config["name"]
+    directory.mkdir(parents=True)
+    (directory / "config.pbtxt").write_text(
+        text_format.MessageToString(json_format.ParseDict(config, model_config_pb2.ModelConfig())))
+    return Target(server=None, directory=directory)
+
+
+CONFIG = {"name": "m", "backend": "python", "max_batch_size": 4, "model_transaction_policy": {"decoupled": True},
+          "input": [{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [3]}],
+          "output": [{"name": "OUT", "data_type": "TYPE_FP32", "dims": [3]}]}
+
+
+def test_a_deployment_not_decoupled_is_skipped(tmp_path):
+    from tritonsuite.judge.conformance.decoupled import check_decoupled
+
+    result = check_decoupled(target_of(tmp_path, CONFIG | {"model_transaction_policy": {}}))
+    assert (result.deployment, result.check, result.observed, result.verdict, result.evidence) == (
+        "m", "decoupled", "-", "skipped", {})
+    assert result.declared == "model_transaction_policy.decoupled false (Triton's default)"
+    assert result.reason == "not decoupled: one response per request, judged by the other checks' requests"
+
+
+def test_the_requests_are_seeded_one_per_seed_and_a_sequence_models_each_a_sequence_of_its_own(tmp_path):
+    from tritonsuite.judge.conformance.decoupled import REQUESTS, _requests, _served_decoupled
+
+    target = target_of(tmp_path / "a", CONFIG)
+    assert _served_decoupled(target) is None  # no server to ask: not known
+    bodies = [service_pb2.ModelInferRequest.FromString(b) for b in _requests(target, "127.0.0.1:1")]
+    assert REQUESTS == 8 and len(bodies) == REQUESTS
+    assert {b.model_name for b in bodies} == {"m"} and [o.name for o in bodies[0].outputs] == ["OUT"]
+    assert [list(b.inputs[0].shape) for b in bodies] == [[1, 3]] * REQUESTS
+    assert len({b.raw_input_contents[0] for b in bodies}) == REQUESTS  # seeds 0 to 7: each its own data
+    assert bodies[0].raw_input_contents[0] == target.request(1, 0)["INPUT0"].tobytes()
+    assert all("sequence_id" not in b.parameters for b in bodies)
+    sequence = target_of(tmp_path / "b", CONFIG | {"sequence_batching": {}})
+    flagged = [service_pb2.ModelInferRequest.FromString(b) for b in _requests(sequence, "127.0.0.1:1")]
+    assert [b.parameters["sequence_id"].int64_param for b in flagged] == [90_000 + s for s in range(REQUESTS)]
+    assert all(b.parameters["sequence_start"].bool_param and b.parameters["sequence_end"].bool_param
+               for b in flagged)
