@@ -233,21 +233,10 @@ CONFIG = {"name": "m", "backend": "python", "max_batch_size": 4, "model_transact
           "output": [{"name": "OUT", "data_type": "TYPE_FP32", "dims": [3]}]}
 
 
-def test_a_deployment_not_decoupled_is_skipped(tmp_path):
-    from tritonsuite.judge.conformance.decoupled import check_decoupled
-
-    result = check_decoupled(target_of(tmp_path, CONFIG | {"model_transaction_policy": {}}))
-    assert (result.deployment, result.check, result.observed, result.verdict, result.evidence) == (
-        "m", "decoupled", "-", "skipped", {})
-    assert result.declared == "model_transaction_policy.decoupled false (Triton's default)"
-    assert result.reason == "not decoupled: one response per request, judged by the other checks' requests"
-
-
 def test_the_requests_are_seeded_one_per_seed_and_a_sequence_models_each_a_sequence_of_its_own(tmp_path):
-    from tritonsuite.judge.conformance.decoupled import REQUESTS, _requests, _served_decoupled
+    from tritonsuite.judge.conformance.decoupled import REQUESTS, _requests
 
     target = target_of(tmp_path / "a", CONFIG)
-    assert _served_decoupled(target) is None  # no server to ask: not known
     bodies = [service_pb2.ModelInferRequest.FromString(b) for b in _requests(target, "127.0.0.1:1")]
     assert REQUESTS == 8 and len(bodies) == REQUESTS
     assert {b.model_name for b in bodies} == {"m"} and [o.name for o in bodies[0].outputs] == ["OUT"]

@@ -121,19 +121,6 @@ CONFIG = {"name": "m", "backend": "python", "max_batch_size": 1,
           "output": [{"name": "OUTPUT0", "data_type": "TYPE_INT32", "dims": [1]}]}
 
 
-def test_the_state_check_is_skipped_without_a_sequence_batcher_or_without_a_state(tmp_path):
-    from tritonsuite.judge.conformance.state import check_state
-
-    plain = check_state(target_of(tmp_path / "a", CONFIG))
-    assert (plain.deployment, plain.check, plain.declared, plain.observed, plain.verdict) == (
-        "m", "state", "-", "-", "skipped")
-    assert plain.reason == "no sequence_batching declared (scheduler none): no sequence batcher to check"
-    stateless = check_state(target_of(tmp_path / "b", CONFIG | {"sequence_batching": {}}))
-    assert (stateless.check, stateless.declared, stateless.observed, stateless.verdict) == (
-        "state", "-", "-", "skipped")
-    assert stateless.reason == "no sequence_batching.state declared: no implicit state to carry"
-
-
 def test_a_first_request_unlike_the_other_is_the_first_seed_that_differs_within_fifty(tmp_path):
     from tritonsuite.judge.conformance.state import _differs
 

@@ -167,36 +167,3 @@ def test_the_fields_declared_are_the_tensors_that_set_them_to_something():
     assert _declared(config, "output", "reshape") == {} and _declared({}, "input", "optional") == {}
     assert _outcome(Answer(0.0, 0.1, True)) == "answered"
     assert _outcome(Answer(0.0, 0.1, False, error="e" * 200)) == f"refused ({'e' * 160})"
-
-
-def target_of(tmp_path, config: dict):
-    from google.protobuf import json_format, text_format
-    from tritonclient.grpc import model_config_pb2
-
-    from tritonsuite.judge.conformance.result import Target
-
-    directory = tmp_path / config["name"]
-    directory.mkdir(parents=True)
-    (directory / "config.pbtxt").write_text(
-        text_format.MessageToString(json_format.ParseDict(config, model_config_pb2.ModelConfig())))
-    return Target(server=None, directory=directory)
-
-
-CONFIG = {"name": "m", "backend": "python", "max_batch_size": 4,
-          "input": [{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4], "optional": False}],
-          "output": [{"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]}]}
-
-
-def test_a_deployment_without_the_fields_is_skipped_by_both_checks(tmp_path):
-    from tritonsuite.judge.conformance.tensors import check_classification, check_tensors
-
-    target = target_of(tmp_path, CONFIG)
-    tensors = check_tensors(target)
-    assert (tensors.deployment, tensors.check, tensors.declared, tensors.observed, tensors.verdict) == (
-        "m", "tensors", "no optional input, no reshape", "-", "skipped")
-    assert tensors.reason == ("no input is optional and no tensor declares a reshape (a missing required input is "
-                              "the refusals check's)")
-    classification = check_classification(target)
-    assert (classification.check, classification.declared, classification.observed, classification.verdict,
-            classification.reason) == ("classification", "no label_filename", "-", "skipped",
-                                       "no output declares label_filename")
