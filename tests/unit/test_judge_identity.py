@@ -56,6 +56,8 @@ def test_a_configuration_served_otherwise_fails_naming_each_field():
 def test_metadata_without_a_declared_input_fails():
     result = judge(meta=metadata(name="OTHER"))
     assert result.verdict == "fail" and result.reason == "metadata has no input INPUT0"
+    bare = judge(meta={"name": "m", "versions": ["1"]})  # metadata that lists no inputs at all
+    assert bare.verdict == "fail" and bare.reason == "metadata has no input INPUT0"
 
 
 def test_metadata_of_another_shape_fails():
