@@ -249,3 +249,11 @@ def test_the_requests_are_seeded_one_per_seed_and_a_sequence_models_each_a_seque
     assert [b.parameters["sequence_id"].int64_param for b in flagged] == [90_000 + s for s in range(REQUESTS)]
     assert all(b.parameters["sequence_start"].bool_param and b.parameters["sequence_end"].bool_param
                for b in flagged)
+
+
+def test_each_request_is_counted_once_however_many_responses_follow_its_final_one():
+    streams = {**sound(), "conformance-2": stream((NAMES, True), (NAMES, False), ([], False), (NAMES, True))}
+    assert judge(streams) == ["1 request(s) got more than one final flag (conformance-2: 2)",
+                              "1 request(s) got a response after their final one (conformance-2)"]
+    empties = {**sound(), "conformance-1": stream(([], False), ([], False), ([], True))}
+    assert judge(empties) == ["2 request(s) got an empty response not flagged final (conformance-1)"]
