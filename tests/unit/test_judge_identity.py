@@ -210,3 +210,4 @@ def test_the_versions_served_and_on_disk_are_the_numbered_ones_in_order(tmp_path
     assert _fits([4, 16], [16], True) and _fits([16], [16], False) and _fits([2, 7], [-1], True)
     assert not _fits([16], [16], True) and not _fits([1, 16], [16], False) and not _fits([1, 15], [16], True)
     assert not _fits([1, 16, 1], [16], True)
+    assert _fits([1, 0], [0], True) and not _fits([1, 5], [0], True)  # a dim of 0 is a size, not a variable one
