@@ -307,6 +307,7 @@ def test_decisive_rounds_with_failed_requests_name_both_and_test05_the_faster_st
 
 def test_a_failed_untimed_round_reports_its_failures_alone():
     result = judged04([], [], errors=["HTTP 400: bad input", "HTTP 400: again"])
+    assert (result.deployment, result.check, result.verdict) == ("m", "test04", "fail")
     assert (result.declared, result.observed) == ("no response_cache", "2 requests of the first round failed")
     assert (result.reason, result.evidence) == ("2 requests failed (HTTP 400: bad input)", {"failed": 2})
 
@@ -354,3 +355,43 @@ def test_the_models_that_cache_are_named(tmp_path):
     assert _cached(target_of(tmp_path / "a", model(dynamic_batching={}, response_cache={"enable": True}))) == "m"
     assert _cached(target_of(tmp_path / "b", model(response_cache={"enable": False}))) == ""
     assert _cached(target_of(tmp_path / "c", model())) == ""
+
+
+def test_a_string_answer_against_a_numeric_one_alone_is_compared_exactly():
+    from tritonsuite.judge.conformance.system import _difference
+
+    assert _difference([{"OUTPUT": np.array([b"1"], dtype=object)}], outputs(1.0)) == (
+        np.inf, "response 0 output OUTPUT: 1 elements differ")
+    assert _difference(outputs(1.0), [{"OUTPUT": np.array([b"1"], dtype=object)}]) == (
+        np.inf, "response 0 output OUTPUT: 1 elements differ")
+
+
+def test_outputs_after_an_equal_string_or_integer_one_are_still_compared():
+    from tritonsuite.judge.conformance.system import _difference
+
+    text, index = np.array([b"a"], dtype=object), np.array([3], np.int64)
+    alone = [{"TEXT": text, "INDEX": index, "OUTPUT": np.array([1.0], np.float32)}]
+    under_load = [{"TEXT": text.copy(), "INDEX": index.copy(), "OUTPUT": np.array([1.5], np.float32)}]
+    assert _difference(under_load, alone) == (0.5, "response 0 output OUTPUT: 1 of 1 elements beyond atol 0.0001 + "
+                                                    "rtol 0.0001, max |diff| 0.5")
+    assert _difference([{"F": np.zeros(0, np.float32)}], [{"F": np.zeros(0, np.float32)}]) == (0.0, "")
+
+
+def test_a_mixed_pair_is_compared_within_the_floating_ones_tolerance():
+    from tritonsuite.judge.conformance.system import _difference
+
+    # an integer answer against a float32 one alone: float32's tolerance, not compared exactly
+    assert _difference([{"OUTPUT": np.array([1], np.int32)}], [{"OUTPUT": np.array([1.00005], np.float32)}])[1] == ""
+    # an fp16 answer against a float32 one alone: float32's tolerance (the one alone decides)
+    assert _difference([{"OUTPUT": np.array([1.0], np.float16)}], [{"OUTPUT": np.array([1.001], np.float32)}])[1] == (
+        "response 0 output OUTPUT: 1 of 1 elements beyond atol 0.0001 + rtol 0.0001, max |diff| 0.001")
+    # an fp16 answer against an integer one alone: fp16's tolerance (the floating one decides)
+    assert _difference([{"OUTPUT": np.array([1.0078125], np.float16)}], [{"OUTPUT": np.array([1], np.int32)}]) == (
+        0.0078125, "")
+
+
+def test_a_gap_of_exactly_clear_times_the_spread_is_not_decisive_and_the_gap_is_rounded_to_three_places():
+    result = judged04(rounds(0.875, 1.0, 1.0, 1.125), rounds(1.5, 1.5, 1.5, 1.5))  # spread 25%, gap 50%
+    assert (result.evidence["spread"], result.evidence["gap"]) == (0.25, 0.5)
+    assert not result.evidence["decisive"] and result.verdict == "pass"
+    assert judged04(rounds(1.0, 1.0, 1.0, 1.0), rounds(*[1.01234] * 4)).evidence["gap"] == 0.012
