@@ -167,3 +167,26 @@ def test_the_fields_declared_are_the_tensors_that_set_them_to_something():
     assert _declared(config, "output", "reshape") == {} and _declared({}, "input", "optional") == {}
     assert _outcome(Answer(0.0, 0.1, True)) == "answered"
     assert _outcome(Answer(0.0, 0.1, False, error="e" * 200)) == f"refused ({'e' * 160})"
+
+
+def test_classification_compares_a_score_within_rtol_of_the_outputs_value():
+    assert judge(["0.90008:1:class_1"] + classes(3, 4)) == []  # 8e-5 apart: within 1e-5 + 1e-4 x 0.9
+    assert judge(["0.9002:1:class_1"] + classes(3, 4)) == [
+        "output OUTPUT0: class '0.9002:1:class_1': the output's value at 1 is 0.9"]
+
+
+def test_classification_names_the_top_classes_of_tied_values_in_index_order():
+    values = np.round(np.random.default_rng(0).random(20), 1)  # many ties: the first of equal values is the top one
+    labels = [f"class_{i}" for i in range(20)]
+    lowest = np.argsort(values, kind="stable")[:5].tolist()
+    problems = judge(classes(*lowest, values=values, labels=labels), labels=labels, values=values, count=5)
+    assert problems == [f"output OUTPUT0: classes {sorted(lowest)} answered, its top 5 are [4, 5, 9, 12, 16]"]
+
+
+def test_classification_takes_an_index_beyond_the_output_as_no_top_value():
+    values = np.array([0.1, 0.9, 0.3, 0.7, 0.5, np.inf])  # top 3: 5 (inf), 1, 3
+    labels = LABELS + ["class_6"] * 5
+    # the first class carries no label (the rest are not read further); index 10 is past the output's 6 values
+    assert judge(["0.9:1", "0.7:3:class_3", "1:10:class_6"], labels=labels, values=values) == [
+        "output OUTPUT0: class '0.9:1' carries no label (score:index:label expected, label_filename labels.txt)",
+        "output OUTPUT0: classes [1, 3, 10] answered, its top 3 are [1, 3, 5]"]
