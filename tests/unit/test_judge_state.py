@@ -124,7 +124,7 @@ CONFIG = {"name": "m", "backend": "python", "max_batch_size": 1,
 def test_a_first_request_unlike_the_other_is_the_first_seed_that_differs_within_fifty(tmp_path):
     from tritonsuite.judge.conformance.state import _differs
 
-    small = target_of(tmp_path / "a", CONFIG, inputs=lambda batch, seed: {"INPUT0": np.array([[seed // 3]], np.int32)})
+    small = target_of(tmp_path / "a", CONFIG, inputs=lambda batch, seed: {"INPUT0": np.full((batch, 1), seed // 3, np.int32)})
     other = small.request(1, 1)  # seeds 0, 1, 2 give 0
     assert _differs(small, 2, other)["INPUT0"].tolist() == [[1]]  # seed 3
     assert _differs(small, 9, other)["INPUT0"].tolist() == [[3]]  # the seed itself, when it differs

@@ -9,8 +9,8 @@ import time
 import numpy as np
 import pytest
 
-from tritonsuite.judge.conformance.traffic import (METRICS, _batch_first, _counters, _summed, metrics,
-                                                   ms_per_execution, poll, responses, same, stats_delta)
+from tritonsuite.judge.conformance.traffic import (METRICS, _batch_first, _counters, _summed, ms_per_execution,
+                                                   poll, responses, same, stats_delta)
 from tritonsuite.load.exchange import Answer
 
 
@@ -35,6 +35,7 @@ def test_the_statistics_are_summed_over_the_versions():
 def test_a_model_never_asked_has_nothing_counted():
     empty = {"execution_count": 0, "inference_count": 0, "execution_ns": 0, "batch_stats": {}}
     assert _summed({}) == empty and _summed({"model_stats": [{"inference_stats": {}}]}) == empty
+    assert _summed({"model_stats": [{}, {"inference_count": 2}]}) == {**empty, "inference_count": 2}
     assert _summed({"model_stats": [{"inference_stats": {"success": {}}}]}) == {**empty, "success_count": 0,
                                                                                  "success_ns": 0}
 
@@ -74,7 +75,6 @@ def test_the_counters_are_the_models_own_summed_over_versions_and_reasons():
     assert _counters(text, "m") == {"nv_inference_request_success": 15.0, "nv_inference_request_failure": 17.0,
                                     "nv_inference_count": 40.0, "nv_inference_exec_count": 20.0,
                                     "nv_cache_num_hits_per_model": 3.0, "nv_cache_num_misses_per_model": 0.0}
-    assert metrics(None, "m") is None  # a server whose metrics endpoint is not known
 
 
 def test_outputs_are_the_same_bit_for_bit_with_nan_equal_to_nan():
@@ -119,3 +119,4 @@ def test_poll_takes_the_first_read_that_agrees_with_the_next_and_does_not_wait_o
     assert time.monotonic() - start < 0.9  # one pause of 30 ms between the two reads
     reads = iter([1, 2, 2, 3, 3])  # settled at 2, though not yet done: polled on until done
     assert poll(lambda: next(reads), lambda now: now >= 3, timeout_s=5) == 3
+    assert poll(lambda: 7, timeout_s=0) == 7  # no time for a second read: the first one
