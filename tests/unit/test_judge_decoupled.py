@@ -257,3 +257,49 @@ def test_each_request_is_counted_once_however_many_responses_follow_its_final_on
                               "1 request(s) got a response after their final one (conformance-2)"]
     empties = {**sound(), "conformance-1": stream(([], False), ([], False), ([], True))}
     assert judge(empties) == ["2 request(s) got an empty response not flagged final (conformance-1)"]
+
+
+def test_the_first_missing_output_is_named_of_every_response_without_them():
+    streams = {**sound(), "conformance-0": stream((["OUT"], False), ([], True)),
+               "conformance-2": stream((["INDEX"], True))}
+    assert judge(streams) == ["2 response(s) without the declared outputs ['INDEX', 'OUT'] (conformance-0 carried "
+                              "['OUT'])"]
+
+
+def test_the_reader_listens_linger_s_after_the_last_final_flag_not_after_each_message(monkeypatch):
+    monkeypatch.setattr(decoupled, "LINGER_S", 1.0)
+
+    async def model_stream_infer(requests, context):
+        async for body in requests:
+            request_id = service_pb2.ModelInferRequest.FromString(body).id
+            for final in (True, False, False, False):  # after the final flag, a response every 0.7 s
+                response = service_pb2.ModelStreamInferResponse()
+                response.infer_response.id = request_id
+                response.infer_response.outputs.add(name="OUT")
+                response.infer_response.parameters["triton_final_response"].bool_param = final
+                yield response.SerializeToString()
+                await asyncio.sleep(0.7)
+
+    async def run():
+        server = grpc.aio.server()
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("inference.GRPCInferenceService", {
+            "ModelStreamInfer": grpc.stream_stream_rpc_method_handler(model_stream_infer)}),))
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        try:
+            return await asyncio.wait_for(_exchange(f"127.0.0.1:{port}", [b""]), 30)
+        finally:
+            await server.stop(None)
+    streams, stray, seconds = asyncio.run(run())
+    # the final flag at 0, one response 0.7 s after it, LINGER_S (1 s) after the final flag: done
+    assert stray == [] and shape(streams) == {"conformance-0": [(["OUT"], True), (["OUT"], False)]}
+    assert 1.0 <= seconds < 1.4
+
+
+def test_a_batchless_models_requests_go_without_their_batch_dimension(tmp_path):
+    from tritonsuite.judge.conformance.decoupled import _requests
+
+    target = target_of(tmp_path, CONFIG | {"max_batch_size": 0})
+    bodies = [service_pb2.ModelInferRequest.FromString(b) for b in _requests(target, "127.0.0.1:1")]
+    assert [list(b.inputs[0].shape) for b in bodies] == [[3]] * len(bodies)
+    assert bodies[0].raw_input_contents[0] == target.request(1, 0)["INPUT0"].tobytes()
