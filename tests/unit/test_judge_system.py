@@ -395,3 +395,14 @@ def test_a_gap_of_exactly_clear_times_the_spread_is_not_decisive_and_the_gap_is_
     assert (result.evidence["spread"], result.evidence["gap"]) == (0.25, 0.5)
     assert not result.evidence["decisive"] and result.verdict == "pass"
     assert judged04(rounds(1.0, 1.0, 1.0, 1.0), rounds(*[1.01234] * 4)).evidence["gap"] == 0.012
+
+
+def test_an_ensembles_steps_that_cache_are_named_each(tmp_path):
+    from tritonsuite.judge.conformance.system import _cached, _judged
+
+    for name, cache in (("a", True), ("b", False), ("c", True)):
+        target_of(tmp_path, model(name=name, response_cache={"enable": cache}))
+    steps = [{"model_name": n, "model_version": -1, "input_map": {"INPUT0": "INPUT0"},
+              "output_map": {"OUTPUT0": f"{n}_out"}} for n in "abc"]
+    ensemble = target_of(tmp_path, model(name="e", platform="ensemble", backend="", ensemble_scheduling={"step": steps}))
+    assert _cached(ensemble) == "a, c" and _judged(ensemble) == ["a", "b", "c"]
