@@ -294,6 +294,8 @@ def test_the_reader_listens_linger_s_after_the_last_final_flag_not_after_each_me
     # the final flag at 0, one response 0.7 s after it, LINGER_S (1 s) after the final flag: done
     assert stray == [] and shape(streams) == {"conformance-0": [(["OUT"], True), (["OUT"], False)]}
     assert 1.0 <= seconds < 1.4
+    times = [at for at, _, _ in streams["conformance-0"].responses]  # seconds after the request, to 0.1 ms
+    assert times[0] < 0.3 and 0.6 < times[1] < 0.95 and all(at == round(at, 4) for at in times)
 
 
 def test_a_batchless_models_requests_go_without_their_batch_dimension(tmp_path):
@@ -303,3 +305,27 @@ def test_a_batchless_models_requests_go_without_their_batch_dimension(tmp_path):
     bodies = [service_pb2.ModelInferRequest.FromString(b) for b in _requests(target, "127.0.0.1:1")]
     assert [list(b.inputs[0].shape) for b in bodies] == [[3]] * len(bodies)
     assert bodies[0].raw_input_contents[0] == target.request(1, 0)["INPUT0"].tobytes()
+
+
+def test_the_streams_own_errors_are_cut_to_200_characters():
+    async def model_stream_infer(requests, context):
+        async for body in requests:
+            response = service_pb2.ModelStreamInferResponse(error_message="e" * 300)
+            response.infer_response.id = "stranger"
+            yield response.SerializeToString()
+            await context.abort(grpc.StatusCode.INTERNAL, "d" * 300)
+
+    async def run():
+        server = grpc.aio.server()
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("inference.GRPCInferenceService", {
+            "ModelStreamInfer": grpc.stream_stream_rpc_method_handler(model_stream_infer)}),))
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        try:
+            return await asyncio.wait_for(_exchange(f"127.0.0.1:{port}", [b""]), 30)
+        finally:
+            await server.stop(None)
+    _, stray, _ = asyncio.run(run())
+    unknown = "a response for unknown request id 'stranger': "
+    failed = "the stream failed with gRPC INTERNAL: "
+    assert stray == [unknown + "e" * (200 - len(unknown)), failed + "d" * (200 - len(failed))]
