@@ -190,3 +190,5 @@ def test_classification_takes_an_index_beyond_the_output_as_no_top_value():
     assert judge(["0.9:1", "0.7:3:class_3", "1:10:class_6"], labels=labels, values=values) == [
         "output OUTPUT0: class '0.9:1' carries no label (score:index:label expected, label_filename labels.txt)",
         "output OUTPUT0: classes [1, 3, 10] answered, its top 3 are [1, 3, 5]"]
+    assert judge(["0.9:1", "0.7:3:class_3", "1:6:class_6"], labels=labels, values=values)[1:] == [
+        "output OUTPUT0: classes [1, 3, 6] answered, its top 3 are [1, 3, 5]"]  # index 6: one past the last value
