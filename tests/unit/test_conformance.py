@@ -152,3 +152,40 @@ def test_poll_waits_for_the_last_answers_to_be_counted_and_for_two_reads_to_agre
     assert poll(lambda: next(reads), lambda now: now >= 16, timeout_s=5) == 16
     never = iter(range(100))  # a count that never settles: the last read at the deadline, not a wait without end
     assert 0 < poll(lambda: next(never), timeout_s=0.2) < 100
+
+
+def test_checks_named_with_blanks_and_empty_names_are_read_and_all_only_alone_means_every_one():
+    from tritonsuite.judge.conformance import DEFAULT_CHECKS, OPT_IN
+
+    assert OPT_IN == ("shutdown",) and DEFAULT_CHECKS == tuple(c for c in CHECKS if c not in OPT_IN)
+    assert parse_checks(None) == DEFAULT_CHECKS and parse_checks(" , ,") == DEFAULT_CHECKS
+    assert parse_checks(" identity , ,batching ") == ("identity", "batching")
+    assert parse_checks(" all ") == CHECKS and parse_checks("shutdown") == ("shutdown",)
+    with pytest.raises(ConformanceError) as raised:
+        parse_checks("identity,all")
+    assert str(raised.value) == f"conformance check 'all'; valid choices: all, {', '.join(CHECKS)}"
+    with pytest.raises(ConformanceError) as raised:
+        parse_checks("Identity,batchng")
+    assert str(raised.value).startswith("conformance check 'Identity'; valid choices: all, identity, batching, ")
+
+
+def test_every_check_runs_its_own_function_in_the_order_named():
+    from tritonsuite.judge.conformance import _registry
+
+    found = {check: f"{function.__module__.rsplit('.', 1)[1]}:{function.__name__}"
+             for check, function in _registry().items()}
+    assert list(found) == list(CHECKS) == [
+        "identity", "batching", "instances", "rate_limiter", "tensors", "classification", "steps", "sequence",
+        "state", "ordering", "ragged", "queue_policy", "priority", "decoupled", "cache", "refusals", "counters",
+        "test01", "test04", "test05", "warmup", "shutdown", "reload"]
+    assert found == {"identity": "identity:check_identity", "batching": "batching:check_batching",
+                     "instances": "batching:check_instances", "rate_limiter": "ratelimit:check_rate_limiter",
+                     "tensors": "tensors:check_tensors", "classification": "tensors:check_classification",
+                     "steps": "steps:check_steps", "sequence": "sequence:check_sequence", "state": "state:check_state",
+                     "ordering": "ordering:check_ordering", "ragged": "ragged:check_ragged",
+                     "queue_policy": "queue:check_queue_policy", "priority": "priority:check_priority",
+                     "decoupled": "decoupled:check_decoupled", "cache": "cache:check_cache",
+                     "refusals": "refusals:check_refusals", "counters": "counters:check_counters",
+                     "test01": "system:check_test01", "test04": "system:check_test04",
+                     "test05": "system:check_test05", "warmup": "warmup:check_warmup",
+                     "shutdown": "shutdown:check_shutdown", "reload": "reload:check_reload"}

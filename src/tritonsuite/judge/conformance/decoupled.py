@@ -114,12 +114,9 @@ async def _exchange(url: str, bodies: list[bytes]) -> tuple[dict[str, _Stream], 
                              + service_pb2.ModelInferRequest(id=request_id).SerializeToString())
         quiet_until = None
         while time.monotonic() - start < TOTAL_S:
-            done = all(s.finals for s in streams.values())
-            wait = LINGER_S if done else IDLE_S
-            if done and quiet_until is None:
-                quiet_until = time.monotonic() + LINGER_S
-            if quiet_until is not None:
-                wait = max(quiet_until - time.monotonic(), 0.0)
+            if quiet_until is None and all(s.finals for s in streams.values()):
+                quiet_until = time.monotonic() + LINGER_S  # every final flag came: LINGER_S more, then done
+            wait = IDLE_S if quiet_until is None else max(quiet_until - time.monotonic(), 0.0)
             try:
                 message = await asyncio.wait_for(call.read(), wait)
             except asyncio.TimeoutError:

@@ -73,11 +73,10 @@ def check_identity(target: Target) -> CheckResult:
 def judge_identity(name: str, declared, served, metadata: dict, on_disk: list[int], answers: dict) -> CheckResult:
     """The verdict from what was observed: the configuration the server completed (``served``), the model's
     metadata, the version directories on disk and each READY version's answer (``answers``: version -> Answer)."""
-    problems = []
     want, got = _signature(declared), _signature(served)
     if (not declared.platform or not served.platform) and declared.backend == served.backend:
         got["platform/backend"] = want["platform/backend"]  # a platform and the backend it maps to: the same thing
-    problems += [f"{k}: declared {want[k]}, served {got[k]}" for k in want if want[k] != got[k]]
+    problems = [f"{k}: declared {want[k]}, served {got[k]}" for k in want if want[k] != got[k]]
     meta_inputs = {t["name"]: (t["datatype"], t["shape"]) for t in metadata.get("inputs", [])}
     for t in declared.inputs:
         shape = ([-1] if declared.batching else []) + list(t.shape)

@@ -87,6 +87,11 @@ def statistics(server, model: str) -> dict:
         stats = conn.get_inference_statistics(model)
     finally:
         conn.close()
+    return _summed(stats)
+
+
+def _summed(stats: dict) -> dict:
+    """:func:`statistics` of the extension's answer (``model_stats``: one entry per version)."""
     total: dict = {"execution_count": 0, "inference_count": 0, "execution_ns": 0, "batch_stats": {}}
     for entry in stats.get("model_stats", []):
         total["execution_count"] += int(entry.get("execution_count", 0))
@@ -106,7 +111,7 @@ def poll(read, done=lambda now: True, timeout_s: float = COUNT_WAIT_S):
     reaches the client a moment before the server counts it (on a busy host, more than a moment)."""
     deadline = time.monotonic() + timeout_s
     last = read()
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline:  # pragma: no mutate (equivalent: <= differs only at the deadline's instant)
         time.sleep(0.03)
         now = read()
         if now == last and done(now):
@@ -150,6 +155,11 @@ def metrics(server, model: str) -> dict[str, float] | None:
         return None
     with urllib.request.urlopen(url, timeout=10) as response:
         text = response.read().decode("utf-8", "replace")
+    return _counters(text, model)
+
+
+def _counters(text: str, model: str) -> dict[str, float]:
+    """:data:`METRICS` for ``model`` from the Prometheus text (samples of other models and metrics left out)."""
     found = {m: 0.0 for m in METRICS}
     for line in text.splitlines():
         match = _SAMPLE.match(line)
