@@ -267,18 +267,19 @@ def test_the_first_missing_output_is_named_of_every_response_without_them():
 
 
 def test_the_reader_listens_linger_s_after_the_last_final_flag_not_after_each_message(monkeypatch):
-    monkeypatch.setattr(decoupled, "LINGER_S", 1.0)
+    # margins of 0.6 s or more on each side, so a busy host's scheduling delays cannot move the outcome
+    monkeypatch.setattr(decoupled, "LINGER_S", 2.0)
 
     async def model_stream_infer(requests, context):
         async for body in requests:
             request_id = service_pb2.ModelInferRequest.FromString(body).id
-            for final in (True, False, False, False):  # after the final flag, a response every 0.7 s
+            for final in (True, False, False, False):  # after the final flag, a response every 1.4 s
                 response = service_pb2.ModelStreamInferResponse()
                 response.infer_response.id = request_id
                 response.infer_response.outputs.add(name="OUT")
                 response.infer_response.parameters["triton_final_response"].bool_param = final
                 yield response.SerializeToString()
-                await asyncio.sleep(0.7)
+                await asyncio.sleep(1.4)
 
     async def run():
         server = grpc.aio.server()
@@ -291,11 +292,12 @@ def test_the_reader_listens_linger_s_after_the_last_final_flag_not_after_each_me
         finally:
             await server.stop(None)
     streams, stray, seconds = asyncio.run(run())
-    # the final flag at 0, one response 0.7 s after it, LINGER_S (1 s) after the final flag: done
+    # the final flag at 0, one response 1.4 s after it, LINGER_S (2 s) after the final flag: done (listening 2 s
+    # after each message instead would have kept the response at 2.8 s too)
     assert stray == [] and shape(streams) == {"conformance-0": [(["OUT"], True), (["OUT"], False)]}
-    assert 1.0 <= seconds < 1.4
+    assert 2.0 <= seconds < 2.8
     times = [at for at, _, _ in streams["conformance-0"].responses]  # seconds after the request, to 0.1 ms
-    assert times[0] < 0.3 and 0.6 < times[1] < 0.95 and all(at == round(at, 4) for at in times)
+    assert times[0] < 0.6 and 1.2 < times[1] < 2.0 and all(at == round(at, 4) for at in times)
 
 
 def test_a_batchless_models_requests_go_without_their_batch_dimension(tmp_path):

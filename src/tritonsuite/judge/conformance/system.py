@@ -102,7 +102,7 @@ def _concurrency(target: Target) -> int:
 
 
 def _tolerance(dtype) -> tuple[float, float]:
-    return HALF_TOLERANCE if np.dtype(dtype).itemsize <= 2 else TOLERANCE
+    return HALF_TOLERANCE if np.dtype(dtype).itemsize < 4 else TOLERANCE
 
 
 def _difference(got: list, want: list, item: str = "response", padded: Mapping[str, int] = {}) -> tuple[float, str]:
