@@ -94,6 +94,9 @@ def test_outputs_unlike_the_declared_ones_fail():
     assert dtype.reason == "version 1 answered outputs unlike the declared ones: OUTPUT0 [1, 16] float64"
     unbatched = judge(answers={1: answer(output=np.zeros(16, np.float32))})  # no batch dimension
     assert unbatched.verdict == "fail" and "outputs unlike the declared ones: OUTPUT0 [16]" in unbatched.reason
+    missing = judge(answers={1: Answer(0.0, 0.001, True, version="1", outputs={"OTHER": np.zeros((1, 16))})})
+    assert missing.verdict == "fail"  # a declared output the response lacks is named, not a KeyError
+    assert missing.reason == "version 1 answered outputs unlike the declared ones: OUTPUT0 missing"
     dynamic = judge(declared=config(output=[{"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [-1]}]),
                     answers={1: answer(output=np.zeros((1, 5), np.float32))})
     assert dynamic.verdict == "pass", dynamic.reason  # a variable dim fits any size

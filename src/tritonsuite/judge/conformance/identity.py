@@ -97,7 +97,8 @@ def judge_identity(name: str, declared, served, metadata: dict, on_disk: list[in
             problems.append(f"version {version} did not answer a request of the declared inputs ({answered[version]})")
             continue
         found = [r for r in responses(answer) if r]
-        bad = [f"{t.name} {list(outputs[t.name].shape)} {outputs[t.name].dtype}" for outputs in found
+        bad = [f"{t.name} missing" if outputs.get(t.name) is None else
+               f"{t.name} {list(outputs[t.name].shape)} {outputs[t.name].dtype}" for outputs in found
                for t in declared.outputs
                if outputs.get(t.name) is None or not _fits(outputs[t.name].shape, t.shape, declared.batching)
                or (t.dtype not in ("bytes", "bfloat16") and str(outputs[t.name].dtype) != t.dtype)]
