@@ -56,3 +56,21 @@ def test_cache_names_every_fault_it_saw():
         "a different input was answered from the cache",
         "the cached answer differs from what the model computes for the same input now (output OUTPUT0; a "
         "non-deterministic model: caching freezes one draw)"]
+
+
+def test_cache_judges_a_repeat_with_no_hit_count_as_no_hit_even_where_steps_ran():
+    assert judge(repeat={}, steps_ran={"step_a": 1}) == ["the repeated input was not a cache hit"]
+
+
+def test_cache_names_every_step_a_hit_still_ran():
+    assert judge(steps_ran={"step_a": 1, "step_b": 0, "step_c": 2}) == [
+        "the ensemble's cache hit still ran its steps (step_a 1x, step_c 2x)"]
+
+
+@pytest.mark.parametrize("other, problems", [
+    ({"cache_miss_count": 1}, []),  # no hit counted: none
+    ({"cache_hit_count": 1, "cache_miss_count": 1}, ["a different input was answered from the cache"]),
+    ({"cache_hit_count": 0}, ["a different input was answered from the cache"]),  # no miss counted: none
+])
+def test_cache_reads_a_count_the_other_input_left_out_as_zero(other, problems):
+    assert judge(other=other) == problems
