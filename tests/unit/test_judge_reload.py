@@ -3,7 +3,7 @@ refusal and the restore afterwards say, as observations built to cause each reas
 real server in tests/test_conformance_checks.py and tests/test_conformance_kinds.py)."""
 from __future__ import annotations
 
-from tritonsuite.judge.conformance.reload import judge_changed_config, judge_new_version, restoring
+from tritonsuite.judge.conformance.reload import _failed, judge_changed_config, judge_new_version, restoring
 from tritonsuite.load.exchange import Answer
 
 END = 10.0  # when the reload returned
@@ -89,3 +89,30 @@ def test_a_restore_that_failed_fails():
     assert restoring("") == []
     assert restoring("failed to load 'm': version 1 is at UNAVAILABLE state") == [
         "restoring the deployment afterwards failed: failed to load 'm': version 1 is at UNAVAILABLE state"]
+
+
+def test_the_sequences_a_switch_cut_are_named_and_their_refusals_not_counted_as_failed():
+    refused_elsewhere = failed(9.9, "Request for unknown model")
+    answers = [ok(9.2, "1", (7, 0)), failed(10.1, START_REFUSED, (7, 1)), ok(9.3, "1", (9, 0)),
+               failed(10.2, START_REFUSED, (9, 2)), refused_elsewhere]
+    assert _failed(answers, END) == ([refused_elsewhere], [7, 9])
+
+
+def test_a_start_refusal_of_a_sequence_never_begun_is_a_failure():
+    never_begun = failed(10.1, START_REFUSED, (7, 1))  # its first request is not among the answers
+    assert _failed([never_begun], END) == ([never_begun], [])
+    assert judge_new_version(switch() + [never_begun], "1", "2", END, "") == [
+        f"1 of 7 requests failed while version 2 was added ({START_REFUSED})"]
+
+
+def test_a_sequence_cut_by_a_changed_configuration_is_forgiven():
+    answers = [ok(9.0, "1"), ok(9.2, "1", (7, 0)), failed(10.1, START_REFUSED, (7, 1)), ok(10.2, "1")]
+    assert judge_changed_config(answers, True, END, "") == []
+
+
+def test_a_failure_reason_keeps_the_first_120_characters_of_the_error():
+    error = "x" * 119 + "yz"
+    assert judge_new_version(switch() + [failed(9.8, error)], "1", "2", END, "") == [
+        f"1 of 7 requests failed while version 2 was added ({'x' * 119}y)"]
+    assert judge_changed_config([ok(9.0, "1"), failed(9.9, error)], True, END, "") == [
+        f"1 of 2 requests failed while a changed configuration was loaded ({'x' * 119}y)"]
