@@ -60,3 +60,9 @@ def test_a_server_that_did_not_exit_fails():
     assert judge_shutdown(answers, refused_late(), SIGNAL, exited=False) == [
         f"the server had not exited {EXIT_S:g} s after SIGTERM"]
     assert EXIT_S == 45.0
+
+
+def test_a_lost_request_s_reason_keeps_the_first_160_characters_of_its_error():
+    answers = [ok(9.0, 9.5), failed(9.9, 10.3, "x" * 159 + "yz")]
+    assert judge_shutdown(answers, refused_late(), SIGNAL, exited=True) == [
+        f"1 of 2 requests sent before the shutdown failed ({'x' * 159}y)"]
