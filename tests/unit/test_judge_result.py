@@ -10,6 +10,7 @@ import tritonclient.utils  # noqa: F401 (registers bfloat16 with numpy, as in ev
 from tritonsuite.core.description import describe
 from tritonsuite.core.rows import Row
 from tritonsuite.judge.conformance.result import CheckResult, Target, declared_inputs
+from tritonsuite.load.kinds import driver_for
 
 BATCHING = {"name": "m", "platform": "onnxruntime_onnx", "max_batch_size": 8,
             "input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [4]},
@@ -122,6 +123,7 @@ def test_a_target_is_what_its_config_pbtxt_declares_read_without_a_server(tmp_pa
     t = target(tmp_path)
     assert t.declared and t.description == describe(BATCHING)
     assert (t.name, t.output_names) == ("m", ["z", "w"])
+    assert type(t.driver) is type(driver_for(describe(BATCHING)))  # how its requests are sent
 
 
 def test_a_bls_target_resolves_its_callees_from_its_repository(tmp_path):
