@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tritonsuite.judge.conformance.cache import _judge_cache
+import numpy as np
+
+from tritonsuite.judge.conformance.cache import _judge_cache, _other
 
 HIT = {"cache_hit_count": 1, "cache_miss_count": 0}
 MISS = {"cache_hit_count": 0, "cache_miss_count": 1}
@@ -74,3 +76,12 @@ def test_cache_names_every_step_a_hit_still_ran():
 ])
 def test_cache_reads_a_count_the_other_input_left_out_as_zero(other, problems):
     assert judge(other=other) == problems
+
+
+def test_another_input_changes_the_first_element_of_the_first_input_only():
+    request = {"x": np.array([[1, 2], [3, 4]], dtype=np.int64), "y": np.array([0.5], dtype=np.float32)}
+    other = _other(request)
+    assert list(other) == ["x", "y"] and other["y"] is request["y"]
+    assert other["x"].tolist() == [[2, 2], [3, 4]] and request["x"].tolist() == [[1, 2], [3, 4]]
+    assert _other({"b": np.array([True, True])})["b"].tolist() == [False, True]
+    assert _other({"s": np.array([b"ab", b"cd"], dtype=object)})["s"].tolist() == [b"ab!", b"cd"]

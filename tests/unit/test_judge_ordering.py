@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tritonsuite.judge.conformance.ordering import OVERLAP, _pairs, judge_ordering
+from tritonsuite.judge.conformance.ordering import OVERLAP, _pairs, declared_ordering, judge_ordering
 from tritonsuite.load.exchange import Answer
 
 PATH = "dynamic_batching.preserve_ordering"
@@ -127,3 +127,17 @@ def test_failed_requests_and_pairs_out_of_order_are_both_named():
     assert (verdict, why) == ("fail", f"2 of 24 requests failed (HTTP 500: gone); {PATH} true, but 1 of 1 and 1 of 1 "
                                       "contested request pairs came back in the other order (request 1, sent 20.0 ms "
                                       "after request 0, answered 50.0 ms before it)")
+
+
+def test_preserve_ordering_is_read_from_the_dynamic_batcher_or_the_oldest_sequence_batcher():
+    assert declared_ordering({"dynamic_batching": {"preserve_ordering": True}}) == (PATH, True)
+    assert declared_ordering({"dynamic_batching": {}}) == (PATH, False)
+    assert declared_ordering({"dynamic_batching": {}, "sequence_batching": {"oldest": {"preserve_ordering": True}}}) \
+        == (PATH, False)  # the dynamic batcher's, where there is one
+    assert declared_ordering({"sequence_batching": {"oldest": {"preserve_ordering": True}}}) == (
+        "sequence_batching.oldest.preserve_ordering", True)
+    assert declared_ordering({"sequence_batching": {"oldest": {}}}) == ("sequence_batching.oldest.preserve_ordering",
+                                                                        False)
+    assert declared_ordering({"sequence_batching": {"direct": {}}}) is None
+    assert declared_ordering({"sequence_batching": None}) is None
+    assert declared_ordering({}) is None
