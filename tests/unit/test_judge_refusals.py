@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tritonsuite.judge.conformance.refusals import BOUND_S, Tensor, _wire, harm, judge_probe, probes
+from tritonsuite.judge.conformance.refusals import (BOUND_S, Tensor, _grpc_request, _refused_connection, _wire, harm,
+                                                    judge_probe, probes)
 from tritonsuite.judge.conformance.result import Target
 
 DTYPE = "http wrong dtype"
@@ -101,7 +102,8 @@ def test_an_error_that_does_not_name_the_problem_is_quoted_to_120_characters():
 
 # ------------------------------------------------------------------------------------------------------ probes
 def target(tmp_path, declared: list[dict], max_batch_size: int = 8, **fields) -> Target:
-    """A deployment declaring the inputs ``declared`` (outputs z, w), read from its config.pbtxt as Triton would (no server)."""
+    """A deployment declaring the inputs ``declared`` (outputs z, w), read from its config.pbtxt as Triton would
+    (no server)."""
     from google.protobuf import json_format, text_format
     from tritonclient.grpc import model_config_pb2
 
@@ -131,8 +133,9 @@ def test_the_probes_of_a_batching_deployment_each_change_one_thing_of_the_good_r
     x, y, s = Tensor("x", "FP32", [1, 1, 3], xb), Tensor("y", "INT64", [1, 1], yb), Tensor("s", "BYTES", [1, 2], sb)
     outputs = ["z", "w"]
     assert probes(t) == [
-        ("batch above max_batch_size", [Tensor("x", "FP32", [9, 1, 3], xb * 9), Tensor("y", "INT64", [9, 1], yb * 9),
-                                        Tensor("s", "BYTES", [9, 2], sb * 9)], outputs),
+        ("batch above max_batch_size", [Tensor("x", "FP32", [9, 1, 3], xb * 9),
+                                        Tensor("y", "INT64", [9, 1], yb * 9), Tensor("s", "BYTES", [9, 2], sb * 9)],
+         outputs),
         ("wrong dtype", [Tensor("x", "INT32", [1, 1, 3], xb), y, s], outputs),
         ("wrong shape", [Tensor("x", "FP32", [1, 2, 3], xb * 2), y, s], outputs),  # its first fixed dim, one more
         ("other size of a variable dim", [x, Tensor("y", "INT64", [1, 2], yb * 2), s], outputs),
@@ -183,3 +186,23 @@ def test_an_input_of_a_dtype_triton_does_not_name_is_sent_as_fp32_for_the_wrong_
                inputs=lambda batch, seed: {"x": np.zeros((batch, 4), np.complex64)})
     (wrong,) = [tensors for problem, tensors, _ in probes(t) if problem == "wrong dtype"]
     assert wrong == [Tensor("x", "FP32", [1, 4], bytes(32))]
+
+
+def test_a_request_that_failed_at_the_socket_is_a_refused_connection_one_the_server_answered_is_not():
+    assert _refused_connection(ConnectionRefusedError(111, "Connection refused"))
+    try:
+        raise RuntimeError("request failed") from ConnectionResetError(104, "reset")
+    except RuntimeError as exc:
+        assert _refused_connection(exc)
+    assert not _refused_connection(RuntimeError("HTTP 400: unexpected shape"))
+
+
+def test_a_grpc_probe_carries_its_tensors_bytes_as_raw_contents_and_asks_its_outputs():
+    tensors = [Tensor("x", "FP32", [1, 2], b"\x00" * 8), Tensor("y", "BYTES", [1, 1], b"\x01\x00\x00\x00a")]
+    request = _grpc_request("m", tensors, ["z", "w"], "conformance")
+    assert (request.model_name, request.id) == ("m", "conformance")
+    assert [(t.name, t.datatype, list(t.shape)) for t in request.inputs] == [("x", "FP32", [1, 2]),
+                                                                          ("y", "BYTES", [1, 1])]
+    assert list(request.raw_input_contents) == [b"\x00" * 8, b"\x01\x00\x00\x00a"]
+    assert [o.name for o in request.outputs] == ["z", "w"]
+    assert _grpc_request("m", tensors[:1], []).id == ""
