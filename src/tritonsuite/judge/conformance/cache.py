@@ -39,11 +39,11 @@ def _other(request: dict) -> dict:
     first, array = next(iter(request.items()))
     changed = array.copy()
     if changed.dtype == object:
-        changed.reshape(-1)[0] = bytes(changed.reshape(-1)[0]) + b"!"
+        changed.flat[0] = bytes(changed.flat[0]) + b"!"
     elif changed.dtype == bool:
-        changed.reshape(-1)[0] = not changed.reshape(-1)[0]
+        changed.flat[0] = not changed.flat[0]
     else:
-        changed.reshape(-1)[0] = changed.reshape(-1)[0] + 1
+        changed.flat[0] = changed.flat[0] + 1
     return {**request, first: changed}
 
 

@@ -77,7 +77,7 @@ class Tensor:
 
 def _wire(array: np.ndarray) -> bytes:
     if array.dtype == object:
-        return b"".join(len(v).to_bytes(4, "little") + bytes(v) for v in array.reshape(-1))
+        return b"".join(len(v).to_bytes(4, "little") + bytes(v) for v in array.flat)
     return np.ascontiguousarray(array).tobytes()
 
 
