@@ -79,9 +79,9 @@ def test_cache_reads_a_count_the_other_input_left_out_as_zero(other, problems):
 
 
 def test_another_input_changes_the_first_element_of_the_first_input_only():
-    request = {"x": np.array([[1, 2], [3, 4]], dtype=np.int64), "y": np.array([0.5], dtype=np.float32)}
+    request = {"x": np.array([[1, 5], [3, 4]], dtype=np.int64), "y": np.array([0.5], dtype=np.float32)}
     other = _other(request)
     assert list(other) == ["x", "y"] and other["y"] is request["y"]
-    assert other["x"].tolist() == [[2, 2], [3, 4]] and request["x"].tolist() == [[1, 2], [3, 4]]
-    assert _other({"b": np.array([True, True])})["b"].tolist() == [False, True]
-    assert _other({"s": np.array([b"ab", b"cd"], dtype=object)})["s"].tolist() == [b"ab!", b"cd"]
+    assert other["x"].tolist() == [[2, 5], [3, 4]] and request["x"].tolist() == [[1, 5], [3, 4]]
+    assert _other({"b": np.array([[True, False], [True, True]])})["b"].tolist() == [[False, False], [True, True]]
+    assert _other({"s": np.array([[b"ab", b"cd"]], dtype=object)})["s"].tolist() == [[b"ab!", b"cd"]]

@@ -206,3 +206,10 @@ def test_a_grpc_probe_carries_its_tensors_bytes_as_raw_contents_and_asks_its_out
     assert list(request.raw_input_contents) == [b"\x00" * 8, b"\x01\x00\x00\x00a"]
     assert [o.name for o in request.outputs] == ["z", "w"]
     assert _grpc_request("m", tensors[:1], []).id == ""
+
+
+def test_the_variable_dim_changed_is_counted_past_the_batch_dim(tmp_path):
+    t = target(tmp_path, [{"name": "x", "data_type": "TYPE_INT32", "dims": [2, -1]}])
+    xb = t.request(1)["x"].tobytes()
+    sent = {problem: tensors for problem, tensors, _ in probes(t)}
+    assert sent["other size of a variable dim"] == [Tensor("x", "INT32", [1, 2, 2], xb * 2)]

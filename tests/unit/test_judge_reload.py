@@ -143,6 +143,9 @@ def test_a_switch_is_described_by_its_requests_failures_cut_sequences_and_latenc
     assert _describe("version 1 -> 2", answers, latency, [], [7]) == (
         "version 1 -> 2: 7 requests, 0 failed, 1 refused in the 1 sequence(s) live at the switch (cut by it); "
         "latency before p99 248.5 ms / max 250.0 ms (2 samples), during p99 512.1 ms / max 512.34 ms (3 samples)")
+    cut = answers + [failed(2.5, START_REFUSED, (7, 1)), failed(2.6, START_REFUSED, (7, 2))]
+    assert _describe("version 1 -> 2", cut, latency, [answers[4]], [7]).startswith(
+        "version 1 -> 2: 9 requests, 1 failed, 2 refused in the 1 sequence(s) live at the switch (cut by it); ")
 
 
 def test_a_refused_reload_says_the_first_line_of_what_it_raised_to_200_characters():

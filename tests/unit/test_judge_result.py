@@ -9,7 +9,7 @@ import tritonclient.utils  # noqa: F401 (registers bfloat16 with numpy, as in ev
 
 from tritonsuite.core.description import describe
 from tritonsuite.core.rows import Row
-from tritonsuite.judge.conformance.result import CheckResult, Target, declared_inputs
+from tritonsuite.judge.conformance.result import _LOAD_SEEDS, CheckResult, Target, declared_inputs
 from tritonsuite.load.kinds import driver_for
 
 BATCHING = {"name": "m", "platform": "onnxruntime_onnx", "max_batch_size": 8,
@@ -180,4 +180,6 @@ def test_the_load_cycles_one_request_or_fresh_ones_where_the_response_cache_woul
     assert len(requests) == 3 and all(r["x"].shape == (2, 4) for r in requests)
     seen = [r["x"].tobytes() for r in requests] + [cached.request(2)["x"].tobytes()]
     assert len(set(seen)) == 4  # each one never sent before, nor the seed-0 request
-    assert cached.fresh_request()["x"].shape == (1, 4)
+    seed = next(_LOAD_SEEDS)  # the seeds of fresh requests: 1000 on, one each, never 0
+    fresh = cached.fresh_request()
+    assert seed >= 1000 and all(np.array_equal(fresh[k], cached.request(1, seed + 1)[k]) for k in fresh)
