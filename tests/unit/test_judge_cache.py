@@ -84,4 +84,5 @@ def test_another_input_changes_the_first_element_of_the_first_input_only():
     assert list(other) == ["x", "y"] and other["y"] is request["y"]
     assert other["x"].tolist() == [[2, 5], [3, 4]] and request["x"].tolist() == [[1, 5], [3, 4]]
     assert _other({"b": np.array([[True, False], [True, True]])})["b"].tolist() == [[False, False], [True, True]]
+    assert _other({"b": np.array([False, False])})["b"].tolist() == [True, False]
     assert _other({"s": np.array([[b"ab", b"cd"]], dtype=object)})["s"].tolist() == [[b"ab!", b"cd"]]
