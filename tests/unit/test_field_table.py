@@ -62,3 +62,8 @@ def test_server_flags_reach_a_server_the_suite_starts_and_are_refused_for_a_remo
     assert started.started_with("--rate-limit-resource") == ["R:2"]
     assert EmbeddedServer("/nonexistent", "/tmp").started_with("--rate-limit") == []
     assert RemoteServer("127.0.0.1:1").started_with("--rate-limit") is None
+
+
+def test_a_field_the_table_does_not_know_hides_none_after_it():
+    config = {"name": "m", "a_field_of_a_newer_triton": {"max_batch_size": 4}, "max_batch_size": 8}
+    assert declared_fields(config) == ["name", "max_batch_size"]

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tritonsuite.judge.conformance.cache import _judge_cache
+import numpy as np
+
+from tritonsuite.judge.conformance.cache import _judge_cache, _other
 
 HIT = {"cache_hit_count": 1, "cache_miss_count": 0}
 MISS = {"cache_hit_count": 0, "cache_miss_count": 1}
@@ -56,3 +58,31 @@ def test_cache_names_every_fault_it_saw():
         "a different input was answered from the cache",
         "the cached answer differs from what the model computes for the same input now (output OUTPUT0; a "
         "non-deterministic model: caching freezes one draw)"]
+
+
+def test_cache_judges_a_repeat_with_no_hit_count_as_no_hit_even_where_steps_ran():
+    assert judge(repeat={}, steps_ran={"step_a": 1}) == ["the repeated input was not a cache hit"]
+
+
+def test_cache_names_every_step_a_hit_still_ran():
+    assert judge(steps_ran={"step_a": 1, "step_b": 0, "step_c": 2}) == [
+        "the ensemble's cache hit still ran its steps (step_a 1x, step_c 2x)"]
+
+
+@pytest.mark.parametrize("other, problems", [
+    ({"cache_miss_count": 1}, []),  # no hit counted: none
+    ({"cache_hit_count": 1, "cache_miss_count": 1}, ["a different input was answered from the cache"]),
+    ({"cache_hit_count": 0}, ["a different input was answered from the cache"]),  # no miss counted: none
+])
+def test_cache_reads_a_count_the_other_input_left_out_as_zero(other, problems):
+    assert judge(other=other) == problems
+
+
+def test_another_input_changes_the_first_element_of_the_first_input_only():
+    request = {"x": np.array([[1, 5], [3, 4]], dtype=np.int64), "y": np.array([0.5], dtype=np.float32)}
+    other = _other(request)
+    assert list(other) == ["x", "y"] and other["y"] is request["y"]
+    assert other["x"].tolist() == [[2, 5], [3, 4]] and request["x"].tolist() == [[1, 5], [3, 4]]
+    assert _other({"b": np.array([[True, False], [True, True]])})["b"].tolist() == [[False, False], [True, True]]
+    assert _other({"b": np.array([False, False])})["b"].tolist() == [True, False]
+    assert _other({"s": np.array([[b"ab", b"cd"]], dtype=object)})["s"].tolist() == [[b"ab!", b"cd"]]

@@ -3,7 +3,8 @@ refusal and the restore afterwards say, as observations built to cause each reas
 real server in tests/test_conformance_checks.py and tests/test_conformance_kinds.py)."""
 from __future__ import annotations
 
-from tritonsuite.judge.conformance.reload import judge_changed_config, judge_new_version, restoring
+from tritonsuite.judge.conformance.reload import (_describe, _failed, _latency, _refusal, judge_changed_config,
+                                                  judge_new_version, restoring)
 from tritonsuite.load.exchange import Answer
 
 END = 10.0  # when the reload returned
@@ -89,3 +90,65 @@ def test_a_restore_that_failed_fails():
     assert restoring("") == []
     assert restoring("failed to load 'm': version 1 is at UNAVAILABLE state") == [
         "restoring the deployment afterwards failed: failed to load 'm': version 1 is at UNAVAILABLE state"]
+
+
+def test_the_sequences_a_switch_cut_are_named_and_their_refusals_not_counted_as_failed():
+    refused_elsewhere = failed(9.9, "Request for unknown model")
+    answers = [ok(9.2, "1", (7, 0)), failed(10.1, START_REFUSED, (7, 1)), ok(9.3, "1", (9, 0)),
+               failed(10.2, START_REFUSED, (9, 2)), refused_elsewhere]
+    assert _failed(answers, END) == ([refused_elsewhere], [7, 9])
+
+
+def test_a_start_refusal_of_a_sequence_never_begun_is_a_failure():
+    never_begun = failed(10.1, START_REFUSED, (7, 1))  # its first request is not among the answers
+    assert _failed([never_begun], END) == ([never_begun], [])
+    assert judge_new_version(switch() + [never_begun], "1", "2", END, "") == [
+        f"1 of 7 requests failed while version 2 was added ({START_REFUSED})"]
+
+
+def test_a_sequence_cut_by_a_changed_configuration_is_forgiven():
+    answers = [ok(9.0, "1"), ok(9.2, "1", (7, 0)), failed(10.1, START_REFUSED, (7, 1)), ok(10.2, "1")]
+    assert judge_changed_config(answers, True, END, "") == []
+
+
+def test_a_failure_reason_keeps_the_first_120_characters_of_the_error():
+    error = "x" * 119 + "yz"
+    assert judge_new_version(switch() + [failed(9.8, error)], "1", "2", END, "") == [
+        f"1 of 7 requests failed while version 2 was added ({'x' * 119}y)"]
+    assert judge_changed_config([ok(9.0, "1"), failed(9.9, error)], True, END, "") == [
+        f"1 of 2 requests failed while a changed configuration was loaded ({'x' * 119}y)"]
+
+
+def timed() -> list[Answer]:
+    """Answers around a reload from 2.0 to 3.0 s: two ended before it, three overlap it (one ended as it began, one
+    sent as it returned), one failed, one sent after."""
+    return [Answer(1.0, 1.1, True), Answer(1.2, 1.45, True), Answer(1.5, 2.0, True), Answer(1.6, 2.112345, True),
+            Answer(2.0, 2.05, False, error="e"), Answer(3.0, 3.12345, True), Answer(3.01, 3.2, True)]
+
+
+def test_the_latency_before_and_during_a_reload_counts_answers_at_its_edges_as_during():
+    assert _latency(timed(), 2.0, 3.0) == {
+        "before": {"samples": 2, "p99_ms": 248.5, "p99_indicative": True, "max_ms": 250.0},
+        "during": {"samples": 3, "p99_ms": 512.1, "p99_indicative": True, "max_ms": 512.34}}
+    assert _latency([], 2.0, 3.0)["during"] == {"samples": 0, "p99_ms": None, "p99_indicative": True,
+                                                "max_ms": None}
+
+
+def test_a_switch_is_described_by_its_requests_failures_cut_sequences_and_latency():
+    answers = timed()
+    latency = _latency(answers, 2.0, 3.0)
+    assert _describe("version 1 -> 2", answers, latency, [answers[4]], []) == (
+        "version 1 -> 2: 7 requests, 1 failed; latency before p99 248.5 ms / max 250.0 ms (2 samples), during p99 "
+        "512.1 ms / max 512.34 ms (3 samples)")
+    assert _describe("version 1 -> 2", answers, latency, [], [7]) == (
+        "version 1 -> 2: 7 requests, 0 failed, 1 refused in the 1 sequence(s) live at the switch (cut by it); "
+        "latency before p99 248.5 ms / max 250.0 ms (2 samples), during p99 512.1 ms / max 512.34 ms (3 samples)")
+    cut = answers + [failed(2.5, START_REFUSED, (7, 1)), failed(2.6, START_REFUSED, (7, 2))]
+    assert _describe("version 1 -> 2", cut, latency, [answers[4]], [7]).startswith(
+        "version 1 -> 2: 9 requests, 1 failed, 2 refused in the 1 sequence(s) live at the switch (cut by it); ")
+
+
+def test_a_refused_reload_says_the_first_line_of_what_it_raised_to_200_characters():
+    assert _refusal(None) == ""
+    assert _refusal(RuntimeError("failed to load 'm' version 2\ninitialize raised")) == "failed to load 'm' version 2"
+    assert _refusal(RuntimeError("x" * 199 + "yz")) == "x" * 199 + "y"

@@ -85,3 +85,16 @@ def test_a_sending_sequence_refused_was_cut():
     idle = {"released": [f"HTTP 400: {NO_START}"], "continued": [f"HTTP 400: {NO_START}", "answered"]}
     assert judge_idle(idle, 200_000) == [
         f"max_sequence_idle_microseconds 200000: 1/2 sequences sending every 0.05 s were cut (HTTP 400: {NO_START})"]
+
+
+def test_a_reason_keeps_the_first_150_characters_of_another_error_and_of_a_backlog_error():
+    (problem,) = judge_refusals([("no correlation id", "x" * 149 + "yz", NO_CORRID)])
+    assert problem == f"no correlation id: refused with another error: {'x' * 149}y (Triton refuses it: {NO_CORRID!r})"
+    assert judge_backlog(backlog(2, ["x" * 149 + "yz"]), 2) == [f"backlog: 1 requests refused ({'x' * 149}y)"]
+
+
+def test_the_idle_reasons_give_the_idle_and_sending_times_in_seconds_and_keep_120_characters_of_the_error():
+    idle = {"released": ["x" * 119 + "yz"], "continued": ["z" * 119 + "yx"]}
+    assert judge_idle(idle, 4_000_000) == [
+        f"max_sequence_idle_microseconds 4000000: 1/1 sequences idle 6.1 s were not released ({'x' * 119}y)",
+        f"max_sequence_idle_microseconds 4000000: 1/1 sequences sending every 1 s were cut ({'z' * 119}y)"]

@@ -3,7 +3,9 @@ signal, in flight at it, lost or unanswered, and what that says, as answers buil
 itself runs on a twin of the real server in tests/test_conformance_tensors.py)."""
 from __future__ import annotations
 
-from tritonsuite.judge.conformance.shutdown import BOUND_S, EXIT_S, judge_shutdown, split
+from tritonsuite.judge.conformance.result import Target
+from tritonsuite.judge.conformance.shutdown import (BOUND_S, EXIT_S, _protocols, _unnamed_callee, judge_shutdown,
+                                                    split)
 from tritonsuite.load.exchange import Answer
 
 SIGNAL = 10.0
@@ -60,3 +62,52 @@ def test_a_server_that_did_not_exit_fails():
     assert judge_shutdown(answers, refused_late(), SIGNAL, exited=False) == [
         f"the server had not exited {EXIT_S:g} s after SIGTERM"]
     assert EXIT_S == 45.0
+
+
+def test_a_lost_request_s_reason_keeps_the_first_160_characters_of_its_error():
+    answers = [ok(9.0, 9.5), failed(9.9, 10.3, "x" * 159 + "yz")]
+    assert judge_shutdown(answers, refused_late(), SIGNAL, exited=True) == [
+        f"1 of 2 requests sent before the shutdown failed ({'x' * 159}y)"]
+
+
+def target(tmp_path, name: str = "bls", composing: tuple[str, ...] = (), **config) -> Target:
+    """A deployment read from its config.pbtxt as Triton would (no server): a python one unless ``config`` says."""
+    from google.protobuf import json_format, text_format
+    from tritonclient.grpc import model_config_pb2
+
+    for model in (name, *composing):
+        cfg = {"name": model, "backend": "python", "max_batch_size": 0,
+               "input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [4]}],
+               "output": [{"name": "z", "data_type": "TYPE_FP32", "dims": [4]}], **(config if model == name else {})}
+        (tmp_path / model).mkdir()
+        (tmp_path / model / "config.pbtxt").write_text(
+            text_format.MessageToString(json_format.ParseDict(cfg, model_config_pb2.ModelConfig())))
+    return Target(server=None, directory=tmp_path / name, composing=composing)
+
+
+def test_a_python_deployment_s_lost_requests_name_the_callee_it_found_missing(tmp_path):
+    t = target(tmp_path)
+    lost = [failed(9.0, 9.1, "Stub process 'bls_0_0' is not healthy."),
+            failed(9.1, 9.2, "Model 'bls' is not ready"),  # its own name: not a callee
+            failed(9.2, 9.3, "Failed to process the request(s) for model 'bls_0_0', message: Model callee.v2 is not "
+                             "ready"),
+            failed(9.3, 9.4, "Request for unknown model: 'other'")]
+    assert _unnamed_callee(t, lost) == "callee.v2"
+    assert _unnamed_callee(t, lost[3:]) == "other"
+    assert _unnamed_callee(t, [failed(9.3, 9.4, "unknown model 'other-1'")]) == "other-1"
+    assert _unnamed_callee(t, lost[:2]) == ""
+
+
+def test_a_deployment_whose_callees_are_named_or_that_is_not_python_names_no_callee(tmp_path):
+    lost = [failed(9.0, 9.1, "Model 'callee' is not ready")]
+    (tmp_path / "a").mkdir()
+    assert _unnamed_callee(target(tmp_path / "a", composing=("callee",)), lost) == ""
+    (tmp_path / "b").mkdir()
+    assert _unnamed_callee(target(tmp_path / "b", backend="onnxruntime", platform="onnxruntime_onnx"), lost) == ""
+
+
+def test_a_decoupled_deployment_is_shut_down_under_grpc_alone(tmp_path):
+    (tmp_path / "a").mkdir()
+    assert _protocols(target(tmp_path / "a")) == ("http", "grpc")
+    (tmp_path / "b").mkdir()
+    assert _protocols(target(tmp_path / "b", model_transaction_policy={"decoupled": True})) == ("grpc",)

@@ -47,3 +47,9 @@ def test_a_failed_restore_fails_a_passing_warmup_and_follows_a_slow_one():
     assert judge_warmup(rounds(400.0, 400.0), True, "gone") == [
         "model_warmup declared, but the first request after each of 2 loads took 400.0 ms of compute against a "
         "steady median of 2.00 ms", "restoring the deployment afterwards failed: gone"]
+
+
+def test_a_first_request_slow_after_every_load_is_described_by_the_last_load():
+    assert judge_warmup(rounds(400.0, 350.0, 310.25), served_warmup=True) == [
+        "model_warmup declared, but the first request after each of 3 loads took 310.2 ms of compute against a "
+        "steady median of 2.00 ms"]

@@ -39,11 +39,11 @@ def _other(request: dict) -> dict:
     first, array = next(iter(request.items()))
     changed = array.copy()
     if changed.dtype == object:
-        changed.reshape(-1)[0] = bytes(changed.reshape(-1)[0]) + b"!"
+        changed.flat[0] = bytes(changed.flat[0]) + b"!"
     elif changed.dtype == bool:
-        changed.reshape(-1)[0] = not changed.reshape(-1)[0]
+        changed.flat[0] = not changed.flat[0]
     else:
-        changed.reshape(-1)[0] = changed.reshape(-1)[0] + 1
+        changed.flat[0] = changed.flat[0] + 1
     return {**request, first: changed}
 
 
@@ -54,14 +54,14 @@ def _judge_cache(repeat: dict, other: dict, same_answer: bool, steps_ran: dict[s
     each step of an ensemble counted over the repeat (empty: not an ensemble), and the outputs a fresh computation of
     the sample answers otherwise than the cache (None: not computed, the deployment cannot batch two)."""
     problems = []
-    if repeat.get("cache_hit_count", 0) != 1:
+    if repeat.get("cache_hit_count") != 1:  # (no count: None, not 1)
         problems.append("the repeated input was not a cache hit")
     if not same_answer:
         problems.append("the repeated input was answered differently")
-    if repeat.get("cache_hit_count", 0) == 1 and any(steps_ran.values()):
+    if repeat.get("cache_hit_count") == 1 and any(steps_ran.values()):
         problems.append(f"the ensemble's cache hit still ran its steps "
                         f"({', '.join(f'{m} {n}x' for m, n in steps_ran.items() if n)})")
-    if other.get("cache_hit_count", 0) != 0 or other.get("cache_miss_count", 0) != 1:
+    if other.get("cache_hit_count", 0) != 0 or other.get("cache_miss_count") != 1:
         problems.append("a different input was answered from the cache")
     if fresh_differs:
         problems.append(f"the cached answer differs from what the model computes for the same input now (output "

@@ -229,7 +229,8 @@ def proto_fields() -> list[str]:
             if message is not None and not message.GetOptions().map_entry and message.full_name not in seen:
                 walk(message, f"{prefix}{f.name}.", seen + (message.full_name,))
 
-    walk(model_config_pb2.ModelConfig.DESCRIPTOR, "", ("inference.ModelConfig",))
+    root = model_config_pb2.ModelConfig.DESCRIPTOR
+    walk(root, "", (root.full_name,))
     return found
 
 
@@ -243,7 +244,7 @@ def _paths(value: Any, prefix: str) -> Iterator[str]:
     items = value if isinstance(value, list) else [value]
     for item in items:
         if not isinstance(item, Mapping):
-            continue
+            continue  # pragma: no mutate (equivalent: a configuration's list holds mappings only or scalars only)
         for key, inner in item.items():
             path = f"{prefix}{key}"
             if path not in FIELDS:  # a map's keys (parameters, input_map...): the map is the field

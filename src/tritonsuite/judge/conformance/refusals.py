@@ -77,7 +77,7 @@ class Tensor:
 
 def _wire(array: np.ndarray) -> bytes:
     if array.dtype == object:
-        return b"".join(len(v).to_bytes(4, "little") + bytes(v) for v in array.reshape(-1))
+        return b"".join(len(v).to_bytes(4, "little") + bytes(v) for v in array.flat)
     return np.ascontiguousarray(array).tobytes()
 
 
@@ -87,7 +87,7 @@ def probes(target: Target) -> list[tuple[str, list[Tensor], list[str]]]:
 
     d = target.description
     request = target.request(1)
-    good = [Tensor(n, "BYTES" if a.dtype == object else np_to_triton_dtype(a.dtype), list(a.shape), _wire(a))
+    good = [Tensor(n, np_to_triton_dtype(a.dtype), list(a.shape), _wire(a))  # (an object array's: BYTES)
             for n, a in request.items()]
     outputs = [t.name for t in d.outputs]
     first = good[0]
@@ -106,8 +106,8 @@ def probes(target: Target) -> list[tuple[str, list[Tensor], list[str]]]:
         shape[offset + fixed[0]] += 1
     else:
         shape = list(first.shape) + [2]
-    elements = int(np.prod(shape)) if shape else 1
-    itemsize = len(first.data) // max(int(np.prod(first.shape)) if first.shape else 1, 1)
+    elements = int(np.prod(shape))  # (of no dims: 1)
+    itemsize = len(first.data) // max(int(np.prod(first.shape)), 1)
     data = (first.data * (elements // max(len(first.data) // max(itemsize, 1), 1) + 1))[:elements * itemsize]
     found.append(("wrong shape", [Tensor(first.name, first.datatype, shape, data)] + good[1:], outputs))
     for index, tensor in enumerate(good):  # the first input with a variable dim: any size of it is valid, so it

@@ -99,7 +99,7 @@ class Target:
             if served is not None:
                 self.description = as_served(self.description, served)
         if self.inputs is None:
-            self.inputs = lambda batch, seed=0: declared_inputs(self.description, batch, seed)
+            self.inputs = lambda batch, seed: declared_inputs(self.description, batch, seed)
 
     def load_requests(self, count: int = 32) -> list[dict[str, np.ndarray]]:
         """The requests a check's load cycles through: one, or ``count`` distinct ones (never sent before by this
@@ -147,7 +147,7 @@ def declared_inputs(description: ModelDescription, batch_size: int, seed: int = 
     rng = np.random.default_rng(seed)
     found = {}
     for t in description.inputs:
-        shape = ((batch_size,) if description.batching else ()) + tuple(d if d > 0 else 1 for d in t.shape)
+        shape = ((batch_size,) if description.batching else ()) + tuple(max(d, 1) for d in t.shape)
         if t.dtype == "bytes":
             found[t.name] = np.array([b"conformance"] * int(np.prod(shape)), dtype=object).reshape(shape)
         elif t.dtype == "bool":

@@ -1,0 +1,185 @@
+"""What a conformance check takes and gives (tritonsuite.judge.conformance.result): a CheckResult's line and its row
+of scenario ``conformance`` whole, the Target a deployment directory makes (read as Triton would, without a
+server) and the requests it builds, and the seeded data of the declared dtypes and dims (declared_inputs)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tritonclient.utils  # noqa: F401 (registers bfloat16 with numpy, as in every run: the requests go through it)
+
+from tritonsuite.core.description import describe
+from tritonsuite.core.rows import Row
+from tritonsuite.judge.conformance.result import _LOAD_SEEDS, CheckResult, Target, declared_inputs
+from tritonsuite.load.kinds import driver_for
+
+BATCHING = {"name": "m", "platform": "onnxruntime_onnx", "max_batch_size": 8,
+            "input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [4]},
+                      {"name": "y", "data_type": "TYPE_INT64", "dims": [-1, 3]}],
+            "output": [{"name": "z", "data_type": "TYPE_FP32", "dims": [4]},
+                       {"name": "w", "data_type": "TYPE_INT64", "dims": [1]}]}
+
+
+def config(**changes) -> dict:
+    return {**BATCHING, **changes}
+
+
+def deployment(tmp_path, cfg: dict):
+    """A repository directory holding ``cfg`` as its config.pbtxt, written as Triton reads it."""
+    from google.protobuf import json_format, text_format
+    from tritonclient.grpc import model_config_pb2
+
+    directory = tmp_path / cfg["name"]
+    directory.mkdir()
+    (directory / "config.pbtxt").write_text(
+        text_format.MessageToString(json_format.ParseDict(cfg, model_config_pb2.ModelConfig())))
+    return directory
+
+
+def target(tmp_path, cfg: dict | None = None, **fields) -> Target:
+    # no server: its configuration is read from the file alone, as where the check starts its own server
+    return Target(server=None, directory=deployment(tmp_path, cfg or BATCHING), **fields)
+
+
+# ------------------------------------------------------------------------------------------------- CheckResult
+def test_a_result_s_line_names_the_deployment_the_check_the_verdict_and_why():
+    assert CheckResult("m", "identity", "a", "a", "pass").line() == "m identity: pass"
+    assert CheckResult("m", "batching", "a", "b", "fail", "every execution held one").line() == (
+        "m batching: fail: every execution held one")
+
+
+def test_only_a_pass_passed():
+    assert CheckResult("m", "identity", "", "", "pass").passed
+    assert not CheckResult("m", "identity", "", "", "fail", "x").passed
+    assert not CheckResult("m", "identity", "", "", "skipped", "x").passed
+
+
+def test_a_verdict_outside_the_choices_is_refused_naming_them():
+    with pytest.raises(ValueError) as refused:
+        CheckResult("m", "identity", "", "", "maybe")
+    assert str(refused.value) == "verdict 'maybe'; valid choices: pass, fail, skipped"
+
+
+def test_a_failed_result_is_a_failed_row_of_scenario_conformance_with_its_evidence_and_fields():
+    result = CheckResult("m_onnx", "batching", "dynamic", "{1: 30}", "fail", "every execution held one request",
+                         {"executions": 30}, seconds=1.23456, fields=["max_batch_size", "dynamic_batching"])
+    assert result.to_row(model="m", title="M", format="onnx") == Row(
+        scenario="conformance", model="m", deployment="m_onnx", status="FAILED",
+        reasons=["every execution held one request"], title="M", format="onnx", seconds=1.235,
+        extra={"check": "batching", "declared": "dynamic", "observed": "{1: 30}", "verdict": "fail",
+               "evidence": {"executions": 30}, "declared_fields": ["max_batch_size", "dynamic_batching"]})
+
+
+def test_a_passed_or_skipped_result_is_an_ok_or_skipped_row_named_by_its_deployment():
+    assert CheckResult("m", "identity", "declared a", "observed a", "pass").to_row() == Row(
+        scenario="conformance", model="m", deployment="m", status="OK", reasons=[], seconds=0.0,
+        extra={"check": "identity", "declared": "declared a", "observed": "observed a", "verdict": "pass",
+               "evidence": {}, "declared_fields": []})
+    row = CheckResult("m", "cache", "not enabled", "-", "skipped", "not enabled").to_row()
+    assert (row.status, row.reasons) == ("SKIPPED", ["not enabled"])
+
+
+# ---------------------------------------------------------------------------------------------- declared_inputs
+def test_declared_inputs_are_seeded_data_of_the_declared_dims_a_variable_dim_one_with_the_batch_first():
+    found = declared_inputs(describe(BATCHING), 2, 5)
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((2, 4)).astype("float32"), rng.integers(0, 8, (2, 1, 3)).astype("int64")
+    assert list(found) == ["x", "y"]
+    assert found["x"].dtype == np.float32 and found["x"].shape == (2, 4) and np.array_equal(found["x"], x)
+    assert found["y"].dtype == np.int64 and found["y"].shape == (2, 1, 3) and np.array_equal(found["y"], y)
+    assert not np.array_equal(declared_inputs(describe(BATCHING), 2, 6)["x"], x)  # another seed, other data
+    assert np.array_equal(declared_inputs(describe(BATCHING), 2)["x"],
+                          declared_inputs(describe(BATCHING), 2, 0)["x"])  # seed 0 by default
+
+
+def test_declared_integers_span_zero_to_seven():
+    cfg = config(input=[{"name": "y", "data_type": "TYPE_INT32", "dims": [4096]}])
+    values = declared_inputs(describe(cfg), 1, 0)["y"]
+    assert values.dtype == np.int32 and set(np.unique(values)) == set(range(8))
+
+
+def test_declared_inputs_of_a_batchless_model_have_no_batch_dim():
+    cfg = config(max_batch_size=0, input=[{"name": "x", "data_type": "TYPE_FP16", "dims": [1, -1, 3]}])
+    (x,) = declared_inputs(describe(cfg), 4, 0).values()
+    assert x.shape == (1, 1, 3) and x.dtype == np.float16
+    assert np.array_equal(x, np.random.default_rng(0).standard_normal((1, 1, 3)).astype("float16"))
+
+
+def test_declared_strings_are_the_word_conformance_booleans_seeded_and_bf16_sent_as_float32():
+    cfg = config(input=[{"name": "s", "data_type": "TYPE_STRING", "dims": [2]},
+                        {"name": "b", "data_type": "TYPE_BOOL", "dims": [64]},
+                        {"name": "h", "data_type": "TYPE_BF16", "dims": [3]}])
+    found = declared_inputs(describe(cfg), 3, 7)
+    rng = np.random.default_rng(7)  # the strings draw nothing
+    booleans, halves = rng.integers(0, 2, (3, 64)).astype(bool), rng.standard_normal((3, 3)).astype("float32")
+    assert found["s"].dtype == object and found["s"].shape == (3, 2)
+    assert found["s"].tolist() == [[b"conformance"] * 2] * 3
+    assert found["b"].dtype == np.bool_ and np.array_equal(found["b"], booleans)
+    assert found["b"].any() and not found["b"].all()
+    assert found["h"].dtype == np.float32 and np.array_equal(found["h"], halves)
+
+
+# ------------------------------------------------------------------------------------------------------- Target
+def test_a_target_is_what_its_config_pbtxt_declares_read_without_a_server(tmp_path):
+    t = target(tmp_path)
+    assert t.declared and t.description == describe(BATCHING)
+    assert (t.name, t.output_names) == ("m", ["z", "w"])
+    assert type(t.driver) is type(driver_for(describe(BATCHING)))  # how its requests are sent
+
+
+def test_a_bls_target_resolves_its_callees_from_its_repository(tmp_path):
+    callee = config(name="callee")
+    deployment(tmp_path, callee)
+    t = target(tmp_path, config(name="bls", backend="python", platform=""), composing=("callee",))
+    assert [m.name for m in t.description.composing] == ["callee"]
+    assert t.description.composing[0] == describe(callee)
+
+
+def test_a_request_is_the_declared_data_of_its_batch_and_seed(tmp_path):
+    t = target(tmp_path)
+    request = t.request(3, 4)
+    expected = declared_inputs(describe(BATCHING), 3, 4)
+    assert list(request) == ["x", "y"] and all(np.array_equal(request[k], expected[k]) for k in expected)
+    assert all(v.flags["C_CONTIGUOUS"] for v in request.values())
+    default = t.request()  # batch 1, seed 0
+    expected = declared_inputs(describe(BATCHING), 1, 0)
+    assert all(np.array_equal(default[k], expected[k]) for k in expected)
+
+
+def test_a_request_of_a_batchless_target_has_no_batch_dim(tmp_path):
+    t = target(tmp_path, config(max_batch_size=0))
+    request = t.request(2)
+    assert request["x"].shape == (4,) and request["y"].shape == (1, 3)
+
+
+def test_a_request_asks_its_inputs_for_one_at_least_and_keeps_its_own_batch_of_them(tmp_path):
+    asked = []
+
+    def inputs(batch: int, seed: int) -> dict[str, np.ndarray]:
+        asked.append((batch, seed))
+        return {"x": np.arange(16 * 4, dtype=np.float32).reshape(16, 4)[:, ::2]}  # not contiguous
+
+    t = target(tmp_path, inputs=inputs)
+    assert t.request(0, 3)["x"].shape == (0, 2)
+    assert t.request(1, 3)["x"].tolist() == [[0.0, 2.0]]
+    assert t.request(2, 9)["x"].flags["C_CONTIGUOUS"]
+    assert asked == [(1, 3), (1, 3), (2, 9)]
+    (tmp_path / "b").mkdir()
+    batchless = target(tmp_path / "b", config(max_batch_size=0), inputs=inputs)
+    assert batchless.request(1)["x"].shape == (16, 2)  # a batchless deployment's inputs are taken whole
+
+
+def test_the_load_cycles_one_request_or_fresh_ones_where_the_response_cache_would_answer_repeats(tmp_path):
+    t = target(tmp_path, batch_size=2)
+    (only,) = t.load_requests()
+    assert all(np.array_equal(only[k], t.request(2)[k]) for k in only)
+    cached = Target(server=None, directory=deployment(tmp_path, config(name="c", response_cache={"enable": True})),
+                    batch_size=2)
+    assert cached.description.response_cache
+    assert len(cached.load_requests()) == 32
+    requests = cached.load_requests(3)
+    assert len(requests) == 3 and all(r["x"].shape == (2, 4) for r in requests)
+    seen = [r["x"].tobytes() for r in requests] + [cached.request(2)["x"].tobytes()]
+    assert len(set(seen)) == 4  # each one never sent before, nor the seed-0 request
+    seed = next(_LOAD_SEEDS)  # the seeds of fresh requests: 1000 on, one each, never 0
+    fresh = cached.fresh_request()
+    assert seed >= 1000 and all(np.array_equal(fresh[k], cached.request(1, seed + 1)[k]) for k in fresh)
