@@ -113,3 +113,113 @@ def test_no_probe_answered_is_a_failure_that_says_what_to_change():
     result = judge(spec, "fp32", data, probes, _alone(probes), [])
     assert not result.passed and "no probe was answered under load" in result.failures[0]
     assert "--load-probe-share" in result.failures[0]
+
+
+def test_the_whole_result_of_a_passing_point():
+    data, spec = _data(4), _spec()
+    probes = probe_set(data.inputs, 2)
+    alone = _alone(probes)
+    responses = [(1, {"OUTPUT__0": alone[1]["OUTPUT__0"].copy()})]
+    result = judge(spec, "fp32", data, probes, alone, responses, deployment="d", batch_size=2, concurrency=3,
+                   share=0.25, seed=7)
+    row = result.to_dict()
+    assert 0 <= row.pop("seconds") < 5
+    assert row == {"deployment": "d", "batch_size": 2, "concurrency": 3, "share": 0.25, "seed": 7, "samples": 4,
+                   "probe_requests": 2, "answered": 1, "samples_probed": 2, "mismatched_responses": 0,
+                   "mismatches": [], "failures": [], "passed": True,
+                   "metrics": {"argmax_agreement": {"alone": 1.0, "under_load": 1.0, "allowed": 0.001,
+                                                    "passed": True}},
+                   "verdict": "passed: 1 probe responses at concurrency 3 (share 0.25, seed 7) over 2 of 4 samples "
+                              "equal the samples sent one at a time; argmax_agreement 1"}
+    defaults = judge(spec, "fp32", data, probes, alone, responses)
+    assert (defaults.deployment, defaults.batch_size, defaults.concurrency, defaults.share, defaults.seed) == (
+        "", 1, 1, 0.1, 0)
+    bare = AccuracyData(inputs=data.inputs, score=lambda s, r, p: [])
+    assert judge(spec, "fp32", bare, probes, alone, responses).describe().endswith(
+        "one at a time; no task metric")
+
+
+def test_the_whole_failure_lists_three_mismatches_and_counts_the_rest():
+    data, spec = _data(), _spec()
+    probes = probe_set(data.inputs, 1)
+    alone = _alone(probes)
+    wrong = [(j, {"OUTPUT__0": alone[j]["OUTPUT__0"] + 1.0}) for j in (1, 2, 3, 4)]
+    result = judge(spec, "fp32", data, probes, alone, [(0, alone[0])] + wrong, concurrency=2)
+    assert result.mismatched_responses == 4 and len(result.mismatches) == 3
+    assert [m.split(":")[0] for m in result.mismatches] == ["sample 1", "sample 2", "sample 3"]
+    assert result.failures[0] == ("4 of 5 probe responses differ from the same samples sent one at a time: "
+                                  + " | ".join(result.mismatches) + " | ...")
+    assert result.describe() == ("FAILED: 5 probe responses at concurrency 2 (share 0.1, seed 0) over 5 of 10 "
+                                 "samples: " + "; ".join(result.failures))
+    three = judge(spec, "fp32", data, probes, alone, wrong[:3])
+    assert three.failures[0].endswith(three.mismatches[-1])  # all listed: no "..."
+    assert three.to_dict()["passed"] is False and three.to_dict()["verdict"].startswith("FAILED: 3 probe")
+
+
+def test_a_response_of_another_shape_is_a_mismatch_naming_its_first_sample():
+    data, spec = _data(), _spec()
+    probes = probe_set(data.inputs, 2)
+    alone = _alone(probes)
+    shorter = {"OUTPUT__0": alone[2]["OUTPUT__0"][:, :3]}
+    result = judge(spec, "fp32", data, probes, alone, [(2, shorter)], batch_size=2)
+    assert result.mismatched_responses == 1
+    assert result.mismatches == ["sample 4 (request of samples 4-5): output 'OUTPUT__0' has shape (2, 3), reference has (2, 4)"]
+
+
+def test_a_repeated_probe_counts_each_response_and_scores_the_first():
+    data, spec = _data(), _spec(atol=10.0)
+    probes = probe_set(data.inputs, 1)
+    alone = _alone(probes)
+    flipped = {"OUTPUT__0": alone[4]["OUTPUT__0"].copy()}
+    flipped["OUTPUT__0"][0, int(np.argmin(flipped["OUTPUT__0"][0]))] += 9.0
+    first_right = judge(spec, "fp32", data, probes, alone, [(4, alone[4]), (4, flipped)])
+    assert first_right.passed and (first_right.answered, first_right.samples_probed) == (2, 1)
+    assert not judge(spec, "fp32", data, probes, alone, [(4, flipped), (4, alone[4])]).passed
+
+
+def test_a_share_output_names_its_worst_sample_not_its_worst_element():
+    outputs = (TensorSpec("OUTPUT__0", "float32", (WIDTH,)),)
+    spec = ModelSpec(name="probe", size="tiny", build=lambda checkpoint=None: None,
+                     inputs=(TensorSpec("INPUT__0", "float32", (WIDTH,)),), outputs=outputs,
+                     example_inputs=lambda b, seed=0: {"INPUT__0": np.zeros((b, WIDTH), np.float32)},
+                     tolerances={"fp32": {"OUTPUT__0": (0.0, 0.0, 0.25)}})
+    data = AccuracyData(inputs={"INPUT__0": np.zeros((6, WIDTH), np.float32)}, score=lambda s, r, p: [])
+    probes = probe_set(data.inputs, 3)
+    alone = _alone(probes)
+    wrong = {"OUTPUT__0": alone[1]["OUTPUT__0"].copy()}
+    wrong["OUTPUT__0"][0, 0] = 5.0  # sample 3: a quarter, allowed
+    wrong["OUTPUT__0"][2, :2] = 1.0  # sample 5: half
+    result = judge(spec, "fp32", data, probes, alone, [(1, wrong)], batch_size=3)
+    assert result.mismatches[0].startswith("sample 5 (request of samples 3-5): OUTPUT__0: ")
+
+
+@pytest.mark.parametrize("alone, under_load, allowance, passed", [
+    (0.5, 0.5 + 2 ** -10, {"absolute": 2 ** -10}, True), (0.5, 0.5 + 2 ** -9, {"absolute": 2 ** -10}, False),
+    (0.5, 0.5 - 2 ** -10, {"absolute": 2 ** -10}, True), (0.5, 0.5 - 2 ** -9, {"absolute": 2 ** -10}, False),
+    (-4.0, -5.0, {"relative": 0.25}, True), (-4.0, -5.0 - 2 ** -9, {"relative": 0.25}, False),
+    (1.0, 1.5, {"relative": 0.25, "absolute": 0.25}, True), (1.0, 1.0, {}, True), (1.0, 1.0 + 1e-13, {}, True),
+    (1.0, 1.0 + 1e-11, {}, False),
+    (float("nan"), float("nan"), {}, True), (float("nan"), 1.0, {}, False), (1.0, float("nan"), {}, False),
+    (float("inf"), float("inf"), {}, True), (float("inf"), float("-inf"), {}, False), (1.0, float("inf"), {}, False),
+    (float("-inf"), 1.0, {"absolute": 1e300}, False)])
+def test_a_task_metric_matches_within_its_allowance_on_both_sides(alone, under_load, allowance, passed):
+    from tritonsuite.judge.underload import MetricMatch
+
+    assert MetricMatch("m", alone, under_load, allowance).passed is passed
+
+
+def test_a_task_metric_difference_in_words():
+    from tritonsuite.judge.underload import MetricMatch
+
+    found = MetricMatch("q_risk", 2.0, 2.5, {"absolute": 0.25, "relative": 0.125})
+    assert found.allowed == 0.5
+    assert found.describe() == "q_risk: 2.5 under load, 2 one at a time (difference +0.5, allowed 0.5)"
+
+
+def test_a_probe_set_of_a_batch_below_one_is_refused():
+    with pytest.raises(ValueError, match=r"^batch size 0: expected >= 1$"):
+        probe_set({"INPUT__0": np.zeros((3, 1))}, 0)
+    probes = probe_set({"INPUT__0": np.arange(3)[:, None]}, 1)
+    assert [list(s) for s in probes.samples] == [[0], [1], [2]]
+    assert probes.requests[1]["INPUT__0"].flags["C_CONTIGUOUS"]
+    assert [list(s) for s in probe_set({"INPUT__0": np.arange(2)[:, None]}, 5).samples] == [[0, 1, 0, 1, 0]]
