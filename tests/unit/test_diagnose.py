@@ -116,3 +116,111 @@ def test_the_command_judges_a_users_spec_file_and_fails_when_one_model_does(tmp_
     assert "perturbed:tiny cpu-fp16-emulated accuracy against fp32: FAIL" in printed
     assert "emulated fp16 accuracy: 1 of 2 passed; failed: perturbed:tiny" in printed
     assert len(out.read_text().splitlines()) == 3  # one diagnosis line per model and run
+
+
+def test_relative_l2_of_equal_shaped_finite_outputs_and_inf_otherwise():
+    from tritonsuite.judge.diagnose import relative_l2
+
+    assert relative_l2(np.array([3.0, 4.0]), np.array([0.0, 0.0])) == 5.0 / 1e-30  # a zero reference: the floor
+    assert relative_l2(np.array([1.0, 2.0]), np.array([1.0, 2.0])) == 0.0
+    assert relative_l2(np.array([3.0, 5.0]), np.array([3.0, 4.0])) == pytest.approx(1.0 / 5.0)
+    assert relative_l2(np.array([1.0]), np.array([1.0, 2.0])) == float("inf")
+    assert relative_l2(np.array([np.nan, 1.0]), np.array([1.0, 1.0])) == float("inf")
+    assert relative_l2(np.array([-np.inf, 1.0]), np.array([1.0, 1.0])) == float("inf")
+
+
+def test_compare_modules_pairs_calls_by_name_and_index_and_finds_the_first_and_the_worst():
+    from tritonsuite.judge.diagnose import ModuleDivergence, compare_modules
+
+    one = np.array([1.0, 0.0])
+    reference = [("a", "Linear", one), ("b", "ReLU", one), ("a", "Linear", one), ("c", "Tanh", one),
+                 ("d", "Gone", one)]
+    candidate = [("a", "Linear", np.array([1.0, 0.005])), ("b", "ReLU", np.array([1.0, 0.5])),
+                 ("a", "Linear", np.array([1.0, 0.02])), ("c", "Tanh", np.array([1.0, 0.0, 0.0]))]
+    compared, first, worst = compare_modules(reference, candidate, 0.01)
+    assert compared == 4  # d has no candidate output
+    assert first == ModuleDivergence("b", "ReLU", 0.5, 0.5)
+    assert worst == ModuleDivergence("c", "Tanh", float("inf"), float("inf"))
+    compared, first, worst = compare_modules(reference[:1] + reference[2:3], candidate[:1] + candidate[2:3], 0.01)
+    assert (compared, first) == (2, ModuleDivergence("a", "Linear", pytest.approx(0.02), pytest.approx(0.02)))
+    assert worst == first
+    compared, first, worst = compare_modules(reference[:1], candidate[:1], 0.005)
+    assert first is None and worst == ModuleDivergence("a", "Linear", pytest.approx(0.005), pytest.approx(0.005))
+    compared, first, worst = compare_modules(reference[:1], candidate[:1], 0.00499)
+    assert first == worst
+    assert compare_modules([], candidate, 0.01) == (0, None, None)
+    # the first of two equally bad modules is the worst
+    _, _, worst = compare_modules([("x", "A", one), ("y", "B", one)],
+                                  [("x", "A", np.array([1.0, 0.5])), ("y", "B", np.array([1.0, 0.5]))], 0.01)
+    assert worst.name == "x"
+
+
+def test_the_diagnosis_line_names_the_first_module_or_none():
+    from tritonsuite.judge.diagnose import Diagnosis, ModuleDivergence
+
+    first = ModuleDivergence("net.3", "Square", 0.123456, 1.0)
+    found = Diagnosis("m", "tiny", "cpu-fp16-emulated", "CPU (x)", 0.01, 5, {"y": 0.5, "z": 1e-5}, first, first)
+    assert found.line() == ("m:tiny cpu-fp16-emulated on CPU (x): outputs rel L2 y 0.5, z 1e-05; first module above "
+                            "0.01: net.3 (Square, 0.123) of 5 leaf modules")
+    assert found.notes == []
+    none = dataclasses.replace(found, first_divergent=None, outputs_relative_l2={})
+    assert none.line() == "m:tiny cpu-fp16-emulated on CPU (x): outputs rel L2 ; no module above 0.01 of 5 leaf modules"
+
+
+def test_floats_are_found_and_mapped_through_tuples_and_lists():
+    import torch
+
+    from tritonsuite.judge.diagnose import _first_float, _map_floats
+
+    ints, floats = torch.tensor([1, 2]), torch.tensor([1.5, 2.5])
+    assert _first_float(ints) is None and _first_float(floats) is floats
+    assert _first_float((ints, [None, floats], torch.tensor([9.0]))) is floats
+    assert _first_float(("text", 3)) is None and _first_float(None) is None
+    mapped = _map_floats((ints, [floats, "x"]), lambda t: t * 2)
+    assert isinstance(mapped, tuple) and isinstance(mapped[1], list)
+    assert mapped[0] is ints and torch.equal(mapped[1][0], floats * 2) and mapped[1][1] == "x"
+
+
+def test_leaf_outputs_are_recorded_in_call_order_and_the_hooks_removed():
+    import torch
+
+    from tritonsuite.judge.diagnose import record_leaf_outputs
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.first, self.act = torch.nn.Linear(2, 2), torch.nn.ReLU()
+            self.inner = torch.nn.Sequential(torch.nn.Identity())
+
+        def forward(self, x):
+            return self.act(self.first(self.act(x))), self.inner(x.long())
+
+    net = Net()
+    x = torch.tensor([[1.0, -1.0]])
+    recorded, outputs = record_leaf_outputs(net, (x,))
+    assert [(name, kind) for name, kind, _ in recorded] == [("act", "ReLU"), ("first", "Linear"), ("act", "ReLU")]
+    assert all(value.dtype == np.float64 for _, _, value in recorded)  # the long output of inner.0 is no float
+    np.testing.assert_array_equal(recorded[0][2], [[1.0, 0.0]])
+    assert isinstance(outputs, tuple) and len(outputs) == 2 and outputs[1].dtype == torch.int64
+    assert not any(m._forward_hooks for m in net.modules())
+    (single,) = record_leaf_outputs(torch.nn.ReLU(), (x,))[1]
+    assert torch.equal(single, torch.relu(x))
+
+
+def test_the_comparisons_and_the_models_diagnosed_by_default():
+    from tritonsuite.judge.diagnose import COMPARISONS, DEFAULT_THRESHOLD, DIAGNOSED
+
+    assert DEFAULT_THRESHOLD == 0.01
+    assert COMPARISONS == {"cpu-fp16-emulated": ("cpu", "emulated", True), "cuda-fp32-no-tf32": ("cuda", "fp32", True),
+                           "cuda-fp16": ("cuda", "fp16", True), "cuda-fp16-no-cudnn": ("cuda", "fp16", False)}
+    assert DIAGNOSED == (("bert", "large"), ("wide_deep", "full"), ("fastpitch", "large"), ("nnunet", "large"),
+                         ("tft", "large"))
+
+
+def test_the_whole_diagnosis_of_an_overflowing_model():
+    found = diagnose(_overflowing_spec(), "cpu-fp16-emulated", threshold=0.5)
+    assert (found.model, found.size, found.comparison, found.threshold, found.modules, found.notes) == (
+        "overflowing", "tiny", "cpu-fp16-emulated", 0.5, 5, [])
+    assert found.device.startswith("CPU (")
+    assert found.first_divergent.name == "net.3" and found.worst.name == "net.3"
+    assert list(found.outputs_relative_l2) == ["OUTPUT__0"]
