@@ -326,3 +326,15 @@ def test_undecided_valid_rows_fall_back_to_every_measured_row_only_when_it_adds_
     assert not plain.indicative and plain.together_windows == 0  # measured but no windows: nothing to show
     one_round = _split(_rounds("bert", 100.0, 50.0, rounds=1))
     assert not interference("bert", *one_round).indicative  # valid yet undecided: nothing more to add
+
+
+def test_which_side_of_one_is_worse_depends_on_the_metric():
+    alone = (100.0, 101.0, 102.0, 103.0)
+    a = [_row("d", "alone", r, list(alone)) for r in (1, 2)]
+    t = [_row("d", "together", r, [1.5 * v for v in alone]) for r in (1, 2)]
+    assert interference("d", a, t).verdict == "improvement"  # throughput 1.5x together
+    assert interference("d", t, a).verdict == "interference"
+    la = [_row("d", "alone", r, list(alone), rate=5.0) for r in (1, 2)]
+    lt = [_row("d", "together", r, [v / 1.5 for v in alone], rate=5.0) for r in (1, 2)]
+    assert interference("d", la, lt).verdict == "improvement"  # latency 1/1.5 together
+    assert interference("d", lt, la).verdict == "interference"
