@@ -279,10 +279,12 @@ def test_mann_whitney_with_ties_and_one_sample():
 def test_the_own_spread_of_a_point_is_of_its_stable_windows():
     from tritonsuite.judge.compare import _own_spread
 
-    row = perf_row(100.0, latencies(1.0), windows=(5.0, 1.0, 1.0, 1.5, 0.5))
+    row = perf_row(100.0, latencies(1.0), windows=(5.0, 3.0, 1.0, 1.5, 0.5))
     assert _own_spread(row) == pytest.approx(50.0)  # the last 3: mean 1, max deviation 0.5
     row.measurement["stable_windows"] = 5
-    assert _own_spread(row) == pytest.approx((5.0 - 1.8) / 1.8 * 100)
+    assert _own_spread(row) == pytest.approx((5.0 - 2.2) / 2.2 * 100)
+    row.measurement["stable_windows"] = 4
+    assert _own_spread(row) == pytest.approx(100.0)  # mean 1.5, max deviation 1.5
     row.measurement["stable_windows"] = None
     assert _own_spread(row) == pytest.approx(50.0)  # 3 when unset
     row.measurement["window_throughputs"] = [0.0, 0.0, 0.0]
@@ -332,3 +334,52 @@ def test_the_command_checks_its_percentages_and_writes_nothing_but_the_page(tmp_
     assert "nope" in capsys.readouterr().err
     assert main(["compare", "a", "b", "--reports-dir", str(reports), "--out", str(tmp_path / "p.md")]) == 0
     assert (tmp_path / "p.md").read_text(encoding="utf-8") == capsys.readouterr().out
+
+
+def test_a_regression_below_one_percent_counts_without_a_gate():
+    from tritonsuite.judge.compare import Comparison
+
+    then, now = perf_row(1000, latencies(1.0)), perf_row(995, latencies(1.25, seed=1))
+    regression = compare_points(then, now, min_effect=0.25)
+    assert regression.verdict == "regression" and regression.throughput_delta_percent == pytest.approx(-0.5)
+    assert Comparison("a", "b", [regression]).regressions() == [regression]
+    assert Comparison("a", "b", [regression]).regressions(0.6) == []
+
+
+def test_mann_whitney_of_one_tied_pair_is_no_evidence():
+    assert mann_whitney_greater([1.0], [1.0]) == 1.0
+    assert mann_whitney_greater([1.0, 1.0], [1.0]) == 1.0
+
+
+def test_what_differs_between_runs_whole_and_nothing_against_an_empty_run():
+    then = [perf_row(1000, latencies(1.0))]
+    now = [perf_row(1000, latencies(1.0), host="Intel Xeon, 16 cores", server="tritonserver 2.52.0"),
+           perf_row(500, latencies(1.0), batch=8)]
+    manifest_a = {"server": "2.51", "host": {"cpu": "a"}, "versions": {"torch": "1"}}
+    manifest_b = {"server": "2.52", "host": {"cpu": "b"}, "versions": {"torch": "2"}}
+    comparison = compare_runs(then, now, then_label="A", now_label="B", then_manifest=manifest_a,
+                              now_manifest=manifest_b)
+    assert comparison.differences == [
+        f"host: A ran on {HOST}; B on {HOST}, Intel Xeon, 16 cores (points of another host are not joined)",
+        "server: A ran on tritonserver 2.51.0 (embedded); B on tritonserver 2.51.0 (embedded), tritonserver 2.52.0 "
+        "(points are compared, and this difference may explain them)",
+        "versions.torch: 1 -> 2"]  # the manifests' host and server lines are the ones above
+    assert [p.key[2] for p in comparison.points] == [] and comparison.only_now == sorted(
+        [p for p in (("offline", "identity_tiny_onnx_fp32_offline", 8, 1, HOST),
+                     ("offline", "identity_tiny_onnx_fp32_offline", 1, 1, "Intel Xeon, 16 cores"))], key=str)
+    assert comparison.only_then == [("offline", "identity_tiny_onnx_fp32_offline", 1, 1, HOST)]
+    assert compare_runs(then, []).differences == [] and compare_runs([], then).differences == []
+    assert compare_runs([], then).only_now == [("offline", "identity_tiny_onnx_fp32_offline", 1, 1, HOST)]
+    same = compare_runs(then, then)
+    assert (same.differences, same.then_label, same.now_label) == ([], "then", "now")
+    assert [p.verdict for p in same.points] == ["no significant change"]
+    accuracy = Row(scenario="accuracy", model="m", deployment="d")
+    assert compare_runs([accuracy], [accuracy]).points == []
+
+
+def test_the_judged_points_use_the_given_minimum_effect_and_alpha():
+    then, now = [perf_row(1024, latencies(1.0))], [perf_row(768, latencies(1.25, seed=1))]
+    assert [p.verdict for p in compare_runs(then, now).points] == ["regression"]
+    assert [p.verdict for p in compare_runs(then, now, min_effect=25).points] == ["no significant change"]
+    assert [p.verdict for p in compare_runs(then, now, alpha=1e-300).points] == ["no significant change"]
+    assert compare_runs(then, now).points[0].min_effect_percent == 10.0
