@@ -383,3 +383,20 @@ def test_the_judged_points_use_the_given_minimum_effect_and_alpha():
     assert [p.verdict for p in compare_runs(then, now, min_effect=25).points] == ["no significant change"]
     assert [p.verdict for p in compare_runs(then, now, alpha=1e-300).points] == ["no significant change"]
     assert compare_runs(then, now).points[0].min_effect_percent == 10.0
+
+
+def test_the_commands_options_their_defaults_and_help():
+    import argparse
+
+    from tritonsuite.judge.compare import add_arguments
+
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    assert {a.dest: (a.option_strings, a.default, a.type, a.metavar, a.help) for a in parser._actions} == {
+        "then": ([], None, None, None, "the earlier run: a raw rows file, a reports directory, or a run id"),
+        "now": ([], None, None, None, "the later run, likewise"),
+        "reports_dir": (["--reports-dir"], "reports", None, None, "where run ids are looked up (default: reports)"),
+        "perf_gate": (["--perf-gate"], None, float, "PCT",
+                      "exit 1 when a point regressed significantly by more than PCT percent"),
+        "min_effect": (["--min-effect"], 10.0, float, "PCT", "smallest change that counts (default 10)"),
+        "out": (["--out"], None, None, None, "also write the markdown page here")}

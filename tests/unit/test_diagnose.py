@@ -224,3 +224,67 @@ def test_the_whole_diagnosis_of_an_overflowing_model():
     assert found.device.startswith("CPU (")
     assert found.first_divergent.name == "net.3" and found.worst.name == "net.3"
     assert list(found.outputs_relative_l2) == ["OUTPUT__0"]
+
+
+def test_the_commands_options_their_defaults_and_help():
+    import argparse
+
+    from tritonsuite.judge.diagnose import add_fp16_diagnose_arguments
+
+    parser = argparse.ArgumentParser(add_help=False)
+    add_fp16_diagnose_arguments(parser)
+    found = {a.dest: (a.option_strings, a.default, a.type, a.metavar, a.help, type(a).__name__)
+             for a in parser._actions}
+    assert found == {
+        "models": (["--models"], "bert:large,wide_deep:full,fastpitch:large,nnunet:large,tft:large", None, None,
+                   "comma-separated model:size (default: the five seed models at the sizes the H100 ran)",
+                   "_StoreAction"),
+        "comparisons": (["--comparisons"], "", None, None, "comma-separated, of cpu-fp16-emulated, cuda-fp32-no-tf32, "
+                        "cuda-fp16, cuda-fp16-no-cudnn (default: all that this host can run)", "_StoreAction"),
+        "threshold": (["--threshold"], 0.01, float, None, "relative L2 error above which a module diverges",
+                      "_StoreAction"),
+        "batch_size": (["--batch-size"], 2, int, None, None, "_StoreAction"),
+        "out": (["--out"], "reports/fp16-diagnosis.jsonl", None, None, "one JSON line per diagnosis", "_StoreAction"),
+        "accuracy": (["--accuracy"], False, None, None, "also judge each model's fp16 storage, emulated on the CPU, "
+                     "against fp32 by its fp16 rules over its accuracy data (one line per model; the exit status is 1 "
+                     "when one fails)", "_StoreTrueAction"),
+        "model_spec": (["--model-spec"], [], None, "PATH", "a Python file defining SPECS (your own models, as "
+                       "pytest's --model-spec); repeatable", "_AppendAction")}
+
+
+def test_the_commands_whole_output_for_a_model_that_fails_emulated_half(tmp_path, capsys):
+    import re
+
+    from tritonsuite.judge.diagnose import emulated_accuracy
+
+    spec = default_registry().get("identity", "tiny")
+    out = tmp_path / "new" / "diagnosis.jsonl"
+    assert main(["fp16-diagnose", "--models", "identity:tiny,,identity:tiny", "--comparisons", "cpu-fp16-emulated",
+                 "--threshold", "0.5", "--batch-size", "3", "--accuracy", "--out", str(out)]) == 1
+    line = diagnose(spec, "cpu-fp16-emulated", batch_size=3, threshold=0.5).line()
+    judged = emulated_accuracy(spec, batch_size=3)
+    accuracy = re.escape(f"identity:tiny cpu-fp16-emulated accuracy against fp32: FAIL (64 samples, "
+                         f"{judged.description}; ") + r"\d+\.\d s\): " + re.escape("; ".join(judged.failures))
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == line and printed[2] == line and re.fullmatch(accuracy, printed[1]) and \
+        re.fullmatch(accuracy, printed[3])
+    assert printed[4:] == [f"wrote {out}", "emulated fp16 accuracy: 0 of 2 passed; failed: identity:tiny, identity:tiny"]
+    rows = [json.loads(r) for r in out.read_text().splitlines()]
+    assert len(rows) == 2 and rows[0]["threshold"] == 0.5 and rows[0]["first_divergent"] is None
+    assert main(["fp16-diagnose", "--models", "identity:tiny", "--out", str(out)]) == 0  # appended, no --accuracy
+    assert len(out.read_text().splitlines()) == 3
+    assert capsys.readouterr().out.splitlines()[-1] == f"wrote {out}"
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--models", "nope:tiny"], "unknown model 'nope'; valid choices: "),
+    (["--models", "identity"], "model 'identity' has no size 'cpu'; valid choices: tiny"),
+    (["--comparisons", "cpu-fp16-emulated,bad,worse"], "--comparisons bad,worse: valid choices: cpu-fp16-emulated, "
+                                                         "cuda-fp32-no-tf32, cuda-fp16, cuda-fp16-no-cudnn"),
+    (["--model-spec", "/nonexistent/spec.py"], "--model-spec /nonexistent/spec.py: no such file")])
+def test_the_command_refuses_what_it_cannot_run_in_one_line(tmp_path, capsys, arguments, message):
+    with pytest.raises(SystemExit) as raised:
+        main(["fp16-diagnose", *arguments, "--out", str(tmp_path / "d.jsonl")])
+    assert raised.value.code == 2
+    assert f"tritonsuite fp16-diagnose: error: {message}" in capsys.readouterr().err
+    assert not (tmp_path / "d.jsonl").exists()
