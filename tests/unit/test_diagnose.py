@@ -288,3 +288,62 @@ def test_the_command_refuses_what_it_cannot_run_in_one_line(tmp_path, capsys, ar
     assert raised.value.code == 2
     assert f"tritonsuite fp16-diagnose: error: {message}" in capsys.readouterr().err
     assert not (tmp_path / "d.jsonl").exists()
+
+
+def _recording_spec(seen):
+    import torch
+
+    class Recording(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.linear = torch.nn.Linear(16, 4)
+
+        def forward(self, x):
+            seen.append((torch.backends.cudnn.enabled, torch.backends.cuda.matmul.allow_tf32,
+                         torch.backends.cudnn.allow_tf32, x.shape[0]))
+            y = self.linear(x)
+            return y, (y * 3000).round().long(), torch.zeros(2, dtype=torch.long)
+
+    identity = default_registry().get("identity", "tiny")
+    return dataclasses.replace(identity, name="recording", build=lambda checkpoint=None: Recording().eval(),
+                               outputs=(TensorSpec("OUTPUT__0", "float32", (4,)), TensorSpec("LABEL", "int64", (4,)),
+                                        TensorSpec("FIXED", "int64", (2,))))
+
+
+def test_the_candidate_runs_without_tf32_and_the_settings_are_restored_after():
+    import torch
+
+    seen = []
+    spec = _recording_spec(seen)
+    before = (torch.backends.cudnn.enabled, torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    try:
+        torch.backends.cudnn.enabled, torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = (
+            False, True, True)
+        found = diagnose(spec, "cpu-fp16-emulated", batch_size=3)
+        after = (torch.backends.cudnn.enabled, torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    finally:
+        torch.backends.cudnn.enabled, torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+    assert seen == [(False, True, True, 3), (True, False, False, 3)]  # the reference as it was; the candidate: no tf32
+    assert after == (False, True, True)
+    assert list(found.outputs_relative_l2) == ["OUTPUT__0"]  # integer outputs are counted, not measured
+    assert len(found.notes) == 2 and found.notes[1] == "FIXED: 1.0000 of integer elements equal"
+    share = float(found.notes[0].removeprefix("LABEL: ").removesuffix(" of integer elements equal"))
+    assert found.notes[0].startswith("LABEL: ") and 0 < share < 1  # rounded in half, some labels move
+    assert found.modules == 1 and found.worst.name == "linear" and found.worst.kind == "Linear"
+
+
+def test_the_diagnosis_uses_the_module_given_the_batch_asked_and_leaves_the_module_alone():
+    import torch
+
+    seen = []
+    spec = _recording_spec(seen)
+    module = spec.build(None).double()
+    weight = module.linear.weight.detach().clone()
+    found = diagnose(spec, "cpu-fp16-emulated", batch_size=5, module=module)
+    assert torch.equal(module.linear.weight, weight) and module.linear.weight.dtype == torch.float64
+    assert found.modules == 1 and found.first_divergent is None and found.threshold == 0.01
+    assert [batch for *_, batch in seen] == [5, 5]
+    small = diagnose(spec, "cpu-fp16-emulated", batch_size=5, module=module, threshold=1e-9)
+    assert small.first_divergent is not None and small.first_divergent.name == "linear"
+    assert 0 < small.first_divergent.relative_l2 < 0.01 and small.first_divergent.max_abs > 0
