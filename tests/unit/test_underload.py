@@ -35,7 +35,7 @@ def test_probe_set_cuts_the_accuracy_set_into_requests_of_the_batch_size():
     assert [list(s) for s in probes.samples] == [[0, 1], [2, 3], [4, 0]]  # the last one filled from the start
     assert [list(r["INPUT__0"][:, 0]) for r in probes.requests] == [[0, 1], [2, 3], [4, 0]]
     assert probes.total == 5
-    with pytest.raises(ValueError, match="no samples"):
+    with pytest.raises(ValueError, match=r"^the accuracy set holds no samples$"):
         probe_set({"INPUT__0": np.zeros((0, 1))}, 1)
 
 
@@ -111,8 +111,9 @@ def test_no_probe_answered_is_a_failure_that_says_what_to_change():
     data, spec = _data(), _spec()
     probes = probe_set(data.inputs, 1)
     result = judge(spec, "fp32", data, probes, _alone(probes), [])
-    assert not result.passed and "no probe was answered under load" in result.failures[0]
-    assert "--load-probe-share" in result.failures[0]
+    assert not result.passed and result.failures == [
+        "no probe was answered under load: raise the share (--load-probe-share) or the measurement windows"]
+    assert result.metrics == [] and result.samples_probed == 0
 
 
 def test_the_whole_result_of_a_passing_point():
@@ -223,3 +224,99 @@ def test_a_probe_set_of_a_batch_below_one_is_refused():
     assert [list(s) for s in probes.samples] == [[0], [1], [2]]
     assert probes.requests[1]["INPUT__0"].flags["C_CONTIGUOUS"]
     assert [list(s) for s in probe_set({"INPUT__0": np.arange(2)[:, None]}, 5).samples] == [[0, 1, 0, 1, 0]]
+
+
+def _two_metric_data(n: int = 10, seen=None) -> AccuracyData:
+    inputs = {"INPUT__0": np.random.default_rng(1).standard_normal((n, WIDTH)).astype(np.float32)}
+
+    def score(served, reference, precision):
+        if seen is not None:
+            seen.append(precision)
+        agree = served["OUTPUT__0"].argmax(1) == reference["OUTPUT__0"].argmax(1)
+        return [Metric("argmax_agreement", float(agree.mean()), 0.99),
+                Metric("mean_output", float(served["OUTPUT__0"].mean()), -100.0)]
+
+    return AccuracyData(inputs=inputs, score=score)
+
+
+def test_every_failure_and_every_metric_is_named_in_the_verdict():
+    data, spec = _two_metric_data(), _spec(atol=10.0)
+    probes = probe_set(data.inputs, 1)
+    alone = _alone(probes)
+    passed = judge(spec, "fp32", data, probes, alone, [(0, alone[0])])
+    mean = float(np.mean([a["OUTPUT__0"] for a in alone]))
+    assert passed.describe() == ("passed: 1 probe responses at concurrency 1 (share 0.1, seed 0) over 1 of 10 samples "
+                                 f"equal the samples sent one at a time; argmax_agreement 1, mean_output {mean:.4g}")
+    flipped = {"OUTPUT__0": alone[4]["OUTPUT__0"].copy()}
+    flipped["OUTPUT__0"][0, int(np.argmin(flipped["OUTPUT__0"][0]))] += 9.0
+    far = {"OUTPUT__0": alone[5]["OUTPUT__0"] + 20.0}
+    failed = judge(spec, "fp32", data, probes, alone, [(4, flipped), (5, far)])
+    assert len(failed.failures) == 3 and failed.failures[1].startswith("task metric differs: argmax_agreement: ")
+    assert failed.failures[2].startswith("task metric differs: mean_output: ")
+    assert failed.describe() == ("FAILED: 2 probe responses at concurrency 1 (share 0.1, seed 0) over 2 of 10 samples: "
+                                 + "; ".join(failed.failures))
+
+
+def test_a_response_wrong_in_two_outputs_names_both():
+    outputs = (TensorSpec("OUTPUT__0", "float32", (WIDTH,)), TensorSpec("OUTPUT__1", "float32", (WIDTH,)))
+    spec = _spec(outputs=outputs)
+    data = AccuracyData(inputs={"INPUT__0": np.ones((2, WIDTH), np.float32)}, score=lambda s, r, p: [])
+    probes = probe_set(data.inputs, 1)
+    alone = [{"OUTPUT__0": r["INPUT__0"], "OUTPUT__1": r["INPUT__0"]} for r in probes.requests]
+    wrong = {"OUTPUT__0": alone[1]["OUTPUT__0"] + 1, "OUTPUT__1": alone[1]["OUTPUT__1"] + 2}
+    (line,) = judge(spec, "fp32", data, probes, alone, [(1, wrong)]).mismatches
+    assert line.startswith("sample 1: OUTPUT__0: max abs error 1, ")
+    assert "index (0,); OUTPUT__1: max abs error 2, " in line
+
+
+def test_the_task_metric_is_scored_by_the_rules_of_the_precision():
+    seen = []
+    data = _two_metric_data(seen=seen)
+    spec = dataclasses_replace_tolerances(_spec(), "fp16")
+    probes = probe_set(data.inputs, 1)
+    alone = _alone(probes)
+    judge(spec, "mixed", data, probes, alone, [(0, alone[0])])
+    assert seen == ["fp16", "fp16"]  # mixed precision: fp16's rules, for both sides
+    seen.clear()
+    judge(spec, "fp16", data, probes, alone, [(0, alone[0])])
+    assert seen == ["fp16", "fp16"]
+
+
+def dataclasses_replace_tolerances(spec, precision):
+    import dataclasses
+
+    return dataclasses.replace(spec, tolerances={precision: spec.tolerances["fp32"], "mixed": spec.tolerances["fp32"]})
+
+
+def test_a_metric_the_responses_under_load_do_not_give_is_a_difference():
+    inputs = {"INPUT__0": np.random.default_rng(1).standard_normal((4, WIDTH)).astype(np.float32)}
+
+    def score(served, reference, precision):  # only computable where every output is finite
+        return [Metric("finite_mean", float(served["OUTPUT__0"].mean()), -100.0)] if \
+            np.isfinite(served["OUTPUT__0"]).all() else []
+
+    data = AccuracyData(inputs=inputs, score=score)
+    spec = _spec()
+    probes = probe_set(data.inputs, 1)
+    alone = _alone(probes)
+    wrong = {"OUTPUT__0": alone[2]["OUTPUT__0"].copy()}
+    wrong["OUTPUT__0"][0, 0] = np.inf
+    result = judge(spec, "fp32", data, probes, alone, [(2, wrong)])
+    (metric,) = result.metrics
+    assert metric.name == "finite_mean" and np.isnan(metric.under_load) and not metric.passed
+    assert result.failures[-1].startswith("task metric differs: finite_mean: nan under load, ")
+
+
+def test_a_set_of_one_request_is_scored_whole_and_the_time_taken_is_kept_in_milliseconds():
+    import time
+
+    def score(served, reference, precision):
+        time.sleep(0.012)
+        return [Metric("agree", float((served["OUTPUT__0"] == reference["OUTPUT__0"]).mean()), 1.0)]
+
+    data = AccuracyData(inputs={"INPUT__0": np.arange(2 * WIDTH, dtype=np.float32).reshape(2, WIDTH)}, score=score)
+    probes = probe_set(data.inputs, 2)
+    alone = _alone(probes)
+    result = judge(_spec(), "fp32", data, probes, alone, [(0, alone[0])], batch_size=2)
+    assert result.passed and [(m.name, m.alone, m.under_load) for m in result.metrics] == [("agree", 1.0, 1.0)]
+    assert 0.024 <= result.seconds < 3 and result.seconds == round(result.seconds, 3)
