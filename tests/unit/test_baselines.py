@@ -270,3 +270,31 @@ def test_provenance_names_the_run_host_versions_and_checkpoint():
     assert len(found["written"]) >= 19 and found["written"][4] == "-" and "T" in found["written"]
     bare = provenance(_row(auc=0.9), "")
     assert (bare["checkpoint"], bare["weights"], bare["samples"]) == ("-", "-", None)
+
+
+def test_a_row_without_the_hash_its_baseline_recorded_is_refused_and_a_missing_metric_skipped(tmp_path):
+    from pathlib import Path
+
+    from tritonsuite.judge.baselines import refusal
+
+    entry = {"weights_sha256": "a" * 64}
+    assert refusal(_row(auc=0.9), entry, Path("m.json")).startswith(
+        "m_cpu_onnx_fp32_offline: not judged against its baseline: measured with weights sha256 aaaaaaaaaaaa, this "
+        "run's weights sha256 unrecorded (m.json)")
+    store = BaselineStore(tmp_path, "cpu")
+    store.update(_row(auc=0.9, f1_vs_ground_truth=80.0, q_risk_P50=0.1), {"run_id": "r1"})
+    # stored in the order auc, f1, q_risk: a row without auc is still judged on the others
+    assert [v.metric for v in store.compare(_row(q_risk_P50=0.2, f1_vs_ground_truth=80.0)).verdicts] == [
+        "f1_vs_ground_truth", "q_risk_P50"]
+
+
+def test_rewriting_keeps_an_edited_direction(tmp_path):
+    store = BaselineStore(tmp_path, "cpu")
+    store.update(_row(auc=0.9), {"run_id": "r1"})
+    data = json.loads(store.path("m").read_text())
+    data["deployments"]["m_cpu_onnx_fp32_offline"]["metrics"]["auc"]["better"] = "lower"  # the team knows better
+    store.path("m").write_text(json.dumps(data))
+    store.update(_row(auc=0.8), {"run_id": "r2"})
+    kept = json.loads(store.path("m").read_text())["deployments"]["m_cpu_onnx_fp32_offline"]["metrics"]["auc"]
+    assert kept == {"value": 0.8, "better": "lower", "allowance": {"absolute": 0.001}}
+    assert [v.kind for v in store.compare(_row(auc=0.7)).verdicts] == ["improvement"]
