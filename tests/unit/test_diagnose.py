@@ -347,3 +347,21 @@ def test_the_diagnosis_uses_the_module_given_the_batch_asked_and_leaves_the_modu
     small = diagnose(spec, "cpu-fp16-emulated", batch_size=5, module=module, threshold=1e-9)
     assert small.first_divergent is not None and small.first_divergent.name == "linear"
     assert 0 < small.first_divergent.relative_l2 < 0.01 and small.first_divergent.max_abs > 0
+
+
+def test_a_real_half_candidate_and_a_cudnn_less_one_on_the_cpu(monkeypatch):
+    """The GPU comparisons' path (the candidate moved, cast to half, its inputs cast) run on the CPU's own kernels."""
+    from tritonsuite.judge import diagnose as module
+
+    monkeypatch.setitem(module.COMPARISONS, "cpu-fp16", ("cpu", "fp16", True))
+    monkeypatch.setitem(module.COMPARISONS, "cpu-fp32-no-cudnn", ("cpu", "fp32", False))
+    seen = []
+    spec = _recording_spec(seen)
+    half = diagnose(spec, "cpu-fp16", batch_size=3)
+    assert half.notes[-1] == "FIXED: 1.0000 of integer elements equal" and len(half.notes) == 2
+    assert 0 < half.outputs_relative_l2["OUTPUT__0"] < 0.01 and half.worst.name == "linear"
+    fp32 = diagnose(spec, "cpu-fp32-no-cudnn", batch_size=3)
+    assert fp32.outputs_relative_l2 == {"OUTPUT__0": 0.0} and fp32.worst.relative_l2 == 0.0
+    assert fp32.notes == ["cuDNN disabled (torch.backends.cudnn.enabled=False)", "LABEL: 1.0000 of integer elements "
+                          "equal", "FIXED: 1.0000 of integer elements equal"]
+    assert [s[0] for s in seen] == [seen[0][0], True, seen[0][0], False]  # cuDNN off for that candidate only
