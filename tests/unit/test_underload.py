@@ -320,3 +320,19 @@ def test_a_set_of_one_request_is_scored_whole_and_the_time_taken_is_kept_in_mill
     result = judge(_spec(), "fp32", data, probes, alone, [(0, alone[0])], batch_size=2)
     assert result.passed and [(m.name, m.alone, m.under_load) for m in result.metrics] == [("agree", 1.0, 1.0)]
     assert 0.024 <= result.seconds < 3 and result.seconds == round(result.seconds, 3)
+
+
+def test_the_reference_sends_each_probe_request_once_in_order():
+    from tritonsuite.judge.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, MAX_LISTED, run_alone
+
+    assert (DEFAULT_PROBE_SHARE, DEFAULT_PROBE_SEED, MAX_LISTED) == (0.1, 0, 3)
+    probes = probe_set({"INPUT__0": np.arange(5)[:, None]}, 2)
+    sent = []
+
+    def infer(request):
+        sent.append(request["INPUT__0"][:, 0].tolist())
+        return {"OUTPUT__0": request["INPUT__0"] * 2}
+
+    answers = run_alone(infer, probes)
+    assert sent == [[0, 1], [2, 3], [4, 0]]
+    assert [a["OUTPUT__0"][:, 0].tolist() for a in answers] == [[0, 2], [4, 6], [8, 0]]
