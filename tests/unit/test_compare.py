@@ -400,3 +400,17 @@ def test_the_commands_options_their_defaults_and_help():
                       "exit 1 when a point regressed significantly by more than PCT percent"),
         "min_effect": (["--min-effect"], 10.0, float, "PCT", "smallest change that counts (default 10)"),
         "out": (["--out"], None, None, None, "also write the markdown page here")}
+
+
+def test_the_command_judges_with_the_minimum_effect_given_and_names_what_the_manifests_say(tmp_path, capsys):
+    reports = tmp_path / "reports"
+    _store(reports, [perf_row(1000, latencies(1.0), run_id="a")])
+    _store(reports, [perf_row(950, latencies(1.25, seed=1), run_id="b")])
+    for run_id, torch in (("a", "1"), ("b", "2")):
+        (reports / "raw" / f"manifest-{run_id}.json").write_text(json.dumps({"versions": {"torch": torch}}))
+    assert main(["compare", "a", "b", "--reports-dir", str(reports), "--perf-gate", "2"]) == 0  # 5% < 10% effect
+    page = capsys.readouterr().out
+    assert "- versions.torch: 1 -> 2\n" in page and "1 no significant change" in page
+    assert main(["compare", "a", "b", "--reports-dir", str(reports), "--perf-gate", "2", "--min-effect", "1"]) == 1
+    assert "perf gate: identity_tiny_onnx_fp32_offline batch 1, concurrency 1: regression: throughput 1000.0 -> " \
+           "950.0 inf/s (-5.0%, minimum effect 1.0%, " in capsys.readouterr().err
