@@ -338,3 +338,15 @@ def test_which_side_of_one_is_worse_depends_on_the_metric():
     lt = [_row("d", "together", r, [v / 1.5 for v in alone], rate=5.0) for r in (1, 2)]
     assert interference("d", la, lt).verdict == "improvement"  # latency 1/1.5 together
     assert interference("d", lt, la).verdict == "interference"
+
+
+def test_the_levels_asked_for_are_the_ones_used_and_recorded():
+    wide = interference("d", *_doubled())
+    narrow = interference("d", *_doubled(), confidence=0.5, alpha=0.02, min_effect=99.99)
+    assert (narrow.confidence, narrow.alpha, narrow.min_effect) == (0.5, 0.02, 99.99)
+    assert wide.low < narrow.low <= narrow.ratio <= narrow.high < wide.high
+    alone, together = _doubled()
+    unstable = [Row(**{**t.__dict__, "status": "UNSTABLE"}) for t in together]
+    loose = interference("d", alone, unstable, confidence=0.5, alpha=0.02, min_effect=99.99)
+    assert loose.indicative and (loose.confidence, loose.alpha, loose.min_effect) == (0.5, 0.02, 99.99)
+    assert (loose.low, loose.high) == (narrow.low, narrow.high) and loose.deployment == "d"
