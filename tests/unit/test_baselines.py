@@ -298,3 +298,35 @@ def test_rewriting_keeps_an_edited_direction(tmp_path):
     kept = json.loads(store.path("m").read_text())["deployments"]["m_cpu_onnx_fp32_offline"]["metrics"]["auc"]
     assert kept == {"value": 0.8, "better": "lower", "allowance": {"absolute": 0.001}}
     assert [v.kind for v in store.compare(_row(auc=0.7)).verdicts] == ["improvement"]
+
+
+def test_a_refusal_names_the_baseline_file_and_an_entry_without_metrics_judges_nothing(tmp_path):
+    store = BaselineStore(tmp_path, "cpu")
+    base = _row(auc=0.9)
+    base.extra["weights_sha256"] = "a" * 64
+    store.update(base, {"run_id": "r1"})
+    other = _row(auc=0.9)
+    other.extra["weights_sha256"] = "b" * 64
+    refused = store.compare(other)
+    assert f"bbbbbbbbbbbb ({store.path('m')}); rewrite it" in refused.refused
+    assert refused.to_dict()["file"] == str(store.path("m"))
+    store.path("m").write_text(json.dumps({"deployments": {"m_cpu_onnx_fp32_offline": {"provenance": {}}}}))
+    empty = store.compare(_row(auc=0.9))
+    assert empty.verdicts == [] and not empty.missing and not empty.refused and empty.to_dict()["compared"] == 0
+
+
+def test_provenance_lists_the_versions_of_what_produced_the_metrics_and_the_time_it_was_written():
+    import importlib.metadata
+    import re
+
+    from tritonsuite.judge.baselines import provenance
+
+    expected = {}
+    for dist in ("tritonsuite", "torch", "onnxruntime", "onnx", "tritonclient", "transformers"):
+        try:
+            expected[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    found = provenance(_row(auc=0.9), "2.51.0")
+    assert found["versions"] == expected and len(expected) >= 3
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}", found["written"])

@@ -92,3 +92,11 @@ def test_evaluate_holds_the_tolerance_on_its_boundary(offset, passed):
     result = evaluate(_spec(), "dep", "fp32", data, lambda b: {"OUTPUT__0": b["INPUT__0"] + offset},
                       lambda b: {"OUTPUT__0": b["INPUT__0"]}, 1)
     assert result.passed is passed
+
+
+def test_evaluate_compares_by_the_tolerances_of_the_precision():
+    data = AccuracyData(inputs={"INPUT__0": np.ones((2, 2), np.float32)}, score=lambda s, r, p: [])
+    served, reference = (lambda b: {"OUTPUT__0": b["INPUT__0"] + 1.0}), (lambda b: {"OUTPUT__0": b["INPUT__0"]})
+    fp16 = evaluate(_spec(), "dep", "fp16", data, served, reference, 2)
+    assert fp16.passed and fp16.comparisons[0].atol == 2.0  # fp16's atol 2, not fp32's 0.5
+    assert not evaluate(_spec(), "dep", "fp32", data, served, reference, 2).passed

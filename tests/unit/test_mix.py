@@ -350,3 +350,14 @@ def test_the_levels_asked_for_are_the_ones_used_and_recorded():
     loose = interference("d", alone, unstable, confidence=0.5, alpha=0.02, min_effect=99.99)
     assert loose.indicative and (loose.confidence, loose.alpha, loose.min_effect) == (0.5, 0.02, 99.99)
     assert (loose.low, loose.high) == (narrow.low, narrow.high) and loose.deployment == "d"
+
+
+def test_the_indicative_line_whole_and_a_failed_row_with_figures_is_no_evidence():
+    alone, together = _split(_rounds("bert", 100.0, 50.0))
+    unstable = [Row(**{**t.__dict__, "status": "UNSTABLE"}) for t in together]
+    found = interference("bert", alone, unstable)
+    assert found.describe().endswith(
+        " alone windows from 3 rounds; indicative: from measurements that are not valid): undecided")
+    failed = [Row(**{**t.__dict__, "status": "FAILED"}) for t in together]  # failed after measuring: no evidence
+    assert all(r.result for r in failed)
+    assert not interference("bert", alone, failed).indicative

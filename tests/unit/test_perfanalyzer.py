@@ -380,3 +380,11 @@ def test_crosscheck_keeps_the_latest_row_of_closed_loop_performance_points_in_or
     assert CrossPoint("online", "m", 1, 1, some, nothing).ratio("missing") is None
     assert CrossPoint("online", "m", 1, 1, some, some).figure(some, "Inferences/Second") == 2.0
     assert CrossPoint("online", "m", 1, 1, nothing, some).ratio("p50 latency") is None
+
+
+def test_a_ratio_over_a_figure_below_one():
+    from tritonsuite.judge.crosscheck import CrossPoint
+
+    ours = Row(scenario="online", model="m", deployment="m", result={"Inferences/Second": 0.5})
+    theirs = Row(scenario="online", model="m", deployment="m", result={"Inferences/Second": 2.0})
+    assert CrossPoint("online", "m", 1, 1, ours, theirs).ratio("Inferences/Second") == 4.0

@@ -336,3 +336,36 @@ def test_the_reference_sends_each_probe_request_once_in_order():
     answers = run_alone(infer, probes)
     assert sent == [[0, 1], [2, 3], [4, 0]]
     assert [a["OUTPUT__0"][:, 0].tolist() for a in answers] == [[0, 2], [4, 6], [8, 0]]
+
+
+def test_the_result_keeps_its_keys_in_order_with_the_metrics_after_the_time():
+    data, spec = _data(4), _spec()
+    probes = probe_set(data.inputs, 1)
+    alone = _alone(probes)
+    assert list(judge(spec, "fp32", data, probes, alone, [(0, alone[0])]).to_dict()) == [
+        "deployment", "batch_size", "concurrency", "share", "seed", "samples", "probe_requests", "answered",
+        "samples_probed", "mismatched_responses", "mismatches", "failures", "seconds", "metrics", "passed", "verdict"]
+
+
+def test_without_a_share_the_sample_named_is_the_one_with_the_largest_error_not_the_most_errors():
+    data, spec = _data(), _spec()
+    probes = probe_set(data.inputs, 2)
+    alone = _alone(probes)
+    wrong = {"OUTPUT__0": alone[1]["OUTPUT__0"].copy()}
+    wrong["OUTPUT__0"][0, 0] += 5.0  # sample 2: one element far off
+    wrong["OUTPUT__0"][1, :] += 0.5  # sample 3: every element a little off
+    result = judge(spec, "fp32", data, probes, alone, [(1, wrong)], batch_size=2)
+    assert result.mismatches[0].startswith("sample 2 (request of samples 2-3): OUTPUT__0: max abs error 5, ")
+
+
+def test_responses_are_compared_by_the_tolerances_of_the_precision():
+    import dataclasses
+
+    data = AccuracyData(inputs={"INPUT__0": np.ones((2, WIDTH), np.float32)}, score=lambda s, r, p: [])
+    spec = dataclasses.replace(_spec(), tolerances={"fp32": {"OUTPUT__0": (1e-5, 0.0)},
+                                                    "fp16": {"OUTPUT__0": (2.0, 0.0)}})
+    probes = probe_set(data.inputs, 1)
+    alone = _alone(probes)
+    off = {"OUTPUT__0": alone[1]["OUTPUT__0"] + 1.0}
+    assert judge(spec, "fp16", data, probes, alone, [(1, off)]).passed
+    assert not judge(spec, "fp32", data, probes, alone, [(1, off)]).passed
