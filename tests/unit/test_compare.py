@@ -414,3 +414,32 @@ def test_the_command_judges_with_the_minimum_effect_given_and_names_what_the_man
     assert main(["compare", "a", "b", "--reports-dir", str(reports), "--perf-gate", "2", "--min-effect", "1"]) == 1
     assert "perf gate: identity_tiny_onnx_fp32_offline batch 1, concurrency 1: regression: throughput 1000.0 -> " \
            "950.0 inf/s (-5.0%, minimum effect 1.0%, " in capsys.readouterr().err
+
+
+def test_points_below_one_inference_a_second_are_compared_and_their_spread_taken():
+    from tritonsuite.judge.compare import _own_spread
+
+    slow = perf_row(0.5, latencies(1.0), windows=(0.5, 1.0, 1.5))  # windows 0.25, 0.5, 0.75: mean 0.5
+    assert _own_spread(slow) == pytest.approx(50.0)
+    result = compare_points(slow, perf_row(0.5, latencies(1.0, seed=1)))
+    assert result.verdict == "no significant change" and result.min_effect_percent == pytest.approx(50.0)
+
+
+def test_a_point_not_comparable_keeps_both_rows():
+    then, now = perf_row(1000, latencies(1.0)), perf_row(900, latencies(1.0), status="UNSTABLE")
+    result = compare_points(then, now)
+    assert result.then is then and result.now is now
+    bare = perf_row(1000, latencies(1.0))
+    bare.measurement = {}
+    result = compare_points(then, bare)
+    assert result.then is then and result.now is bare and result.verdict == "not comparable"
+
+
+def test_the_page_counts_each_verdict():
+    from tritonsuite.judge.compare import Comparison
+
+    then = perf_row(1024, latencies(1.0))
+    regression = compare_points(then, perf_row(768, latencies(1.25, seed=1)))
+    other = compare_points(perf_row(1024, latencies(1.0), batch=2), perf_row(768, latencies(1.25, seed=1), batch=2))
+    page = render_comparison(Comparison("a", "b", [regression, other]))
+    assert "\n2 joined points: 2 regression; informational (no --perf-gate). " in page
