@@ -443,3 +443,17 @@ def test_the_page_counts_each_verdict():
     other = compare_points(perf_row(1024, latencies(1.0), batch=2), perf_row(768, latencies(1.25, seed=1), batch=2))
     page = render_comparison(Comparison("a", "b", [regression, other]))
     assert "\n2 joined points: 2 regression; informational (no --perf-gate). " in page
+
+
+def test_points_of_one_run_only_are_listed_in_the_order_of_their_text_and_every_host_named():
+    then = [perf_row(1000, latencies(1.0), batch=8), perf_row(1000, latencies(1.0), batch=16),
+            perf_row(1000, latencies(1.0), batch=2, host="other host")]
+    now = [perf_row(1000, latencies(1.0), batch=4, host="third host")]
+    comparison = compare_runs(then, now, then_label="A", now_label="B")
+    assert [k[2] for k in comparison.only_then] == [16, 2, 8]  # as text: "16" sorts before "2" and "8"
+    assert comparison.differences[0] == (f"host: A ran on {HOST}, other host; B on third host (points of another host "
+                                         "are not joined)")
+    rate = perf_row(1000, latencies(1.0), concurrency=None)
+    rate.request_rate = 5.0
+    mixed = compare_runs([], [rate, perf_row(1000, latencies(1.0), batch=32)])
+    assert [k[2] for k in mixed.only_now] == [1, 32]  # a rate and a concurrency sort together as text

@@ -388,3 +388,16 @@ def test_a_ratio_over_a_figure_below_one():
     ours = Row(scenario="online", model="m", deployment="m", result={"Inferences/Second": 0.5})
     theirs = Row(scenario="online", model="m", deployment="m", result={"Inferences/Second": 2.0})
     assert CrossPoint("online", "m", 1, 1, ours, theirs).ratio("Inferences/Second") == 4.0
+
+
+def test_crosscheck_joins_one_host_only_and_sorts_an_unset_concurrency_first():
+    suite, theirs = _row("suite", 1.0, 1.0, 1.0), _row("perf_analyzer", 1.0, 1.0, 1.0)
+    theirs.parameters = {"Host": "b"}
+    assert cross_points([suite, theirs]) == []
+    one = [_row(g, 1.0, 1.0, 1.0) for g in ("suite", "perf_analyzer")]
+    unset = [_row(g, 1.0, 1.0, 1.0) for g in ("suite", "perf_analyzer")]
+    for r in one:
+        r.concurrency = 1
+    for r in unset:
+        r.concurrency = None
+    assert [p.concurrency for p in cross_points([*one, *unset])] == [None, 1]
