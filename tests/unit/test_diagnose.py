@@ -270,7 +270,7 @@ def test_the_commands_whole_output_for_a_model_that_fails_emulated_half(tmp_path
     from tritonsuite.judge.diagnose import emulated_accuracy
 
     spec = default_registry().get("identity", "tiny")
-    out = tmp_path / "new" / "diagnosis.jsonl"
+    out = tmp_path / "new" / "dir" / "diagnosis.jsonl"
     assert main(["fp16-diagnose", "--models", "identity:tiny,,identity:tiny", "--comparisons", "cpu-fp16-emulated",
                  "--threshold", "0.5", "--batch-size", "3", "--accuracy", "--out", str(out)]) == 1
     line = diagnose(spec, "cpu-fp16-emulated", batch_size=3, threshold=0.5).line()
@@ -377,3 +377,13 @@ def test_a_real_half_candidate_and_a_cudnn_less_one_on_the_cpu(monkeypatch):
     assert fp32.notes == ["cuDNN disabled (torch.backends.cudnn.enabled=False)", "LABEL: 1.0000 of integer elements "
                           "equal", "FIXED: 1.0000 of integer elements equal"]
     assert [s[0] for s in seen] == [seen[0][0], True, seen[0][0], False]  # cuDNN off for that candidate only
+
+
+def test_a_module_the_candidate_never_called_is_skipped_not_the_end_of_the_comparison():
+    from tritonsuite.judge.diagnose import compare_modules
+
+    one = np.array([1.0, 0.0])
+    reference = [("a", "A", one), ("gone", "G", one), ("b", "B", one)]
+    candidate = [("a", "A", one), ("b", "B", np.array([1.0, 0.5]))]
+    compared, first, worst = compare_modules(reference, candidate, 0.01)
+    assert compared == 2 and first.name == "b" and worst.name == "b"
