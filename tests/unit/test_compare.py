@@ -457,3 +457,8 @@ def test_points_of_one_run_only_are_listed_in_the_order_of_their_text_and_every_
     rate.request_rate = 5.0
     mixed = compare_runs([], [rate, perf_row(1000, latencies(1.0), batch=32)])
     assert [k[2] for k in mixed.only_now] == [1, 32]  # a rate and a concurrency sort together as text
+
+
+def test_points_of_the_later_run_only_are_listed_in_the_order_of_their_text():
+    now = [perf_row(1000, latencies(1.0), batch=8), perf_row(1000, latencies(1.0), batch=16)]
+    assert [k[2] for k in compare_runs([], now).only_now] == [16, 8]
