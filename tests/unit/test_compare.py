@@ -194,3 +194,271 @@ def test_request_rate_points_join_by_rate_and_search_points_do_not_join():
     assert {p.key[3]: p.verdict for p in comparison.points}["40 req/s"] == "regression"
     assert not comparison.only_then and not comparison.only_now  # search points are neither joined nor missing
     assert "identity_tiny_onnx_fp32_offline batch 1, 40 req/s: regression" in comparison.regressions()[0].describe()
+
+
+def test_the_whole_comparison_page():
+    from tritonsuite.judge.compare import Comparison, PointComparison
+
+    then, slower = perf_row(1024, latencies(1.0)), perf_row(768, latencies(1.25, seed=1), batch=8)
+    regression = compare_points(perf_row(1024, latencies(1.0), batch=8), slower)
+    unstable = compare_points(then, perf_row(900, latencies(1.0), status="UNSTABLE"))
+    rate = PointComparison(("offline", "d", 2, "5 req/s", "h"), then, then, "no significant change", 0.0, 0.75, 10.0)
+    comparison = Comparison("run A", "run B", [regression, unstable, rate],
+                            only_then=[("offline", "gone", 4, 2, "h")], only_now=[("offline", "new", 1, "5 req/s", "h")],
+                            differences=["server: x"])
+    p99_then, p99_now = float(np.percentile(latencies(1.0), 99)), float(np.percentile(latencies(1.25, seed=1), 99))
+    assert render_comparison(comparison, 12.5) == "\n".join([
+        "# Performance comparison: run B against run A", "",
+        "The runs differ:", "", "- server: x", "",
+        "3 joined points: 1 no significant change, 1 not comparable, 1 regression; gate: a significant regression of "
+        "more than 12.5% fails. A verdict needs the change to exceed the minimum effect (the larger of the set minimum "
+        "and both points' own window spread) and the request latencies to differ significantly (one-sided "
+        "Mann-Whitney U).", "",
+        "| deployment | batch | concurrency or rate | inf/s then | inf/s now | delta | p99 then (ms) | p99 now (ms) | "
+        "min effect | p | verdict |",
+        "|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|",
+        "| d | 2 | 5 req/s | 1024.0 | 1024.0 | +0.0% | "
+        f"{p99_then:.2f} | {p99_then:.2f} | 10.0% | 0.75 | no significant change |",
+        "| identity_tiny_onnx_fp32_offline | 1 | 1 | - | - | - | - | - | - | - | not comparable: now the point was "
+        "UNSTABLE |",
+        f"| identity_tiny_onnx_fp32_offline | 8 | 1 | 1024.0 | 768.0 | -25.0% | {p99_then:.2f} | {p99_now:.2f} | 10.0% "
+        f"| {regression.p_value:.2g} | regression |", "",
+        "Only in run A:", "", "- gone batch 4, concurrency 2 (h)", "",
+        "Only in run B:", "", "- new batch 1, concurrency 5 req/s (h)", ""])
+    empty = render_comparison(Comparison("a", "b"))
+    assert empty == ("# Performance comparison: b against a\n\n0 joined points: no joined points; informational (no "
+                     "--perf-gate). A verdict needs the change to exceed the minimum effect (the larger of the set "
+                     "minimum and both points' own window spread) and the request latencies to differ significantly "
+                     "(one-sided Mann-Whitney U).\n")
+    assert "gate: a significant regression of more than 0% fails" in render_comparison(Comparison("a", "b"), 0)
+
+
+def test_what_joins_a_point_host_server_and_load_generator():
+    from tritonsuite.judge.compare import comparable, host_of, point_key, server_of
+
+    row = perf_row(1000, latencies(1.0), batch=4, concurrency=3)
+    assert point_key(row) == ("offline", "identity_tiny_onnx_fp32_offline", 4, 3, HOST)
+    row.loadgen = "perf_analyzer"
+    assert point_key(row) == ("offline", "identity_tiny_onnx_fp32_offline [perf_analyzer]", 4, 3, HOST)
+    row.request_rate = 12.5
+    assert point_key(row)[3] == "12.5 req/s"
+    row.extra["host"] = "runner-a"
+    assert host_of(row) == f"runner-a ({HOST})"
+    row.extra["host"] = HOST
+    assert host_of(row) == HOST
+    bare = Row(scenario="online", model="m", deployment="m", measurement={"host": "from the measurement"})
+    assert host_of(bare) == "from the measurement" and server_of(bare) == "unknown server"
+    assert host_of(Row(scenario="online", model="m", deployment="m")) == "unknown host"
+    assert server_of(row) == "tritonserver 2.51.0 (embedded)"
+    assert comparable(row) and not comparable(Row(scenario="accuracy", model="m", deployment="m"))
+    row.measurement["search"] = {"kind": "concurrency"}
+    assert not comparable(row)
+    online = perf_row(1.0, latencies(1.0))
+    online.scenario = "online"
+    assert comparable(online)
+
+
+def test_mann_whitney_with_ties_and_one_sample():
+    # a = [1, 2], b = [2, 3]: ranks 1, 2.5 | 2.5, 4; U_b = 6.5 - 3 = 3.5; ties: one pair, (8 - 2) / (4 * 3) = 0.5
+    variance = 2 * 2 / 12.0 * (5 - 0.5)
+    expected = 0.5 * math.erfc(((3.5 - 2.0 - 0.5) / math.sqrt(variance)) / math.sqrt(2))
+    assert mann_whitney_greater([1, 2], [2, 3]) == pytest.approx(expected, rel=1e-12)
+    assert mann_whitney_greater([2, 1], [3, 2]) == pytest.approx(expected, rel=1e-12)  # order is no matter
+    # one each: U_b = 1, mean 0.5, variance 1/12 * 3 = 0.25; z = 0
+    assert mann_whitney_greater([1.0], [2.0]) == 0.5
+    assert mann_whitney_greater([1.0], []) == 1.0
+    # three tied in a row among five: ranks 1, 3, 3, 3, 5
+    a, b = [1.0, 2.0], [2.0, 2.0, 3.0]
+    tie = (27 - 3) / (5 * 4)
+    variance = 2 * 3 / 12.0 * (6 - tie)
+    u_b = (3 + 3 + 5) - 6
+    assert mann_whitney_greater(a, b) == pytest.approx(0.5 * math.erfc(((u_b - 3 - 0.5) / math.sqrt(variance))
+                                                                        / math.sqrt(2)), rel=1e-12)
+
+
+def test_the_own_spread_of_a_point_is_of_its_stable_windows():
+    from tritonsuite.judge.compare import _own_spread
+
+    row = perf_row(100.0, latencies(1.0), windows=(5.0, 3.0, 1.0, 1.5, 0.5))
+    assert _own_spread(row) == pytest.approx(50.0)  # the last 3: mean 1, max deviation 0.5
+    row.measurement["stable_windows"] = 5
+    assert _own_spread(row) == pytest.approx((5.0 - 2.2) / 2.2 * 100)
+    row.measurement["stable_windows"] = 4
+    assert _own_spread(row) == pytest.approx(100.0)  # mean 1.5, max deviation 1.5
+    row.measurement["stable_windows"] = None
+    assert _own_spread(row) == pytest.approx(50.0)  # 3 when unset
+    row.measurement["window_throughputs"] = [0.0, 0.0, 0.0]
+    assert _own_spread(row) == 0.0
+    row.measurement["throughput_spread_percent"] = 7.0
+    assert _own_spread(row) == 7.0
+    row.measurement["window_throughputs"] = [2.0, 4.0]
+    assert _own_spread(row) == pytest.approx(100 / 3)
+    del row.measurement["window_throughputs"]
+    assert _own_spread(row) == 7.0
+
+
+def test_throughput_and_p99_of_a_row_without_them():
+    from tritonsuite.judge.compare import _p99, _throughput
+
+    row = Row(scenario="offline", model="m", deployment="m", result={"Inferences/Second": None})
+    assert _throughput(row) == 0.0 and math.isnan(_p99(row))
+    assert _p99(Row(scenario="offline", model="m", deployment="m", result={"p99 latency": 0})) == 0.0
+
+
+def test_a_regression_gates_only_beyond_its_share_and_without_a_share_every_one_counts():
+    from tritonsuite.judge.compare import Comparison
+
+    then = perf_row(1024, latencies(1.0))
+    regression = compare_points(then, perf_row(768, latencies(1.25, seed=1)))
+    improvement = compare_points(then, perf_row(1280, latencies(0.8, seed=1)))
+    comparison = Comparison("a", "b", [regression, improvement])
+    assert comparison.regressions() == [regression] and comparison.regressions(25) == []
+    assert comparison.regressions(24.99) == [regression]
+    assert not regression.regressions_beyond(25.0) and regression.regressions_beyond(24.99)
+
+
+def test_the_command_checks_its_percentages_and_writes_nothing_but_the_page(tmp_path, capsys):
+    reports = tmp_path / "reports"
+    _store(reports, [perf_row(1000, latencies(1.0), run_id="a")])
+    _store(reports, [perf_row(1000, latencies(1.0, seed=9), run_id="b")])
+    for flag, value in (("--min-effect", "1000"), ("--perf-gate", "1000"), ("--min-effect", "-0.5")):
+        with pytest.raises(SystemExit):
+            main(["compare", "a", "b", "--reports-dir", str(reports), flag, value])
+        assert f"{flag} {float(value):g}: out of range; valid: 0 to 1000 (percent)" in capsys.readouterr().err
+    assert main(["compare", "a", "b", "--reports-dir", str(reports), "--perf-gate", "0", "--min-effect", "0"]) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith("# Performance comparison: run b against run a\n") and out.err == ""
+    assert "gate: a significant regression of more than 0% fails" in out.out
+    with pytest.raises(SystemExit):
+        main(["compare", "a", "nope", "--reports-dir", str(reports)])
+    assert "nope" in capsys.readouterr().err
+    assert main(["compare", "a", "b", "--reports-dir", str(reports), "--out", str(tmp_path / "p.md")]) == 0
+    assert (tmp_path / "p.md").read_text(encoding="utf-8") == capsys.readouterr().out
+
+
+def test_a_regression_below_one_percent_counts_without_a_gate():
+    from tritonsuite.judge.compare import Comparison
+
+    then, now = perf_row(1000, latencies(1.0)), perf_row(995, latencies(1.25, seed=1))
+    regression = compare_points(then, now, min_effect=0.25)
+    assert regression.verdict == "regression" and regression.throughput_delta_percent == pytest.approx(-0.5)
+    assert Comparison("a", "b", [regression]).regressions() == [regression]
+    assert Comparison("a", "b", [regression]).regressions(0.6) == []
+
+
+def test_mann_whitney_of_one_tied_pair_is_no_evidence():
+    assert mann_whitney_greater([1.0], [1.0]) == 1.0
+    assert mann_whitney_greater([1.0, 1.0], [1.0]) == 1.0
+
+
+def test_what_differs_between_runs_whole_and_nothing_against_an_empty_run():
+    then = [perf_row(1000, latencies(1.0))]
+    now = [perf_row(1000, latencies(1.0), host="Intel Xeon, 16 cores", server="tritonserver 2.52.0"),
+           perf_row(500, latencies(1.0), batch=8)]
+    manifest_a = {"server": "2.51", "host": {"cpu": "a"}, "versions": {"torch": "1"}}
+    manifest_b = {"server": "2.52", "host": {"cpu": "b"}, "versions": {"torch": "2"}}
+    comparison = compare_runs(then, now, then_label="A", now_label="B", then_manifest=manifest_a,
+                              now_manifest=manifest_b)
+    assert comparison.differences == [
+        f"host: A ran on {HOST}; B on {HOST}, Intel Xeon, 16 cores (points of another host are not joined)",
+        "server: A ran on tritonserver 2.51.0 (embedded); B on tritonserver 2.51.0 (embedded), tritonserver 2.52.0 "
+        "(points are compared, and this difference may explain them)",
+        "versions.torch: 1 -> 2"]  # the manifests' host and server lines are the ones above
+    assert [p.key[2] for p in comparison.points] == [] and comparison.only_now == sorted(
+        [p for p in (("offline", "identity_tiny_onnx_fp32_offline", 8, 1, HOST),
+                     ("offline", "identity_tiny_onnx_fp32_offline", 1, 1, "Intel Xeon, 16 cores"))], key=str)
+    assert comparison.only_then == [("offline", "identity_tiny_onnx_fp32_offline", 1, 1, HOST)]
+    assert compare_runs(then, []).differences == [] and compare_runs([], then).differences == []
+    assert compare_runs([], then).only_now == [("offline", "identity_tiny_onnx_fp32_offline", 1, 1, HOST)]
+    same = compare_runs(then, then)
+    assert (same.differences, same.then_label, same.now_label) == ([], "then", "now")
+    assert [p.verdict for p in same.points] == ["no significant change"]
+    accuracy = Row(scenario="accuracy", model="m", deployment="d")
+    assert compare_runs([accuracy], [accuracy]).points == []
+
+
+def test_the_judged_points_use_the_given_minimum_effect_and_alpha():
+    then, now = [perf_row(1024, latencies(1.0))], [perf_row(768, latencies(1.25, seed=1))]
+    assert [p.verdict for p in compare_runs(then, now).points] == ["regression"]
+    assert [p.verdict for p in compare_runs(then, now, min_effect=25).points] == ["no significant change"]
+    assert [p.verdict for p in compare_runs(then, now, alpha=1e-300).points] == ["no significant change"]
+    assert compare_runs(then, now).points[0].min_effect_percent == 10.0
+
+
+def test_the_commands_options_their_defaults_and_help():
+    import argparse
+
+    from tritonsuite.judge.compare import add_arguments
+
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    assert {a.dest: (a.option_strings, a.default, a.type, a.metavar, a.help) for a in parser._actions} == {
+        "then": ([], None, None, None, "the earlier run: a raw rows file, a reports directory, or a run id"),
+        "now": ([], None, None, None, "the later run, likewise"),
+        "reports_dir": (["--reports-dir"], "reports", None, None, "where run ids are looked up (default: reports)"),
+        "perf_gate": (["--perf-gate"], None, float, "PCT",
+                      "exit 1 when a point regressed significantly by more than PCT percent"),
+        "min_effect": (["--min-effect"], 10.0, float, "PCT", "smallest change that counts (default 10)"),
+        "out": (["--out"], None, None, None, "also write the markdown page here")}
+
+
+def test_the_command_judges_with_the_minimum_effect_given_and_names_what_the_manifests_say(tmp_path, capsys):
+    reports = tmp_path / "reports"
+    _store(reports, [perf_row(1000, latencies(1.0), run_id="a")])
+    _store(reports, [perf_row(950, latencies(1.25, seed=1), run_id="b")])
+    for run_id, torch in (("a", "1"), ("b", "2")):
+        (reports / "raw" / f"manifest-{run_id}.json").write_text(json.dumps({"versions": {"torch": torch}}))
+    assert main(["compare", "a", "b", "--reports-dir", str(reports), "--perf-gate", "2"]) == 0  # 5% < 10% effect
+    page = capsys.readouterr().out
+    assert "- versions.torch: 1 -> 2\n" in page and "1 no significant change" in page
+    assert main(["compare", "a", "b", "--reports-dir", str(reports), "--perf-gate", "2", "--min-effect", "1"]) == 1
+    assert "perf gate: identity_tiny_onnx_fp32_offline batch 1, concurrency 1: regression: throughput 1000.0 -> " \
+           "950.0 inf/s (-5.0%, minimum effect 1.0%, " in capsys.readouterr().err
+
+
+def test_points_below_one_inference_a_second_are_compared_and_their_spread_taken():
+    from tritonsuite.judge.compare import _own_spread
+
+    slow = perf_row(0.5, latencies(1.0), windows=(0.5, 1.0, 1.5))  # windows 0.25, 0.5, 0.75: mean 0.5
+    assert _own_spread(slow) == pytest.approx(50.0)
+    result = compare_points(slow, perf_row(0.5, latencies(1.0, seed=1)))
+    assert result.verdict == "no significant change" and result.min_effect_percent == pytest.approx(50.0)
+
+
+def test_a_point_not_comparable_keeps_both_rows():
+    then, now = perf_row(1000, latencies(1.0)), perf_row(900, latencies(1.0), status="UNSTABLE")
+    result = compare_points(then, now)
+    assert result.then is then and result.now is now
+    bare = perf_row(1000, latencies(1.0))
+    bare.measurement = {}
+    result = compare_points(then, bare)
+    assert result.then is then and result.now is bare and result.verdict == "not comparable"
+
+
+def test_the_page_counts_each_verdict():
+    from tritonsuite.judge.compare import Comparison
+
+    then = perf_row(1024, latencies(1.0))
+    regression = compare_points(then, perf_row(768, latencies(1.25, seed=1)))
+    other = compare_points(perf_row(1024, latencies(1.0), batch=2), perf_row(768, latencies(1.25, seed=1), batch=2))
+    page = render_comparison(Comparison("a", "b", [regression, other]))
+    assert "\n2 joined points: 2 regression; informational (no --perf-gate). " in page
+
+
+def test_points_of_one_run_only_are_listed_in_the_order_of_their_text_and_every_host_named():
+    then = [perf_row(1000, latencies(1.0), batch=8), perf_row(1000, latencies(1.0), batch=16),
+            perf_row(1000, latencies(1.0), batch=2, host="other host")]
+    now = [perf_row(1000, latencies(1.0), batch=4, host="third host")]
+    comparison = compare_runs(then, now, then_label="A", now_label="B")
+    assert [k[2] for k in comparison.only_then] == [16, 2, 8]  # as text: "16" sorts before "2" and "8"
+    assert comparison.differences[0] == (f"host: A ran on {HOST}, other host; B on third host (points of another host "
+                                         "are not joined)")
+    rate = perf_row(1000, latencies(1.0), concurrency=None)
+    rate.request_rate = 5.0
+    mixed = compare_runs([], [rate, perf_row(1000, latencies(1.0), batch=32)])
+    assert [k[2] for k in mixed.only_now] == [1, 32]  # a rate and a concurrency sort together as text
+
+
+def test_points_of_the_later_run_only_are_listed_in_the_order_of_their_text():
+    now = [perf_row(1000, latencies(1.0), batch=8), perf_row(1000, latencies(1.0), batch=16)]
+    assert [k[2] for k in compare_runs([], now).only_now] == [16, 8]

@@ -1,6 +1,8 @@
 """Mixed load without a server: the interference judge, the profile's mix: section, the mix cases and pages."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -194,3 +196,168 @@ def test_the_page_shows_the_set_search_and_its_configs():
     assert "### Configuration search for the set" in page and "**Recommended**: ship 2 inst | 1 inst" in page
     assert "`reports/mix/m/tune/bert/config.pbtxt`" in page and "| abab-winner  | tft        | 1 inst" in page
     assert mix_summary_lines(rows + [answer])[-1] == "mix m: configuration search: ship 2 inst | 1 inst: ..."
+
+
+def _doubled(rounds=(1, 2), alone=(100.0, 101.0, 102.0, 103.0), rate=None):
+    a = [_row("d", "alone", r, list(alone), rate) for r in rounds]
+    t = [_row("d", "together", r, [2 * v for v in alone], rate) for r in rounds]
+    return a, t
+
+
+def test_the_whole_interference_record_and_its_line():
+    from tritonsuite.judge.interference import DEFAULT_ALPHA, DEFAULT_CONFIDENCE, DEFAULT_MIN_EFFECT, VERDICTS
+
+    assert (DEFAULT_ALPHA, DEFAULT_CONFIDENCE, DEFAULT_MIN_EFFECT) == (0.01, 0.99, 10.0)
+    assert VERDICTS == ("interference", "improvement", "no significant effect", "undecided")
+    found = interference("d", *_doubled())
+    data = found.to_dict()
+    assert data["p_value"] == pytest.approx(0.000875, rel=1e-3)
+    assert data["low"] == pytest.approx(2 * 100 / 102) and data["high"] == pytest.approx(2 * 102 / 100)
+    assert {k: v for k, v in data.items() if k not in ("p_value", "low", "high", "line")} == {
+        "deployment": "d", "metric": "Inferences/Second", "ratio": 2.0, "alone_windows": 8, "together_windows": 8,
+        "rounds": 2, "verdict": "improvement", "confidence": 0.99, "alpha": 0.01, "min_effect": 10.0,
+        "indicative": False}
+    assert data["line"] == found.describe() == (
+        "d: throughput together ÷ alone 2.000 [1.961, 2.040] (99% interval; p=0.00088, Mann-Whitney on 8 together "
+        "and 8 alone windows from 2 rounds): improvement")
+    assert found.higher_is_better
+    slower = interference("d", *_doubled(rate=5.0), confidence=0.9)
+    assert not slower.higher_is_better and slower.verdict == "interference"
+    assert slower.describe().startswith("d: mean latency together ÷ alone 2.000 [") and "(90% interval;" in \
+        slower.describe()
+
+
+def test_the_minimum_effect_and_alpha_decide_on_their_boundary():
+    found = interference("d", *_doubled())
+    assert interference("d", *_doubled(), min_effect=100.0).verdict == "no significant effect"  # ratio 2 is +100%
+    assert interference("d", *_doubled(), min_effect=99.99).verdict == "improvement"
+    assert interference("d", *_doubled(), alpha=found.p_value).verdict == "no significant effect"
+    assert interference("d", *_doubled(), alpha=found.p_value * 1.000001).verdict == "improvement"
+    assert interference("d", *_doubled(), min_effect=99.99, alpha=0.0005).alpha == 0.0005
+    halved = interference("d", *reversed(_doubled()))
+    assert halved.ratio == 0.5 and halved.verdict == "interference"
+    assert interference("d", *reversed(_doubled()), min_effect=50.0).verdict == "interference"  # |log 0.5| > log 1.5
+    assert interference("d", *reversed(_doubled()), min_effect=100.0).verdict == "no significant effect"
+
+
+def test_two_rounds_and_four_windows_a_side_are_the_least_that_decide():
+    assert interference("d", *_doubled(rounds=(1,))).verdict == "undecided"
+    a, t = _doubled(rounds=(1, 2, 3))
+    assert interference("d", a, t[:2]).rounds == 2  # the rounds with windows on both sides
+    assert interference("d", a[:2], t).rounds == 2
+    assert interference("d", a[:1], t).rounds == 1 and interference("d", a[:1], t).verdict == "undecided"
+    few = [_row("d", r, n, [100.0, 101.0]) for r in ("alone", "together") for n in (1, 2)]
+    rows = _split(few)
+    assert interference("d", rows[0], [_row("d", "together", n, [200.0, 201.0]) for n in (1, 2)],
+                        alpha=0.05).verdict == "improvement"  # 4 windows a side
+    three = [_row("d", "together", 1, [200.0, 201.0]), _row("d", "together", 2, [202.0])]
+    assert interference("d", rows[0], three, alpha=0.05).verdict == "undecided"
+    assert interference("d", [_row("d", "alone", 1, [100.0]), _row("d", "alone", 2, [101.0, 102.0])],
+                        three + [_row("d", "together", 3, [203.0])], alpha=0.05).verdict == "undecided"
+
+
+def test_the_evidence_is_the_pooled_windows_or_the_last_three_and_only_positive_values():
+    from tritonsuite.judge.interference import _evidence, metric_of
+
+    row = _row("d", "alone", 1, [1.0, 2.0, 3.0, 4.0])
+    assert _evidence(row, "Inferences/Second") == [1.0, 2.0, 3.0, 4.0]  # pooled [1, 5): not the first 999
+    assert _evidence(row, "avg latency") == []
+    del row.measurement["pooled_windows"]
+    assert _evidence(row, "Inferences/Second") == [2.0, 3.0, 4.0]
+    row.measurement["window_throughputs"] = [5.0, 6.0]
+    assert _evidence(row, "Inferences/Second") == [5.0, 6.0]
+    row.measurement["window_throughputs"] = [5.0, None, 0.0, -1.0, 7]
+    row.measurement["pooled_windows"] = [0, 5]
+    assert _evidence(row, "Inferences/Second") == [5.0, 7.0]
+    row.measurement["window_throughputs"] = None
+    assert _evidence(row, "Inferences/Second") == []
+    latency = _row("d", "alone", 1, [9.0, 8.0], rate=2.0)
+    assert _evidence(latency, "avg latency") == [9.0, 8.0] and metric_of(latency) == "avg latency"
+    assert metric_of(row) == "Inferences/Second"
+    assert metric_of(_row("d", "alone", 1, [9.0], rate=0.5)) == "avg latency"
+
+
+def test_equal_sides_have_a_p_value_of_one_and_no_rows_give_nan():
+    same = interference("d", *_split([_row("d", role, n, [100.0, 100.0]) for role in ("alone", "together")
+                                      for n in (1, 2)]))
+    assert same.p_value == 1.0 and same.ratio == 1.0 and same.verdict == "no significant effect"
+    nothing = interference("d", [], [])
+    assert nothing.metric == "Inferences/Second" and nothing.verdict == "undecided" and nothing.p_value == 1.0
+    assert math.isnan(nothing.ratio) and (nothing.alone_windows, nothing.together_windows, nothing.rounds) == (0, 0, 0)
+    latency_only = interference("d", [], [_row("d", "together", 1, [3.0], rate=1.0)])
+    assert latency_only.metric == "avg latency" and latency_only.p_value == 1.0
+
+
+def test_a_round_is_read_from_the_mix_record_or_is_zero():
+    from tritonsuite.judge.interference import _round
+
+    assert _round(_row("d", "alone", 3, [1.0])) == 3
+    row = _row("d", "alone", 3, [1.0])
+    row.extra["mix"] = {}
+    assert _round(row) == 0
+    del row.extra["mix"]
+    assert _round(row) == 0
+
+
+def test_ratio_interval_order_statistics_on_small_samples():
+    assert ratio_interval([1.0, 2.0, 4.0], [2.0, 4.0, 8.0], 0.5) == pytest.approx((2.0, 1.0, 4.0))  # k = 2 of 9 log ratios
+    assert ratio_interval([1.0, 2.0, 4.0], [2.0, 4.0, 8.0], 0.9) == pytest.approx((2.0, 0.5, 8.0))  # the range
+    assert ratio_interval([1.0, 2.0, 4.0], [2.0, 4.0, 8.0]) == pytest.approx((2.0, 0.5, 8.0))
+    ratio, low, high = ratio_interval([2.0], [3.0], 0.0)
+    assert (ratio, low, high) == pytest.approx((1.5, 1.5, 1.5))
+    assert all(np.isnan(ratio_interval([1.0], [])))
+    rng = np.random.default_rng(3)
+    alone, together = 100 * (1 + 0.1 * rng.standard_normal(12)), 50 * (1 + 0.1 * rng.standard_normal(12))
+    d = np.sort((np.log(together)[:, None] - np.log(alone)[None, :]).ravel())
+    # k = floor(nm/2 - z sqrt(nm(n+m+1)/12)) at 95%: floor(72 - 1.96 * sqrt(300)) = 38
+    assert ratio_interval(alone, together, 0.95) == pytest.approx((np.exp(np.median(d)), np.exp(d[37]),
+                                                                   np.exp(d[144 - 38])))
+
+
+def test_undecided_valid_rows_fall_back_to_every_measured_row_only_when_it_adds_evidence():
+    alone, together = _split(_rounds("bert", 100.0, 50.0))
+    unstable = [Row(**{**t.__dict__, "status": "UNSTABLE"}) for t in together]
+    loose = interference("bert", alone, unstable)
+    assert loose.indicative and (loose.alone_windows, loose.together_windows, loose.rounds) == (12, 12, 3)
+    no_result = [Row(**{**t.__dict__, "status": "UNSTABLE", "result": {}}) for t in together]
+    assert not interference("bert", alone, no_result).indicative  # nothing measured on one side
+    empty = [Row(**{**t.__dict__, "status": "UNSTABLE", "measurement": {}}) for t in together]
+    plain = interference("bert", alone, empty)
+    assert not plain.indicative and plain.together_windows == 0  # measured but no windows: nothing to show
+    one_round = _split(_rounds("bert", 100.0, 50.0, rounds=1))
+    assert not interference("bert", *one_round).indicative  # valid yet undecided: nothing more to add
+
+
+def test_which_side_of_one_is_worse_depends_on_the_metric():
+    alone = (100.0, 101.0, 102.0, 103.0)
+    a = [_row("d", "alone", r, list(alone)) for r in (1, 2)]
+    t = [_row("d", "together", r, [1.5 * v for v in alone]) for r in (1, 2)]
+    assert interference("d", a, t).verdict == "improvement"  # throughput 1.5x together
+    assert interference("d", t, a).verdict == "interference"
+    la = [_row("d", "alone", r, list(alone), rate=5.0) for r in (1, 2)]
+    lt = [_row("d", "together", r, [v / 1.5 for v in alone], rate=5.0) for r in (1, 2)]
+    assert interference("d", la, lt).verdict == "improvement"  # latency 1/1.5 together
+    assert interference("d", lt, la).verdict == "interference"
+
+
+def test_the_levels_asked_for_are_the_ones_used_and_recorded():
+    wide = interference("d", *_doubled())
+    narrow = interference("d", *_doubled(), confidence=0.5, alpha=0.02, min_effect=99.99)
+    assert (narrow.confidence, narrow.alpha, narrow.min_effect) == (0.5, 0.02, 99.99)
+    assert wide.low < narrow.low <= narrow.ratio <= narrow.high < wide.high
+    alone, together = _doubled()
+    unstable = [Row(**{**t.__dict__, "status": "UNSTABLE"}) for t in together]
+    loose = interference("d", alone, unstable, confidence=0.5, alpha=0.02, min_effect=99.99)
+    assert loose.indicative and (loose.confidence, loose.alpha, loose.min_effect) == (0.5, 0.02, 99.99)
+    assert (loose.low, loose.high) == (narrow.low, narrow.high) and loose.deployment == "d"
+
+
+def test_the_indicative_line_whole_and_a_failed_row_with_figures_is_no_evidence():
+    alone, together = _split(_rounds("bert", 100.0, 50.0))
+    unstable = [Row(**{**t.__dict__, "status": "UNSTABLE"}) for t in together]
+    found = interference("bert", alone, unstable)
+    assert found.describe().endswith(
+        " alone windows from 3 rounds; indicative: from measurements that are not valid): undecided")
+    failed = [Row(**{**t.__dict__, "status": "FAILED"}) for t in together]  # failed after measuring: no evidence
+    assert all(r.result for r in failed)
+    assert not interference("bert", alone, failed).indicative

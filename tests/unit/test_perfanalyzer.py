@@ -335,3 +335,69 @@ def test_a_server_that_dies_during_the_point_stops_perf_analyzer(tmp_path, ident
             _identity_point(tmp_path, pa, server)
         assert not [p for p in psutil.Process().children(recursive=True) if "sleep" in p.name()]
     assert not server.is_alive() and not leftover_shm(server.shm_prefix or "none")
+
+
+def test_crosscheck_keeps_the_latest_row_of_closed_loop_performance_points_in_order():
+    from tritonsuite.judge.crosscheck import PERFORMANCE_SCENARIOS, CrossPoint, _host
+
+    assert PERFORMANCE_SCENARIOS == ("offline", "online")
+    old, new, theirs = _row("suite", 10.0, 5.0, 9.0), _row("suite", 20.0, 5.0, 9.0), _row("perf_analyzer", 30.0, 4, 8)
+    (point,) = cross_points([old, theirs, new])
+    assert (point.scenario, point.deployment, point.batch, point.concurrency) == (
+        "online", "bert_cpu_onnx_fp32_online", 1, 2)
+    assert point.suite is new and point.perf_analyzer is theirs  # the latest of each generator
+    offline = [_row(g, 1.0, 1.0, 1.0) for g in ("suite", "perf_analyzer")]
+    for r in offline:
+        r.scenario = "offline"
+    other_host = [_row(g, 1.0, 1.0, 1.0) for g in ("suite", "perf_analyzer")]
+    other_host[1].parameters = {"Host": "elsewhere"}  # not the same host: not joined
+    bigger = [_row(g, 1.0, 1.0, 1.0) for g in ("suite", "perf_analyzer")]
+    for r in bigger:
+        r.batch = None  # sorts as 0
+    rate = [_row(g, 1.0, 1.0, 1.0) for g in ("suite", "perf_analyzer")]
+    for r in rate:
+        r.request_rate, r.concurrency, r.batch = 5.0, None, 8
+    search = [_row(g, 1.0, 1.0, 1.0) for g in ("suite", "perf_analyzer")]
+    for r in search:
+        r.measurement = {**r.measurement, "search": {"bound": 1}}
+        r.batch = 9
+    accuracy = [Row(scenario="accuracy", model="m", deployment="m", loadgen=g) for g in ("suite", "perf_analyzer")]
+    fewer = [_row(g, 1.0, 1.0, 1.0) for g in ("suite", "perf_analyzer")]
+    for r in fewer:
+        r.concurrency = None
+    points = cross_points([*offline, *other_host, *bigger, *rate, *search, *accuracy, *fewer, old, theirs])
+    assert [(p.scenario, p.batch, p.concurrency) for p in points] == [
+        ("offline", 1, 2), ("online", None, 2), ("online", 1, None), ("online", 1, 2)]
+    assert _host(Row(scenario="online", model="m", deployment="m")) == "unknown host"
+    nothing = Row(scenario="online", model="m", deployment="m", result={"Inferences/Second": 0.0, "p99 latency": True,
+                                                                         "p50 latency": "3"})
+    some = Row(scenario="online", model="m", deployment="m", result={"Inferences/Second": 2, "p99 latency": 4.0,
+                                                                      "p50 latency": 1.0})
+    assert CrossPoint("online", "m", 1, 1, nothing, some).ratio("Inferences/Second") is None  # ours is 0
+    assert CrossPoint("online", "m", 1, 1, some, nothing).ratio("Inferences/Second") == 0.0
+    assert CrossPoint("online", "m", 1, 1, some, nothing).ratio("p99 latency") is None  # a bool is no figure
+    assert CrossPoint("online", "m", 1, 1, some, nothing).ratio("p50 latency") is None  # nor a string
+    assert CrossPoint("online", "m", 1, 1, some, nothing).ratio("missing") is None
+    assert CrossPoint("online", "m", 1, 1, some, some).figure(some, "Inferences/Second") == 2.0
+    assert CrossPoint("online", "m", 1, 1, nothing, some).ratio("p50 latency") is None
+
+
+def test_a_ratio_over_a_figure_below_one():
+    from tritonsuite.judge.crosscheck import CrossPoint
+
+    ours = Row(scenario="online", model="m", deployment="m", result={"Inferences/Second": 0.5})
+    theirs = Row(scenario="online", model="m", deployment="m", result={"Inferences/Second": 2.0})
+    assert CrossPoint("online", "m", 1, 1, ours, theirs).ratio("Inferences/Second") == 4.0
+
+
+def test_crosscheck_joins_one_host_only_and_sorts_an_unset_concurrency_first():
+    suite, theirs = _row("suite", 1.0, 1.0, 1.0), _row("perf_analyzer", 1.0, 1.0, 1.0)
+    theirs.parameters = {"Host": "b"}
+    assert cross_points([suite, theirs]) == []
+    one = [_row(g, 1.0, 1.0, 1.0) for g in ("suite", "perf_analyzer")]
+    unset = [_row(g, 1.0, 1.0, 1.0) for g in ("suite", "perf_analyzer")]
+    for r in one:
+        r.concurrency = 1
+    for r in unset:
+        r.concurrency = None
+    assert [p.concurrency for p in cross_points([*one, *unset])] == [None, 1]
