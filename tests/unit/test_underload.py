@@ -167,6 +167,17 @@ def test_a_response_of_another_shape_is_a_mismatch_naming_its_first_sample():
     assert result.mismatches == ["sample 4 (request of samples 4-5): output 'OUTPUT__0' has shape (2, 3), reference has (2, 4)"]
 
 
+def test_a_response_without_an_output_is_a_mismatch_naming_it_and_the_metric_is_scored_on_the_others():
+    data, spec = _data(), _spec()
+    probes = probe_set(data.inputs, 1)
+    alone = _alone(probes)
+    result = judge(spec, "fp32", data, probes, alone, [(2, {"OTHER": alone[2]["OUTPUT__0"]}), (3, alone[3])])
+    assert (result.answered, result.mismatched_responses, result.samples_probed) == (2, 1, 1)
+    assert result.mismatches == ["sample 2: output 'OUTPUT__0' missing; got ['OTHER']"]
+    assert [(m.name, m.alone, m.under_load) for m in result.metrics] == [("argmax_agreement", 1.0, 1.0)]
+    assert result.failures[0].startswith("1 of 2 probe responses differ from the same samples sent one at a time")
+
+
 def test_a_repeated_probe_counts_each_response_and_scores_the_first():
     data, spec = _data(), _spec(atol=10.0)
     probes = probe_set(data.inputs, 1)

@@ -139,7 +139,8 @@ def judge(spec: ModelSpec, precision: str, data: AccuracyData, probes: ProbeSet,
     mismatched = 0
     first: dict[int, Mapping[str, np.ndarray]] = {}  # each request's first response under load, for the metric
     for probe, outputs in responses:
-        first.setdefault(probe, outputs)
+        if probe not in first and set(alone[probe]) <= set(outputs):  # one lacking an output: a mismatch below
+            first[probe] = outputs
         samples = probes.samples[probe]
         try:
             bad = [_named(c, samples) for c in compare_outputs(outputs, alone[probe], spec, precision)
@@ -147,7 +148,7 @@ def judge(spec: ModelSpec, precision: str, data: AccuracyData, probes: ProbeSet,
             lines = [c.describe() for c in bad]
             named = (bad[0].worst_sample if bad[0].allowed_share else bad[0].worst_index[0]) if bad else None
         except (KeyError, ValueError) as exc:  # a missing output or another shape than alone
-            lines, named = [str(exc)], int(samples[0])
+            lines, named = [str(exc.args[0] if exc.args else exc)], int(samples[0])  # KeyError's own text unquoted
         if lines:
             mismatched += 1
             if len(mismatches) < MAX_LISTED:
