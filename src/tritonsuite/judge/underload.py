@@ -198,11 +198,18 @@ def run_alone(infer, probes: ProbeSet) -> list[dict[str, np.ndarray]]:
 
 def accuracy_under_load(server, deployment: str, spec: ModelSpec, precision: str, data: AccuracyData, point,
                         settings, share: float = DEFAULT_PROBE_SHARE, seed: int = DEFAULT_PROBE_SEED,
-                        progress: Callable[[str], None] | None = None, *, description: ModelDescription):
+                        progress: Callable[[str], None] | None = None, *, description: ModelDescription,
+                        source=None):
     """Measure ``point`` of ``deployment`` with a ``share`` of its requests carrying ``data``'s samples, and judge
-    them against the same requests sent one at a time just before. Returns (Measurement, UnderLoadResult)."""
+    them against the same requests sent one at a time just before. ``source``: the load source that sends the
+    point (:mod:`tritonsuite.load.sources`; the default one when None), which must carry probes. Returns
+    (Measurement, UnderLoadResult)."""
+    from tritonsuite.load import sources
     from tritonsuite.load.client import served_infer
-    from tritonsuite.load.engine import measure
+    from tritonsuite.load.engine import Traffic
+
+    source = sources.get() if source is None else source
+    source.require(sources.PROBES, "carry accuracy probes in its load")
 
     probes = probe_set({t.name: data.inputs[t.name] for t in spec.inputs}, point.batch_size)
     if progress is not None:
@@ -217,9 +224,9 @@ def accuracy_under_load(server, deployment: str, spec: ModelSpec, precision: str
         raise
     finally:
         client.close()
-    measurement = measure(server, deployment, spec.example_inputs(point.batch_size, 0), spec.outputs, point, settings,
-                          probes=probes.requests, probe_share=share, probe_seed=seed, progress=progress,
-                          description=description)
+    measurement = source.measure(server, Traffic(deployment, spec.example_inputs(point.batch_size, 0), spec.outputs,
+                                                 point, description, probes=probes.requests, probe_share=share,
+                                                 probe_seed=seed), settings, progress=progress)
     result = judge(spec, precision, data, probes, alone, measurement.probe_responses, deployment=deployment,
                    batch_size=point.batch_size, concurrency=point.concurrency, share=share, seed=seed)
     return measurement, result

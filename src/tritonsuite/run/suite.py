@@ -269,7 +269,8 @@ class Suite:
                 data = spec.accuracy_data(self.datasets.get(case.model), self.checkpoint(case.model))
                 result, under_load = accuracy_under_load(
                     self.server, deployment.name, spec, case.precision, data, point, self.profile.measurement,
-                    self.load_probe_share, self.load_probe_seed, progress, description=deployment.description)
+                    self.load_probe_share, self.load_probe_seed, progress, description=deployment.description,
+                    source=load_sources.get(case.loadgen))
                 result.accuracy_under_load = under_load
             else:  # the case's load source (--loadgen): the same point, tensors and settings, whoever sends them
                 result = load_sources.get(case.loadgen).measure(self.server, Traffic(

@@ -287,7 +287,8 @@ def _winner_accuracy(target: TuneTarget, description: ModelDescription, accuracy
         from tritonsuite.judge.underload import accuracy_under_load
 
         m, under = accuracy_under_load(target.server, target.tune_name, target.spec, target.precision, accuracy_data,
-                                       point, settings, probe_share, probe_seed, description=description)
+                                       point, settings, probe_share, probe_seed, description=description,
+                                       source=target.source)
         return m, under, f"accuracy under load {under.describe()}"
     from tritonsuite.judge.responses import kind_accuracy
 
