@@ -12,18 +12,6 @@ from tritonsuite.judge.diagnose import diagnose, emulate_half
 from tritonsuite.models import default_registry
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """These tests run torch on one thread: a process forked after torch started its thread pool (the mutation
-    tester forks one per mutant) hangs on that pool's lock in its first parallel operation."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _overflowing_spec():
     import torch
 
