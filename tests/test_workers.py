@@ -1,0 +1,140 @@
+"""The worker-process load source (``--workers``) against the real embedded Triton: a point split over 2 processes
+gives the row one process gives at the same load, and a worker killed mid-point fails that point alone.
+
+The model sleeps 4 ms per execution on two instances, so the server, not the client, sets the pace: the rows of one
+and of two client processes are then the same measurement, compared with the suite's own comparison statistics."""
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+from tests.kinds import _write
+from tritonsuite.core.rows import Row
+from tritonsuite.core.settings import MeasurementSettings
+from tritonsuite.core.spec import TensorSpec
+from tritonsuite.core.stats import percentile_estimate
+from tritonsuite.core.store import RawWriter, read_rows
+from tritonsuite.judge.compare import compare_points
+from tritonsuite.load import sources
+from tritonsuite.load.engine import LoadPoint, MeasurementError, Traffic
+from tritonsuite.server import EmbeddedServer
+
+SLEEPY = '''
+import time
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        time.sleep(0.004)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor(
+            "OUTPUT", pb_utils.get_input_tensor_by_name(r, "INPUT").as_numpy())]) for r in requests]
+'''
+CONFIG = '''
+name: "sleepy"
+backend: "python"
+max_batch_size: 8
+input [{ name: "INPUT" data_type: TYPE_INT32 dims: [1] }]
+output [{ name: "OUTPUT" data_type: TYPE_INT32 dims: [1] }]
+instance_group [{ kind: KIND_CPU count: 2 }]
+'''
+# plumbing, not this host's noise: any spread counts as stable, the client's CPU never makes a row client bound
+FAST = MeasurementSettings(window_ms=400, min_requests_per_window=5, stability_percentage=100, max_trials=6,
+                           warmup_ms=200, client_bound_percent=1000, sample_windows=0)
+
+
+@pytest.fixture(scope="module")
+def sleepy(tmp_path_factory):
+    repo = tmp_path_factory.mktemp("repo")
+    directory = _write(repo / "sleepy", CONFIG, "model.py", SLEEPY)
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+        server.load(directory)
+        yield server
+
+
+def _traffic(server, point: LoadPoint) -> Traffic:
+    return Traffic("sleepy", {"INPUT": np.arange(point.batch_size, dtype=np.int32).reshape(-1, 1)},
+                   [TensorSpec("OUTPUT", "int32", (1,))], point, server.model_description("sleepy"))
+
+
+def _workers_alive() -> list[psutil.Process]:
+    return [p for p in psutil.Process().children(recursive=True)
+            if p.is_running() and any("spawn_main" in part for part in p.cmdline())]
+
+
+def _row(m, loadgen_note: str) -> Row:
+    return m.to_row(scenario="online", model="sleepy", deployment="sleepy", run_id=loadgen_note)
+
+
+def test_two_worker_processes_and_one_give_consistent_merged_rows(sleepy):
+    traffic = _traffic(sleepy, LoadPoint(1, 4))
+    one = sources.get("suite").measure(sleepy, traffic, FAST)
+    two = sources.get("suite", 2).measure(sleepy, traffic, FAST)
+    assert one.status == two.status == "OK", (one.reasons, two.reasons)
+    workers = two.meta["workers"]
+    assert workers["processes"] == 2 and [w["slots"] for w in workers["per_worker"]] == [2, 2]
+    assert len({w["pid"] for w in workers["per_worker"]} | {os.getpid()}) == 3  # two processes of their own
+    # every request of every worker is in the row once: the workers' counts add up to the merged samples, and the
+    # server counted what the client completed over the whole point
+    assert sum(w["requests"] for w in workers["per_worker"]) == two.meta["measured_requests"] == len(two.latencies_s)
+    assert all(w["requests"] > 0 for w in workers["per_worker"])
+    assert two.meta["requests_sent"] == two.meta["server_success_delta"]
+    # the percentiles are the merged samples' own (core.stats), not an average of the workers'
+    p90 = percentile_estimate(two.latencies_s * 1e3, 90, FAST.percentile_confidence / 100.0,
+                              FAST.percentile_precision_percent / 100.0)
+    assert two.result["p90 latency"] == pytest.approx(p90.value)
+    # the whole client's CPU is the parent's and every worker's
+    assert two.meta["client_cpu_percent"] == pytest.approx(
+        workers["parent_cpu_percent"] + sum(w["client_cpu_percent"] for w in workers["per_worker"]), abs=0.2)
+    assert workers["behind"] == [] and "CLOCK_MONOTONIC" in workers["windows"]
+    # the same measurement by the suite's comparison statistics (throughput effect and latency rank test)
+    verdict = compare_points(_row(one, "one"), _row(two, "two"))
+    assert verdict.verdict == "no significant change", verdict.describe()
+    assert one.meta.get("workers") is None and not _workers_alive()
+
+
+def test_open_loop_rate_splits_over_the_workers(sleepy):
+    two = sources.get("suite", 2).measure(sleepy, _traffic(sleepy, LoadPoint(1, request_rate=120.0)), FAST)
+    per = two.meta["workers"]["per_worker"]
+    assert [w["request_rate"] for w in per] == [60.0, 60.0] and [w["seed"] for w in per] == [0, 1]
+    assert two.meta["load"] == "open loop" and two.meta["requests_sent"] == two.meta["server_success_delta"]
+    assert not _workers_alive()
+
+
+def test_a_worker_killed_mid_point_fails_that_point_and_loses_no_row_written(sleepy, tmp_path):
+    traffic = _traffic(sleepy, LoadPoint(1, 4))
+    path = tmp_path / "raw.jsonl"
+    writer = RawWriter(path)
+    first = sources.get("suite", 2).measure(sleepy, traffic, FAST)
+    writer.append(_row(first, "kept"))
+    killed: list[int] = []
+
+    def kill_one():  # once both workers run and a moment has passed, kill the second one
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(_workers_alive()) < 2:
+            time.sleep(0.05)
+        time.sleep(1.5)
+        victims = sorted(_workers_alive(), key=lambda p: p.create_time())
+        if victims:
+            killed.append(victims[-1].pid)
+            os.kill(victims[-1].pid, signal.SIGKILL)
+
+    never_settles = MeasurementSettings(window_ms=200, min_requests_per_window=5, stability_percentage=0.001,
+                                        max_trials=100, warmup_ms=100, client_bound_percent=1000)
+    killer = threading.Thread(target=kill_one)
+    killer.start()
+    with pytest.raises(MeasurementError) as failure:
+        sources.get("suite", 2).measure(sleepy, traffic, never_settles)
+    killer.join()
+    assert killed and f"(pid {killed[0]}) ended mid-point: killed by signal SIGKILL" in str(failure.value)
+    assert str(failure.value).startswith("worker 2 of 2")
+    assert not _workers_alive()  # the other worker was stopped with the point
+    rows = read_rows(path)
+    assert [r.status for r in rows] == ["OK"] and rows[0].result == _row(first, "kept").result
+    # the server is still there for the next point
+    assert sources.get("suite", 2).measure(sleepy, traffic, FAST).status == "OK"
