@@ -63,8 +63,15 @@ def _traffic(server, point: LoadPoint) -> Traffic:
 
 
 def _workers_alive() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children(recursive=True)
-            if p.is_running() and any("spawn_main" in part for part in p.cmdline())]
+    """This process's worker processes still running (spawned: ``multiprocessing.spawn ... spawn_main``)."""
+    alive = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE and any("spawn_main" in part for part in p.cmdline()):
+                alive.append(p)
+        except psutil.Error:
+            continue
+    return alive
 
 
 def _row(m, loadgen_note: str) -> Row:
@@ -138,3 +145,34 @@ def test_a_worker_killed_mid_point_fails_that_point_and_loses_no_row_written(sle
     assert [r.status for r in rows] == ["OK"] and rows[0].result == _row(first, "kept").result
     # the server is still there for the next point
     assert sources.get("suite", 2).measure(sleepy, traffic, FAST).status == "OK"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_and_sigterm_end_the_point_and_its_workers(sleepy, signum):
+    """SIGTERM as the plugin turns it into KeyboardInterrupt (a CI job cancelled), set here so the test does not hang
+    on whether the plugin is active; Ctrl-C is Python's own."""
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def interrupt(*_):
+        raise KeyboardInterrupt("terminated")
+
+    def send():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(_workers_alive()) < 2:
+            time.sleep(0.05)
+        time.sleep(1.0)
+        os.kill(os.getpid(), signum)
+
+    never_settles = MeasurementSettings(window_ms=200, min_requests_per_window=5, stability_percentage=0.001,
+                                        max_trials=100, warmup_ms=100, client_bound_percent=1000)
+    signal.signal(signal.SIGTERM, interrupt)
+    sender = threading.Thread(target=send)
+    try:
+        sender.start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            sources.get("suite", 2).measure(sleepy, _traffic(sleepy, LoadPoint(1, 4)), never_settles)
+        sender.join()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert not _workers_alive() and time.monotonic() - started < 30

@@ -53,7 +53,7 @@ def _die_with_parent() -> None:
     with contextlib.suppress(Exception):
         import ctypes
 
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: the kernel kills it when the parent dies
+        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG: the kernel kills it when the parent dies
 
 
 def _child(conn, job: Job) -> None:

@@ -40,7 +40,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from tritonsuite.core.settings import WORKERS_AUTO, MeasurementSettings, parse_workers
+from tritonsuite.core.settings import STABLE_WINDOWS, WORKERS_AUTO, MeasurementSettings, parse_workers
 from tritonsuite.load.engine import Measurement, Progress, StopEarly, Traffic, check_traffic, request_bound
 from tritonsuite.load.generator import LoadGenerator, run_together
 from tritonsuite.load.hostload import HostCpu
@@ -285,6 +285,11 @@ class WorkerSource(LoadSource):
             with Pool(jobs) as pool, GpuSampler() if server.local else contextlib.nullcontext() as gpu:
                 feed = _Feed(server, traffic, settings, stop_early, progress, pool)
                 windows, total, completed = run_interruptible(run_together([feed]))[0]
+                if traffic.description.sequence:
+                    feed.sequences = _Sequences([f["sequences"] for f in feed.finals],
+                                                traffic.sequences or SequenceSettings(seed=point.seed))
+                m = summarise(point, windows, total, completed, settings, driver.protocol(point, feed.transport),
+                              gpu, feed.max_outstanding, feed.stopped_early, feed.pool)
         except Exception as exc:
             if server.gone():
                 raise server.died(f"while measuring {traffic.model} at {point.describe()} over {n} worker "
@@ -292,11 +297,6 @@ class WorkerSource(LoadSource):
             if isinstance(exc, (OSError, asyncio.IncompleteReadError)):
                 raise MeasurementError(f"measuring {traffic.model} at {point}: {type(exc).__name__}: {exc}") from None
             raise
-        if traffic.description.sequence:
-            feed.sequences = _Sequences([f["sequences"] for f in feed.finals],
-                                        traffic.sequences or SequenceSettings(seed=point.seed))
-        m = summarise(point, windows, total, completed, settings, driver.protocol(point, feed.transport), gpu,
-                      feed.max_outstanding, feed.stopped_early, feed.pool)
         driver.summarise(m, windows, feed)
         _merged_row(m, feed, windows, settings, shares, self.workers, why)
         if traffic.probes:
@@ -310,7 +310,7 @@ class WorkerSource(LoadSource):
 
 def _merged_row(m: Measurement, feed: _Feed, windows, settings, shares, asked, why) -> None:
     """The row's ``workers``: each process's part, the whole client's CPU, and who could not keep up."""
-    start, stop = feed.pool if feed.pool is not None else (len(windows) - 3, len(windows))
+    start, stop = feed.pool if feed.pool is not None else (max(0, len(windows) - STABLE_WINDOWS), len(windows))
     duration = sum(w.end - w.start for w in windows[start:stop])
     first, last = feed.ranges[start][0], feed.ranges[stop - 1][1]
     origin = np.asarray(feed.origin[first:last])
