@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 import time
+from dataclasses import replace
 
 import numpy as np
 import psutil
@@ -25,6 +26,7 @@ from tritonsuite.server import EmbeddedServer
 
 SLEEPY = '''
 import time
+from dataclasses import replace
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
@@ -176,3 +178,14 @@ def test_ctrl_c_and_sigterm_end_the_point_and_its_workers(sleepy, signum):
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert not _workers_alive() and time.monotonic() - started < 30
+
+
+def test_a_worker_that_could_not_keep_up_is_named_in_the_row(sleepy):
+    """A client-bound limit every worker passes (1% of a core): each is named with its own CPU, the row INVALID."""
+    m = sources.get("suite", 2).measure(sleepy, _traffic(sleepy, LoadPoint(1, 4)),
+                                        replace(FAST, client_bound_percent=1.0))
+    assert m.status == "INVALID" and m.meta["client_bound"] is True
+    behind = m.meta["workers"]["behind"]
+    assert [b.split(" (pid")[0] for b in behind[:2]] == ["worker 1 of 2", "worker 2 of 2"]
+    assert any(r.startswith("could not keep up: worker 1 of 2 (pid ") and "of a core (limit 1%)" in r
+               for r in m.reasons), m.reasons

@@ -40,6 +40,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from tritonsuite.core.reasons import reason
 from tritonsuite.core.settings import STABLE_WINDOWS, WORKERS_AUTO, MeasurementSettings, parse_workers
 from tritonsuite.load.engine import Measurement, Progress, StopEarly, Traffic, check_traffic, request_bound
 from tritonsuite.load.generator import LoadGenerator, run_together
@@ -53,6 +54,11 @@ from tritonsuite.load.sources.processes import STOP_GRACE_S, Job, Pool, ended
 from tritonsuite.load.telemetry import GpuSampler
 from tritonsuite.load.windows import Window, delta, late_verdict, summarise
 
+#: names this module writes failure reasons to (tritonsuite.core.reasons), and the reasons with the tests causing them
+REASON_NAMES = ("reasons",)
+REASONS = (
+    reason("could not keep up: {}", "test_workers.py::test_a_worker_that_could_not_keep_up_is_named_in_the_row"),
+)
 SLOTS_PER_WORKER = 8  # auto: a worker per this many concurrency slots...
 RATE_PER_WORKER = 4000.0  # ...or per this many requests/s (one process sustains ~8k req/s on a 2-core host)
 ID_SPAN = 2 ** 32  # sequence ids partitioned when the range has no end
