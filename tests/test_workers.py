@@ -13,7 +13,7 @@ import numpy as np
 import psutil
 import pytest
 
-from tests.kinds import _write
+from tests.kinds import _write, sequence_model
 from tritonsuite.core.rows import Row
 from tritonsuite.core.settings import MeasurementSettings
 from tritonsuite.core.spec import TensorSpec
@@ -22,6 +22,7 @@ from tritonsuite.core.store import RawWriter, read_rows
 from tritonsuite.judge.compare import compare_points
 from tritonsuite.load import sources
 from tritonsuite.load.engine import LoadPoint, MeasurementError, Traffic
+from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.server import EmbeddedServer
 
 SLEEPY = '''
@@ -56,6 +57,7 @@ def sleepy(tmp_path_factory):
     directory = _write(repo / "sleepy", CONFIG, "model.py", SLEEPY)
     with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
         server.load(directory)
+        server.load(sequence_model(repo, "seq_direct", "direct", work_ms=2))
         yield server
 
 
@@ -107,12 +109,30 @@ def test_two_worker_processes_and_one_give_consistent_merged_rows(sleepy):
     assert one.meta.get("workers") is None and not _workers_alive()
 
 
-def test_open_loop_rate_splits_over_the_workers(sleepy):
-    two = sources.get("suite", 2).measure(sleepy, _traffic(sleepy, LoadPoint(1, request_rate=120.0)), FAST)
+def test_open_loop_rate_splits_over_the_workers_and_probes_come_back_under_their_own_index(sleepy):
+    probes = tuple({"INPUT": np.full((1, 1), 100 + i, dtype=np.int32)} for i in range(5))
+    traffic = replace(_traffic(sleepy, LoadPoint(1, request_rate=120.0)), probes=probes, probe_share=0.3)
+    two = sources.get("suite", 2).measure(sleepy, traffic, FAST)
     per = two.meta["workers"]["per_worker"]
     assert [w["request_rate"] for w in per] == [60.0, 60.0] and [w["seed"] for w in per] == [0, 1]
     assert two.meta["load"] == "open loop" and two.meta["requests_sent"] == two.meta["server_success_delta"]
+    # probes spread (worker 1: 0, 2, 4; worker 2: 1, 3), each answer the echo of its own probe
+    assert [w["probes"] for w in per] == [3, 2] and two.meta["accuracy_probes"]["answered"] > 0
+    assert {i for i, _ in two.probe_responses} <= set(range(5))
+    assert all(int(out["OUTPUT"][0, 0]) == 100 + i for i, out in two.probe_responses)
     assert not _workers_alive()
+
+
+def test_sequence_ids_are_partitioned_and_every_sequence_is_closed(sleepy):
+    two = sources.get("suite", 2).measure(sleepy, Traffic(
+        "seq_direct", {"INPUT": np.ones((1, 1), np.int32)}, [TensorSpec("OUTPUT", "int32", (1,))], LoadPoint(1, 4),
+        sleepy.model_description("seq_direct"), sequences=SequenceSettings(length=5, id_start=1, id_end=1001)), FAST)
+    assert two.status == "OK", two.reasons
+    ranges = [w["sequence_ids"] for w in two.meta["workers"]["per_worker"]]
+    assert ranges == [[1, 501], [501, 1001]] == two.meta["sequences"]["worker_sequence_id_ranges"]
+    seq = two.meta["sequences"]
+    assert seq["sequence_id_range"] == [1, 1001] and seq["sequences_started"] == seq["sequences_ended"] > 0
+    assert two.meta["requests_sent"] == two.meta["server_success_delta"]  # the closing requests counted too
 
 
 def test_a_worker_killed_mid_point_fails_that_point_and_loses_no_row_written(sleepy, tmp_path):
