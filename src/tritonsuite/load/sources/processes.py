@@ -10,6 +10,7 @@ import math
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from dataclasses import dataclass
 
@@ -143,6 +144,33 @@ def ended(code: int | None) -> str:
     return f"killed by signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
 
 
+_SPAWNING = threading.Lock()
+
+
+@contextlib.contextmanager
+def _without_main():
+    """Spawn a worker without re-running the parent's ``__main__``: spawn runs the main module again in the child
+    (as ``__mp_main__``) unless it is guarded by ``if __name__ == "__main__"``, and a user's script that measures at
+    its top level would start itself again. A worker needs only its importable target, so the main module is left
+    out of what the child is told to prepare."""
+    from multiprocessing import spawn
+
+    original = spawn.get_preparation_data
+
+    def without_main(name):
+        data = original(name)
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+        return data
+
+    with _SPAWNING:
+        spawn.get_preparation_data = without_main
+        try:
+            yield
+        finally:
+            spawn.get_preparation_data = original
+
+
 class Pool:
     """The worker processes of one point: started and ready on entry; on exit (whatever happened) told to stop,
     then terminated, then killed, each wait bounded, so none outlives the point."""
@@ -161,7 +189,8 @@ class Pool:
                 mine, theirs = ctx.Pipe()
                 proc = ctx.Process(target=_child, args=(theirs, job), name=f"tritonsuite-worker-{job.index + 1}",
                                    daemon=True)
-                proc.start()
+                with _without_main():
+                    proc.start()
                 theirs.close()  # the parent keeps one end only: the worker's death closes the pipe (EOF)
                 self.procs.append(proc)
                 self.conns.append(mine)
