@@ -123,3 +123,13 @@ def test_reports_merge_in_completion_order_up_to_the_least_watermark():
     _report(feed, 1, [], math.inf)  # worker 2 is done
     assert feed.finished_at == [1.0, 1.5, 2.0, 2.5, 3.0] and feed.completed == 5
     assert [s[0] for s in feed.samples] == feed.finished_at
+
+
+def test_the_workers_cpu_is_counted_from_where_the_windows_begin():
+    """Not from the workers' start: their imports and connections are in no window (they made a 2-worker row's client
+    CPU read 48% where one process used 7%)."""
+    feed = _feed(2)
+    feed.cpu = [1.2, 1.3]  # seconds each worker had used when the warm-up ended
+    feed._cpu_mark = 0.0  # what run_together does where the windows begin
+    assert feed.cpu_at_cut == [1.2, 1.3]
+

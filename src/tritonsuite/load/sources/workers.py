@@ -138,6 +138,16 @@ class _Feed(LoadGenerator):
         self.failure: str | None = None
         self.wake: asyncio.Event | None = None
 
+    @property
+    def _cpu_mark(self) -> float:
+        return 0.0
+
+    @_cpu_mark.setter
+    def _cpu_mark(self, value: float) -> None:
+        """run_together marks each generator's CPU where the windows begin: the workers' CPU is counted from there
+        (not from their start, whose imports and connections are no part of any window)."""
+        self.cpu_at_cut = list(getattr(self, "cpu", ()))
+
     async def _worker(self, slot: int = 0) -> None:  # run_together starts one per slot: slot 0 feeds them all
         if slot == 0:
             await self._feed()
