@@ -31,7 +31,7 @@ MODULES = tuple(f"tritonsuite.judge.conformance.{m}" for m in (
     # compare and the perf gate, the case verdicts
     "tritonsuite.judge.compare", "tritonsuite.run.verdicts",
     # the stability and count verdicts of a measured point (tritonsuite's own load, perf_analyzer's)
-    "tritonsuite.load.windows", "tritonsuite.load.perfanalyzer",
+    "tritonsuite.load.windows", "tritonsuite.load.perfanalyzer", "tritonsuite.load.sources.workers",
     # the tune's "keep the deployment's own configuration" answers
     "tritonsuite.tune.runner", "tritonsuite.tune.mix")
 #: the names every module writes reasons to; a module adds its own in ``REASON_NAMES``

@@ -140,3 +140,26 @@ class LatencyBound:
 
     def __str__(self) -> str:
         return f"{self.statistic} <= {self.ms:g} ms"
+
+
+#: ``--workers auto`` (and a profile's ``workers: auto``): the worker-process source chooses from the load and the
+#: cores (:mod:`tritonsuite.load.sources.workers`)
+WORKERS_AUTO = "auto"
+MAX_WORKERS = 256
+
+
+def parse_workers(value, option: str = "--workers") -> int | str:
+    """``--workers``' value (or a profile's ``workers:``) as a number of worker processes (1: the engine in this
+    process) or ``"auto"``; any other value is a ValueError of one line naming it and the valid choices."""
+    text = str(value).strip().lower()
+    if text == WORKERS_AUTO:
+        return WORKERS_AUTO
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if isinstance(value, bool) or not 1 <= n <= MAX_WORKERS or str(n) != text.lstrip("+"):
+        raise ValueError(f"{option} {value!r}: valid choices: a whole number of worker processes from 1 to "
+                         f"{MAX_WORKERS} (1: the engine in this process), or {WORKERS_AUTO} (chosen from the load "
+                         f"and the cores)")
+    return n

@@ -131,7 +131,7 @@ def measure_together(server: TritonServer, traffic: Sequence[Traffic],
     return _measure(server, traffic, settings, None, progress)
 
 
-def _request_bound(settings: MeasurementSettings, point: LoadPoint) -> float:
+def request_bound(settings: MeasurementSettings, point: LoadPoint) -> float:
     """One request's bound under load: the hang bound for each request that may be in flight before it (closed
     loop: the concurrency; open loop: one, since late sends are the point's own verdict)."""
     return settings.timeout_s * (1 if point.open_loop else max(1, point.concurrency))
@@ -141,7 +141,7 @@ def _measure(server: TritonServer, traffic: Sequence[Traffic], settings: Measure
              stop_early: StopEarly | None, progress: Progress | None) -> list[Measurement]:
     drivers = [t.driver for t in traffic]
     for t, driver in zip(traffic, drivers):
-        _check(t, driver)
+        check_traffic(t, driver)
     server.check_alive()
     host = server.http_url.rsplit(":", 1)[0]
     mixed = len(traffic) > 1
@@ -149,8 +149,8 @@ def _measure(server: TritonServer, traffic: Sequence[Traffic], settings: Measure
     async def run(shm, gpu):
         generators = []
         for i, t in enumerate(traffic):
-            driver, batch = drivers[i], _batch(t)
-            transport = driver.transport(server, _request_bound(settings, t.point), t.point)
+            driver, batch = drivers[i], request_tensors(t)
+            transport = driver.transport(server, request_bound(settings, t.point), t.point)
             grpc, names = transport is not None, [o.name for o in t.outputs]
             request = prepare(host, t.model, batch, names, grpc, driver.batched, shm)
             prepared = [prepare(host, t.model, {k: np.ascontiguousarray(v) for k, v in p.items()}, names, grpc,
@@ -190,7 +190,8 @@ def _measure(server: TritonServer, traffic: Sequence[Traffic], settings: Measure
                 if not server.local:
                     raise MeasurementError(f"system shared memory needs a server on this host; "
                                            f"{server.describe()} is not")
-                with SharedMemoryRegions(server, _batch(traffic[0]), traffic[0].outputs, point.batch_size) as shm:
+                with SharedMemoryRegions(server, request_tensors(traffic[0]), traffic[0].outputs,
+                                         point.batch_size) as shm:
                     return run_interruptible(run(shm, gpu))
             return run_interruptible(run(None, gpu))
     except Exception as exc:
@@ -201,13 +202,13 @@ def _measure(server: TritonServer, traffic: Sequence[Traffic], settings: Measure
         raise
 
 
-def _batch(t: Traffic) -> dict[str, np.ndarray]:
+def request_tensors(t: Traffic) -> dict[str, np.ndarray]:
     return {name: np.ascontiguousarray(array[:t.point.batch_size]) for name, array in t.inputs.items()}
 
 
-def _check(t: Traffic, driver: Driver) -> None:
+def check_traffic(t: Traffic, driver: Driver) -> None:
     point, probes = t.point, t.probes
-    if any(len(a) != point.batch_size for a in _batch(t).values()):
+    if any(len(a) != point.batch_size for a in request_tensors(t).values()):
         raise ValueError(f"inputs hold fewer than {point.batch_size} samples")
     if not 0.0 <= t.probe_share <= 1.0:
         raise ValueError(f"probe share {t.probe_share!r}: expected a share from 0 to 1")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from tritonsuite.core.device import INSTANCE_KINDS as DEVICES  # profile device -> default Triton instance kind
-from tritonsuite.core.settings import DISTRIBUTIONS, LatencyBound, MeasurementSettings
+from tritonsuite.core.settings import DISTRIBUTIONS, LatencyBound, MeasurementSettings, parse_workers
 from tritonsuite.core.spec import rule_precision
 from tritonsuite.deploy.repository import BACKEND_ACCELERATORS, PRECISION_MODES, model_config
 from tritonsuite.profiles.mix import MixError, MixProfile, check_mixes, load_mixes
@@ -25,7 +25,8 @@ from tritonsuite.profiles.values import (ProfileError, _bound, _choices, _int, _
                                          _unknown)
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-TOP_KEYS = ("device", "gpu", "published", "measurement", "models", "model_repository", "tolerances", "mix")
+TOP_KEYS = ("device", "gpu", "published", "measurement", "models", "model_repository", "tolerances", "mix",
+            "workers")
 MODEL_KEYS = ("size", "formats", "precisions", "accuracy_precisions", "max_batch_size", "intra_op_threads",
               "instance_kind", "backend_accelerator", "precision_mode", "max_workspace_size_bytes", "offline", "online",
               "tune")
@@ -116,6 +117,7 @@ class Profile:
     model_repository: str = ""  # a stock model repository whose every deployment joins the run (deploy.userrepo)
     tolerances: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # its outputs' (atol, rtol)
     mixes: Mapping[str, MixProfile] = field(default_factory=dict)  # mix: deployments run together (profiles/mix.py)
+    workers: int | str = 1  # worker processes the engine's points are split over (1: this process; "auto")
 
 
 def profile_dirs(directory: str | Path | None = None) -> list[Path]:
@@ -241,11 +243,15 @@ def load_profile(name: str, directory: str | Path | None = None) -> Profile:
         settings = MeasurementSettings(**measurement)
     except ValueError as exc:
         raise ProfileError(f"{path.name}:measurement.{exc}") from None
+    try:
+        workers = parse_workers(data.get("workers", 1), f"{path.name}:workers")
+    except ValueError as exc:
+        raise ProfileError(str(exc)) from None
     return Profile(name=name, device=device, gpu=str(data.get("gpu", "none")), models=models, measurement=settings,
                    published=_published(data.get("published"), device, path.name),
                    model_repository=_repository(data.get("model_repository"), path),
                    tolerances=_tolerances(data.get("tolerances"), path.name),
-                   mixes=_mixes(data.get("mix"), path.name, models))
+                   mixes=_mixes(data.get("mix"), path.name, models), workers=workers)
 
 
 

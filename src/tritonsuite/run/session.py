@@ -32,7 +32,7 @@ def suite_for(options: Options, server) -> Suite:
                  update_baselines=o.update_baselines, require_baselines=o.require_baselines, retrain=o.retrain,
                  compare_with=o.compare_rows, compare_label=o.compare_label,
                  load_probe_share=o.load_probe_share, load_probe_seed=o.load_probe_seed, protocol=o.protocol,
-                 sequences=o.sequences, bls_composing=dict(o.bls_composing))
+                 sequences=o.sequences, bls_composing=dict(o.bls_composing), workers=o.workers)
 
 
 def undrivable_lines(options: Options | None) -> list[str]:

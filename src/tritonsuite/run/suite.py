@@ -76,6 +76,7 @@ class Suite:
     protocol: str = "http"  # how every load generator and the accuracy run reach the server: http or grpc
     sequences: SequenceSettings | None = None  # sequence models: perf_analyzer's --sequence-* options
     bls_composing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # BLS model ("": any) -> it calls
+    workers: int | str = 1  # the engine's points over this many processes, or "auto" (load.sources.workers)
     _modules: dict = field(default_factory=dict, repr=False)
     _deployments: dict = field(default_factory=dict, repr=False)
     _served: dict = field(default_factory=dict, repr=False)  # a user's deployment directory -> its copy
@@ -270,10 +271,10 @@ class Suite:
                 result, under_load = accuracy_under_load(
                     self.server, deployment.name, spec, case.precision, data, point, self.profile.measurement,
                     self.load_probe_share, self.load_probe_seed, progress, description=deployment.description,
-                    source=load_sources.get(case.loadgen))
+                    source=load_sources.get(case.loadgen, self.workers))
                 result.accuracy_under_load = under_load
             else:  # the case's load source (--loadgen): the same point, tensors and settings, whoever sends them
-                result = load_sources.get(case.loadgen).measure(self.server, Traffic(
+                result = load_sources.get(case.loadgen, self.workers).measure(self.server, Traffic(
                     deployment.name, inputs, spec.outputs, point, deployment.description, sequences=self.sequences),
                     self.profile.measurement, stop_early, progress)
         except export_mod.ExportUnsupported:
@@ -358,7 +359,7 @@ class Suite:
         """Whether a case carries accuracy probes: the top concurrency of an online deployment with an accuracy task."""
         online = self.model_profile(case.model).online
         return (case.scenario == "online" and not case.search and not case.request_rate and self.load_probe_share > 0
-                and load_sources.get(case.loadgen).can(load_sources.PROBES)
+                and load_sources.get(case.loadgen, self.workers).can(load_sources.PROBES)
                 and bool(online.concurrency) and case.concurrency == max(online.concurrency)
                 and self.spec(case.model).accuracy_data is not None)
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tritonsuite.core.settings import LatencyBound
+from tritonsuite.load import sources as load_sources
 from tritonsuite.profiles.tunespace import Budget, Candidate, space_for
 from tritonsuite.report.tune import write_tune_pages
 from tritonsuite.tune import write_config
@@ -35,7 +36,7 @@ def run_tune_case(suite, case, strategy: str = "search", budget: str = ""):
 
     target = TuneTarget(suite.server, deployment.name, spec, deployment.directory, deployment.config,
                         suite.repository_dir, case.precision, case.batch_size, deployment.description,
-                        suite.sequences).check()  # an ensemble, a batchless one: why not, in one line
+                        suite.sequences, load_sources.get("suite", suite.workers)).check()  # why not, in one line
     space = space_for(suite.model_profile(case.model), Candidate.of(deployment.config))  # around its own batcher
     limit = Budget.parse(budget, space.budget) if budget else None
     data = (spec.accuracy_data(suite.datasets.get(case.model), suite.checkpoint(case.model))

@@ -22,15 +22,17 @@ Capabilities (:data:`~tritonsuite.load.sources.base.CAPABILITIES`): ``probes`` (
 (a search's or tune's stop check after each window), ``progress`` (told after each window). A source asked for one
 it lacks raises :class:`~tritonsuite.load.sources.base.Unsupported`, one line.
 
+- the engine over worker processes: :mod:`~tritonsuite.load.sources.workers`, chosen here by :func:`get` when
+  ``--workers`` (or the profile's ``workers:``) asks for more than one process for ``suite``: the point's
+  concurrency slots or request rate split over N processes on this host, their raw latencies merged into one row.
+
 A new source is one module here (a :class:`LoadSource` subclass and its ``SOURCE``), one line in :data:`SOURCES`
-and its tests. Two are foreseen (tritonsuite issue 51): a worker-process source (the engine's generators split
-over N processes on this host, each with its own event loop, their raw latencies merged into one row) and a Ray
-source (the same workers as Ray actors on many hosts); each will be one more module behind this interface, its
-choice made here from ``--loadgen``/``--workers`` and the profile, and its callers unchanged.
+and its tests. One more is foreseen (tritonsuite issue 51): a Ray source (the same workers as Ray actors on many
+hosts), chosen here from ``--workers`` as the worker processes are, its callers unchanged.
 """
 from __future__ import annotations
 
-from tritonsuite.load.sources import inprocess, perf_analyzer
+from tritonsuite.load.sources import inprocess, perf_analyzer, workers as worker_processes
 from tritonsuite.load.sources.base import (CAPABILITIES, OPEN_LOOP, PROBES, PROGRESS, STOP_EARLY, TOGETHER,
                                            LoadSource, Unsupported)
 
@@ -51,12 +53,18 @@ def names() -> tuple[str, ...]:
     return tuple(SOURCES)
 
 
-def get(name: str = DEFAULT) -> LoadSource:
-    """The source named ``name``; :class:`UnknownSource` (one line, the valid choices) for any other name."""
+def get(name: str = DEFAULT, workers: int | str = 1) -> LoadSource:
+    """The source named ``name``; :class:`UnknownSource` (one line, the valid choices) for any other name.
+    ``workers`` (``--workers``: a number of processes or ``"auto"``, see
+    :func:`tritonsuite.core.settings.parse_workers`) other than 1 makes the engine (``suite``) the worker-process
+    source; other sources run as they are (perf_analyzer has its own threads)."""
     try:
-        return SOURCES[name]
+        source = SOURCES[name]
     except (KeyError, TypeError):
         raise UnknownSource(f"load generator {name!r}: valid choices: {', '.join(SOURCES)}") from None
+    if name == DEFAULT and workers != 1:
+        return worker_processes.WorkerSource(workers)
+    return source
 
 
 def parse(text: str, option: str = "--loadgen") -> tuple[str, ...]:

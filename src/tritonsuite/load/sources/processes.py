@@ -1,0 +1,226 @@
+"""The processes of the worker-process load source (:mod:`tritonsuite.load.sources.workers`): what one worker is
+given (:class:`Job`), what it runs (:func:`_serve`: the engine's load generator on its share, reporting its completed
+requests on the host's monotonic clock every ``FLUSH_S``), and the :class:`Pool` that starts them for one point
+with the ``spawn`` context and leaves none behind."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from tritonsuite.core.settings import MeasurementSettings
+from tritonsuite.load.engine import Traffic, request_bound, request_tensors
+from tritonsuite.load.exchange import prepare
+from tritonsuite.load.generator import LoadGenerator
+from tritonsuite.load.point import MeasurementError
+
+FLUSH_S = 0.02  # how often a worker reports
+READY_S = 120.0  # the longest a worker may take to start (spawn, imports, its connections)
+STOP_GRACE_S = 2.0  # a worker told to stop, then terminated, then killed: each wait this long at most
+
+
+@dataclass(frozen=True)
+class Job:
+    """What one worker process is given: its share of the point and where the server is."""
+    index: int
+    of: int
+    http_url: str
+    grpc_url: str
+    traffic: Traffic
+    settings: MeasurementSettings
+    phase_s: float = 0.0  # a constant schedule's offset from the common start
+
+
+class _Endpoint:
+    """What a worker needs of the server: where it listens (the parent watches the server itself)."""
+    local = False
+
+    def __init__(self, http_url: str, grpc_url: str):
+        self.http_url, self.grpc_url = http_url, grpc_url
+
+    def process_ids(self) -> list[int]:
+        return []
+
+
+def _die_with_parent() -> None:
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG: the kernel kills it when the parent dies
+
+
+def _child(conn, job: Job) -> None:
+    """A worker process's main: Ctrl-C is the parent's to handle (it stops the workers)."""
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        asyncio.run(_serve(conn, job))
+    except BaseException as exc:  # noqa: BLE001 - told to the parent, which fails the point with it
+        with contextlib.suppress(Exception):
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        raise SystemExit(1) from None
+
+
+async def _serve(conn, job: Job) -> None:
+    t, s = job.traffic, job.settings
+    server, driver = _Endpoint(job.http_url, job.grpc_url), t.driver
+    transport = driver.transport(server, request_bound(s, t.point), t.point)
+    grpc, names, host = transport is not None, [o.name for o in t.outputs], job.http_url.rsplit(":", 1)[0]
+    request = prepare(host, t.model, request_tensors(t), names, grpc, driver.batched)
+    probes = [prepare(host, t.model, {k: np.ascontiguousarray(v) for k, v in p.items()}, names, grpc, driver.batched)
+              for p in t.probes]
+    gen = LoadGenerator(server, t.model, request, t.point, s, None, probes, t.probe_share, t.probe_seed, transport,
+                        sequences=driver.pattern(request, grpc, t.point))
+    loop, inbox = asyncio.get_running_loop(), asyncio.Queue()
+
+    def readable():
+        try:
+            while conn.poll():
+                inbox.put_nowait(conn.recv())
+        except (EOFError, OSError):
+            loop.remove_reader(conn.fileno())
+            inbox.put_nowait(("gone",))
+
+    loop.add_reader(conn.fileno(), readable)
+    conn.send(("ready", os.getpid()))
+    message = await inbox.get()
+    if message[0] != "go":
+        return
+    await asyncio.sleep(max(0.0, message[1] + job.phase_s - time.perf_counter()))
+    tasks = ([gen._task(gen._scheduler())] if t.point.open_loop else
+             [gen._task(gen._worker(slot)) for slot in range(t.point.concurrency)])
+    sent = answered = 0
+
+    def report(final: bool = False) -> None:
+        nonlocal sent, answered
+        now, n = time.perf_counter(), len(gen.samples)  # every request completed before `now` is in [sent:n]
+        responses = [(i * job.of + job.index, out) for i, out in gen.probe_responses[answered:]]
+        conn.send(("samples", np.asarray(gen.finished_at[sent:n], dtype=np.float64),
+                   np.asarray(gen.samples[sent:n], dtype=np.float64).reshape(-1, 4),
+                   gen.timings[sent:n] if gen.timings else None, math.inf if final else now, time.process_time(),
+                   responses))
+        sent, answered = n, len(gen.probe_responses)
+
+    try:
+        while True:
+            try:
+                message = await asyncio.wait_for(inbox.get(), FLUSH_S)
+            except asyncio.TimeoutError:
+                message = None
+            for task in tasks:
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    raise task.exception()
+            if message is None:
+                report()
+            elif message[0] in ("stop", "gone"):
+                break
+        if message[0] == "gone":
+            return
+        gen.stop = True
+        await asyncio.wait_for(asyncio.gather(*tasks), s.timeout_s)  # in-flight requests finish, sequences close
+        await gen._close_sequences()
+        report(final=True)
+        conn.send(("done", {"completed": gen.completed, "closing_sent": gen.closing_sent,
+                            "max_outstanding": gen.max_outstanding, "cpu_s": time.process_time(),
+                            "sequences": gen.sequences.summary(gen.closing_sent) if gen.sequences else None}))
+    finally:
+        gen.stop = True
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def ended(code: int | None) -> str:
+    if code is None:
+        return "its pipe closed"
+    return f"killed by signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+
+
+_SPAWNING = threading.Lock()
+
+
+@contextlib.contextmanager
+def _without_main():
+    """Spawn a worker without re-running the parent's ``__main__``: spawn runs the main module again in the child
+    (as ``__mp_main__``) unless it is guarded by ``if __name__ == "__main__"``, and a user's script that measures at
+    its top level would start itself again. A worker needs only its importable target, so the main module is left
+    out of what the child is told to prepare."""
+    from multiprocessing import spawn
+
+    original = spawn.get_preparation_data
+
+    def without_main(name):
+        data = original(name)
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+        return data
+
+    with _SPAWNING:
+        spawn.get_preparation_data = without_main
+        try:
+            yield
+        finally:
+            spawn.get_preparation_data = original
+
+
+class Pool:
+    """The worker processes of one point: started and ready on entry; on exit (whatever happened) told to stop,
+    then terminated, then killed, each wait bounded, so none outlives the point."""
+
+    def __init__(self, jobs: list[Job]):
+        self.jobs, self.procs, self.conns = jobs, [], []
+
+    def name(self, i: int) -> str:
+        pid = self.procs[i].pid if i < len(self.procs) else "-"
+        return f"worker {i + 1} of {len(self.jobs)} (pid {pid})"
+
+    def __enter__(self) -> "Pool":
+        ctx = multiprocessing.get_context("spawn")
+        try:
+            for job in self.jobs:
+                mine, theirs = ctx.Pipe()
+                proc = ctx.Process(target=_child, args=(theirs, job), name=f"tritonsuite-worker-{job.index + 1}",
+                                   daemon=True)
+                with _without_main():
+                    proc.start()
+                theirs.close()  # the parent keeps one end only: the worker's death closes the pipe (EOF)
+                self.procs.append(proc)
+                self.conns.append(mine)
+            deadline = time.monotonic() + READY_S
+            for i, (proc, conn) in enumerate(zip(self.procs, self.conns)):
+                while not conn.poll(0.1):
+                    if not proc.is_alive():
+                        proc.join(1.0)
+                        raise MeasurementError(f"{self.name(i)} ended before it was ready: {ended(proc.exitcode)}")
+                    if time.monotonic() > deadline:
+                        raise MeasurementError(f"{self.name(i)} was not ready within {READY_S:g} s")
+                message = conn.recv()
+                if message[0] != "ready":
+                    raise MeasurementError(f"{self.name(i)} failed to start: {message[1]}")
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for conn in self.conns:
+            with contextlib.suppress(Exception):
+                conn.send(("stop",))
+        for step in ("join", "terminate", "kill"):
+            deadline = time.monotonic() + STOP_GRACE_S
+            for proc in self.procs:
+                if proc.is_alive() and step != "join":
+                    getattr(proc, step)()
+                proc.join(max(0.0, deadline - time.monotonic()))
+            if not any(p.is_alive() for p in self.procs):
+                break
+        for conn in self.conns:
+            conn.close()
