@@ -97,21 +97,27 @@ def _peer(behaviour: str):
             break
         if behaviour == "abort":
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the server is going away")
-    return grpc.method_handlers_generic_handler("inference.GRPCInferenceService", {
-        "ModelStreamInfer": grpc.stream_stream_rpc_method_handler(model_stream_infer)})
+    return model_stream_infer
 
 
-def exchange_with(behaviour: str):
+def exchange_against(model_stream_infer, requests=1):
+    """The reader's exchange of ``requests`` requests with a local gRPC peer (127.0.0.1) whose ModelStreamInfer is
+    ``model_stream_infer``: (streams, stray, seconds)."""
     async def run():
         server = grpc.aio.server()
-        server.add_generic_rpc_handlers((_peer(behaviour),))
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("inference.GRPCInferenceService", {
+            "ModelStreamInfer": grpc.stream_stream_rpc_method_handler(model_stream_infer)}),))
         port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
         try:
-            return await asyncio.wait_for(_exchange(f"127.0.0.1:{port}", [b""]), 30)
+            return await asyncio.wait_for(_exchange(f"127.0.0.1:{port}", [b""] * requests), 30)
         finally:
             await server.stop(None)
-    streams, stray, _ = asyncio.run(run())
+    return asyncio.run(run())
+
+
+def exchange_with(behaviour: str):
+    streams, stray, _ = exchange_against(_peer(behaviour))
     return streams, stray
 
 
@@ -145,21 +151,11 @@ def _answering(script):
                 if final is not None:
                     response.infer_response.parameters["triton_final_response"].bool_param = final
                 yield response.SerializeToString()
-    return grpc.method_handlers_generic_handler("inference.GRPCInferenceService", {
-        "ModelStreamInfer": grpc.stream_stream_rpc_method_handler(model_stream_infer)})
+    return model_stream_infer
 
 
 def exchange_script(script, requests=2):
-    async def run():
-        server = grpc.aio.server()
-        server.add_generic_rpc_handlers((_answering(script),))
-        port = server.add_insecure_port("127.0.0.1:0")
-        await server.start()
-        try:
-            return await asyncio.wait_for(_exchange(f"127.0.0.1:{port}", [b""] * requests), 30)
-        finally:
-            await server.stop(None)
-    return asyncio.run(run())
+    return exchange_against(_answering(script), requests)
 
 
 def shape(streams):
@@ -281,17 +277,7 @@ def test_the_reader_listens_linger_s_after_the_last_final_flag_not_after_each_me
                 yield response.SerializeToString()
                 await asyncio.sleep(1.4)
 
-    async def run():
-        server = grpc.aio.server()
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("inference.GRPCInferenceService", {
-            "ModelStreamInfer": grpc.stream_stream_rpc_method_handler(model_stream_infer)}),))
-        port = server.add_insecure_port("127.0.0.1:0")
-        await server.start()
-        try:
-            return await asyncio.wait_for(_exchange(f"127.0.0.1:{port}", [b""]), 30)
-        finally:
-            await server.stop(None)
-    streams, stray, seconds = asyncio.run(run())
+    streams, stray, seconds = exchange_against(model_stream_infer)
     # the final flag at 0, one response 1.4 s after it, LINGER_S (2 s) after the final flag: done (listening 2 s
     # after each message instead would have kept the response at 2.8 s too)
     assert stray == [] and shape(streams) == {"conformance-0": [(["OUT"], True), (["OUT"], False)]}
@@ -317,17 +303,7 @@ def test_the_streams_own_errors_are_cut_to_200_characters():
             yield response.SerializeToString()
             await context.abort(grpc.StatusCode.INTERNAL, "d" * 300)
 
-    async def run():
-        server = grpc.aio.server()
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("inference.GRPCInferenceService", {
-            "ModelStreamInfer": grpc.stream_stream_rpc_method_handler(model_stream_infer)}),))
-        port = server.add_insecure_port("127.0.0.1:0")
-        await server.start()
-        try:
-            return await asyncio.wait_for(_exchange(f"127.0.0.1:{port}", [b""]), 30)
-        finally:
-            await server.stop(None)
-    _, stray, _ = asyncio.run(run())
+    _, stray, _ = exchange_against(model_stream_infer)
     unknown = "a response for unknown request id 'stranger': "
     failed = "the stream failed with gRPC INTERNAL: "
     assert stray == [unknown + "e" * (200 - len(unknown)), failed + "d" * (200 - len(failed))]
