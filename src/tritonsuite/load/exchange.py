@@ -24,6 +24,7 @@ from tritonsuite.load.http import HttpTransport, PreparedRequest, RequestOptions
 from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.point import Hang, LoadPoint
 from tritonsuite.load.sequences import SequenceSettings
+from tritonsuite.load.interrupt import within
 
 #: each request's bound when neither the caller nor the server gives one (a request unanswered for longer failed)
 TIMEOUT_S = 60.0
@@ -119,7 +120,7 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
         async def one(conn, request: PreparedRequest, sequence=None):
             start = time.monotonic()
             try:
-                _, _, decoded, *_ = await asyncio.wait_for(transport.exchange(conn, request), timeout_s)
+                _, _, decoded, *_ = await within(transport.exchange(conn, request), timeout_s)
             except (asyncio.TimeoutError, Hang):
                 hung[0] += 1
                 answers.append(Answer(start, time.monotonic(), False, error=f"no answer within {timeout_s:g} s",

@@ -17,6 +17,7 @@ from tritonsuite.load.point import Hang, LoadPoint, MeasurementError, Silence, a
 from tritonsuite.load.windows import (COUNT_WAIT_S, Window, delta, progress_line, snapshot, stability,
                                       wants_more_samples)
 from tritonsuite.server import TritonServer
+from tritonsuite.load.interrupt import within
 
 
 #: Called after each window with the windows so far; a reason ends the point there (e.g. clearly over a latency
@@ -147,7 +148,7 @@ class LoadGenerator:
                 if self.stop:
                     break
                 if slots.locked():  # at the cap: wait for a response (bounded: each request has a timeout)
-                    await asyncio.wait_for(slots.acquire(), self.settings.timeout_s)
+                    await within(slots.acquire(), self.settings.timeout_s)
                 else:
                     await slots.acquire()
                 if idle:
@@ -162,7 +163,7 @@ class LoadGenerator:
                 self.max_outstanding = max(self.max_outstanding, outstanding)
                 t_next += gap
             if in_flight:  # the requests already sent finish (each bounded by the request timeout)
-                await asyncio.wait_for(asyncio.gather(*in_flight), self.settings.timeout_s)
+                await within(asyncio.gather(*in_flight), self.settings.timeout_s)
             if failures:
                 raise failures[0]
         except asyncio.TimeoutError:
@@ -202,7 +203,7 @@ class LoadGenerator:
         conn = await self.transport.open() if own else conn
         try:
             for request in closing:
-                await asyncio.wait_for(self.transport.exchange(conn, request), self.settings.timeout_s)
+                await within(self.transport.exchange(conn, request), self.settings.timeout_s)
                 self.closing_sent += 1
                 self.completed += 1
         finally:
@@ -212,7 +213,7 @@ class LoadGenerator:
     async def _wait_window_until(self, until: float) -> None:
         self.progress.clear()
         try:
-            await asyncio.wait_for(self.progress.wait(), max(0.001, until - time.perf_counter()))
+            await within(self.progress.wait(), max(0.001, until - time.perf_counter()))
         except asyncio.TimeoutError:
             pass
 
@@ -393,6 +394,6 @@ async def _wait_windows(generators: Sequence[LoadGenerator], indexes: Sequence[i
         event.clear()
         timeout = max(0.001, deadline - now) if deadline is not None and now < deadline else 0.5
         try:
-            await asyncio.wait_for(event.wait(), timeout)
+            await within(event.wait(), timeout)
         except asyncio.TimeoutError:
             pass

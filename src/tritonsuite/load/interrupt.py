@@ -1,4 +1,4 @@
-"""An asyncio run that SIGTERM ends cleanly.
+"""An asyncio run that SIGTERM ends cleanly, and a bounded await that never loses a cancellation.
 
 The pytest plugin turns SIGTERM (a CI runner cancelling a job, a step's timeout) into KeyboardInterrupt so the run
 ends like Ctrl-C and its report is written. Raised from a signal handler, that exception lands in whatever frame
@@ -6,12 +6,28 @@ runs at the moment: inside an asyncio task it leaves the task pending or its exc
 was never retrieved" after pytest's summary, seen in CI). While a load generator runs, SIGTERM instead cancels the
 run's task, every ``finally`` of the generator runs, and the KeyboardInterrupt is raised here once the loop has
 ended. Where SIGTERM has no Python handler (a script using the library), it is left as it is.
+
+Ctrl-C (and that SIGTERM) ends a run by cancelling its task, so every bounded await on the way must let the
+cancellation through. ``asyncio.wait_for`` on Python 3.11 does not when what it waits for completes in the same turn
+of the loop as the cancellation: it returns the result and the cancellation is lost (the point then ran to its
+end; seen in CI, where the workers' 20 ms reports keep such awaits completing). :func:`within` is the bounded await
+used everywhere instead: ``asyncio.timeout`` where there is one (3.11), which counts cancellations and lets a
+pending one through.
 """
 from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 import threading
+
+
+async def within(awaitable, seconds: float):
+    """``await awaitable``, ``TimeoutError`` after ``seconds``; a cancellation is never swallowed (3.11 and later)."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, seconds)  # Python 3.10: no asyncio.timeout
 
 
 def run_interruptible(coro):

@@ -28,6 +28,7 @@ from typing import Callable
 import numpy as np
 
 from tritonsuite.load.http import PreparedRequest
+from tritonsuite.load.interrupt import within
 
 DEFAULT_LENGTH = 20
 #: why a sequence model is sent batch 1 alone: Triton refuses more, on any server ("inference request to model ...
@@ -241,7 +242,7 @@ def send_sequences(server, model: str, sequences, outputs, protocol: str = "grpc
             for i, step in enumerate(steps):
                 request = decorator(prepared(step))(first_id + index, i == 0, i == len(steps) - 1)
                 try:
-                    found.append((await asyncio.wait_for(transport.exchange(conn, request), timeout_s))[2])
+                    found.append((await within(transport.exchange(conn, request), timeout_s))[2])
                 except asyncio.TimeoutError:
                     raise Hang(f"no response within {timeout_s:.0f} s (sequence {first_id + index}, step {i})") from None
             return found

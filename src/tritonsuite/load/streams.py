@@ -26,6 +26,7 @@ import numpy as np
 from tritonsuite.core.rows import STREAM_COLUMNS
 from tritonsuite.load.http import PreparedRequest
 from tritonsuite.load.point import Hang, MeasurementError
+from tritonsuite.load.interrupt import within
 
 __all__ = ["STREAM_COLUMNS", "StreamTiming", "StreamTransport", "exchange_alone", "stream_columns", "summarise_streams"]
 
@@ -173,7 +174,7 @@ class StreamTransport:
             raise MeasurementError(f"writing to the stream failed: {exc}") from None
         t_written = time.perf_counter()
         try:
-            await asyncio.wait_for(asyncio.shield(pending.done), conn.timeout_s)
+            await within(asyncio.shield(pending.done), conn.timeout_s)
         except asyncio.TimeoutError:
             conn.pending.pop(request_id, None)
             raise Hang(f"no final response within {conn.timeout_s:.0f} s (the stream was ended)") from None

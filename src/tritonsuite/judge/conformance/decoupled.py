@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import _batch_first
 from tritonsuite.core.reasons import reason
+from tritonsuite.load.interrupt import within
 
 #: reasons are also written to these names (tritonsuite.core.reasons)
 REASON_NAMES = ("stray",)
@@ -118,7 +119,7 @@ async def _exchange(url: str, bodies: list[bytes]) -> tuple[dict[str, _Stream], 
                 quiet_until = time.monotonic() + LINGER_S  # every final flag came: LINGER_S more, then done
             wait = IDLE_S if quiet_until is None else max(quiet_until - time.monotonic(), 0.0)
             try:
-                message = await asyncio.wait_for(call.read(), wait)
+                message = await within(call.read(), wait)
             except asyncio.TimeoutError:
                 break
             if message is grpc.aio.EOF:

@@ -38,6 +38,7 @@ from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import _batch_first
 from tritonsuite.load.exchange import exchange, first_line, flagged, prepare
 from tritonsuite.core.reasons import reason
+from tritonsuite.load.interrupt import within
 
 #: Triton's refusals (sequence_batch_scheduler.cc, r24.10), as the server words them
 NO_CORRID = "must specify a non-zero or non-empty correlation ID"
@@ -121,7 +122,7 @@ class _Wire:
         """(sent, answered, error: "" when answered)."""
         t0 = time.monotonic()
         try:
-            await asyncio.wait_for(self.transport.exchange(conn, flagged(self.request, self.grpc, (sid, start, end))),
+            await within(self.transport.exchange(conn, flagged(self.request, self.grpc, (sid, start, end))),
                                    self.timeout_s)
             return t0, time.monotonic(), ""
         except asyncio.TimeoutError:
@@ -246,7 +247,7 @@ async def _backlog(wire: _Wire, declared: int) -> dict:
         await asyncio.sleep(0.01)
     live = sorted(i for i, sent in first.items() if not sent[2])
     release.set()
-    await asyncio.wait_for(asyncio.gather(*tasks), BOUND_S * 2)
+    await within(asyncio.gather(*tasks), BOUND_S * 2)
     waiting = [i for i in range(len(ids)) if i not in live]
     return {"sequences": len(ids), "live_at_once": len(live), "waited": len(waiting),
             "middle_requests_while_live": sum(middles[i] for i in live),

@@ -21,6 +21,7 @@ from tritonsuite.load.engine import Traffic, request_bound, request_tensors
 from tritonsuite.load.exchange import prepare
 from tritonsuite.load.generator import LoadGenerator
 from tritonsuite.load.point import MeasurementError
+from tritonsuite.load.interrupt import within
 
 FLUSH_S = 0.02  # how often a worker reports
 READY_S = 120.0  # the longest a worker may take to start (spawn, imports, its connections)
@@ -112,7 +113,7 @@ async def _serve(conn, job: Job) -> None:
     try:
         while True:
             try:
-                message = await asyncio.wait_for(inbox.get(), FLUSH_S)
+                message = await within(inbox.get(), FLUSH_S)
             except asyncio.TimeoutError:
                 message = None
             for task in tasks:
@@ -125,7 +126,7 @@ async def _serve(conn, job: Job) -> None:
         if message[0] == "gone":
             return
         gen.stop = True
-        await asyncio.wait_for(asyncio.gather(*tasks), s.timeout_s)  # in-flight requests finish, sequences close
+        await within(asyncio.gather(*tasks), s.timeout_s)  # in-flight requests finish, sequences close
         await gen._close_sequences()
         report(final=True)
         conn.send(("done", {"completed": gen.completed, "closing_sent": gen.closing_sent,

@@ -45,7 +45,7 @@ from tritonsuite.core.settings import STABLE_WINDOWS, WORKERS_AUTO, MeasurementS
 from tritonsuite.load.engine import Measurement, Progress, StopEarly, Traffic, check_traffic, request_bound
 from tritonsuite.load.generator import LoadGenerator, run_together
 from tritonsuite.load.hostload import HostCpu
-from tritonsuite.load.interrupt import run_interruptible
+from tritonsuite.load.interrupt import run_interruptible, within
 from tritonsuite.load.point import Hang, MeasurementError
 from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.load.sources.inprocess import SOURCE as IN_PROCESS
@@ -169,7 +169,7 @@ class _Feed(LoadGenerator):
         try:
             while not all(self.finals):
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self.wake.wait(), 0.05)
+                    await within(self.wake.wait(), 0.05)
                 self.wake.clear()
                 if self.failure:
                     raise MeasurementError(self.failure)
