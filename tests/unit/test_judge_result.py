@@ -59,6 +59,18 @@ def test_a_verdict_outside_the_choices_is_refused_naming_them():
     assert str(refused.value) == "verdict 'maybe'; valid choices: pass, fail, skipped"
 
 
+@pytest.mark.parametrize("verdict", ["fail", "skipped"])
+@pytest.mark.parametrize("reason", ["", "  ", None])
+def test_a_failure_or_a_skip_without_its_reason_is_refused(verdict, reason):
+    """A check that fails or skips says why (a report line with no reason tells a team nothing): one without is a
+    defect of the check, which run_check then reports as that check's failure."""
+    with pytest.raises(ValueError) as refused:
+        CheckResult("m", "cache", "response_cache", "-", verdict, reason)
+    assert str(refused.value) == (f"a {verdict} verdict of the cache check without its reason ({reason!r}): the "
+                                  "report would not say why")
+    assert CheckResult("m", "cache", "response_cache", "-", "pass").reason == ""
+
+
 def test_a_failed_result_is_a_failed_row_of_scenario_conformance_with_its_evidence_and_fields():
     result = CheckResult("m_onnx", "batching", "dynamic", "{1: 30}", "fail", "every execution held one request",
                          {"executions": 30}, seconds=1.23456, fields=["max_batch_size", "dynamic_batching"])

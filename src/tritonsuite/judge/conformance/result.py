@@ -41,6 +41,9 @@ class CheckResult:
     def __post_init__(self):
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict {self.verdict!r}; valid choices: {', '.join(VERDICTS)}")
+        if self.verdict != "pass" and not (isinstance(self.reason, str) and self.reason.strip()):
+            raise ValueError(f"a {self.verdict} verdict of the {self.check} check without its reason "
+                             f"({self.reason!r}): the report would not say why")
 
     @property
     def passed(self) -> bool:
