@@ -622,3 +622,20 @@ def test_delay_without_a_fresh_wave_has_nothing_to_show():
                          [ok(0.0, 0.425 + 0.01 * k) for k in range(10)], [], 0, 0)
     assert part.skipped == ("0 of the backlog still queued when the second wave came: too few to show a delayed one "
                             "beside the 2 executing")
+
+
+@pytest.mark.parametrize("drained_ms, judged", [(350.0, True), (350.5, False)])
+def test_a_backlog_that_fell_behind_its_sized_pace_leaves_the_override_unjudged(drained_ms, judged):
+    """A backlog sized to last 200 ms (executions of 10 ms) answered after more than 1.5 x that, two executions and
+    the slack: the server fell behind (a busy host), and probes answered past their own timeout are no evidence."""
+    p = Policy("REJECT", 400_000, True, 0)
+    backlog = [ok(0.0, 0.01 * k) for k in range(1, 20)] + [ok(0.0, drained_ms / 1e3)]
+    part = judge_override("default_queue_policy: allow_timeout_override true", p, 0, 2, EXEC_MS, EXEC_MS, 20, 200.0,
+                          backlog, probes_answered_after(300))
+    if judged:
+        assert verdict(part)[0] == "fail"
+    else:
+        assert verdict(part) == ("skipped", "default_queue_policy: the backlog of 20 sized to last 200 ms was answered "
+                                            "after up to 350 ms: the server fell behind the pace it was sized from "
+                                            "(a busy host), so the probes' fate says nothing of their own timeout")
+        assert part.problems == () and part.evidence["backlog_latency_ms"][-1] == 350.5
