@@ -105,6 +105,10 @@ def test_test01_passes_a_batching_model_and_shows_its_batches(server, sound):
     e = result.evidence
     assert e["compared"] == e["sampled"] >= 8 and e["differ"] == 0 and e["worst_abs_difference"] == 0.0
     assert max(e["batch_stats"]) > 1, e  # the load was batched: the answers compared came from shared executions
+    # as many inputs as docs/conformance.md says (32, at least 4 per connection), a quarter of them sent again alone
+    sent = max(32, 4 * e["concurrency"])
+    assert e["sent_under_load"] == sent and e["failed"] == 0 and e["sampled"] == max(8, -(-sent // 4)), e
+    assert e["tolerance"] == {"atol": 1e-4, "rtol": 1e-4} and 0 < e["seconds"] < 60, e
 
 
 def test_test01_catches_an_answer_that_depends_on_its_batch_mates(repo, server):

@@ -88,6 +88,7 @@ def test_classification_answers_the_label_files_classes(repo, server):
     assert result.verdict == "pass", result.line()
     got = result.evidence["OUTPUT0"]["answered"]
     assert len(got) == 3 and all(t.split(":")[2] == f"class_{t.split(':')[1]}" for t in got)
+    assert result.evidence == {"OUTPUT0": {"label_file": "labels.txt", "labels_in_file": 16, "answered": got}}
 
 
 def test_classification_catches_an_output_served_without_its_labels(repo, server):
@@ -298,6 +299,10 @@ def test_a_shutdown_answers_the_requests_in_flight(repo, server):
     assert result.verdict == "pass", result.line()
     assert result.evidence["in_flight_at_signal"] >= 2 and result.evidence["failed_before_signal"] == 0
     assert result.evidence["late"]["http"].startswith("refused")
+    # the twin exited once its requests in flight (0.3 s executions) were answered: within its exit timeout
+    assert result.evidence["server_exited"] is True and 0.2 < result.evidence["exit_s"] < 30, result.evidence
+    said = float(result.observed.split("server exited in ")[1].split(" s")[0])
+    assert abs(said - result.evidence["exit_s"]) <= 0.06, (said, result.evidence)
 
 
 def test_shutdown_catches_requests_cut_by_the_exit_timeout(repo, tmp_path_factory):
