@@ -195,3 +195,29 @@ def test_the_load_cycles_one_request_or_fresh_ones_where_the_response_cache_woul
     seed = next(_LOAD_SEEDS)  # the seeds of fresh requests: 1000 on, one each, never 0
     fresh = cached.fresh_request()
     assert seed >= 1000 and all(np.array_equal(fresh[k], cached.request(1, seed + 1)[k]) for k in fresh)
+
+
+class _Alive:
+    """A server that is alive: all run_check asks of it before and after a check."""
+
+    def check_alive(self, when: str) -> None:
+        pass
+
+    def gone(self) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("named", ["CACHE", "batching"])
+def test_a_check_that_reports_under_another_name_fails_under_its_own(tmp_path, monkeypatch, named):
+    """A result whose check is not the one run would sit under another check's name in every report: run_check
+    fails it under its own name, keeping what it declared, observed and measured."""
+    import tritonsuite.judge.conformance as conformance
+
+    t = target(tmp_path)
+    t.server = _Alive()
+    monkeypatch.setattr(conformance, "_registry", lambda: {"cache": lambda _: CheckResult(
+        t.name, named, "response_cache", "3 hits", "skipped", "why", {"hits": 3})})
+    result = conformance.run_check(t, "cache")
+    assert (result.check, result.verdict, result.reason) == (
+        "cache", "fail", f"the cache check reported its result as {named!r}")
+    assert (result.declared, result.observed, result.evidence) == ("response_cache", "3 hits", {"hits": 3})
