@@ -107,7 +107,8 @@ def test_a_sound_deployment_passes(deployed, model, name):
     if model == "q_delay":  # its override part cannot be shown under DELAY: said once, beside the pass
         assert "allow_timeout_override false: not judged: under DELAY" in result.reason, result.reason
     if model in SLOW and not fell_behind(result):  # built so that the override part is judged, either way
-        assert "not judged" not in result.reason, result.reason
+        # (the timeout part may be unjudged on a busy host, with its own reason: tested with q_reject and q_strict)
+        assert "allow_timeout_override" not in result.reason, result.reason
         probes = override_evidence(result)
         assert probes["probe_timeout_us"] == 750000 and probes["backlog"] >= 10, probes
         # allowed: some probe refused on its own 750 ms (one examined before its expiry may still be answered);
