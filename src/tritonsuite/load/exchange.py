@@ -21,10 +21,10 @@ import numpy as np
 
 from tritonsuite.core.description import ModelDescription
 from tritonsuite.load.http import HttpTransport, PreparedRequest, RequestOptions, prepare_request
+from tritonsuite.load.interrupt import within
 from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.point import Hang, LoadPoint
 from tritonsuite.load.sequences import SequenceSettings
-from tritonsuite.load.interrupt import within
 
 #: each request's bound when neither the caller nor the server gives one (a request unanswered for longer failed)
 TIMEOUT_S = 60.0

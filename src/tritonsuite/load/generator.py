@@ -12,12 +12,12 @@ import numpy as np
 from tritonsuite.core.settings import STABLE_WINDOWS, MeasurementSettings
 from tritonsuite.load.hostload import HostCpu, other_cpu_percent
 from tritonsuite.load.http import Connection, HttpTransport, PreparedRequest, model_path
+from tritonsuite.load.interrupt import within
 from tritonsuite.load.metered import metered
 from tritonsuite.load.point import Hang, LoadPoint, MeasurementError, Silence, arrival_gaps
 from tritonsuite.load.windows import (COUNT_WAIT_S, Window, delta, progress_line, snapshot, stability,
                                       wants_more_samples)
 from tritonsuite.server import TritonServer
-from tritonsuite.load.interrupt import within
 
 
 #: Called after each window with the windows so far; a reason ends the point there (e.g. clearly over a latency

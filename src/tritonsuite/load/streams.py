@@ -25,8 +25,8 @@ import numpy as np
 
 from tritonsuite.core.rows import STREAM_COLUMNS
 from tritonsuite.load.http import PreparedRequest
-from tritonsuite.load.point import Hang, MeasurementError
 from tritonsuite.load.interrupt import within
+from tritonsuite.load.point import Hang, MeasurementError
 
 __all__ = ["STREAM_COLUMNS", "StreamTiming", "StreamTransport", "exchange_alone", "stream_columns", "summarise_streams"]
 

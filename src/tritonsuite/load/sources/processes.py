@@ -20,8 +20,8 @@ from tritonsuite.core.settings import MeasurementSettings
 from tritonsuite.load.engine import Traffic, request_bound, request_tensors
 from tritonsuite.load.exchange import prepare
 from tritonsuite.load.generator import LoadGenerator
-from tritonsuite.load.point import MeasurementError
 from tritonsuite.load.interrupt import within
+from tritonsuite.load.point import MeasurementError
 
 FLUSH_S = 0.02  # how often a worker reports
 READY_S = 120.0  # the longest a worker may take to start (spawn, imports, its connections)
