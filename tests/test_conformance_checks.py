@@ -284,6 +284,18 @@ def test_reload_of_a_remote_server_needs_an_explicit_flag(server, identity_onlin
     assert check(remote, identity_online, "refusals", inputs=None).verdict == "pass"
 
 
+def test_cache_is_skipped_with_the_reason_on_a_server_without_a_response_cache(repo, identity_online, tmp_path):
+    """A stock server started without --cache-config serves a deployment that enables response_cache uncached: no
+    lookup is counted, and the model's configuration as served still enables it (not the deployment's fault)."""
+    with EmbeddedServer(repo, tmp_path, response_cache=False) as plain:
+        plain.load(identity_online)
+        result = check(plain, identity_online, "cache", inputs=None)
+    assert result.verdict == "skipped", result.line()
+    assert result.reason == "the server has no response cache (start it with --cache-config local,size=...)"
+    assert result.observed == "no cache lookup counted" and result.evidence["repeat"] == {
+        "cache_hit_count": 0, "cache_miss_count": 0}
+
+
 def test_cache_is_skipped_with_the_reason_where_the_config_does_not_enable_it(repo, server):
     directory = python_model(repo, "uncached", "echo")
     server.load(directory)

@@ -63,6 +63,9 @@ DEPLOYMENTS = {
     "q_long": "default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 3000000 }",
     "q_levels": "priority_levels: 3 default_priority_level: 2 priority_queue_policy { key: 2 value { "
                 "max_queue_size: 5 } }",
+    # the default level judged both ways: requests without a priority (level 2) pass a backlog at 3 and are passed by
+    # probes at 1 (q_levels' level-2 queue holds 5: too few to order, said unjudged)
+    "q_default": "priority_levels: 3 default_priority_level: 2",
     "q_plain": "",
     # a lone request waits up to 1 s for a batch of 4, but its timeout is 100 ms: every one is refused
     "q_starved": "preferred_batch_size: [4] max_queue_delay_microseconds: 1000000 default_queue_policy { "
@@ -98,12 +101,21 @@ def check(server, directory: Path, name: str):
                                         ("q_delay", "queue_policy"), ("q_strict", "queue_policy"),
                                         ("q_override", "queue_policy"), ("q_long", "queue_policy"),
                                         ("q_levels", "queue_policy"), ("q_levels", "priority"),
+                                        ("q_default", "priority"),
                                         ("q_plain", "queue_policy")])
 def test_a_sound_deployment_passes(deployed, model, name):
     server, directories = deployed
     result = check(server, directories[model], name)
     assert result.verdict == "pass", (result.line(), result.observed)
     assert result.declared and result.observed and result.evidence
+    if name == "priority":  # each part judged, by a backlog still queued, but where the level's queue holds 5
+        parts = {part: e["still_queued"] for part, e in result.evidence.items()}
+        assert len(parts) == 3 and all(n > 4 for p, n in parts.items() if "#2" not in p), parts
+        if model == "q_levels":
+            assert result.evidence["default_priority_level 2 #2"]["refused_by_queue_policy"] >= 20, result.evidence
+            assert "level 1 before no priority: not judged: " in result.reason and parts["default_priority_level 2 #2"] <= 4
+        else:
+            assert not result.reason and parts["default_priority_level 2 #2"] > 4, (result.reason, parts)
     if model == "q_delay":  # its override part cannot be shown under DELAY: said once, beside the pass
         assert "allow_timeout_override false: not judged: under DELAY" in result.reason, result.reason
     if model in SLOW and not fell_behind(result):  # built so that the override part is judged, either way
@@ -166,9 +178,11 @@ def test_no_priority_levels_is_skipped_with_why(deployed):
      "priority_queue_policy[2]: max_queue_size 5: all 22 requests of a wave arriving within"),
     ("q_plain", "queue_policy", {"dynamic_batching": {"default_queue_policy": {"max_queue_size": 1}}},
      "requests refused (inference request failed with HTTP 503"),
+    ("q_default", "priority", {"dynamic_batching": {"priority_levels": 3, "default_priority_level": 1}},
+     "default_priority_level 2: level 1 before no priority: probes at priority 1 passed a median 0 of"),
 ], ids=[
     "q_size-queue_policy-0", "q_reject-queue_policy-1", "q_delay-queue_policy-2", "q_delay-queue_policy-3",
-    "q_levels-priority-4", "q_levels-queue_policy-5", "q_plain-queue_policy-6"])
+    "q_levels-priority-4", "q_levels-queue_policy-5", "q_plain-queue_policy-6", "q_default-priority-7"])
 def test_a_deployment_served_without_the_field_fails(deployed, model, name, override, words):
     server, directories = deployed
     load_with(server, directories[model], **override)

@@ -5,15 +5,46 @@ responses under load with the request sent alone, and with a reference."""
 import numpy as np
 import pytest
 
-from tests.kinds import FAST, decoupled_model, served
+from tests.kinds import DECOUPLED_CONFIG, FAST, _write, decoupled_model, served
 from tritonsuite.core.description import describe
 from tritonsuite.judge.responses import stream_accuracy
 from tritonsuite.load.engine import LoadPoint, measure
 from tritonsuite.load.streams import STREAM_COLUMNS, exchange_alone
 
+# stream_n with a race a decoupled model is easily written with: execute keeps the request's DATA on the model and a
+# thread answers from it 200 ms later, so a request arriving meanwhile has its DATA answered to the one before it.
+# Sent alone, every request is answered right; multiplexed on one stream, all but the last are answered wrong
+LEAKY_MODEL = '''
+import threading
+import time
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            self.data = pb_utils.get_input_tensor_by_name(request, "DATA").as_numpy()
+            count = int(pb_utils.get_input_tensor_by_name(request, "COUNT").as_numpy().reshape(-1)[0])
+            threading.Thread(target=self.answer, args=(request.get_response_sender(), count)).start()
+        return None
+
+    def answer(self, sender, count):
+        time.sleep(0.2)
+        for i in range(count):
+            sender.send(pb_utils.InferenceResponse([
+                pb_utils.Tensor("OUT", (self.data * (i + 1)).astype(np.float32)),
+                pb_utils.Tensor("INDEX", np.full((self.data.shape[0], 1), i, dtype=np.int32))]))
+        sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+'''
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    yield from served(tmp_path_factory, lambda repo: [decoupled_model(repo)])
+    yield from served(tmp_path_factory, lambda repo: [
+        decoupled_model(repo), _write(repo / "stream_leaky", DECOUPLED_CONFIG.format(name="stream_leaky"), "model.py",
+                                      LEAKY_MODEL)])
 
 
 def _inputs(batch, count):
@@ -66,6 +97,17 @@ def test_whole_sequence_of_responses(server):
 
     bad = stream_accuracy(server, "stream_n", "fp32", requests[:2], ["OUT", "INDEX"], off_by_one)
     assert not bad.passed and bad.metrics[1].value == 2 and "responses vs" in bad.metrics[1].worst
+
+
+def test_responses_that_differ_under_load_fail_accuracy_naming_the_request(server):
+    requests = [_inputs(1, n) for n in (2, 3, 1)]
+    for i, request in enumerate(requests):
+        request["DATA"] += 10 * i  # each request its own DATA
+    result = stream_accuracy(server, "stream_leaky", "fp32", requests, ["OUT", "INDEX"])
+    under_load = result.metrics[0]
+    assert not result.passed and under_load.value == 2, result.metrics  # the last one answered its own
+    assert under_load.worst.startswith("request 0: response 0 output OUT: "), under_load.worst
+    assert result.failures == [under_load.describe()] and "differ from the request sent alone" in result.failures[0]
 
 
 def test_conformance_identity_reads_a_decoupled_models_answer_on_a_stream(server):

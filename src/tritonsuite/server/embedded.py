@@ -108,12 +108,13 @@ class EmbeddedServer(TritonServer):
 
     def __init__(self, model_repository: str | Path, log_dir: str | Path, startup_timeout: float = 120.0,
                  extra_args: tuple[str, ...] = (), model_control_mode: str = "explicit", port_attempts: int = 3,
-                 backend_directory: str | Path | None = None):
+                 backend_directory: str | Path | None = None, response_cache: bool = True):
         self.model_repository = Path(model_repository).resolve()
         self.backends_from = Path(backend_directory).resolve() if backend_directory else None
         self.log_dir = Path(log_dir)
         self.startup_timeout = startup_timeout
         self.extra_args = tuple(extra_args)
+        self.response_cache = response_cache
         self.model_control_mode = model_control_mode
         self.port_attempts = port_attempts
         self.process: subprocess.Popen | None = None
@@ -159,9 +160,10 @@ class EmbeddedServer(TritonServer):
     def _cache_arguments(self) -> tuple[str, ...]:
         """The wheel ships Triton's local response cache (``caches/local/libtritoncache_local.so``): the server starts
         with it (64 MiB), so a deployment whose config enables ``response_cache`` is cached as on a stock server
-        started with ``--cache-config``. A user's own ``--cache-config`` in ``extra_args`` wins."""
+        started with ``--cache-config``. A user's own ``--cache-config`` in ``extra_args`` wins; ``response_cache``
+        False starts it with none, as a stock server started without ``--cache-config``."""
         caches = pytriton_paths()["binary"].parent.parent / "caches"
-        if any(a.startswith("--cache-config") for a in self.extra_args) or not (caches / "local").is_dir():
+        if not self.response_cache or any(a.startswith("--cache-config") for a in self.extra_args) or not (caches / "local").is_dir():
             return ()
         return (f"--cache-directory={caches}", f"--cache-config=local,size={CACHE_BYTES}")
 
