@@ -1,12 +1,13 @@
-"""HTTP/1.1 transport of the engine: a persistent connection, one response read, and a request serialised once with
-tritonclient's protocol code (binary tensor extension, or system shared-memory references) for repeated sending."""
+"""HTTP/1.1 transport of the engine: a persistent connection (an asyncio protocol, responses parsed by httptools as
+they arrive), and a request serialised once with tritonclient's protocol code (binary tensor extension, or system
+shared-memory references) for repeated sending."""
 from __future__ import annotations
 
 import asyncio
 import json
 import time
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -14,22 +15,15 @@ from tritonsuite.load.client import SharedMemoryRegions, infer_tensors
 from tritonsuite.load.point import MeasurementError
 
 
-async def read_response(reader: asyncio.StreamReader) -> tuple[int, int | None, bytes, float]:
-    """Read one HTTP/1.1 response: (status, inference header length, body, time the headers arrived)."""
-    head = await reader.readuntil(b"\r\n\r\n")
-    t_head = time.perf_counter()
-    lines = head.split(b"\r\n")
-    status = int(lines[0].split(b" ", 2)[1])
-    length, header_length = 0, None
-    for line in lines[1:]:
-        key, _, value = line.partition(b":")
-        key = key.strip().lower()
-        if key == b"content-length":
-            length = int(value)
-        elif key == b"inference-header-content-length":
-            header_length = int(value)
-    body = await reader.readexactly(length) if length else b""
-    return status, header_length, body, t_head
+class Response(NamedTuple):
+    """One HTTP/1.1 response: its status, Triton's inference header length (binary tensor extension), its body, when
+    its headers had arrived (perf_counter) and whether the connection stays open after it."""
+
+    status: int
+    header_length: int | None
+    body: bytes
+    t_head: float
+    keep_alive: bool
 
 
 def error_text(body: bytes) -> str:
@@ -39,26 +33,112 @@ def error_text(body: bytes) -> str:
         return body.decode(errors="replace")
 
 
-class Connection:
+class Connection(asyncio.Protocol):
+    """A persistent HTTP/1.1 connection, one request in flight: the bytes of a response are parsed as they arrive
+    (httptools, llhttp's C parser: Content-Length or chunked bodies, keep-alive as the server says) and handed to
+    the request waiting for them in one wake-up. A response that ends the connection (``Connection: close``: a proxy
+    such as nginx after its ``keepalive_requests``) or a server that closed it while idle: the next request opens it
+    again; a connection lost while a response is awaited fails that request."""
+
     def __init__(self, host: str, port: int):
         self.host, self.port = host, port
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
+        self.transport: asyncio.Transport | None = None
+        self.reopened = 0  # how often the server ended the connection and it was opened again
+        self._parser = None
+        self._waiter: asyncio.Future | None = None
+        self._open, self._served, self._received = False, 0, False
+        self._reset()
 
-    async def open(self):
-        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+    def _reset(self) -> None:
+        self._header_length: int | None = None
+        self._body: list[bytes] = []
+        self._t_head = 0.0
+
+    async def open(self) -> "Connection":
+        import httptools
+
+        self._parser = httptools.HttpResponseParser(self)
+        self._reset()
+        await asyncio.get_running_loop().create_connection(lambda: self, self.host, self.port)
         return self
 
+    async def roundtrip(self, data: bytes) -> tuple[float, Response]:
+        """Send one request's bytes; (time written, its response). On a connection that served responses before,
+        closed by the server before any byte of this one came (an idle keep-alive connection closed as the request
+        went out), the request is sent once more on a new connection, as curl does; never after a byte came."""
+        for attempt in (0, 1):
+            if not self._open:  # ended by the server after the last response, or while idle
+                self.close()
+                self.reopened += 1
+                await self.open()
+            reused, self._received = self._served > 0, False
+            self._waiter = waiter = asyncio.get_running_loop().create_future()
+            self.transport.write(data)
+            t_written = time.perf_counter()
+            try:
+                response = await waiter
+            except ConnectionError:
+                if attempt or not reused or self._received:
+                    raise
+                continue
+            finally:
+                self._waiter = None
+            self._served += 1
+            return t_written, response
+        raise AssertionError("unreachable")  # pragma: no cover
+
     async def get_json(self, path: str) -> dict:
-        self.writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n\r\n".encode())
-        status, _, body, _ = await read_response(self.reader)
-        if status != 200:
-            raise MeasurementError(f"GET {path} answered {status}: {error_text(body)}")
-        return json.loads(body)
+        _, response = await self.roundtrip(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n\r\n".encode())
+        if response.status != 200:
+            raise MeasurementError(f"GET {path} answered {response.status}: {error_text(response.body)}")
+        return json.loads(response.body)
 
     def close(self):
-        if self.writer is not None:
-            self.writer.close()
+        if self.transport is not None:
+            self.transport.close()
+        self._open = False
+
+    # asyncio.Protocol
+    def connection_made(self, transport) -> None:
+        self.transport, self._open, self._served = transport, True, 0
+
+    def data_received(self, data: bytes) -> None:
+        self._received = True
+        try:
+            self._parser.feed_data(data)
+        except Exception as exc:  # noqa: BLE001 - httptools' parser errors and upgrades: the response is unusable
+            self._fail(MeasurementError(f"unreadable HTTP response from {self.host}:{self.port}: {exc}"))
+            self.close()
+
+    def connection_lost(self, exc) -> None:
+        self._open = False
+        self._fail(ConnectionError(f"connection to {self.host}:{self.port} closed before the response"
+                                   + (f" ({exc})" if exc else "")))
+
+    def _fail(self, exc: Exception) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_exception(exc)
+
+    # httptools' callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if len(name) == 31 and name.lower() == b"inference-header-content-length":
+            self._header_length = int(value)
+
+    def on_headers_complete(self) -> None:
+        self._t_head = time.perf_counter()
+
+    def on_body(self, body: bytes) -> None:
+        self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        keep_alive = self._parser.should_keep_alive()
+        body = self._body[0] if len(self._body) == 1 else b"".join(self._body)
+        response = Response(self._parser.get_status_code(), self._header_length, body, self._t_head, keep_alive)
+        self._reset()
+        if not keep_alive:
+            self._open = False  # the server closes it: the next request opens another
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(response)
 
 
 class HttpTransport:
@@ -75,18 +155,18 @@ class HttpTransport:
 
     async def exchange(self, conn: Connection, request: "PreparedRequest"):
         """Send ``request``; return (time written, time the response headers arrived, decoded outputs or None)."""
-        import tritonclient.http as httpclient
-
-        conn.writer.write(request.data)
-        t_written = time.perf_counter()
-        status, header_length, body, t_head = await read_response(conn.reader)
-        if status != 200:
-            raise MeasurementError(f"inference request failed with HTTP {status}: {error_text(body)}")
+        t_written, response = await conn.roundtrip(request.data)
+        if response.status != 200:
+            raise MeasurementError(f"inference request failed with HTTP {response.status}: "
+                                   f"{error_text(response.body)}")
         decoded = None
         if request.decode_outputs:
-            result = httpclient.InferenceServerClient.parse_response_body(body, header_length=header_length)
+            import tritonclient.http as httpclient
+
+            result = httpclient.InferenceServerClient.parse_response_body(response.body,
+                                                                         header_length=response.header_length)
             decoded = request.decode(result)
-        return t_written, t_head, decoded
+        return t_written, response.t_head, decoded
 
 
 @dataclass(frozen=True)
