@@ -4,6 +4,8 @@ share of the requests, a warm-up, then contiguous windows until the last ones ag
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
 import time
 from typing import Callable, Sequence
 
@@ -64,6 +66,7 @@ class LoadGenerator:
         self.pool: tuple[int, int] | None = None
         self.finished_at: list[float] = []  # perf_counter at each sample's completion
         self.completed = 0
+        self.wake_at = 0  # ``progress`` is set once ``completed`` reaches it: the window loop's count, not each response
         self.stop = False
         self.progress = asyncio.Event()
         self.metered = False  # in a mix (run_together with others): each task's CPU counted to its generator
@@ -94,7 +97,8 @@ class LoadGenerator:
         self.samples.append((t_done - t_scheduled, t_written - t_scheduled, t_done - t_head, t_sent - t_scheduled))
         self.finished_at.append(t_done)
         self.completed += 1
-        self.progress.set()
+        if self.completed >= self.wake_at:
+            self.progress.set()
 
     async def _send(self, conn: Connection, t_scheduled: float | None = None, slot: int | None = None) -> None:
         """One request on an idle connection: the load request, or an accuracy probe in its place (a sequence
@@ -174,10 +178,6 @@ class LoadGenerator:
             for conn in opened:
                 conn.close()
 
-    async def run(self) -> tuple[list[Window], dict[str, int], int]:
-        """Run warm-up and windows; return (windows, statistics delta over the whole point, requests completed)."""
-        return (await run_together([self]))[0]
-
     def _task(self, coro) -> asyncio.Task:
         """A task of this generator's traffic; in a mix, the CPU time of its steps is counted to it (``cpu_s``)."""
         return asyncio.create_task(metered(coro, self) if self.metered else coro)
@@ -212,10 +212,8 @@ class LoadGenerator:
 
     async def _wait_window_until(self, until: float) -> None:
         self.progress.clear()
-        try:
+        with contextlib.suppress(asyncio.TimeoutError):
             await within(self.progress.wait(), max(0.001, until - time.perf_counter()))
-        except asyncio.TimeoutError:
-            pass
 
     def _wants_more(self, windows: Sequence[Window]) -> bool:
         start, stop = self.pool
@@ -300,6 +298,8 @@ async def run_together(generators: Sequence[LoadGenerator]) -> list[tuple[list[W
         # flight): a hang, where the transport has no bound of its own to say so first (HTTP)
         silence = Silence(generators, s.timeout_s * max(g.concurrency for g in generators) + 1.0, " (warming up)")
         while time.perf_counter() < warmup_end or any(g.completed < g.concurrency for g in generators):
+            for gen in generators:  # woken by a generator's first response on each connection, not by each one
+                gen.wake_at = gen.concurrency if gen.completed < gen.concurrency else math.inf
             await guarded(lead._wait_window_until(min(warmup_end, time.perf_counter() + 0.5)))
             silence.check()
         previous = await guarded(snapshots())
@@ -391,9 +391,9 @@ async def _wait_windows(generators: Sequence[LoadGenerator], indexes: Sequence[i
         if all(g.completed >= t for g, t in zip(generators, targets)) and (deadline is None or now >= deadline):
             return
         silence.check()
+        for gen, target in zip(generators, targets):  # woken when a count is reached, not by every request
+            gen.wake_at = target if gen.completed < target else math.inf
         event.clear()
         timeout = max(0.001, deadline - now) if deadline is not None and now < deadline else 0.5
-        try:
+        with contextlib.suppress(asyncio.TimeoutError):
             await within(event.wait(), timeout)
-        except asyncio.TimeoutError:
-            pass

@@ -10,6 +10,7 @@ import numpy as np
 
 from tritonsuite.core.rows import LATENCY_PARTS, RESULT_COLUMNS
 from tritonsuite.core.settings import STABLE_WINDOWS, MeasurementSettings
+from tritonsuite.load.interrupt import event_loop_name
 from tritonsuite.load.point import LoadPoint, Measurement
 from tritonsuite.load.telemetry import GpuSampler, unavailable_reason
 from tritonsuite.core.reasons import reason
@@ -68,10 +69,8 @@ class Window:
 
 def stats_snapshot(stats: dict) -> dict[str, int]:
     s = stats["model_stats"][0]["inference_stats"]
-    snap = {"success_count": s["success"]["count"], "fail_count": s["fail"]["count"]}
-    for part in SERVER_STATS:
-        snap[f"{part}_ns"] = s[part]["ns"]
-    return snap
+    return {"success_count": s["success"]["count"], "fail_count": s["fail"]["count"],
+            **{f"{part}_ns": s[part]["ns"] for part in SERVER_STATS}}
 
 
 def snapshot(stats: dict, model: str, composing: Sequence[str] = ()) -> dict[str, int]:
@@ -196,6 +195,7 @@ def summarise(point: LoadPoint, windows: list[Window], total: dict[str, int], co
     steps = composing_columns(server)
     meta = {**({"composing": steps} if steps else {}),
         "loadgen": "tritonsuite engine",
+        "client_event_loop": event_loop_name(),
         "protocol": protocol,
         "shared_memory": "system" if point.shared_memory else "none",
         "window": settings.describe_window(stable_windows[-1].factor),
