@@ -18,8 +18,9 @@ they double, up to ``max_window_factor`` times the set length. Each window also 
 processes than the server's and the load generator used (``tritonsuite.load.hostload``).
 
 Each point yields the seeds' columns (ms):
-- Client Send: handing the prepared request to the socket (open loop: from the scheduled send time); Client Recv: from the response headers to the outputs
-  decoded (inputs are serialised once before measuring, as perf_analyzer does);
+- Client Send: handing the prepared request to the socket (open loop: from the scheduled send time); Client Recv: from
+  the response headers to the whole response read (inputs are serialised once before measuring, as perf_analyzer
+  does; only the accuracy probes' outputs are decoded, as perf_analyzer decodes none);
 - Server Queue / Compute Input / Compute Infer / Compute Output: deltas of Triton's statistics extension over the
   stable windows, per request;
 - Network+Server Send/Recv: the residual of the average client latency minus all the parts above;
@@ -152,7 +153,7 @@ def _measure(server: TritonServer, traffic: Sequence[Traffic], settings: Measure
             driver, batch = drivers[i], request_tensors(t)
             transport = driver.transport(server, request_bound(settings, t.point), t.point)
             grpc, names = transport is not None, [o.name for o in t.outputs]
-            request = prepare(host, t.model, batch, names, grpc, driver.batched, shm)
+            request = prepare(host, t.model, batch, names, grpc, driver.batched, shm, decode=False)
             prepared = [prepare(host, t.model, {k: np.ascontiguousarray(v) for k, v in p.items()}, names, grpc,
                                 driver.batched) for p in t.probes]
             generators.append(LoadGenerator(server, t.model, request, t.point, settings, stop_early, prepared,

@@ -48,13 +48,19 @@ class Answer:
 
 
 def prepare(host: str, model: str, tensors: Mapping[str, np.ndarray], outputs: Sequence[str], grpc: bool,
-            batched: bool = True, shm=None, options: RequestOptions | None = None) -> PreparedRequest:
-    """One request serialised once for its transport: gRPC's ``ModelInferRequest`` or the HTTP body."""
+            batched: bool = True, shm=None, options: RequestOptions | None = None,
+            decode: bool = True) -> PreparedRequest:
+    """One request serialised once for its transport: gRPC's ``ModelInferRequest`` or the HTTP body. ``decode``
+    False: its answers are read whole but their outputs not decoded (a load request's: only probes' are kept)."""
     if grpc:
         from tritonsuite.load.grpc import prepare_grpc_request
 
-        return prepare_grpc_request(model, tensors, outputs, shm, batched, options)
-    return prepare_request(host, model, tensors, outputs, shm, batched, options)
+        request = prepare_grpc_request(model, tensors, outputs, shm, batched, options)
+    else:
+        request = prepare_request(host, model, tensors, outputs, shm, batched, options)
+    if not decode:
+        request.decode_outputs = []
+    return request
 
 
 def flagged(request: PreparedRequest, grpc: bool, flags: tuple[int, bool, bool]) -> PreparedRequest:

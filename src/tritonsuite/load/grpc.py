@@ -3,8 +3,8 @@ the load generator, each request a ``ModelInfer`` call of Triton's ``inference.G
 ``ModelInferRequest`` is serialised once with tritonclient's protocol code (tensors in the message, or system
 shared-memory references) and sent as those bytes; responses decoded by tritonclient's ``InferResult``.
 
-Timing as for HTTP: Client Send ends when the call is handed to the channel, Client Recv runs from the response
-message's arrival to the outputs decoded. The point's server statistics are still read over HTTP (the same
+Timing as for HTTP: Client Send ends when the call is handed to the channel, Client Recv from the response
+message's arrival to the outputs decoded (a probe's; a load request's are not decoded: Client Recv 0). The point's server statistics are still read over HTTP (the same
 counters Triton keeps for both protocols).
 """
 from __future__ import annotations

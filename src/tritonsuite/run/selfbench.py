@@ -217,6 +217,11 @@ def _print_side_by_side(measured) -> None:
     def meta(m, key):
         return m.meta.get(key, "-") if m is not None else "-"
 
+    def per_request(m):  # client CPU seconds per request, in microseconds
+        cpu, rate = meta(m, "client_cpu_percent"), m.result.get("Inferences/Second") if m is not None else None
+        ok = isinstance(cpu, (int, float)) and isinstance(rate, (int, float)) and rate > 0
+        return f"{cpu / 100 / rate * 1e6:.0f}" if ok else "-"
+
     def ratio(a, b, column):
         x = a.result.get(column) if a is not None else None
         y = b.result.get(column) if b is not None else None
@@ -225,15 +230,16 @@ def _print_side_by_side(measured) -> None:
     print()
     print("identity ceiling, the suite's engine and perf_analyzer 2.51 side by side (ratio = perf_analyzer / suite):")
     print("| concurrency | req/s suite | req/s perf_analyzer | ratio | p50 suite (ms) | p50 pa (ms) | p99 suite (ms) "
-          "| p99 pa (ms) | client CPU suite / pa (%) | other CPU suite / pa (%) | status suite / pa |")
-    print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|")
+          "| p99 pa (ms) | client CPU suite / pa (%) | client CPU per request suite / pa (us) | other CPU suite / pa (%) "
+          "| status suite / pa |")
+    print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|")
     for c in dict.fromkeys(m.point.concurrency for _, m in measured):  # in the order measured
         s, a = by.get(("suite", c)), by.get(("perf_analyzer", c))
         print(f"| {c} | {fig(s, 'Inferences/Second', '{:.0f}')} | {fig(a, 'Inferences/Second', '{:.0f}')} | "
               f"{ratio(s, a, 'Inferences/Second')} | {fig(s, 'p50 latency', '{:.2f}')} | "
               f"{fig(a, 'p50 latency', '{:.2f}')} | {fig(s, 'p99 latency', '{:.2f}')} | "
               f"{fig(a, 'p99 latency', '{:.2f}')} | {meta(s, 'client_cpu_percent')} / {meta(a, 'client_cpu_percent')} | "
-              f"{meta(s, 'host_other_cpu_percent')} / {meta(a, 'host_other_cpu_percent')} | "
+              f"{per_request(s)} / {per_request(a)} | {meta(s, 'host_other_cpu_percent')} / {meta(a, 'host_other_cpu_percent')} | "
               f"{s.status if s else '-'} / {a.status if a else '-'} |")
     for g, m in measured:
         if not m.valid:

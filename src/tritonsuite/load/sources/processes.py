@@ -20,7 +20,7 @@ from tritonsuite.core.settings import MeasurementSettings
 from tritonsuite.load.engine import Traffic, request_bound, request_tensors
 from tritonsuite.load.exchange import prepare
 from tritonsuite.load.generator import LoadGenerator
-from tritonsuite.load.interrupt import within
+from tritonsuite.load.interrupt import run, within
 from tritonsuite.load.point import MeasurementError
 
 FLUSH_S = 0.02  # how often a worker reports
@@ -63,7 +63,7 @@ def _child(conn, job: Job) -> None:
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        asyncio.run(_serve(conn, job))
+        run(_serve(conn, job))
     except BaseException as exc:  # noqa: BLE001 - told to the parent, which fails the point with it
         with contextlib.suppress(Exception):
             conn.send(("error", f"{type(exc).__name__}: {exc}"))
@@ -75,7 +75,7 @@ async def _serve(conn, job: Job) -> None:
     server, driver = _Endpoint(job.http_url, job.grpc_url), t.driver
     transport = driver.transport(server, request_bound(s, t.point), t.point)
     grpc, names, host = transport is not None, [o.name for o in t.outputs], job.http_url.rsplit(":", 1)[0]
-    request = prepare(host, t.model, request_tensors(t), names, grpc, driver.batched)
+    request = prepare(host, t.model, request_tensors(t), names, grpc, driver.batched, decode=False)
     probes = [prepare(host, t.model, {k: np.ascontiguousarray(v) for k, v in p.items()}, names, grpc, driver.batched)
               for p in t.probes]
     gen = LoadGenerator(server, t.model, request, t.point, s, None, probes, t.probe_share, t.probe_seed, transport,
