@@ -296,6 +296,18 @@ def test_cache_is_skipped_with_the_reason_on_a_server_without_a_response_cache(r
         "cache_hit_count": 0, "cache_miss_count": 0}
 
 
+def test_rate_limiter_is_skipped_for_a_deployment_without_an_instance_group(repo, server):
+    """No instance_group at all (Triton's default group): nothing declares rate_limiter resources."""
+    directory = python_model(repo, "no_group", "echo")
+    config = directory / "config.pbtxt"
+    config.write_text(config.read_text().replace("instance_group { count: 1 kind: KIND_CPU }\n", ""))
+    assert "instance_group" not in config.read_text()
+    server.load(directory)
+    result = check(server, directory, "rate_limiter")
+    assert result.verdict == "skipped", result.line()
+    assert result.reason == "no instance group declares rate_limiter resources"
+
+
 def test_cache_is_skipped_with_the_reason_where_the_config_does_not_enable_it(repo, server):
     directory = python_model(repo, "uncached", "echo")
     server.load(directory)

@@ -121,6 +121,8 @@ def test_reload_of_a_sequence_model_counts_the_sequences_it_cuts(repo, server):
     # every failure the check forgave is the new model refusing a sequence begun before it (for want of START)
     assert all("START" in e for e in switch["errors"]), switch["errors"]
     assert (switch["sequences_cut"] > 0) == bool(switch["errors"])
+    assert result.observed.startswith(result.evidence["observed_new_version"]), result.observed
+    assert result.observed.startswith("version 1 -> 2"), result.observed
 
 
 def test_reload_catches_a_sequence_model_whose_new_version_does_not_load(repo, server):

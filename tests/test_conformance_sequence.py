@@ -190,6 +190,7 @@ def test_a_sound_sequence_model_passes(server, repo, oldest):
                                                                      "no correlation id, START+END"))
     assert all("START flag" in e for e in result.evidence["idle"]["released"])
     assert f"{slots} slots" in result.declared and "max_sequence_idle_microseconds 200000" in result.declared
+    assert result.declared.endswith("controls START, END, READY, CORRID"), result.declared
 
 
 def test_an_instance_group_without_a_count_is_judged_as_triton_serves_it(server, repo):
@@ -232,6 +233,18 @@ def test_a_sequence_model_served_otherwise_fails(server, repo, served, words):
     served_with(server, directory, **served)
     result = check(server, directory, "sequence")
     assert result.verdict == "fail" and words in result.reason, result.line()
+
+
+def test_a_sequence_batcher_without_control_inputs_is_judged_and_says_so(server, repo):
+    """A stateless model put behind a sequence batcher only for routing (no control_input): the slots, the backlog
+    and the idle release are judged as for any sequence model; the declaration says it has no controls."""
+    directory = python_model(repo, "seq_no_controls", "echo", max_batch_size=2, extra=(
+        "sequence_batching { max_sequence_idle_microseconds: 200000 direct { } }"))
+    server.load(directory)
+    result = check(server, directory, "sequence", inputs=sixteen)
+    assert result.verdict == "pass", result.line()
+    assert result.declared.endswith("controls none"), result.declared
+    assert result.evidence["declared_controls"] == [] and result.evidence["backlog"]["live_at_once"] == 2
 
 
 def test_the_idle_part_waits_no_longer_than_its_bound(server, repo):

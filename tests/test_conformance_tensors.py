@@ -91,6 +91,18 @@ def test_classification_answers_the_label_files_classes(repo, server):
     assert result.evidence == {"OUTPUT0": {"label_file": "labels.txt", "labels_in_file": 16, "answered": got}}
 
 
+def test_classification_without_the_label_file_here_judges_the_classes_and_says_so(repo, server):
+    """A server's repository this host does not hold whole (a remote server's, copied without its label file): the
+    classes are judged against the output's values, and the evidence says the file was not there to compare."""
+    sound = labelled(repo, "labels_elsewhere")
+    server.load(sound)
+    (sound / "labels.txt").unlink()  # the server read it when it loaded the model
+    result = check(server, sound, "classification")
+    assert result.verdict == "pass", result.line()
+    got = result.evidence["OUTPUT0"]["answered"]
+    assert len(got) == 3 and result.evidence["OUTPUT0"]["labels_in_file"] is None
+
+
 def test_classification_catches_an_output_served_without_its_labels(repo, server):
     broken = labelled(repo, "labels_missing")
     load_with(server, broken, output=[{"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [16]}])
