@@ -34,5 +34,29 @@ def test_ceiling_side_by_side_with_perf_analyzer(here, shared_export_cache, pa, 
     rows = [line for line in out.splitlines() if line.startswith("| 2 |")]
     assert len(rows) == 1, out
     cells = [c.strip() for c in rows[0].strip("|").split("|")]
-    assert float(cells[1]) > 0 and float(cells[2]) > 0, out  # req/s by the engine and by perf_analyzer
+    assert cells[1] == "in process" and float(cells[2]) > 0 and float(cells[3]) > 0, out  # req/s: engine, pa
     assert cells[-1] == "OK / OK", out
+    # each side's client CPU per request (us) is its CPU share over its request rate
+    for side, (cpu, per_request) in enumerate(zip(cells[9].split(" / "), cells[10].split(" / "))):
+        assert float(per_request) == pytest.approx(float(cpu) / 100 / float(cells[2 + side]) * 1e6, abs=1), out
+
+
+def test_ceiling_over_worker_processes_is_a_row_per_number_of_workers(here, shared_export_cache, capsys):
+    assert selfbench._ceiling_only(shared_export_cache, ("suite",), (2,), SHORT, workers=(1, 2)) == 0
+    out = capsys.readouterr().out
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines() if line.startswith("| 2 |")]
+    assert [r[1] for r in rows] == ["in process", "2 worker processes"], out
+    for r in rows:
+        assert float(r[2]) > 0 and r[3] == "-" and float(r[10].split(" / ")[0]) > 0, out
+        assert r[-1] == "OK / -", out
+
+
+@pytest.mark.parametrize("value,named", [("0", "'0'"), ("auto", "'auto'"), ("1,x", "'x'"), ("", "''")])
+def test_selfbench_refuses_a_workers_value_in_one_line(value, named, capsys):
+    from tritonsuite.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["selfbench", "--ceiling-only", "--workers", value])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"--workers {named}: valid choices: " in err and "from 1 to" in err, err

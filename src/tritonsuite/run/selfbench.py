@@ -9,7 +9,8 @@ One run prints, side by side:
 
 Usage: ``tritonsuite selfbench [--gpu cpu] [--seconds 5]``.
 ``--loadgen suite,perf_analyzer`` measures (c) with perf_analyzer 2.51 too, point by point, and prints both side by
-side; ``--ceiling-only`` runs (c) alone. Every point is measured through a load source (:mod:`tritonsuite.load.sources`,
+side, with each side's client CPU per request; ``--workers 1,2,4`` measures (c) with the engine over each of those
+numbers of worker processes (the scaling); ``--ceiling-only`` runs (c) alone. Every point is measured through a load source (:mod:`tritonsuite.load.sources`,
 named by ``--loadgen``): (a) and (b) by the default one, the suite's engine.
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from tritonsuite.core.device import cpu_name
+from tritonsuite.core.settings import MAX_WORKERS, parse_workers
 from tritonsuite.deploy.export import artifact_session, export
 from tritonsuite.deploy.repository import build_deployment, deployment_name, model_config
 from tritonsuite.load import sources as load_sources
@@ -58,6 +60,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--loadgen", default="suite", help="load generators for (c): suite, perf_analyzer, or both "
                         "(comma-separated)")
     parser.add_argument("--ceiling-only", action="store_true", help="measure (c) only")
+    parser.add_argument("--workers", default="1", help="for (c): the engine over each of these numbers of worker "
+                        "processes, comma-separated (default 1: in this process), e.g. 1,2,4")
     parser.add_argument("--rounds", type=int, default=3, choices=range(1, 21), metavar="1..20",
                         help="interleaved rounds of (a) and (b), alternating which side goes first (default 3)")
 
@@ -69,8 +73,15 @@ def run(args, parser) -> int:
         parser.error(str(exc))
     if reason := load_sources.unavailable(loadgens):
         parser.error(reason)
+    try:
+        workers = tuple(dict.fromkeys(parse_workers(w) for w in str(args.workers).split(",") if w.strip()))
+    except ValueError as exc:
+        parser.error(str(exc))
+    if not workers or any(not isinstance(w, int) for w in workers):
+        parser.error(f"--workers {args.workers!r}: valid choices: comma-separated whole numbers of worker processes "
+                     f"from 1 to {MAX_WORKERS} (1: the engine in this process)")
     if args.ceiling_only:
-        return _ceiling_only(args.cache_dir, loadgens)
+        return _ceiling_only(args.cache_dir, loadgens, workers=workers)
 
     profile = load_profile(args.gpu, args.profiles_dir)
     if args.model not in profile.models:
@@ -115,7 +126,7 @@ def run(args, parser) -> int:
             server.unload(name)
             runner = None  # frees the in-process session before the ceiling points
 
-            measured = ceiling_points(server, Path(tmp) / "repo", args.cache_dir, loadgens)
+            measured = ceiling_points(server, Path(tmp) / "repo", args.cache_dir, loadgens, workers=workers)
             ceiling = [m for g, m in measured if g == "suite"] or [m for _, m in measured]
 
     ratios = [b.result["Inferences/Second"] / t for b, _, t, _ in rounds]
@@ -166,10 +177,11 @@ CEILING_SETTINGS = MeasurementSettings(window_ms=1000, stability_percentage=10, 
 
 
 def ceiling_points(server, repo: Path, cache_dir, loadgens=("suite",), concurrency=CEILING_CONCURRENCY,
-                   settings: MeasurementSettings = CEILING_SETTINGS) -> list[tuple[str, object]]:
+                   settings: MeasurementSettings = CEILING_SETTINGS, workers=(1,)) -> list[tuple[str, object]]:
     """(c): the identity model behind dynamic batching, batch 1, each ``concurrency`` (CEILING_CONCURRENCY; a test
-    passes fewer, with shorter ``settings``) measured by each load generator (a load source's name) back to back;
-    [(loadgen, Measurement)]."""
+    passes fewer, with shorter ``settings``) measured by each load generator (a load source's name; the engine once
+    per entry of ``workers``, its worker processes: 1 in this process) back to back; [(label, Measurement)], the
+    label the source's name and, for the engine over N processes, ``suite xN``."""
     trivial = default_registry().get("identity", "tiny")
     trivial_artifact = export(trivial, "onnx", "fp32", cache_dir)
     trivial_name = deployment_name(trivial, "onnx", "fp32", "online")
@@ -179,22 +191,26 @@ def ceiling_points(server, repo: Path, cache_dir, loadgens=("suite",), concurren
     measured = []
     for c in concurrency:
         for g in loadgens:
-            traffic = Traffic(trivial_name, inputs, trivial.outputs, LoadPoint(1, c), description)
-            try:
-                measured.append((g, load_sources.get(g).measure(server, traffic, settings)))
-            except MeasurementError as exc:  # the point failed (a timeout, a refused request): a FAILED line
-                server.check_alive()
-                measured.append((g, Measurement(LoadPoint(1, c), {}, {}, "FAILED", [str(exc)])))
+            for n in (workers if g == load_sources.DEFAULT else (1,)):
+                label = g if n == 1 else f"{g} x{n}"
+                traffic = Traffic(trivial_name, inputs, trivial.outputs, LoadPoint(1, c), description)
+                try:
+                    measured.append((label, load_sources.get(g, n).measure(server, traffic, settings)))
+                except MeasurementError as exc:  # the point failed (a timeout, a refused request): a FAILED line
+                    server.check_alive()
+                    measured.append((label, Measurement(LoadPoint(1, c), {}, {}, "FAILED", [str(exc)])))
     return measured
 
 
-def _ceiling_only(cache_dir, loadgens, concurrency=CEILING_CONCURRENCY, settings=CEILING_SETTINGS) -> int:
+def _ceiling_only(cache_dir, loadgens, concurrency=CEILING_CONCURRENCY, settings=CEILING_SETTINGS,
+                  workers=(1,)) -> int:
     print(f"tritonsuite self-benchmark (c) on {cpu_name()} ({os.cpu_count()} cores): identity onnx, batch 1, "
-          f"dynamic batching; load generators {', '.join(loadgens)}")
+          f"dynamic batching; load generators {', '.join(loadgens)}"
+          + (f"; the engine over {', '.join(map(str, workers))} worker processes" if tuple(workers) != (1,) else ""))
     with tempfile.TemporaryDirectory(prefix="tritonsuite-selfbench-") as tmp, \
             EmbeddedServer(Path(tmp) / "repo", ROOT / "reports" / "logs") as server:
-        measured = ceiling_points(server, Path(tmp) / "repo", cache_dir, loadgens, concurrency, settings)
-    if len(loadgens) > 1:
+        measured = ceiling_points(server, Path(tmp) / "repo", cache_dir, loadgens, concurrency, settings, workers)
+    if len(loadgens) > 1 or tuple(workers) != (1,):
         _print_side_by_side(measured)
     else:
         for g, m in measured:
@@ -207,8 +223,10 @@ def _ceiling_only(cache_dir, loadgens, concurrency=CEILING_CONCURRENCY, settings
 
 
 def _print_side_by_side(measured) -> None:
-    """The identity ceiling by both load generators, per concurrency, with the ratio perf_analyzer / suite."""
+    """The identity ceiling by the engine (in process, and over each number of worker processes measured) and by
+    perf_analyzer, per concurrency, with the ratio perf_analyzer / suite and each side's client CPU per request."""
     by = {(g, m.point.concurrency): m for g, m in measured}
+    engines = [g for g in dict.fromkeys(g for g, _ in measured) if g.split(" x")[0] == load_sources.DEFAULT]
 
     def fig(m, column, fmt):
         value = m.result.get(column) if m is not None else None
@@ -229,18 +247,22 @@ def _print_side_by_side(measured) -> None:
 
     print()
     print("identity ceiling, the suite's engine and perf_analyzer 2.51 side by side (ratio = perf_analyzer / suite):")
-    print("| concurrency | req/s suite | req/s perf_analyzer | ratio | p50 suite (ms) | p50 pa (ms) | p99 suite (ms) "
-          "| p99 pa (ms) | client CPU suite / pa (%) | client CPU per request suite / pa (us) | other CPU suite / pa (%) "
-          "| status suite / pa |")
-    print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|")
+    print("| concurrency | engine | req/s suite | req/s perf_analyzer | ratio | p50 suite (ms) | p50 pa (ms) "
+          "| p99 suite (ms) | p99 pa (ms) | client CPU suite / pa (%) | client CPU per request suite / pa (us) "
+          "| other CPU suite / pa (%) | status suite / pa |")
+    print("|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|")
     for c in dict.fromkeys(m.point.concurrency for _, m in measured):  # in the order measured
-        s, a = by.get(("suite", c)), by.get(("perf_analyzer", c))
-        print(f"| {c} | {fig(s, 'Inferences/Second', '{:.0f}')} | {fig(a, 'Inferences/Second', '{:.0f}')} | "
-              f"{ratio(s, a, 'Inferences/Second')} | {fig(s, 'p50 latency', '{:.2f}')} | "
-              f"{fig(a, 'p50 latency', '{:.2f}')} | {fig(s, 'p99 latency', '{:.2f}')} | "
-              f"{fig(a, 'p99 latency', '{:.2f}')} | {meta(s, 'client_cpu_percent')} / {meta(a, 'client_cpu_percent')} | "
-              f"{per_request(s)} / {per_request(a)} | {meta(s, 'host_other_cpu_percent')} / {meta(a, 'host_other_cpu_percent')} | "
-              f"{s.status if s else '-'} / {a.status if a else '-'} |")
+        a = by.get(("perf_analyzer", c))
+        for engine in engines or ["-"]:
+            s = by.get((engine, c))
+            workers = engine.split(" x")[1] + " worker processes" if " x" in engine else "in process"
+            print(f"| {c} | {workers if engines else '-'} | {fig(s, 'Inferences/Second', '{:.0f}')} | "
+                  f"{fig(a, 'Inferences/Second', '{:.0f}')} | {ratio(s, a, 'Inferences/Second')} | "
+                  f"{fig(s, 'p50 latency', '{:.2f}')} | {fig(a, 'p50 latency', '{:.2f}')} | "
+                  f"{fig(s, 'p99 latency', '{:.2f}')} | {fig(a, 'p99 latency', '{:.2f}')} | "
+                  f"{meta(s, 'client_cpu_percent')} / {meta(a, 'client_cpu_percent')} | "
+                  f"{per_request(s)} / {per_request(a)} | {meta(s, 'host_other_cpu_percent')} / "
+                  f"{meta(a, 'host_other_cpu_percent')} | {s.status if s else '-'} / {a.status if a else '-'} |")
     for g, m in measured:
         if not m.valid:
             print(f"note: {g} at concurrency {m.point.concurrency} is {m.status}: {'; '.join(m.reasons)}")
