@@ -209,3 +209,16 @@ def test_a_worker_that_could_not_keep_up_is_named_in_the_row(sleepy):
     assert [b.split(" (pid")[0] for b in behind[:2]] == ["worker 1 of 2", "worker 2 of 2"]
     assert any(r.startswith("could not keep up: worker 1 of 2 (pid ") and "of a core (limit 1%)" in r
                for r in m.reasons), m.reasons
+
+
+def test_worker_processes_measure_a_remote_server_reached_over_http_alone(sleepy):
+    """A remote server given by its HTTP address only (no gRPC one known): the workers speak HTTP, as the point does
+    (they once asked its gRPC address first and failed the point)."""
+    from tritonsuite.server import RemoteServer
+
+    remote = RemoteServer(sleepy.http_url)
+    with pytest.raises(ValueError, match="its gRPC address is not known"):
+        remote.grpc_url
+    m = sources.get("suite", 2).measure(remote, _traffic(remote, LoadPoint(1, 4)), FAST)
+    assert m.status == "OK" and m.meta["protocol"] == "http", m.reasons
+    assert m.meta["workers"]["processes"] == 2

@@ -125,7 +125,7 @@ class _Feed(LoadGenerator):
                          transport=driver.transport(server, request_bound(settings, traffic.point), traffic.point),
                          on_progress=progress, composing=driver.composing())
         self.procs, n = pool, len(pool.jobs)
-        pids = [p.pid for p in pool.procs]
+        pids = [p.pid for p in pool.procs if getattr(p, "local", True)]  # (a Ray actor may be on another host)
         self.host_cpu = HostCpu(lambda: list(server.process_ids()) + pids)  # the workers are the client, not "other"
         self.pending: list[list] = [[] for _ in range(n)]
         self.watermarks, self.cpu, self.cpu_at_cut = [-math.inf] * n, [0.0] * n, [0.0] * n
@@ -276,13 +276,23 @@ class WorkerSource(LoadSource):
     def __init__(self, workers: int | str = WORKERS_AUTO):
         self.workers = parse_workers(workers)
 
+    kind = Pool.kind  # who runs the workers: processes on this host (Ray actors: raycluster.RaySource)
+
     def __repr__(self) -> str:
-        return f"<load source suite over worker processes ({self.workers})>"
+        return f"<load source suite over {self.kind} ({self.workers})>"
+
+    def pool(self, jobs: list[Job]):
+        """The workers of one point, started on entry and gone on exit (:class:`processes.Pool`'s face)."""
+        return Pool(jobs)
+
+    def choose(self, point, server) -> tuple[int, str]:
+        """(workers, why) for ``point``."""
+        return choose(self.workers, point, server.local)
 
     def measure(self, server, traffic: Traffic, settings: MeasurementSettings = MeasurementSettings(),
                 stop_early: StopEarly | None = None, progress: Progress | None = None) -> Measurement:
         self.check(traffic, stop_early)
-        n, why = choose(self.workers, traffic.point, server.local)
+        n, why = self.choose(traffic.point, server)
         if n <= 1:
             m = IN_PROCESS.measure(server, traffic, settings, stop_early, progress)
             m.meta["workers"] = {"processes": 1, "asked": str(self.workers), "chosen": why, "in_process": True}
@@ -293,12 +303,12 @@ class WorkerSource(LoadSource):
         check_traffic(traffic, driver)
         server.check_alive()
         shares = split(traffic, n)
-        jobs = [Job(i, n, server.http_url, getattr(server, "grpc_url", ""), share, replace(
+        jobs = [Job(i, n, server.http_url, _grpc_url(server), share, replace(
             settings, max_outstanding=max(1, math.ceil(settings.max_outstanding / n))),
             i / point.request_rate if point.open_loop and point.distribution == "constant" else 0.0)
             for i, share in enumerate(shares)]
         try:
-            with Pool(jobs) as pool, GpuSampler() if server.local else contextlib.nullcontext() as gpu:
+            with self.pool(jobs) as pool, GpuSampler() if server.local else contextlib.nullcontext() as gpu:
                 feed = _Feed(server, traffic, settings, stop_early, progress, pool)
                 windows, total, completed = run_interruptible(run_together([feed]))[0]
                 if traffic.description.sequence:
@@ -308,8 +318,8 @@ class WorkerSource(LoadSource):
                               gpu, feed.max_outstanding, feed.stopped_early, feed.pool)
         except Exception as exc:
             if server.gone():
-                raise server.died(f"while measuring {traffic.model} at {point.describe()} over {n} worker "
-                                  f"processes ({type(exc).__name__}: {exc})") from None
+                raise server.died(f"while measuring {traffic.model} at {point.describe()} over {n} "
+                                  f"{self.kind} ({type(exc).__name__}: {exc})") from None
             if isinstance(exc, (OSError, asyncio.IncompleteReadError)):
                 raise MeasurementError(f"measuring {traffic.model} at {point}: {type(exc).__name__}: {exc}") from None
             raise
@@ -324,6 +334,15 @@ class WorkerSource(LoadSource):
         return m
 
 
+def _grpc_url(server) -> str:
+    """The server's gRPC endpoint where it is known (a remote server reached over HTTP alone: none; the workers then
+    speak HTTP, as the point does)."""
+    try:
+        return server.grpc_url
+    except (AttributeError, ValueError):
+        return ""
+
+
 def _merged_row(m: Measurement, feed: _Feed, windows, settings, shares, asked, why) -> None:
     """The row's ``workers``: each process's part, the whole client's CPU, and who could not keep up."""
     start, stop = feed.pool if feed.pool is not None else (max(0, len(windows) - STABLE_WINDOWS), len(windows))
@@ -335,7 +354,7 @@ def _merged_row(m: Measurement, feed: _Feed, windows, settings, shares, asked, w
     per, behind = [], []
     for i, share in enumerate(shares):
         cpu = sum(feed.window_cpu[k][1][i] for k in range(start, stop)) / duration * 100.0
-        entry = {"worker": i + 1, "pid": feed.procs.procs[i].pid, "requests": int((origin == i).sum()),
+        entry = {"worker": i + 1, **feed.procs.worker_meta(i), "requests": int((origin == i).sum()),
                  "client_cpu_percent": round(cpu, 1), "probes": len(share.probes)}
         entry.update({"request_rate": share.point.request_rate, "seed": share.point.seed} if share.point.open_loop
                      else {"slots": share.point.concurrency})
@@ -353,12 +372,13 @@ def _merged_row(m: Measurement, feed: _Feed, windows, settings, shares, asked, w
     if parent >= settings.client_bound_percent:
         behind.append(f"the parent process (pid {os.getpid()}): its own CPU {parent:.0f}% of a core")
     m.meta.update({
-        "loadgen": f"tritonsuite engine, {len(shares)} worker processes",
+        "loadgen": f"tritonsuite engine, {len(shares)} {feed.procs.kind}",
         "client_cpu_percent": round(parent + sum(e["client_cpu_percent"] for e in per), 1),
-        "workers": {"processes": len(shares), "asked": str(asked), "chosen": why, "start_method": "spawn",
-                    "windows": "cut on this host's CLOCK_MONOTONIC (time.perf_counter) at the least of the "
-                               "workers' watermarks; percentiles over the merged raw latencies",
-                    "parent_cpu_percent": round(parent, 1), "per_worker": per, "behind": behind}})
+        "workers": {"processes": len(shares), "asked": str(asked), "chosen": why,
+                    "start_method": feed.procs.start_method,
+                    "windows": f"{feed.procs.clock}; percentiles over the merged raw latencies",
+                    "parent_cpu_percent": round(parent, 1), "per_worker": per, "behind": behind,
+                    **getattr(feed.procs, "cluster_meta", {})}})
     if behind:
         m.status = "INVALID" if m.status in ("OK", "UNSTABLE") else m.status
         m.reasons.append(f"could not keep up: {'; '.join(behind)}")
