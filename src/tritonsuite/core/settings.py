@@ -146,20 +146,42 @@ class LatencyBound:
 #: cores (:mod:`tritonsuite.load.sources.workers`)
 WORKERS_AUTO = "auto"
 MAX_WORKERS = 256
+#: ``--workers ray[:ADDRESS][@N]``: the worker processes as Ray actors (:mod:`tritonsuite.load.sources.raycluster`)
+WORKERS_RAY = "ray"
+_RAY = re.compile(r"ray(?::(?P<address>[A-Za-z0-9_.\[\]:-]+?))?(?:@(?P<per_node>\d+))?")
 
 
-def parse_workers(value, option: str = "--workers") -> int | str:
+@dataclass(frozen=True)
+class RayWorkers:
+    """``--workers ray[:ADDRESS][@N]``: the engine's workers as Ray actors, ``per_node`` on each alive node of the
+    cluster at ``address`` (``host:port`` of its head; empty: ``RAY_ADDRESS``, else the cluster a script using the
+    library has started itself: the suite starts none)."""
+
+    address: str = ""
+    per_node: int = 1
+
+    def __str__(self) -> str:
+        return WORKERS_RAY + (f":{self.address}" if self.address else "") + \
+            (f"@{self.per_node}" if self.per_node != 1 else "")
+
+
+def parse_workers(value, option: str = "--workers") -> int | str | RayWorkers:
     """``--workers``' value (or a profile's ``workers:``) as a number of worker processes (1: the engine in this
-    process) or ``"auto"``; any other value is a ValueError of one line naming it and the valid choices."""
-    text = str(value).strip().lower()
-    if text == WORKERS_AUTO:
+    process), ``"auto"``, or Ray actors (:class:`RayWorkers`); any other value is a ValueError of one line naming it
+    and the valid choices."""
+    text = str(value).strip()
+    if text.lower() == WORKERS_AUTO:
         return WORKERS_AUTO
+    ray = _RAY.fullmatch(text)
+    if ray is not None and 1 <= int(ray["per_node"] or 1) <= MAX_WORKERS:
+        return RayWorkers(ray["address"] or "", int(ray["per_node"] or 1))
     try:
         n = int(text)
     except ValueError:
         n = 0
     if isinstance(value, bool) or not 1 <= n <= MAX_WORKERS or str(n) != text.lstrip("+"):
         raise ValueError(f"{option} {value!r}: valid choices: a whole number of worker processes from 1 to "
-                         f"{MAX_WORKERS} (1: the engine in this process), or {WORKERS_AUTO} (chosen from the load "
-                         f"and the cores)")
+                         f"{MAX_WORKERS} (1: the engine in this process), {WORKERS_AUTO} (chosen from the load "
+                         f"and the cores), or {WORKERS_RAY}[:ADDRESS][@N] (N Ray actors on each node of a Ray "
+                         f"cluster)")
     return n

@@ -95,8 +95,10 @@ def add_options(parser) -> None:
                     "engine), perf_analyzer (2.51, fetched once), or both "
                     "(suite,perf_analyzer: each point measured by both, back to back; reports/crosscheck.md puts "
                     "them side by side)")
-    group.addoption("--workers", default=None, metavar="N|auto", help="split the engine's points over N processes "
-                    "(1: this one; auto: from the load and the cores); default: the profile's workers, else 1")
+    group.addoption("--workers", default=None, metavar="N|auto|ray[:ADDRESS][@N]", help="split the engine's points "
+                    "over N processes (1: this one; auto: from the load and the cores), or over Ray actors, N on "
+                    "each node of the Ray cluster at ADDRESS (else RAY_ADDRESS); "
+                    "default: the profile's workers, else 1")
     group.addoption("--protocol", default="http", choices=("http", "grpc"), help="how every load generator (the "
                     "engine, perf_analyzer's -i) and the accuracy run reach the server; shared memory on both "
                     "(default http)")

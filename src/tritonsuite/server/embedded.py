@@ -31,7 +31,7 @@ from tritonsuite.deploy.backends import STANDIN_FILE, STOCKCHECKS_FILE, native_b
 from tritonsuite.deploy.backends.standin import REPOSITORY_ENV
 from tritonsuite.deploy.backends.stockchecks import INTEROP_MARK_ENV
 import tritonsuite.server.janitor as janitor
-from tritonsuite.server.base import ServerArguments, ServerError, TritonServer, free_ports
+from tritonsuite.server.base import LOOPBACK, ServerArguments, ServerError, TritonServer, free_ports
 from tritonsuite.server.shm import SHM_DIR, SHM_PREFIX, owned_patterns, pid_alive, sweep_stale_shm
 
 _launch_counter = itertools.count(1)
@@ -108,13 +108,15 @@ class EmbeddedServer(TritonServer):
 
     def __init__(self, model_repository: str | Path, log_dir: str | Path, startup_timeout: float = 120.0,
                  extra_args: tuple[str, ...] = (), model_control_mode: str = "explicit", port_attempts: int = 3,
-                 backend_directory: str | Path | None = None, response_cache: bool = True):
+                 backend_directory: str | Path | None = None, response_cache: bool = True,
+                 address: str = LOOPBACK):
         self.model_repository = Path(model_repository).resolve()
         self.backends_from = Path(backend_directory).resolve() if backend_directory else None
         self.log_dir = Path(log_dir)
         self.startup_timeout = startup_timeout
         self.extra_args = tuple(extra_args)
         self.response_cache = response_cache
+        self.address = address  # what every endpoint binds: loopback (a network namespace's own address in tests)
         self.model_control_mode = model_control_mode
         self.port_attempts = port_attempts
         self.process: subprocess.Popen | None = None
@@ -153,7 +155,7 @@ class EmbeddedServer(TritonServer):
         return ServerArguments(
             model_repository=str(self.model_repository), http_port=p["http"], grpc_port=p["grpc"],
             metrics_port=p["metrics"], backend_directory=str(self._backend_dir),
-            model_control_mode=self.model_control_mode,
+            model_control_mode=self.model_control_mode, address=self.address,
             backend_config=(f"python,shm-region-prefix-name={self.shm_prefix}",),
             extra=self._cache_arguments() + self.extra_args)
 
@@ -185,7 +187,7 @@ class EmbeddedServer(TritonServer):
         (self._backend_dir / INTEROP_MARK).unlink(missing_ok=True)  # a new server: nobody set it yet
         self.shm_prefix = f"{SHM_PREFIX}{os.getpid()}x{launch}_"
         self.ports = self.choose_ports()
-        self.http_url = f"127.0.0.1:{self.ports['http']}"
+        self.http_url = f"{self.address}:{self.ports['http']}"
         stamp = time.strftime("%Y%m%dT%H%M%S")
         self.log_path = self.log_dir / f"tritonserver-{stamp}-{os.getpid()}-{launch}.log"
         with open(self.log_path, "wb") as log:

@@ -26,12 +26,16 @@ it lacks raises :class:`~tritonsuite.load.sources.base.Unsupported`, one line.
   ``--workers`` (or the profile's ``workers:``) asks for more than one process for ``suite``: the point's
   concurrency slots or request rate split over N processes on this host, their raw latencies merged into one row.
 
+- the engine over Ray actors: :mod:`~tritonsuite.load.sources.raycluster`, chosen here by :func:`get` when
+  ``--workers ray[:ADDRESS][@N]`` asks for it: the same workers on the hosts of a Ray cluster (an extra:
+  ``pip install 'tritonsuite[distributed]'``).
+
 A new source is one module here (a :class:`LoadSource` subclass and its ``SOURCE``), one line in :data:`SOURCES`
-and its tests. One more is foreseen (tritonsuite issue 51): a Ray source (the same workers as Ray actors on many
-hosts), chosen here from ``--workers`` as the worker processes are, its callers unchanged.
+and its tests.
 """
 from __future__ import annotations
 
+from tritonsuite.core.settings import RayWorkers
 from tritonsuite.load.sources import inprocess, perf_analyzer, workers as worker_processes
 from tritonsuite.load.sources.base import (CAPABILITIES, OPEN_LOOP, PROBES, PROGRESS, STOP_EARLY, TOGETHER,
                                            LoadSource, Unsupported)
@@ -62,6 +66,10 @@ def get(name: str = DEFAULT, workers: int | str = 1) -> LoadSource:
         source = SOURCES[name]
     except (KeyError, TypeError):
         raise UnknownSource(f"load generator {name!r}: valid choices: {', '.join(SOURCES)}") from None
+    if name == DEFAULT and isinstance(workers, RayWorkers):
+        from tritonsuite.load.sources.raycluster import RaySource  # Ray is an extra: imported only when asked
+
+        return RaySource(workers)
     if name == DEFAULT and workers != 1:
         return worker_processes.WorkerSource(workers)
     return source

@@ -62,12 +62,20 @@ def _child(conn, job: Job) -> None:
     """A worker process's main: Ctrl-C is the parent's to handle (it stops the workers)."""
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not serve(conn, job):
+        raise SystemExit(1)
+
+
+def serve(conn, job: Job) -> bool:
+    """Run one worker's share of the point, told through ``conn`` (a worker process's main, a Ray actor's thread);
+    a failure is told to the other end (False)."""
     try:
         run(_serve(conn, job))
+        return True
     except BaseException as exc:  # noqa: BLE001 - told to the parent, which fails the point with it
         with contextlib.suppress(Exception):
             conn.send(("error", f"{type(exc).__name__}: {exc}"))
-        raise SystemExit(1) from None
+        return False
 
 
 async def _serve(conn, job: Job) -> None:
@@ -174,10 +182,21 @@ def _without_main():
 
 class Pool:
     """The worker processes of one point: started and ready on entry; on exit (whatever happened) told to stop,
-    then terminated, then killed, each wait bounded, so none outlives the point."""
+    then terminated, then killed, each wait bounded, so none outlives the point. The parent talks to worker i
+    through ``conns[i]`` (a pipe: what :func:`_serve` sends, and "go" and "stop"); ``procs[i]`` has its ``pid``
+    (and ``join``, ``exitcode``, ``is_alive`` once it ended). :mod:`tritonsuite.load.sources.raycluster`'s pool
+    has the same face."""
+
+    kind = "worker processes"
+    start_method = "spawn"
+    clock = "cut on this host's CLOCK_MONOTONIC (time.perf_counter) at the least of the workers' watermarks"
 
     def __init__(self, jobs: list[Job]):
         self.jobs, self.procs, self.conns = jobs, [], []
+
+    def worker_meta(self, i: int) -> dict:
+        """What the row says of worker i beside its figures."""
+        return {"pid": self.procs[i].pid}
 
     def name(self, i: int) -> str:
         pid = self.procs[i].pid if i < len(self.procs) else "-"
