@@ -249,6 +249,7 @@ def test_warmup_makes_the_first_request_fast_and_its_absence_is_caught(repo, ser
     server.load(sound)
     passed = check(server, sound, "warmup", WORK)
     assert passed.verdict == "pass", passed.line()
+    assert passed.declared.startswith("model_warmup zeros (batch 1, count 1, inputs ['INPUT0']): "), passed.declared
     assert passed.evidence["rounds"][0]["warmup_in_statistics"]["executions"] == 1  # r24.10 counts the warm-up
     assert server.model_config("warmed").get("model_warmup")  # restored as served
     broken = model(repo, "cold", "first_slow", extra=WARMUP)

@@ -199,8 +199,12 @@ class RayPool:
                 self.conns.append(mine)
                 self._ends.append(end)
             here = ray.get_runtime_context().get_node_id()
-            for actor in self.procs:
-                self._read_clock(ray, actor)
+            for i, actor in enumerate(self.procs):
+                try:
+                    self._read_clock(ray, actor)
+                except Exception as exc:  # noqa: BLE001 - Ray's (an actor that could not start): one line
+                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                    raise MeasurementError(f"{self.name(i)} did not start: {type(exc).__name__}: {first}") from None
                 actor.local = actor.node == here
             self.clock = ("cut on this process's CLOCK_MONOTONIC at the least of the workers' watermarks; each "
                           "host's reports moved onto it by that host's offset, measured from the shortest of "
