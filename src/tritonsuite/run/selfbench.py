@@ -255,7 +255,10 @@ def _print_side_by_side(measured) -> None:
         a = by.get(("perf_analyzer", c))
         for engine in engines or ["-"]:
             s = by.get((engine, c))
-            workers = engine.split(" x")[1] + " worker processes" if " x" in engine else "in process"
+            asked = int(engine.split(" x")[1]) if " x" in engine else 1
+            ran = (s.meta.get("workers") or {}).get("processes", asked) if s is not None else asked
+            workers = (f"{ran} worker processes" if ran > 1 else "in process") + \
+                (f" ({asked} asked: no more than the slots)" if ran != asked else "")
             print(f"| {c} | {workers if engines else '-'} | {fig(s, 'Inferences/Second', '{:.0f}')} | "
                   f"{fig(a, 'Inferences/Second', '{:.0f}')} | {ratio(s, a, 'Inferences/Second')} | "
                   f"{fig(s, 'p50 latency', '{:.2f}')} | {fig(a, 'p50 latency', '{:.2f}')} | "
