@@ -3,6 +3,8 @@ for, the malformed requests the refusals check sends (the checks themselves run 
 tests/test_conformance_checks.py)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -131,6 +133,18 @@ def test_test01_compares_a_padded_output_over_its_own_extent_only():
     assert worst >= 1.0 and why.startswith("response 0 output OUTPUT__0: 1 of 27520 elements beyond atol"), why
     shorter = [{"OUTPUT__0": alone[:, :, :300], **lengths}]  # shorter than alone: a shape that differs
     assert _difference(shorter, want, padded={"OUTPUT__0": 2})[1].endswith("shape (1, 80, 300) vs (1, 80, 344)")
+
+
+def test_test01_says_an_infinity_of_the_other_sign_is_infinitely_far():
+    """inf under load where the answer alone was -inf (or a NaN against a number): the largest difference is inf,
+    not numpy's largest float (nan_to_num turned inf into 1.8e308)."""
+    from tritonsuite.judge.conformance.system import _difference
+
+    want = [{"OUT": np.array([[-np.inf, 1.0]], np.float32)}]
+    worst, why = _difference([{"OUT": np.array([[np.inf, 1.0]], np.float32)}], want)
+    assert worst == math.inf and why.endswith("1 of 2 elements beyond atol 0.0001 + rtol 0.0001, max |diff| inf"), why
+    worst, why = _difference([{"OUT": np.array([[np.nan, 1.0]], np.float32)}], want)
+    assert worst == math.inf and "1 of 2 elements beyond" in why, why
 
 
 def test_the_longest_idle_counts_only_gaps_with_a_request_waiting():

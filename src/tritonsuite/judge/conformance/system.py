@@ -134,7 +134,7 @@ def _difference(got: list, want: list, item: str = "response", padded: Mapping[s
             atol, rtol = _tolerance(e.dtype if e.dtype.kind == "f" else a.dtype)
             a, e = a.astype(np.float64), e.astype(np.float64)
             diff = np.where((a == e) | (np.isnan(a) & np.isnan(e)), 0.0, np.abs(a - e))
-            worst = max(worst, float(np.nan_to_num(diff, nan=math.inf).max(initial=0.0)))
+            worst = max(worst, float(np.nan_to_num(diff, nan=math.inf, posinf=math.inf).max(initial=0.0)))
             bad = ~np.isclose(a, e, atol=atol, rtol=rtol, equal_nan=True)
             if bad.any():
                 return worst, (f"{item} {i} output {name}: {int(bad.sum())} of {bad.size} elements beyond atol "
