@@ -141,3 +141,22 @@ def test_statistics_without_inference_stats_count_zero():
                              "15, the statistics by 0; nv_inference_exec_count rose by 10, the statistics by 0")
     assert missed.observed == ("statistics: success 0, fail 0, inferences 0, executions 0; metrics: success 10, "
                                "failure 0, inferences 15, executions 10")
+
+
+def test_prometheus_samples_with_a_timestamp_or_a_brace_in_a_label_are_counted():
+    """The text format lets a sample carry a timestamp and a label value hold "}": both are read (they were
+    silently left out), and other models' and other metrics' samples are not."""
+    from tritonsuite.judge.conformance.traffic import _counters
+
+    text = "\n".join([
+        "# HELP nv_inference_count Number of inferences performed",
+        'nv_inference_count{model="m",version="1"} 12 1732860000000',
+        'nv_inference_count{model="m",version="2"} 3',
+        'nv_inference_count{model="m2",version="1"} 100',
+        'nv_inference_request_failure{model="m",reason="BACKEND",note="a } in it",version="1"} 2',
+        'nv_inference_exec_count{model="m",version="1"} NaN',
+        'nv_energy_consumption{model="m"} 5'])
+    found = _counters(text, "m")
+    assert found["nv_inference_count"] == 15 and found["nv_inference_request_failure"] == 2
+    assert found["nv_inference_exec_count"] != found["nv_inference_exec_count"]  # NaN, as the server said
+    assert "nv_energy_consumption" not in found and found["nv_inference_request_success"] == 0

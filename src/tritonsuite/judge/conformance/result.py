@@ -155,8 +155,10 @@ def declared_inputs(description: ModelDescription, batch_size: int, seed: int = 
             found[t.name] = np.array([b"conformance"] * int(np.prod(shape)), dtype=object).reshape(shape)
         elif t.dtype == "bool":
             found[t.name] = rng.integers(0, 2, shape).astype(bool)
+        elif t.dtype == "bfloat16":  # numpy has no such type: float32, which tritonclient sends as BF16
+            found[t.name] = rng.standard_normal(shape).astype("float32")
         elif np.issubdtype(np.dtype(t.dtype), np.integer):
             found[t.name] = rng.integers(0, 8, shape).astype(t.dtype)
         else:
-            found[t.name] = rng.standard_normal(shape).astype("float32" if t.dtype == "bfloat16" else t.dtype)
+            found[t.name] = rng.standard_normal(shape).astype(t.dtype)
     return found

@@ -144,7 +144,8 @@ def ms_per_execution(delta: dict) -> float:
     return delta.get("execution_ns", 0) / max(delta.get("execution_count", 0), 1) / 1e6
 
 
-_SAMPLE = re.compile(r'^(\w+)\{([^}]*)\}\s+([0-9.eE+-]+)$')
+#: a Prometheus text sample: name{labels} value [timestamp] (a value may be NaN or +Inf; a label value may hold "}")
+_SAMPLE = re.compile(r'^(\w+)\{((?:[^}"]|"(?:[^"\\]|\\.)*")*)\}\s+(\S+)(?:\s+-?\d+)?\s*$')
 
 
 def metrics(server, model: str) -> dict[str, float] | None:
