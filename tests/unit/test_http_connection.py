@@ -93,6 +93,19 @@ def test_connection_close_after_a_number_of_requests_opens_another():
     assert connections == 4 and reopened == 3
 
 
+def test_a_connection_ended_after_every_response_serves_every_request():
+    """The closing connection's loss reaches the client while its successor is opening or already in use: it is
+    the old connection's, and fails nothing on the new one."""
+
+    async def behaviour(n, writer):
+        writer.write(_answer(b"ok", close=True))
+        await writer.drain()
+        return False
+
+    got, connections, reopened = _exchange(behaviour, 200)
+    assert [r.body for r in got] == [b"ok"] * 200 and connections == 200 and reopened == 199
+
+
 def test_an_idle_connection_closed_by_the_server_is_opened_again():
     """A server (or load balancer) that closes a keep-alive connection while it is idle: the next request opens
     another instead of failing."""

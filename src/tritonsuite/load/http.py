@@ -111,6 +111,8 @@ class Connection(asyncio.Protocol):
             self.close()
 
     def connection_lost(self, exc) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            return  # the connection closed before this one was opened, telling it late: not this one's loss
         self._open = False
         self._fail(ConnectionError(f"connection to {self.host}:{self.port} closed before the response"
                                    + (f" ({exc})" if exc else "")))
