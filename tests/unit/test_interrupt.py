@@ -40,12 +40,30 @@ def test_sigterm_cancels_the_run_then_raises_keyboard_interrupt_with_every_task_
 
     previous = signal.signal(signal.SIGTERM, _raise)
     try:
-        with pytest.raises(KeyboardInterrupt, match="terminated by signal 15"):
+        with pytest.raises(KeyboardInterrupt, match="interrupted by signal 15"):
             run_interruptible(run())
         assert signal.getsignal(signal.SIGTERM) is _raise  # the caller's handler is back
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert ended == ["worker", "run"] and not unread, (ended, unread)
+
+
+def test_ctrl_c_cancels_the_run_through_the_loop_then_raises_keyboard_interrupt():
+    """Ctrl-C is the loop's own signal handler for the run (not asyncio.Runner's), on uvloop as on asyncio's loop:
+    every task ends, KeyboardInterrupt reaches the caller, Python's own handler is back."""
+    ended = []
+
+    async def run():
+        asyncio.get_running_loop().call_later(0.05, os.kill, os.getpid(), signal.SIGINT)
+        try:
+            await asyncio.sleep(5)
+        finally:
+            ended.append("run")
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(KeyboardInterrupt, match="interrupted by signal 2"):
+        run_interruptible(run())
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler and ended == ["run"]
 
 
 def test_without_a_python_handler_it_is_asyncio_run():

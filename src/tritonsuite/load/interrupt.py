@@ -58,24 +58,33 @@ async def within(awaitable, seconds: float):
 
 
 def run_interruptible(coro):
-    """``asyncio.run(coro)``, SIGTERM cancelling it and raising KeyboardInterrupt after it has ended."""
-    previous = signal.getsignal(signal.SIGTERM)
-    if not callable(previous) or threading.current_thread() is not threading.main_thread():
+    """``asyncio.run(coro)``, SIGTERM (where it has a Python handler) and Ctrl-C (where it has Python's own) cancelling
+    it, and KeyboardInterrupt raised after it has ended. Both are the loop's own signal handlers (delivered through
+    its wake-up, as a callback of the loop), not asyncio.Runner's SIGINT handler: a Ctrl-C then never depends on
+    when Python runs a signal handler while uvloop's C code waits."""
+    if threading.current_thread() is not threading.main_thread():
+        return run(coro)
+    handled = {s: h for s, h in ((signal.SIGTERM, signal.getsignal(signal.SIGTERM)),
+                                 (signal.SIGINT, signal.getsignal(signal.SIGINT)))
+               if callable(h) and (s != signal.SIGINT or h is signal.default_int_handler)}
+    if not handled:
         return run(coro)
     signalled: list[int] = []
 
     async def main():
         loop, task = asyncio.get_running_loop(), asyncio.current_task()
-        loop.add_signal_handler(signal.SIGTERM, lambda: (signalled.append(signal.SIGTERM), task.cancel()))
+        for signum in handled:
+            loop.add_signal_handler(signum, lambda n=signum: (signalled.append(n), task.cancel()))
         try:
             return await coro
         finally:
-            loop.remove_signal_handler(signal.SIGTERM)
-            signal.signal(signal.SIGTERM, previous)  # asyncio leaves SIG_DFL behind: the plugin's handler again
+            for signum, previous in handled.items():
+                loop.remove_signal_handler(signum)
+                signal.signal(signum, previous)  # asyncio leaves SIG_DFL behind: the plugin's and Python's again
 
     try:
         return run(main())
     except asyncio.CancelledError:
         if signalled:
-            raise KeyboardInterrupt(f"terminated by signal {signalled[0]}") from None
+            raise KeyboardInterrupt(f"interrupted by signal {signalled[0]}") from None
         raise

@@ -145,7 +145,7 @@ def ms_per_execution(delta: dict) -> float:
 
 
 #: a Prometheus text sample: name{labels} value [timestamp] (a value may be NaN or +Inf; a label value may hold "}")
-_SAMPLE = re.compile(r'^(\w+)\{((?:[^}"]|"(?:[^"\\]|\\.)*")*)\}\s+(\S+)(?:\s+-?\d+)?\s*$')
+_SAMPLE = re.compile(r'^(\w+)\{((?:[^}"]|"(?:[^"\\]|\\.)*")*)\}\s+([0-9.eE+-]+|[+-]?Inf|NaN)(?:\s+-?\d+)?\s*$')
 
 
 def metrics(server, model: str) -> dict[str, float] | None:
