@@ -195,8 +195,8 @@ def test_a_deployment_served_without_the_field_fails(deployed, model, name, over
 
 
 @pytest.mark.parametrize("model,served,words", [
-    ("q_long", True, "allow_timeout_override false: override not allowed, but 4 probes refused after"),
-    ("q_override", False, "allow_timeout_override true: override allowed, but 4 probes with timeout_us 750000 were "
+    ("q_long", True, "allow_timeout_override false: override not allowed, but {} probes refused after"),
+    ("q_override", False, "allow_timeout_override true: override allowed, but {} probes with timeout_us 750000 were "
                           "answered after up to"),
 ])
 def test_an_override_served_otherwise_than_declared_fails(deployed, model, served, words):
@@ -213,4 +213,5 @@ def test_an_override_served_otherwise_than_declared_fails(deployed, model, serve
         assert result.verdict == "pass" and "allow_timeout_override" in result.reason, result.line()
         return
     assert result.verdict == "fail", (result.line(), result.observed)
-    assert words in result.reason, result.reason
+    # how many of the 4 probes is the host's (a slow drain lets the 3 s default refuse some): at least one decides
+    assert re.search(re.escape(words).replace(r"\{\}", "[1-4]"), result.reason), result.reason

@@ -188,6 +188,9 @@ def test_ctrl_c_and_sigterm_end_the_point_and_its_workers(sleepy, signum):
     never_settles = MeasurementSettings(window_ms=200, min_requests_per_window=5, stability_percentage=0.001,
                                         max_trials=100, warmup_ms=100, client_bound_percent=1000)
     signal.signal(signal.SIGTERM, interrupt)
+    # Ctrl-C as a terminal delivers it: Python's own handler (a job started in the background of a shell without job
+    # control, as CI may be, inherits SIGINT ignored, and no Ctrl-C reaches it at all)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     sender = threading.Thread(target=send)
     try:
         sender.start()
@@ -197,6 +200,7 @@ def test_ctrl_c_and_sigterm_end_the_point_and_its_workers(sleepy, signum):
         sender.join()
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
     assert not _workers_alive() and time.monotonic() - started < 30
 
 
