@@ -180,6 +180,22 @@ def _without_main():
             spawn.get_preparation_data = original
 
 
+def wait_ready(pool) -> None:
+    """Until every worker of ``pool`` (a :class:`Pool`, or a pool with its face) said it is ready, bounded by
+    READY_S; one that ended or failed first is one line naming it."""
+    deadline = time.monotonic() + READY_S
+    for i, (proc, conn) in enumerate(zip(pool.procs, pool.conns)):
+        while not conn.poll(0.1):
+            if not proc.is_alive():
+                proc.join(1.0)
+                raise MeasurementError(f"{pool.name(i)} ended before it was ready: {ended(proc.exitcode)}")
+            if time.monotonic() > deadline:
+                raise MeasurementError(f"{pool.name(i)} was not ready within {READY_S:g} s")
+        message = conn.recv()
+        if message[0] != "ready":
+            raise MeasurementError(f"{pool.name(i)} failed to start: {message[1]}")
+
+
 class Pool:
     """The worker processes of one point: started and ready on entry; on exit (whatever happened) told to stop,
     then terminated, then killed, each wait bounded, so none outlives the point. The parent talks to worker i
@@ -214,17 +230,7 @@ class Pool:
                 theirs.close()  # the parent keeps one end only: the worker's death closes the pipe (EOF)
                 self.procs.append(proc)
                 self.conns.append(mine)
-            deadline = time.monotonic() + READY_S
-            for i, (proc, conn) in enumerate(zip(self.procs, self.conns)):
-                while not conn.poll(0.1):
-                    if not proc.is_alive():
-                        proc.join(1.0)
-                        raise MeasurementError(f"{self.name(i)} ended before it was ready: {ended(proc.exitcode)}")
-                    if time.monotonic() > deadline:
-                        raise MeasurementError(f"{self.name(i)} was not ready within {READY_S:g} s")
-                message = conn.recv()
-                if message[0] != "ready":
-                    raise MeasurementError(f"{self.name(i)} failed to start: {message[1]}")
+            wait_ready(self)
         except BaseException:
             self.__exit__()
             raise

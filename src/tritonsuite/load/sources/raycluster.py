@@ -34,7 +34,7 @@ import time
 
 from tritonsuite.core.settings import RayWorkers
 from tritonsuite.load.point import MeasurementError
-from tritonsuite.load.sources.processes import READY_S, STOP_GRACE_S, Job, serve
+from tritonsuite.load.sources.processes import READY_S, STOP_GRACE_S, Job, serve, wait_ready
 from tritonsuite.load.sources.workers import WorkerSource
 
 CLOCK_READS = 10  # reads of each actor's clock before a point; the shortest round trip decides its offset
@@ -211,14 +211,7 @@ class RayPool:
                           f"{CLOCK_READS} clock reads")
             self._pump = threading.Thread(target=self._carry, args=(ray,), name="tritonsuite-ray-pump", daemon=True)
             self._pump.start()
-            deadline = time.monotonic() + READY_S
-            for i, conn in enumerate(self.conns):
-                while not conn.poll(0.1):
-                    if time.monotonic() > deadline:
-                        raise MeasurementError(f"{self.name(i)} was not ready within {READY_S:g} s")
-                message = conn.recv()
-                if message[0] != "ready":
-                    raise MeasurementError(f"{self.name(i)} failed to start: {message[1]}")
+            wait_ready(self)  # (an actor is alive until the pump tells its death as the worker's error)
         except BaseException:
             self.__exit__()
             raise
