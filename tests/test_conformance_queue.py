@@ -124,11 +124,12 @@ def test_a_sound_deployment_passes(deployed, model, name):
         probes = override_evidence(result)
         assert probes["probe_timeout_us"] == 750000 and probes["backlog"] >= 10, probes
         # allowed: some probe refused on its own 750 ms (one examined before its expiry may still be answered);
-        # not allowed: every probe answered, none refused before the 3 s default
+        # not allowed: every probe answered, some after its own 750 ms (how long after is the host's pace: CI's
+        # busy host answered one at 2709 ms, still before the 3 s default that the check does not time)
         if model == "q_override":
             assert 1 <= probes["probes_timed_out"] <= 4, probes
         else:
-            assert probes["probes_timed_out"] == 0 and max(probes["probe_latency_ms"]) < 2700, probes
+            assert probes["probes_timed_out"] == 0 and max(probes["probe_latency_ms"]) > 750, probes
 
 
 def override_evidence(result) -> dict:
