@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
+from tritonsuite.core.access import redact
 from tritonsuite.core.rows import Row, _finite, _json_default
 
 PERFORMANCE_SCENARIOS = ("offline", "online")
@@ -55,7 +56,7 @@ class RawWriter:
         """Append a row (stamped with the time it is written, if it has none)."""
         record = row.to_dict() if isinstance(row, Row) else dict(row)
         record["timestamp"] = record.get("timestamp") or time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        line = json.dumps(_finite(record), default=_json_default, allow_nan=False, ensure_ascii=False)
+        line = redact(json.dumps(_finite(record), default=_json_default, allow_nan=False, ensure_ascii=False))
         data = (line + "\n").encode("utf-8")
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
@@ -184,7 +185,7 @@ def write_manifest(reports_dir: str | os.PathLike[str], manifest: dict[str, Any]
     paths = [manifest_path(reports_dir, manifest["run_id"])] + ([Path(reports_dir) / "manifest.json"] if latest else [])
     for path in paths:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        path.write_text(redact(text), encoding="utf-8")
     return paths
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tritonsuite.core.access import redact
 from tritonsuite.core.rows import Row
 from tritonsuite.core.store import PERFORMANCE_SCENARIOS, StoreError, differences as manifest_differences, load_run
 from tritonsuite.core.reasons import reason
@@ -277,7 +278,7 @@ def run(args, parser) -> int:
     page = render_comparison(comparison, args.perf_gate)
     sys.stdout.write(page)
     if args.out:
-        Path(args.out).write_text(page, encoding="utf-8")
+        Path(args.out).write_text(redact(page), encoding="utf-8")
     failed = comparison.regressions(args.perf_gate) if args.perf_gate is not None else []
     for p in failed:
         sys.stderr.write(f"perf gate: {p.describe()}\n")

@@ -99,8 +99,8 @@ def stream_accuracy(server, model: str, precision: str, requests: Sequence[Mappi
     t0 = time.perf_counter()
     url = server.grpc_url
     bound = server.request_timeout_s
-    together = exchange_alone(url, model, requests, outputs, bound, together=True)
-    alone = exchange_alone(url, model, requests, outputs, bound, together=False)
+    together = exchange_alone(url, model, requests, outputs, bound, together=True, access=server.access)
+    alone = exchange_alone(url, model, requests, outputs, bound, together=False, access=server.access)
     differ, responses, first = compare_runs(together, alone, "request", "response", tolerances)
     metrics = [Metric("requests whose responses under load differ from the request sent alone", float(differ), 0.0,
                       higher_is_better=False, worst=first)]

@@ -168,6 +168,8 @@ def _measure(server: TritonServer, traffic: Sequence[Traffic], settings: Measure
                                     driver.protocol(t.point, gen.transport), gpu, gen.max_outstanding,
                                     gen.stopped_early, gen.pool)
             driver.summarise(measurement, windows, gen)
+            if hasattr(gen.transport, "reconnects"):  # HTTP: connections a proxy or the server ended, reopened
+                measurement.meta["http_reconnects"] = gen.transport.reconnects
             if mixed:
                 stable = windows[-STABLE_WINDOWS:] if gen.pool is None else windows[gen.pool[0]:gen.pool[1]]
                 duration = sum(w.end - w.start for w in stable)

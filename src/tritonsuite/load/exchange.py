@@ -104,7 +104,7 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
     async def run() -> list[Answer]:
         transport = driver.transport(server, timeout_s, point)
         grpc = transport is not None
-        transport = transport or HttpTransport(host, int(port))
+        transport = transport or HttpTransport.of(server)
         prepared = [prepare(host, model, {k: np.ascontiguousarray(v) for k, v in r.items()}, names, grpc,
                             driver.batched, options=options) for r in requests]
         pattern = None

@@ -39,7 +39,7 @@ class LoadGenerator:
         host, port = server.http_url.rsplit(":", 1)
         self.host, self.port = host, int(port)
         # how requests travel (HTTP, or load.grpc's gRPC); statistics are read over HTTP either way
-        self.transport = transport if transport is not None else HttpTransport(self.host, self.port)
+        self.transport = transport if transport is not None else HttpTransport.of(server)
         self.server, self.model, self.request = server, model, request
         self.point, self.settings, self.stop_early = point, settings, stop_early
         self.on_progress = on_progress
@@ -249,7 +249,7 @@ async def run_together(generators: Sequence[LoadGenerator]) -> list[tuple[list[W
     event = lead.progress
     for gen in generators:
         gen.progress, gen.metered = event, mixed  # one wake-up for all: any completion re-checks every target
-    control = await Connection(lead.host, lead.port).open()
+    control = await Connection(lead.host, lead.port, lead.server.access).open()
     # an ensemble's: every model's statistics in one read, so the steps' windows are the ensemble's
     paths = ["/v2/models/stats" if gen.composing else f"{model_path(gen.model)}/stats" for gen in generators]
     workers, watcher = [], None  # the load's tasks, and the future gathering them (read at the end, whatever happened)

@@ -15,6 +15,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from tritonsuite.core.access import PLAIN, Access
 from tritonsuite.load.client import SharedMemoryRegions, infer_tensors
 from tritonsuite.load.http import PreparedRequest, RequestOptions
 from tritonsuite.load.point import MeasurementError
@@ -41,13 +42,15 @@ def prepare_grpc_request(model: str, inputs: Mapping[str, np.ndarray], outputs: 
     return PreparedRequest(request.SerializeToString(), [] if shm is not None else list(outputs), batched)
 
 
-class GrpcConnection:
-    def __init__(self, url: str, timeout_s: float):
-        import grpc
+#: every channel's options: tritonclient's own message limits
+CHANNEL_OPTIONS = (("grpc.max_send_message_length", _MAX_MESSAGE), ("grpc.max_receive_message_length", _MAX_MESSAGE))
 
-        self.channel = grpc.aio.insecure_channel(url, options=[("grpc.max_send_message_length", _MAX_MESSAGE),
-                                                               ("grpc.max_receive_message_length", _MAX_MESSAGE)])
+
+class GrpcConnection:
+    def __init__(self, url: str, timeout_s: float, access: Access = PLAIN):
+        self.channel = access.grpc_channel(url, CHANNEL_OPTIONS)  # Triton's own TLS where access asks for it
         self.call = self.channel.unary_unary(MODEL_INFER)  # bytes in, bytes out: the request is serialised once
+        self.metadata = access.grpc_metadata() or None  # the headers, on every call
         self.timeout_s = timeout_s
         self.users = 1
 
@@ -66,8 +69,8 @@ class GrpcTransport:
 
     protocol = "grpc"
 
-    def __init__(self, url: str, timeout_s: float = 120.0, shared: bool = False):
-        self.url, self.timeout_s, self.shared = url, timeout_s, shared
+    def __init__(self, url: str, timeout_s: float = 120.0, shared: bool = False, access: Access = PLAIN):
+        self.url, self.timeout_s, self.shared, self.access = url, timeout_s, shared, access
         self._channel: GrpcConnection | None = None
 
     async def open(self) -> GrpcConnection:
@@ -75,9 +78,9 @@ class GrpcTransport:
         (open loop): one channel that multiplexes every request in flight, as gRPC is meant to be used, instead
         of a new channel (a new TCP connection and HTTP/2 handshake) at each send that finds none idle."""
         if not self.shared:
-            return GrpcConnection(self.url, self.timeout_s)
+            return GrpcConnection(self.url, self.timeout_s, self.access)
         if self._channel is None or self._channel.users <= 0:
-            self._channel = GrpcConnection(self.url, self.timeout_s)
+            self._channel = GrpcConnection(self.url, self.timeout_s, self.access)
         else:
             self._channel.users += 1
         return self._channel
@@ -86,7 +89,7 @@ class GrpcTransport:
         """Send ``request``; return (time handed to the channel, time the response arrived, decoded outputs)."""
         import grpc
 
-        call = conn.call(request.data, timeout=conn.timeout_s)
+        call = conn.call(request.data, timeout=conn.timeout_s, metadata=conn.metadata)
         t_written = time.perf_counter()
         try:
             body = await call

@@ -11,6 +11,7 @@ from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
+from tritonsuite.core.access import PLAIN, Access
 from tritonsuite.load.client import SharedMemoryRegions, infer_tensors
 from tritonsuite.load.point import MeasurementError
 
@@ -26,11 +27,12 @@ class Response(NamedTuple):
     keep_alive: bool
 
 
-def error_text(body: bytes) -> str:
-    try:
-        return json.loads(body).get("error", body.decode(errors="replace"))
-    except ValueError:
-        return body.decode(errors="replace")
+def error_text(status: int, body: bytes, access: Access = PLAIN) -> str:
+    """An answer that is not 200 in one line: a proxy's or a restricted API's said as such
+    (:func:`tritonsuite.server.reach.status_problem`), else the server's own error."""
+    from tritonsuite.server.reach import body_text, status_problem
+
+    return status_problem(status, body, access) or f"{status}: {body_text(body)}"
 
 
 class Connection(asyncio.Protocol):
@@ -38,10 +40,13 @@ class Connection(asyncio.Protocol):
     (httptools, llhttp's C parser: Content-Length or chunked bodies, keep-alive as the server says) and handed to
     the request waiting for them in one wake-up. A response that ends the connection (``Connection: close``: a proxy
     such as nginx after its ``keepalive_requests``) or a server that closed it while idle: the next request opens it
-    again; a connection lost while a response is awaited fails that request."""
+    again; a connection lost while a response is awaited fails that request. ``access``: TLS (HTTPS to a proxy in
+    front of the endpoint) and the headers every request carries, put after its request line as it is written."""
 
-    def __init__(self, host: str, port: int):
-        self.host, self.port = host, port
+    def __init__(self, host: str, port: int, access: Access = PLAIN):
+        self.host, self.port, self.access = host, port, access
+        self._ssl = access.http_ssl_context()
+        self._headers = access.header_lines().encode()
         self.transport: asyncio.Transport | None = None
         self.reopened = 0  # how often the server ended the connection and it was opened again
         self._parser = None
@@ -59,7 +64,8 @@ class Connection(asyncio.Protocol):
 
         self._parser = httptools.HttpResponseParser(self)
         self._reset()
-        await asyncio.get_running_loop().create_connection(lambda: self, self.host, self.port)
+        await asyncio.get_running_loop().create_connection(
+            lambda: self, self.host, self.port, ssl=self._ssl, server_hostname=self.host if self._ssl else None)
         return self
 
     async def roundtrip(self, data: bytes) -> tuple[float, Response]:
@@ -73,7 +79,11 @@ class Connection(asyncio.Protocol):
                 await self.open()
             reused, self._received = self._served > 0, False
             self._waiter = waiter = asyncio.get_running_loop().create_future()
-            self.transport.write(data)
+            if self._headers:  # after the request line: the body is not copied where the transport need not
+                line = data.index(b"\r\n") + 2
+                self.transport.writelines((data[:line], self._headers, memoryview(data)[line:]))
+            else:
+                self.transport.write(data)
             t_written = time.perf_counter()
             try:
                 response = await waiter
@@ -90,7 +100,7 @@ class Connection(asyncio.Protocol):
     async def get_json(self, path: str) -> dict:
         _, response = await self.roundtrip(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n\r\n".encode())
         if response.status != 200:
-            raise MeasurementError(f"GET {path} answered {response.status}: {error_text(response.body)}")
+            raise MeasurementError(f"GET {path} answered {error_text(response.status, response.body, self.access)}")
         return json.loads(response.body)
 
     def close(self):
@@ -149,18 +159,33 @@ class HttpTransport:
 
     protocol = "http"
 
-    def __init__(self, host: str, port: int):
-        self.host, self.port = host, port
+    def __init__(self, host: str, port: int, access: Access = PLAIN):
+        self.host, self.port, self.access = host, port, access
+        self._connections: list[Connection] = []
+
+    @property
+    def reconnects(self) -> int:
+        """How often the server (or a proxy in front of it) ended one of this transport's connections and it was
+        opened again: a row's ``http_reconnects``."""
+        return sum(c.reopened for c in self._connections)
+
+    @classmethod
+    def of(cls, server) -> "HttpTransport":
+        """The transport to a server's HTTP endpoint, reached as its ``access`` says."""
+        host, port = server.http_url.rsplit(":", 1)
+        return cls(host, int(port), server.access)
 
     async def open(self) -> Connection:
-        return await Connection(self.host, self.port).open()
+        conn = Connection(self.host, self.port, self.access)
+        self._connections.append(conn)
+        return await conn.open()
 
     async def exchange(self, conn: Connection, request: "PreparedRequest"):
         """Send ``request``; return (time written, time the response headers arrived, decoded outputs or None)."""
         t_written, response = await conn.roundtrip(request.data)
         if response.status != 200:
-            raise MeasurementError(f"inference request failed with HTTP {response.status}: "
-                                   f"{error_text(response.body)}")
+            raise MeasurementError(f"inference request failed with HTTP "
+                                   f"{error_text(response.status, response.body, self.access)}")
         decoded = None
         if request.decode_outputs:
             import tritonclient.http as httpclient

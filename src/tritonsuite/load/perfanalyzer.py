@@ -51,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tritonsuite.core.access import redact
 from tritonsuite.core.rows import RESULT_COLUMNS
 from tritonsuite.core.settings import STABLE_WINDOWS, MeasurementSettings
 from tritonsuite.core.spec import TensorSpec
@@ -305,9 +306,11 @@ def measure_with_perf_analyzer(server, model: str, inputs: Mapping[str, np.ndarr
         factors: list[int] = []
         factor, runs = 1, []
         while True:
-            url = server.grpc_url if point.protocol == "grpc" else server.http_url
+            url = server.grpc_url if point.protocol == "grpc" else \
+                ("https://" if server.access.https else "") + server.http_url
             argv = build_command(pa, model, url, point, settings, data, work / f"result-{factor}.csv",
-                                 work / f"export-{factor}.json", factor, output_bytes, extra)
+                                 work / f"export-{factor}.json", factor, output_bytes,
+                                 [*extra, *server.access.perf_analyzer_args(point.protocol)])
             run = _run(argv, pa.environment(), server, run_timeout_s(settings, factor), work / f"log-{factor}.txt")
             runs.append(run)
             these = parse_passes(run.output)
@@ -354,7 +357,7 @@ def _measurement(point, settings, pa, argv, result, latencies, passes, factors, 
               else f"{settings.window_ms * factor:g} ms")
     if factor > 1:
         window += f", lengthened x{factor} after perf_analyzer found no stable measurement"
-    command = [Path(argv[0]).name, *argv[1:]]
+    command = [Path(argv[0]).name, *(redact(a) for a in argv[1:])]  # a header's value never in the row
     meta = {
         "loadgen": LOADGEN_DESCRIPTION,
         "loadgen_command": shlex.join(command),

@@ -225,8 +225,8 @@ def send_sequences(server, model: str, sequences, outputs, protocol: str = "grpc
 
     timeout_s = timeout_s or server.request_timeout_s
     host, port = server.http_url.rsplit(":", 1)
-    transport = (GrpcTransport(server.grpc_url, timeout_s) if protocol == "grpc"
-                 else HttpTransport(host, int(port)))
+    transport = (GrpcTransport(server.grpc_url, timeout_s, access=server.access) if protocol == "grpc"
+                 else HttpTransport.of(server))
 
     def prepared(step) -> PreparedRequest:
         tensors = {k: np.ascontiguousarray(v) for k, v in step.items()}

@@ -23,7 +23,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from tritonsuite.core.access import PLAIN, Access
 from tritonsuite.core.rows import STREAM_COLUMNS
+from tritonsuite.load.grpc import CHANNEL_OPTIONS
 from tritonsuite.load.http import PreparedRequest
 from tritonsuite.load.interrupt import within
 from tritonsuite.load.point import Hang, MeasurementError
@@ -31,7 +33,6 @@ from tritonsuite.load.point import Hang, MeasurementError
 __all__ = ["STREAM_COLUMNS", "StreamTiming", "StreamTransport", "exchange_alone", "stream_columns", "summarise_streams"]
 
 MODEL_STREAM_INFER = "/inference.GRPCInferenceService/ModelStreamInfer"
-_MAX_MESSAGE = 2 ** 31 - 1
 
 
 @dataclass
@@ -70,12 +71,9 @@ def _final_request_parameters() -> bytes:
 class StreamConnection:
     """One gRPC stream; a reader task hands each response to the request it answers."""
 
-    def __init__(self, url: str, timeout_s: float):
-        import grpc
-
-        self.channel = grpc.aio.insecure_channel(url, options=[("grpc.max_send_message_length", _MAX_MESSAGE),
-                                                               ("grpc.max_receive_message_length", _MAX_MESSAGE)])
-        self.call = self.channel.stream_stream(MODEL_STREAM_INFER)()
+    def __init__(self, url: str, timeout_s: float, access: Access = PLAIN):
+        self.channel = access.grpc_channel(url, CHANNEL_OPTIONS)
+        self.call = self.channel.stream_stream(MODEL_STREAM_INFER)(metadata=access.grpc_metadata() or None)
         self.timeout_s = timeout_s
         self.pending: dict[str, _Pending] = {}
         self.users = 1
@@ -141,17 +139,17 @@ class StreamTransport:
     protocol = "grpc"
     streaming = True
 
-    def __init__(self, url: str, timeout_s: float = 120.0, shared: bool = False):
-        self.url, self.timeout_s, self.shared = url, timeout_s, shared
+    def __init__(self, url: str, timeout_s: float = 120.0, shared: bool = False, access: Access = PLAIN):
+        self.url, self.timeout_s, self.shared, self.access = url, timeout_s, shared, access
         self._stream: StreamConnection | None = None
         self._ids = itertools.count(1)
         self._suffix = _final_request_parameters()
 
     async def open(self) -> StreamConnection:
         if not self.shared:
-            return StreamConnection(self.url, self.timeout_s)
+            return StreamConnection(self.url, self.timeout_s, self.access)
         if self._stream is None or self._stream.users <= 0 or self._stream.error is not None:
-            self._stream = StreamConnection(self.url, self.timeout_s)
+            self._stream = StreamConnection(self.url, self.timeout_s, self.access)
         else:
             self._stream.users += 1
         return self._stream
@@ -211,8 +209,9 @@ def stream_columns(timings: Sequence[StreamTiming], duration_s: float, batch_siz
     return result, evidence
 
 
-async def _exchange_all(url: str, requests: Sequence[PreparedRequest], timeout_s: float, together: bool):
-    transport = StreamTransport(url, timeout_s, shared=True)
+async def _exchange_all(url: str, requests: Sequence[PreparedRequest], timeout_s: float, together: bool,
+                        access: Access):
+    transport = StreamTransport(url, timeout_s, shared=True, access=access)
     conn = await transport.open()
     try:
         if together:
@@ -226,14 +225,15 @@ async def _exchange_all(url: str, requests: Sequence[PreparedRequest], timeout_s
 
 
 def exchange_alone(url: str, model: str, requests: Sequence[Mapping[str, np.ndarray]], outputs: Sequence[str],
-                   timeout_s: float = 120.0, together: bool = False) -> list[list[dict[str, np.ndarray]]]:
+                   timeout_s: float = 120.0, together: bool = False,
+                   access: Access = PLAIN) -> list[list[dict[str, np.ndarray]]]:
     """Every response (decoded outputs, in arrival order) of each request: sent one at a time, or all at once
-    multiplexed on one stream (``together``: the interleaved, loaded case)."""
+    multiplexed on one stream (``together``: the interleaved, loaded case), reached as ``access`` says."""
     from tritonsuite.load.grpc import prepare_grpc_request
 
     prepared = [prepare_grpc_request(model, {k: np.ascontiguousarray(v) for k, v in r.items()}, outputs)
                 for r in requests]
-    return asyncio.run(_exchange_all(url, prepared, timeout_s, together))
+    return asyncio.run(_exchange_all(url, prepared, timeout_s, together, access))
 
 
 def summarise_streams(measurement, windows: Sequence, pool: tuple[int, int] | None) -> None:

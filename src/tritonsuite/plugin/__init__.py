@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+from tritonsuite.core.access import redact, secrets_known
 from tritonsuite.plugin.fixtures import (OPTIONS_KEY, SERVER_KEY, XdistRunId, session_reports, suite, suite_options,
                                          triton)
 from tritonsuite.plugin.flags import MARKERS, add_options
@@ -133,7 +134,18 @@ def pytest_runtest_makereport(item, call):
             tail = server.log_tail()  # once: a death or a failed load carries the tail in its own message
             if tail:
                 report.sections.append(("tritonserver log tail", tail))
+    if secrets_known():  # what pytest prints and JUnit XML keeps: a header's value or a key never in them
+        _redact_report(report)
     return report
+
+
+def _redact_report(report) -> None:
+    text = report.longreprtext if report.longrepr is not None else ""
+    if text and redact(text) != text:
+        report.longrepr = redact(text)
+    report.sections = [(title, redact(content)) for title, content in report.sections]
+    report.user_properties = [(name, redact(value) if isinstance(value, str) else value)
+                              for name, value in report.user_properties]
 
 
 def searches_wanted(config) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tritonsuite.core.access import redact
 from tritonsuite.core.store import read_manifest
 from tritonsuite.core.store import fault_lines, load_rows, read_faults, safe_component
 from tritonsuite.judge.crosscheck import cross_points
@@ -53,8 +54,8 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
         plots = [f"{model_name}/{p.name}" for p in pngs]
         md_path = scenario_dir / f"{model_name}.md"
         md_path.parent.mkdir(parents=True, exist_ok=True)
-        md_path.write_text(_with_header(render_markdown(model, scenario, grows, plots=plots), header),
-                           encoding="utf-8")
+        page = _with_header(render_markdown(model, scenario, grows, plots=plots), header)
+        md_path.write_text(redact(page), encoding="utf-8")
         written.append(md_path)
         written.extend(pngs)
     if "tune" in {scenario for scenario, _ in groups}:
@@ -71,14 +72,14 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
         written += write_mix_pages(reports_dir, [r for r in rows if r.scenario == "mix"], header)
     if cross_points(rows):  # points both load generators measured: perf_analyzer side by side with the engine
         page = reports_dir / "crosscheck.md"
-        page.write_text(_with_header(render_crosscheck(rows), header), encoding="utf-8")
+        page.write_text(redact(_with_header(render_crosscheck(rows), header)), encoding="utf-8")
         written.append(page)
     faults = fault_lines(read_faults(reports_dir, run_id)) if run_id else []
     if rows or faults:  # a short page for a CI job summary; what was given up and restarted, at its end
         summary = reports_dir / "summary.md"
         broken = "\n\n## Deployments given up, server restarts\n\n" + "\n".join(f"- {line}" for line in faults) + "\n"
-        summary.write_text(_with_header(render_summary(rows, run_id), header) + (broken if faults else ""),
-                           encoding="utf-8")
+        page = _with_header(render_summary(rows, run_id), header) + (broken if faults else "")
+        summary.write_text(redact(page), encoding="utf-8")
         written.append(summary)
     return written
 

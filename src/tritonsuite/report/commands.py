@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from tritonsuite.core.access import redact
 from tritonsuite.core.store import load_rows
 from tritonsuite.judge.crosscheck import cross_points
 from tritonsuite.report import write_reports
@@ -62,7 +63,7 @@ def run_crosscheck(args, parser) -> int:
     rows = [r for r in load_rows(reports_dir) if not args.run or r.run_id in args.run]
     page = render_crosscheck(rows)
     if args.out:
-        Path(args.out).write_text(page, encoding="utf-8")
+        Path(args.out).write_text(redact(page), encoding="utf-8")
     else:
         sys.stdout.write(page)
     return 0 if cross_points(rows) else 1

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from tritonsuite.core.access import redact
 from tritonsuite.core.rows import Row
 from tritonsuite.core.store import safe_component
 
@@ -90,7 +91,7 @@ def write_conformance_pages(reports_dir: str | Path, rows: Sequence[Row]) -> lis
     for deployment, drows in by_deployment.items():
         page = Path(reports_dir) / "conformance" / f"{safe_component(deployment)}.md"
         page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(render_conformance(deployment, drows), encoding="utf-8")
+        page.write_text(redact(render_conformance(deployment, drows)), encoding="utf-8")
         written.append(page)
     return written
 

@@ -83,7 +83,8 @@ def _host() -> dict[str, Any]:
 
 
 def build_manifest(*, run_id: str, profile, rows: Iterable[Row], repository_dir: Path, source_dir: Path,
-                   command: list[str] | None = None, reports_dir: Path | None = None) -> dict[str, Any]:
+                   command: list[str] | None = None, reports_dir: Path | None = None,
+                   access=None) -> dict[str, Any]:
     """The manifest of run ``run_id`` from its rows, its effective profile and the model repository it deployed."""
     rows = list(rows)
     revision, dirty = git_revision(source_dir)
@@ -108,6 +109,9 @@ def build_manifest(*, run_id: str, profile, rows: Iterable[Row], repository_dir:
         "profile": {"name": profile.name, "sha256": _sha256(profile_data.encode())},
         "measurement": dataclasses.asdict(profile.measurement),
         "server": ", ".join(servers) or None,
+        # how it was reached (TLS, header names; never their values), and verification turned off where it was
+        "access": access.describe() if access is not None else None,
+        "unverified": access.unverified if access is not None else "",
         "backends": sorted({d["backend"] for d in deployments.values() if d["backend"]}),
         "deployments": deployments,
         "faults": read_faults(reports_dir, run_id) if reports_dir else [],  # given up, restarted (isolation)
@@ -127,4 +131,7 @@ def header_line(manifest: dict[str, Any] | None) -> str:
     return (f"Run `{manifest.get('run_id')}`: tritonsuite {suite.get('version')} ({where}); "
             f"{manifest.get('server') or 'no server answered'}; profile {manifest['profile']['name']} "
             f"(sha256 {manifest['profile']['sha256'][:12]}); host {host.get('cpu')}, {host.get('cores')} cores, GPUs "
-            f"{host.get('gpus')}; command `{manifest.get('command')}`. Provenance: manifest.json.")
+            f"{host.get('gpus')}; command `{manifest.get('command')}`. Provenance: manifest.json."
+            + (f" Reached with {manifest['access']}." if manifest.get("access") and
+               not manifest["access"].startswith("plain") else "")
+            + (f"\n\n**{manifest['unverified']}.**" if manifest.get("unverified") else ""))

@@ -9,6 +9,7 @@ import statistics
 from pathlib import Path
 from typing import Sequence
 
+from tritonsuite.core.access import redact
 from tritonsuite.core.rows import Row
 from tritonsuite.core.store import safe_component
 from tritonsuite.judge.interference import interference
@@ -212,7 +213,7 @@ def write_mix_pages(reports_dir: Path, rows: Sequence[Row], header: str = "") ->
             page = f"{title}\n\n{header}\n\n{rest}"
         md = directory / f"{safe_component(name)}.md"
         md.parent.mkdir(parents=True, exist_ok=True)
-        md.write_text(page, encoding="utf-8")
+        md.write_text(redact(page), encoding="utf-8")
         written += [md] + ([png] if png else [])
     return written
 

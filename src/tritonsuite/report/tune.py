@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tritonsuite.core.access import redact
 from tritonsuite.core.settings import LatencyBound
 from tritonsuite.core.store import safe_component
 from tritonsuite.report.common import _format_number, _group, _pipe_table, _records, _result, _status
@@ -126,6 +127,6 @@ def write_tune_pages(reports_dir: str | os.PathLike[str], rows: Sequence[Any]) -
         png = plot_tune(drows, out / PLOT)
         page = out / "summary.md"
         page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(render_tune_summary(str(deployment), drows, PLOT if png else None), encoding="utf-8")
+        page.write_text(redact(render_tune_summary(str(deployment), drows, PLOT if png else None)), encoding="utf-8")
         written += [page] + ([png] if png else [])
     return written

@@ -44,9 +44,9 @@ def check_checkpoint(model: str, path: Path) -> None:
                           f"reads ({type(exc).__name__}: {first_line[:200]})") from None
 
 
-def check_remote(opt) -> None:
-    """Once, before anything starts: ``--triton-url`` answers as a live Triton (bounded wait), and the gRPC and
-    metrics addresses are host:port, given with --server remote only."""
+def check_remote(opt, access=None) -> None:
+    """Once, before anything starts: ``--triton-url`` answers as a live Triton (bounded wait, with ``access``'s TLS
+    and headers), and the gRPC and metrics addresses are host:port, given with --server remote only."""
     from tritonsuite.server.remote import remote_problem
 
     given = [f"--triton-{k}-url" for k in ("grpc", "metrics") if getattr(opt, f"triton_{k}_url")]
@@ -54,7 +54,8 @@ def check_remote(opt) -> None:
         raise OptionError(f"{given[0]} applies to --server remote, not --server {opt.server} (whose ports "
                           f"the suite knows)")
     problem = opt.server == "remote" and remote_problem(opt.triton_url, opt.triton_grpc_url, opt.triton_metrics_url,
-                                                        REMOTE_CHECK_TIMEOUT_S)
+                                                        REMOTE_CHECK_TIMEOUT_S, **({"access": access} if access else
+                                                                                   {}))
     if problem:
         raise OptionError(problem)
 

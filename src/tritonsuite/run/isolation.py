@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tritonsuite.core.access import redact
 from tritonsuite.core.store import faults_path
 from tritonsuite.load.point import Hang
 from tritonsuite.server.base import ServerError, TritonServer
@@ -102,5 +103,5 @@ class Isolation:
             return
         self.record_to.parent.mkdir(parents=True, exist_ok=True)
         with open(self.record_to, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"kind": kind, "deployment": deployment, "line": line,
-                                "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}) + "\n")
+            f.write(redact(json.dumps({"kind": kind, "deployment": deployment, "line": line,
+                                       "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})) + "\n")

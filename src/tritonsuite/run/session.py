@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tritonsuite.core.access import redact
 from tritonsuite.core.store import fault_lines, load_rows, read_faults, write_manifest
 from tritonsuite.judge.baselines import BaselineStore
 from tritonsuite.judge.compare import compare_runs, render_comparison
@@ -56,7 +57,7 @@ def write_session_reports(options: Options, source_dir: Path) -> tuple[list[Path
     if rows:  # first: every page's header names the run from it
         manifest = build_manifest(run_id=options.run_id, profile=options.profile, rows=rows,
                                   repository_dir=options.repository_dir, source_dir=source_dir,
-                                  reports_dir=options.reports_dir)
+                                  reports_dir=options.reports_dir, access=options.access)
         write_manifest(options.reports_dir, manifest)
     written = write_reports(options.reports_dir, options.run_id)
     lines = []
@@ -65,7 +66,7 @@ def write_session_reports(options: Options, source_dir: Path) -> tuple[list[Path
                                   now_label=f"run {options.run_id}", then_manifest=options.compare_manifest,
                                   now_manifest=manifest)
         page = options.reports_dir / "compare.md"
-        page.write_text(render_comparison(comparison, options.perf_gate), encoding="utf-8")
+        page.write_text(redact(render_comparison(comparison, options.perf_gate)), encoding="utf-8")
         written.append(page)
         verdicts = [p.verdict for p in comparison.points]
         lines.append(f"compared with {options.compare_label}: {len(verdicts)} points, "

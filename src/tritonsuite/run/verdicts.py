@@ -68,9 +68,24 @@ def judged(case_id: str, run: Callable[[], Any], verdict: Callable[[Any], Verdic
     except ExportUnsupported as exc:
         return _skip(str(exc))
     except (ServerError, BaselineError) as exc:
-        return _fail(f"{case_id}: {exc}")
+        return _restricted(case_id, str(exc)) or _fail(f"{case_id}: {exc}")
+    except Exception as exc:  # a restricted API met on the way (a measurement's statistics, a probe): skipped
+        if (skip := _restricted(case_id, str(exc))) is None:
+            raise
+        return skip
     found = verdict(result)
+    if found.outcome == "failed" and (skip := _restricted(case_id, found.line)) is not None:
+        return Verdict("skipped", skip.line, figures(result))
     return Verdict(found.outcome, found.line, figures(result), found.measured)
+
+
+def _restricted(case_id: str, text: str) -> Verdict | None:
+    """A step that needed an API the server restricts (Triton's restricted-API flags) and was refused: skipped with
+    which API, which flag and which header (tritonsuite.server.reach), never a failure."""
+    from tritonsuite.server.reach import restricted_reason
+
+    why = restricted_reason(text)
+    return _skip(f"{case_id}: {why}") if why else None
 
 
 def performance_verdict(case_id: str, m, strict_stability: bool = False, gate: float | None = None) -> Verdict:

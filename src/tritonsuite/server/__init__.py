@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tritonsuite.core.access import PLAIN, Access
 from tritonsuite.server.base import (LOOPBACK, ModelControlUnavailable, ServerArguments, ServerDied, ServerError,
                                      TritonServer)
 from tritonsuite.server.container import ContainerServer
@@ -25,10 +26,10 @@ __all__ = ["LAUNCHERS", "LOOPBACK", "SHM_PREFIX", "ContainerServer", "EmbeddedSe
 
 
 def make_server(kind: str, *, model_repository: str | Path, log_dir: str | Path, triton_url: str = "",
-                **options) -> TritonServer:
+                access: Access = PLAIN, **options) -> TritonServer:
     """The launcher ``kind`` built from the common settings and its own ``options`` (container: image, gpus,
-    run_id; remote: triton_grpc_url, triton_metrics_url)."""
+    run_id; remote: triton_grpc_url, triton_metrics_url), reached with ``access`` (TLS, headers)."""
     if kind not in LAUNCHERS:
         raise ValueError(f"unknown server {kind!r}; valid choices: {', '.join(LAUNCHERS)}")
     return LAUNCHERS[kind].create(model_repository=model_repository, log_dir=log_dir, triton_url=triton_url,
-                                  **options)
+                                  access=access, **options)

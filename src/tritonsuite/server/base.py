@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from tritonsuite.core.access import PLAIN, Access
+
 LOOPBACK = "127.0.0.1"
 
 
@@ -89,6 +91,8 @@ class TritonServer(ABC):
     # profile's measurement settings: MeasurementSettings.timeout_s); the default of client()
     request_timeout_s: float = 120.0
     restartable = True  # a server this launcher started can be started again after it died (a remote one cannot)
+    # how it is reached beyond host and port: TLS, headers (tritonsuite.core.access); every connection takes it
+    access: Access = PLAIN
 
     @classmethod
     def create(cls, *, model_repository: str | Path, log_dir: str | Path, triton_url: str = "",
@@ -132,7 +136,13 @@ class TritonServer(ABC):
         """A tritonclient gRPC client of this server."""
         import tritonclient.grpc as grpcclient
 
-        return grpcclient.InferenceServerClient(self.grpc_url)
+        return self._with_headers(grpcclient.InferenceServerClient(self.grpc_url, **self.access.tritonclient_grpc()))
+
+    def _with_headers(self, client):
+        plugin = self.access.plugin()
+        if plugin is not None:
+            client.register_plugin(plugin)
+        return client
 
     @property
     @abstractmethod
@@ -293,7 +303,8 @@ class TritonServer(ABC):
         import tritonclient.http as httpclient
 
         timeout = timeout or self.request_timeout_s
-        return httpclient.InferenceServerClient(self.http_url, connection_timeout=timeout, network_timeout=timeout)
+        return self._with_headers(httpclient.InferenceServerClient(
+            self.http_url, connection_timeout=timeout, network_timeout=timeout, **self.access.tritonclient_http()))
 
     def restart(self) -> float:
         """Start a server that died again, over the same repository (a fresh process, ports and log; nothing of the

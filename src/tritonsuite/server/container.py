@@ -50,6 +50,7 @@ import urllib.request
 from pathlib import Path
 
 import tritonsuite.server.janitor as janitor
+from tritonsuite.core.access import PLAIN, Access
 from tritonsuite.server.base import LOOPBACK, ServerArguments, ServerError, TritonServer, free_ports
 from tritonsuite.server.docker import (RUNTIME_LABEL, remove_container, process_started, device_requests,
                                        docker_client, host_mounts, parse_gpus, reap_stale_containers)
@@ -74,7 +75,8 @@ class ContainerServer(TritonServer):
     def __init__(self, model_repository: str | Path, log_dir: str | Path, image: str = "", gpus: str = "none",
                  run_id: str = "", startup_timeout: float = 180.0, extra_args: tuple[str, ...] = (),
                  model_control_mode: str = "explicit", port_attempts: int = 3, janitor: bool = True,
-                 backend_directory: str | Path | None = None):
+                 backend_directory: str | Path | None = None, access: Access = PLAIN):
+        self.access = access
         self.model_repository = Path(model_repository).resolve()
         # --backend-directory: mounted read-only and served from (the local image: beside the stand-ins)
         self.backends_from = Path(backend_directory).resolve() if backend_directory else None

@@ -27,6 +27,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from tritonsuite.core.access import PLAIN, Access
 from tritonsuite.deploy.backends import STANDIN_FILE, STOCKCHECKS_FILE, native_backends, standin_backends
 from tritonsuite.deploy.backends.standin import REPOSITORY_ENV
 from tritonsuite.deploy.backends.stockchecks import INTEROP_MARK_ENV
@@ -109,7 +110,8 @@ class EmbeddedServer(TritonServer):
     def __init__(self, model_repository: str | Path, log_dir: str | Path, startup_timeout: float = 120.0,
                  extra_args: tuple[str, ...] = (), model_control_mode: str = "explicit", port_attempts: int = 3,
                  backend_directory: str | Path | None = None, response_cache: bool = True,
-                 address: str = LOOPBACK):
+                 address: str = LOOPBACK, access: Access = PLAIN):
+        self.access = access  # a server started with TLS or restricted APIs (--triton-server-flag) is reached so
         self.model_repository = Path(model_repository).resolve()
         self.backends_from = Path(backend_directory).resolve() if backend_directory else None
         self.log_dir = Path(log_dir)
@@ -212,7 +214,9 @@ class EmbeddedServer(TritonServer):
 
     def _ready(self) -> bool:
         try:
-            with urllib.request.urlopen(f"http://{self.http_url}/v2/health/ready", timeout=1.0) as response:
+            request = urllib.request.Request(f"http://{self.http_url}/v2/health/ready",
+                                             headers=self.access.header_dict())
+            with urllib.request.urlopen(request, timeout=1.0) as response:
                 return response.status == 200
         except (urllib.error.URLError, OSError):
             return False

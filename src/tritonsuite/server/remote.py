@@ -5,7 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from dataclasses import replace
 from urllib.parse import urlsplit
+
+from tritonsuite.core.access import PLAIN, Access
 
 from tritonsuite.server.base import ServerError, TritonServer
 
@@ -29,30 +32,40 @@ def host_port(option: str, value: str, what: str, schemes: tuple[str, ...], exam
     return f"{parts.hostname}:{port}"
 
 
-def remote_problem(url: str, grpc_url: str = "", metrics_url: str = "", timeout_s: float = 5.0) -> str:
+def remote_problem(url: str, grpc_url: str = "", metrics_url: str = "", timeout_s: float = 5.0,
+                   access: Access = PLAIN) -> str:
     """Why a remote server cannot be used, in one line naming the value ("" when it can): ``url`` must answer as a
-    live Triton (each request bounded by ``timeout_s``), the gRPC and metrics addresses, where given, be host:port."""
+    live Triton (each request bounded by ``timeout_s``, with ``access``'s TLS and headers: a certificate refused,
+    a proxy's 401/403/502/504 or a restricted API each said as such), the gRPC and metrics addresses, where given,
+    be host:port."""
     import urllib.error
-    import urllib.request
+
+    from tritonsuite.server.reach import get, status_problem, tls_problem
 
     if not url:
         return "--server remote needs --triton-url host:port"
     try:
-        host = RemoteServer(url, grpc_url=grpc_url, metrics_url=metrics_url).http_url
+        server = RemoteServer(url, grpc_url=grpc_url, metrics_url=metrics_url, access=access)
     except ServerError as exc:
         return str(exc)
+    replies = {}
+    for path in ("/v2", "/v2/health/live"):
+        try:
+            replies[path] = get(server.http_url, "GET", path, server.access, timeout_s)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            tls = tls_problem(exc, server.access, f"--triton-url {url}")
+            return tls or f"--triton-url {url}: not reachable within {timeout_s:g} s ({getattr(exc, 'reason', exc)})"
+        status, body = replies[path]
+        if status != 200 and (problem := status_problem(status, body, server.access, path)):
+            return f"--triton-url {url}: {problem}"
+    (status, body), (live, _) = replies["/v2"], replies["/v2/health/live"]
     try:
-        with urllib.request.urlopen(f"http://{host}/v2", timeout=timeout_s) as response:
-            metadata = json.loads(response.read() or b"{}")
-        with urllib.request.urlopen(f"http://{host}/v2/health/live", timeout=timeout_s) as response:
-            live = response.status == 200
-    except (urllib.error.HTTPError, ValueError) as exc:
-        return f"--triton-url {url}: answers HTTP but is not a Triton server ({exc})"
-    except (urllib.error.URLError, OSError) as exc:
-        return f"--triton-url {url}: not reachable within {timeout_s:g} s ({getattr(exc, 'reason', exc)})"
+        metadata = json.loads(body or b"{}") if status == 200 else None
+    except ValueError:
+        metadata = None
     if not isinstance(metadata, dict) or metadata.get("name") != "triton" and "version" not in metadata:
         return f"--triton-url {url}: answers HTTP but is not a Triton server (no server metadata at /v2)"
-    return "" if live else f"--triton-url {url}: Triton answers but is not live"
+    return "" if live == 200 else f"--triton-url {url}: Triton answers but is not live"
 
 
 class RemoteServer(TritonServer):
@@ -74,13 +87,16 @@ class RemoteServer(TritonServer):
 
     @classmethod
     def create(cls, *, triton_url: str = "", triton_grpc_url: str = "", triton_metrics_url: str = "",
-               **_options) -> "RemoteServer":
-        return cls(triton_url, grpc_url=triton_grpc_url, metrics_url=triton_metrics_url)
+               access: Access = PLAIN, **_options) -> "RemoteServer":
+        return cls(triton_url, grpc_url=triton_grpc_url, metrics_url=triton_metrics_url, access=access)
 
-    def __init__(self, url: str, timeout: float = 10.0, grpc_url: str = "", metrics_url: str = ""):
+    def __init__(self, url: str, timeout: float = 10.0, grpc_url: str = "", metrics_url: str = "",
+                 access: Access = PLAIN):
         if not url:
             raise ServerError("--server remote needs --triton-url host:port")
-        self.http_url = host_port("--triton-url", url, "an HTTP", ("http", ""), "127.0.0.1:8000")
+        self.http_url = host_port("--triton-url", url, "an HTTP", ("http", "https", ""), "127.0.0.1:8000")
+        # https://: a TLS-terminating proxy in front of the HTTP endpoint (Triton's own has no TLS)
+        self.access = replace(access, https=True) if url.startswith("https://") else access
         self._grpc_url = host_port("--triton-grpc-url", grpc_url, "a gRPC", ("grpc", ""),
                                    "127.0.0.1:8001") if grpc_url else ""
         self._metrics_url = host_port("--triton-metrics-url", metrics_url, "a metrics", ("http", ""),

@@ -25,6 +25,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
+from tritonsuite.core.access import PLAIN, Access
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import _batch_first
 from tritonsuite.core.reasons import reason
@@ -94,7 +95,8 @@ def _requests(target: Target, grpc_url: str) -> list[bytes]:
     return found
 
 
-async def _exchange(url: str, bodies: list[bytes]) -> tuple[dict[str, _Stream], list[str], float]:
+async def _exchange(url: str, bodies: list[bytes], access: Access = PLAIN) -> tuple[dict[str, _Stream], list[str],
+                                                                                    float]:
     """Send every request on one stream and keep every message (see the module docstring); returns each request's
     stream by id, the stream's own errors, and the seconds it took."""
     import grpc
@@ -102,8 +104,8 @@ async def _exchange(url: str, bodies: list[bytes]) -> tuple[dict[str, _Stream], 
 
     from tritonsuite.load.streams import MODEL_STREAM_INFER, _final_request_parameters
 
-    channel = grpc.aio.insecure_channel(url)
-    call = channel.stream_stream(MODEL_STREAM_INFER)()
+    channel = access.grpc_channel(url)
+    call = channel.stream_stream(MODEL_STREAM_INFER)(metadata=access.grpc_metadata() or None)
     streams: dict[str, _Stream] = {}
     stray: list[str] = []
     start = time.monotonic()
@@ -204,7 +206,8 @@ def check_decoupled(target: Target) -> CheckResult:
     names = sorted(target.output_names)
     declared = (f"decoupled: each of {REQUESTS} requests on one stream ends with exactly one triton_final_response, "
                 f"no response after it, each response carrying {names}")
-    streams, stray, seconds = asyncio.run(_exchange(target.server.grpc_url, _requests(target, target.server.grpc_url)))
+    streams, stray, seconds = asyncio.run(_exchange(target.server.grpc_url, _requests(target, target.server.grpc_url),
+                                                           target.server.access))
     served = _served_decoupled(target)
     problems = _judge_streams(streams, stray, served, names)
     counts = [sum(bool(o) for _, o, _ in s.responses) for s in streams.values()]

@@ -140,11 +140,13 @@ def send_http(server, model: str, tensors: list[Tensor], outputs: list[str]) -> 
         "outputs": [{"name": n, "parameters": {"binary_data": True}} for n in outputs]}).encode()
     body = header + b"".join(t.data for t in tensors)
     host, port = server.http_url.rsplit(":", 1)
-    conn = http.client.HTTPConnection(host, int(port), timeout=BOUND_S)
+    context = server.access.http_ssl_context()
+    conn = http.client.HTTPSConnection(host, int(port), timeout=BOUND_S, context=context) if context else \
+        http.client.HTTPConnection(host, int(port), timeout=BOUND_S)
     try:
         conn.request("POST", f"/v2/models/{model}/infer", body=body,
                      headers={"Inference-Header-Content-Length": str(len(header)),
-                              "Content-Type": "application/octet-stream"})
+                              "Content-Type": "application/octet-stream", **server.access.header_dict()})
         response = conn.getresponse()
         text = response.read()
         if response.status == 200:
@@ -175,9 +177,10 @@ def send_grpc(server, model: str, tensors: list[Tensor], outputs: list[str]) -> 
     from tritonclient.grpc import service_pb2_grpc
 
     request = _grpc_request(model, tensors, outputs)
-    with grpc.insecure_channel(server.grpc_url) as channel:
+    with server.access.grpc_channel(server.grpc_url, aio=False) as channel:
         try:
-            service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelInfer(request, timeout=BOUND_S)
+            service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelInfer(
+                request, timeout=BOUND_S, metadata=server.access.grpc_metadata() or None)
         except grpc.RpcError as exc:
             return exc.code().name, str(exc.details())
     return "OK", ""
@@ -190,10 +193,10 @@ def send_stream(server, model: str, tensors: list[Tensor], outputs: list[str]) -
     from tritonclient.grpc import service_pb2_grpc
 
     request = _grpc_request(model, tensors, outputs, "conformance")
-    with grpc.insecure_channel(server.grpc_url) as channel:
+    with server.access.grpc_channel(server.grpc_url, aio=False) as channel:
         try:
             for response in service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelStreamInfer(
-                    iter([request]), timeout=BOUND_S):
+                    iter([request]), timeout=BOUND_S, metadata=server.access.grpc_metadata() or None):
                 if response.error_message:
                     return "stream error", response.error_message
         except grpc.RpcError as exc:

@@ -111,7 +111,7 @@ class _Wire:
         found = driver.transport(target.server, timeout_s, point)
         self.grpc = found is not None
         host, port = target.server.http_url.rsplit(":", 1)
-        self.transport = found or HttpTransport(host, int(port))
+        self.transport = found or HttpTransport.of(target.server)
         self.request = prepare(host, target.name, _batch_first(target, target.request(1)), target.output_names,
                                self.grpc, driver.batched)
 

@@ -121,7 +121,7 @@ class Driver:
         if point.protocol == "grpc":
             from tritonsuite.load.grpc import GrpcTransport
 
-            return GrpcTransport(server.grpc_url, bound_s, shared=point.open_loop)
+            return GrpcTransport(server.grpc_url, bound_s, shared=point.open_loop, access=server.access)
         return None
 
     def protocol(self, point: LoadPoint, transport) -> str:

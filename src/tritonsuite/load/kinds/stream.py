@@ -27,7 +27,7 @@ class Stream(Kind):
     def transport(self, server, bound_s: float, shared: bool):
         from tritonsuite.load.streams import StreamTransport
 
-        return StreamTransport(server.grpc_url, bound_s, shared=shared)
+        return StreamTransport(server.grpc_url, bound_s, shared=shared, access=server.access)
 
     def summarise(self, measurement, windows, generator) -> None:
         from tritonsuite.load.streams import summarise_streams

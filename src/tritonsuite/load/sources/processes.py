@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tritonsuite.core.access import PLAIN, Access
 from tritonsuite.core.settings import MeasurementSettings
 from tritonsuite.load.engine import Traffic, request_bound, request_tensors
 from tritonsuite.load.exchange import prepare
@@ -38,14 +39,15 @@ class Job:
     traffic: Traffic
     settings: MeasurementSettings
     phase_s: float = 0.0  # a constant schedule's offset from the common start
+    access: Access = PLAIN  # TLS and headers, as the parent reaches the server (its secrets travel, never printed)
 
 
 class _Endpoint:
     """What a worker needs of the server: where it listens (the parent watches the server itself)."""
     local = False
 
-    def __init__(self, http_url: str, grpc_url: str):
-        self.http_url, self.grpc_url = http_url, grpc_url
+    def __init__(self, http_url: str, grpc_url: str, access: Access = PLAIN):
+        self.http_url, self.grpc_url, self.access = http_url, grpc_url, access
 
     def process_ids(self) -> list[int]:
         return []
@@ -80,7 +82,7 @@ def serve(conn, job: Job) -> bool:
 
 async def _serve(conn, job: Job) -> None:
     t, s = job.traffic, job.settings
-    server, driver = _Endpoint(job.http_url, job.grpc_url), t.driver
+    server, driver = _Endpoint(job.http_url, job.grpc_url, job.access), t.driver
     transport = driver.transport(server, request_bound(s, t.point), t.point)
     grpc, names, host = transport is not None, [o.name for o in t.outputs], job.http_url.rsplit(":", 1)[0]
     request = prepare(host, t.model, request_tensors(t), names, grpc, driver.batched, decode=False)
@@ -139,6 +141,7 @@ async def _serve(conn, job: Job) -> None:
         report(final=True)
         conn.send(("done", {"completed": gen.completed, "closing_sent": gen.closing_sent,
                             "max_outstanding": gen.max_outstanding, "cpu_s": time.process_time(),
+                            "http_reconnects": getattr(gen.transport, "reconnects", None),
                             "sequences": gen.sequences.summary(gen.closing_sent) if gen.sequences else None}))
     finally:
         gen.stop = True

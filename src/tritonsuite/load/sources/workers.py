@@ -305,7 +305,7 @@ class WorkerSource(LoadSource):
         shares = split(traffic, n)
         jobs = [Job(i, n, server.http_url, _grpc_url(server), share, replace(
             settings, max_outstanding=max(1, math.ceil(settings.max_outstanding / n))),
-            i / point.request_rate if point.open_loop and point.distribution == "constant" else 0.0)
+            i / point.request_rate if point.open_loop and point.distribution == "constant" else 0.0, server.access)
             for i, share in enumerate(shares)]
         try:
             with self.pool(jobs) as pool, GpuSampler() if server.local else contextlib.nullcontext() as gpu:
@@ -325,6 +325,8 @@ class WorkerSource(LoadSource):
             raise
         driver.summarise(m, windows, feed)
         _merged_row(m, feed, windows, settings, shares, self.workers, why)
+        if all(f.get("http_reconnects") is not None for f in feed.finals):
+            m.meta["http_reconnects"] = sum(f["http_reconnects"] for f in feed.finals)
         if traffic.probes:
             m.probe_responses = feed.probe_responses
             m.meta["accuracy_probes"] = {
