@@ -78,10 +78,10 @@ def test_verification_turned_off_is_said_and_given_to_perf_analyzer_alike():
     assert "verification turned OFF (--ssl-https-verify-peer 0)" in access.unverified
     assert access.describe().startswith("HTTPS certificate verification turned OFF")
     args = access.perf_analyzer_args("http")
-    assert "--ssl-https-verify-peer=0" in args and "-H=X-Key:k-998877" in args
+    assert "--ssl-https-verify-peer=0" in args and args[:2] == ["-H", "X-Key:k-998877"]
     assert Access(https=True).unverified == "" and "verified against the system CAs" in Access(https=True).describe()
     grpc = Access(grpc_ssl=True, grpc_root_cert="/ca.pem", grpc_client_cert="/c.pem", grpc_client_key="/k.pem")
-    assert grpc.perf_analyzer_args("grpc") == ["--ssl-grpc-use-ssl", "--ssl-grpc-root-certifications-file=/ca.pem",
+    assert grpc.perf_analyzer_args("grpc") == ["--ssl-grpc-use-ssl=true", "--ssl-grpc-root-certifications-file=/ca.pem",
                                                "--ssl-grpc-private-key-file=/k.pem",
                                                "--ssl-grpc-certificate-chain-file=/c.pem"]
     assert grpc.perf_analyzer_args("http") == [] and "gRPC TLS, mutual" in grpc.describe()

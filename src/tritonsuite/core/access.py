@@ -204,14 +204,14 @@ class Access:
         return {"ssl": True, "root_certificates": self.grpc_root_cert or None,
                 "private_key": self.grpc_client_key or None, "certificate_chain": self.grpc_client_cert or None}
 
-    def plugin(self):
+    def plugin(self, grpc: bool = False):
         """A tritonclient plugin that puts the headers on every call of the client it is registered with (None:
-        no headers)."""
+        no headers); ``grpc``: as metadata, whose keys gRPC takes in lower case only."""
         if not self.headers:
             return None
         from tritonclient._plugin import InferenceServerClientPlugin
 
-        headers = self.header_dict()
+        headers = dict(self.grpc_metadata()) if grpc else self.header_dict()
 
         class Headers(InferenceServerClientPlugin):
             def __call__(self, request):
@@ -241,9 +241,9 @@ class Access:
     def perf_analyzer_args(self, protocol: str) -> list[str]:
         """perf_analyzer's own options for this access (the values revealed: for its argv only; show
         :func:`redact` of it)."""
-        args = [f"-H={n}:{v.reveal()}" for n, v in self.headers]
+        args = [a for n, v in self.headers for a in ("-H", f"{n}:{v.reveal()}")]
         if protocol == "grpc" and self.grpc_ssl:
-            args.append("--ssl-grpc-use-ssl")
+            args.append("--ssl-grpc-use-ssl=true")
             for option, value in (("--ssl-grpc-root-certifications-file", self.grpc_root_cert),
                                   ("--ssl-grpc-private-key-file", self.grpc_client_key),
                                   ("--ssl-grpc-certificate-chain-file", self.grpc_client_cert)):

@@ -136,10 +136,11 @@ class TritonServer(ABC):
         """A tritonclient gRPC client of this server."""
         import tritonclient.grpc as grpcclient
 
-        return self._with_headers(grpcclient.InferenceServerClient(self.grpc_url, **self.access.tritonclient_grpc()))
+        return self._with_headers(grpcclient.InferenceServerClient(self.grpc_url, **self.access.tritonclient_grpc()),
+                                  grpc=True)
 
-    def _with_headers(self, client):
-        plugin = self.access.plugin()
+    def _with_headers(self, client, grpc: bool = False):
+        plugin = self.access.plugin(grpc)
         if plugin is not None:
             client.register_plugin(plugin)
         return client

@@ -103,12 +103,53 @@ def tls_problem(exc: BaseException, access: Access, where: str) -> str:
         exc = exc.reason
     if isinstance(exc, ssl.SSLCertVerificationError):
         ca = access.https_ca or "the system's CAs"
-        return (f"{where}: its certificate was refused ({exc.verify_message or exc.reason}; verified against "
+        return (f"{where}: its certificate was refused ({str(exc.verify_message or exc.reason).rstrip('.')}; "
+                f"verified against "
                 f"{ca}); valid choices: a certificate for this host signed by --ssl-https-ca-certificates-file, "
                 f"or --ssl-https-verify-peer 0 (then every page says so)")
     if isinstance(exc, ssl.SSLError):
         return f"{where}: the TLS handshake failed ({exc.reason or exc}); is it an HTTPS endpoint?"
     return ""
+
+
+def grpc_problem(url: str, access: Access, timeout_s: float, option: str = "--triton-grpc-url") -> str:
+    """Why the gRPC endpoint at ``url`` cannot be used with ``access`` (Triton's TLS, mutual TLS, a restricted
+    protocol), in one line; "" when ServerLive answers."""
+    import grpc
+    from tritonclient.grpc import service_pb2, service_pb2_grpc
+
+    channel = access.grpc_channel(url, aio=False)
+    try:
+        service_pb2_grpc.GRPCInferenceServiceStub(channel).ServerLive(
+            service_pb2.ServerLiveRequest(), timeout=timeout_s, metadata=access.grpc_metadata() or None)
+        return ""
+    except grpc.RpcError as exc:
+        details = str(exc.details() or exc.code().name)
+    finally:
+        channel.close()
+    where = f"{option} {url}"
+    if header := restricted_header(details):
+        return (f"{where}: the server restricts this protocol (tritonserver --grpc-restricted-protocol) to "
+                f"requests with header {header!r}; valid choices: --header {header}:VALUE")
+    verify = re.search(r"CERTIFICATE_VERIFY_FAILED: ([^:]+)", details)
+    if verify:
+        return (f"{where}: its certificate was refused ({verify.group(1).strip()}; verified against "
+                f"{access.grpc_root_cert or 'the default roots'}); valid choices: a certificate for this host "
+                f"signed by --ssl-grpc-root-certifications-file")
+    if "Hostname Verification Check failed" in details:
+        return (f"{where}: its certificate does not name this host (host name verification failed); valid "
+                f"choices: a certificate whose subject alternative names hold the host of {url}")
+    if "Socket closed" in details or "Tls handshake failed" in details:
+        if not access.grpc_ssl:
+            why = "it may speak TLS only (tritonserver --grpc-use-ssl): valid choices: --ssl-grpc-use-ssl"
+        elif not access.grpc_client_cert:
+            why = ("it may ask for a client certificate (tritonserver --grpc-use-ssl-mutual): valid choices: "
+                   "--ssl-grpc-certificate-chain-file and --ssl-grpc-private-key-file")
+        else:
+            why = (f"it refused the client certificate {access.grpc_client_cert} (not signed by a CA it trusts), or "
+                   f"it speaks no TLS")
+        return f"{where}: the server closed the connection during the handshake; {why}"
+    return f"{where}: not reachable within {timeout_s:g} s ({details.splitlines()[0][:200]})"
 
 
 def get(server_url: str, method: str, path: str, access: Access, timeout_s: float) -> tuple[int, bytes]:

@@ -40,7 +40,7 @@ def remote_problem(url: str, grpc_url: str = "", metrics_url: str = "", timeout_
     be host:port."""
     import urllib.error
 
-    from tritonsuite.server.reach import get, status_problem, tls_problem
+    from tritonsuite.server.reach import get, grpc_problem, status_problem, tls_problem
 
     if not url:
         return "--server remote needs --triton-url host:port"
@@ -65,7 +65,9 @@ def remote_problem(url: str, grpc_url: str = "", metrics_url: str = "", timeout_
         metadata = None
     if not isinstance(metadata, dict) or metadata.get("name") != "triton" and "version" not in metadata:
         return f"--triton-url {url}: answers HTTP but is not a Triton server (no server metadata at /v2)"
-    return "" if live == 200 else f"--triton-url {url}: Triton answers but is not live"
+    if live != 200:
+        return f"--triton-url {url}: Triton answers but is not live"
+    return grpc_problem(server.grpc_url, server.access, timeout_s) if grpc_url else ""
 
 
 class RemoteServer(TritonServer):
