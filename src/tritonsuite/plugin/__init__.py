@@ -140,12 +140,10 @@ def pytest_runtest_makereport(item, call):
 
 
 def _redact_report(report) -> None:
-    text = report.longreprtext if report.longrepr is not None else ""
-    if text and redact(text) != text:
-        report.longrepr = redact(text)
+    if report.longrepr is not None and redact(report.longreprtext) != report.longreprtext:
+        report.longrepr = redact(report.longreprtext)
     report.sections = [(title, redact(content)) for title, content in report.sections]
-    report.user_properties = [(name, redact(value) if isinstance(value, str) else value)
-                              for name, value in report.user_properties]
+    report.user_properties = [(n, redact(v) if isinstance(v, str) else v) for n, v in report.user_properties]
 
 
 def searches_wanted(config) -> bool:

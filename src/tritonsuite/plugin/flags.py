@@ -7,7 +7,7 @@ from tritonsuite.deploy.formats import FORMATS
 from tritonsuite.judge.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE
 from tritonsuite.load import sources as load_sources
 from tritonsuite.profiles import SEARCHES
-from tritonsuite.server import LAUNCHERS
+from tritonsuite.run.serveroptions import SERVER_OPTIONS
 
 MARKERS = {
     "offline": "offline performance scenario (static batching, shared memory, batch-size sweep)",
@@ -29,46 +29,8 @@ def add_options(parser) -> None:
     group.addoption("--gpu", default="cpu", help="profile to run: a profile shipped with tritonsuite (cpu; GPU: a100, "
                     "a30, a40, t4, v100, h100) or <name>.yaml in --profiles-dir (default: cpu)")
     group.addoption("--profiles-dir", default=None, help="a directory of your own profiles (searched first)")
-    group.addoption("--server", default="embedded", choices=sorted(LAUNCHERS),
-                    help="embedded: tritonserver from the nvidia-pytriton wheel; container: Triton in a Docker "
-                    "container (--image); remote: --triton-url")
-    group.addoption("--image", default=None, help="--server container: the Triton image (default: $TRITONSUITE_IMAGE,"
-                    " else NGC's tritonserver:24.10-py3); tritonsuite-local:latest runs the wheel's tritonserver")
-    group.addoption("--gpus", default="", help="--server container: GPUs for the container: all, none or device "
-                    "ids 0,1 (default: all for a GPU profile, none otherwise)")
-    group.addoption("--triton-url", default="", help="host:port of a remote server's HTTP endpoint; "
-                    "https://host:port: through a TLS-terminating proxy in front of it (docs/servers.md)")
-    group.addoption("--triton-grpc-url", default="", metavar="HOST:PORT", help="--server remote: host:port of its "
-                    "gRPC endpoint (for --protocol grpc and decoupled models' streams; not known otherwise)")
-    group.addoption("--triton-metrics-url", default="", metavar="HOST:PORT", help="--server remote: host:port of its "
-                    "metrics endpoint (the conformance counters check reads it; skipped otherwise)")
-    # how the server is reached beyond host and port (tritonsuite.core.access): perf_analyzer's own option names
-    group.addoption("--header", action="append", default=[], metavar="NAME:VALUE", help="a header every request "
-                    "carries (perf_analyzer's -H; repeatable): a gateway's token, a restricted API's key; "
-                    "${VAR} in VALUE is read from the environment, so the secret need not be on the command line; "
-                    "values are redacted in everything the run writes")
-    group.addoption("--ssl-https-ca-certificates-file", default="", metavar="FILE", help="https:// --triton-url: "
-                    "the CA certificates its certificate is verified against (default: the system's)")
-    group.addoption("--ssl-https-client-certificate-file", default="", metavar="FILE", help="https:// "
-                    "--triton-url: a client certificate the proxy asks for")
-    group.addoption("--ssl-https-private-key-file", default="", metavar="FILE", help="the client certificate's key")
-    group.addoption("--ssl-https-verify-peer", type=int, default=1, choices=(0, 1), help="0: do not verify the "
-                    "proxy's certificate (every report page then says so; default 1)")
-    group.addoption("--ssl-https-verify-host", type=int, default=2, choices=(0, 1, 2), help="0: do not check that "
-                    "the certificate names the host (every report page then says so; default 2)")
-    group.addoption("--ssl-grpc-use-ssl", action="store_true", default=False, help="gRPC with Triton's own TLS "
-                    "(tritonserver --grpc-use-ssl)")
-    group.addoption("--ssl-grpc-root-certifications-file", default="", metavar="FILE", help="--ssl-grpc-use-ssl: "
-                    "the root certificates the server's certificate is verified against")
-    group.addoption("--ssl-grpc-certificate-chain-file", default="", metavar="FILE", help="--ssl-grpc-use-ssl: "
-                    "the client certificate, for mutual TLS (tritonserver --grpc-use-ssl-mutual)")
-    group.addoption("--ssl-grpc-private-key-file", default="", metavar="FILE", help="the client certificate's key")
-    group.addoption("--backend-directory", default=None, metavar="DIR", help="--server embedded or container: "
-                    "serve with the backends DIR holds (<name>/libtriton_<name>.so, e.g. an NGC image's "
-                    "/opt/tritonserver/backends); the python-based stand-ins serve only what DIR lacks")
-    group.addoption("--triton-server-flag", action="append", default=[], metavar="NAME=VALUE",
-                    help="--server embedded or container: a tritonserver option for the server the suite starts "
-                    "(repeatable; Model Analyzer's triton_server_flags), e.g. rate-limit=execution_count")
+    for name, declared in SERVER_OPTIONS:  # how the server is started or reached (tritonsuite.run.serveroptions)
+        group.addoption(name, **declared)
     group.addoption("--models", default="", help="comma-separated models to run (default: all in the profile)")
     group.addoption("--formats", default="", help=f"comma-separated export formats ({', '.join(FORMATS)})")
     group.addoption("--precisions", default="", help=f"comma-separated precisions ({', '.join(PRECISIONS)}): "

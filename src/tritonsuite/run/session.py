@@ -23,6 +23,19 @@ def server_for(options: Options):
                        triton_url=options.triton_url, **options.launcher_options())
 
 
+def server_lines(server) -> tuple[list[str], list[str]]:
+    """What the run says at its start about a started server: the APIs it restricts to headers not given
+    (:func:`tritonsuite.server.reach.survey`), how it is reached where TLS or headers are set; and those of them to
+    warn of (restricted APIs, verification turned off)."""
+    from tritonsuite.core.access import PLAIN
+    from tritonsuite.server.reach import describe_restricted, survey
+
+    restricted = describe_restricted(survey(server))
+    lines = ([f"tritonsuite: {server.describe()}: {restricted}"] if restricted else []) + \
+        ([f"tritonsuite: reached with {server.access.describe()}"] if server.access != PLAIN else [])
+    return lines, [line for line in lines if "restricted" in line or server.access.unverified]
+
+
 def suite_for(options: Options, server) -> Suite:
     """The suite of the run on ``server`` (started)."""
     o = options
