@@ -12,16 +12,20 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.helpers import measure_loaded, raw_rows, run_pytest
+from tests.kinds import decoupled_model
 from tests.proxy import NGINX, WHY_NOT, Nginx
 from tests.tls import make_pki
 from tritonsuite.core.access import Access, Secret
 from tritonsuite.deploy.export import export
 from tritonsuite.deploy.repository import build_deployment, model_config
+from tritonsuite.judge.conformance import Target, run_check
 from tritonsuite.load.engine import LoadPoint, MeasurementSettings
 from tritonsuite.load.exchange import exchange
+from tritonsuite.load.streams import exchange_alone
 from tritonsuite.models import default_registry
 from tritonsuite.server import EmbeddedServer, RemoteServer
 from tritonsuite.server.reach import grpc_problem, survey
@@ -78,7 +82,7 @@ def remote(pki, triton, proxy, tmp_path_factory):
     repo = tmp_path_factory.mktemp("local-repo")
     server.load(build_deployment(repo, model_config("ident", identity, artifact.format, max_batch_size=8,
                                                     intra_op_threads=1), artifact))
-    server.identity = identity
+    server.identity, server.repo = identity, repo
     return server
 
 
@@ -97,6 +101,15 @@ def test_every_path_reaches_the_server_through_the_proxy_and_over_mutual_tls(rem
         assert client.get_inference_statistics("ident").model_stats[0].name == "ident"
     finally:
         client.close()
+    # a decoupled model's stream, and a conformance check's probes (the refusals: malformed requests, both protocols)
+    repo = remote.repo
+    decoupled_model(repo, "stream_n")
+    remote.load(repo / "stream_n")
+    requests = [{"COUNT": np.array([[n]], np.int32), "DATA": np.ones((1, 4), np.float32)} for n in (3, 1)]
+    responses = exchange_alone(remote.grpc_url, "stream_n", requests, ["OUT", "INDEX"], access=remote.access)
+    assert [len(r) for r in responses] == [3, 1]
+    refusals = run_check(Target(remote, repo / "ident"), "refusals")
+    assert refusals.verdict == "pass" and "grpc" in str(refusals.evidence), refusals.line()
 
 
 def test_a_keep_alive_connection_the_proxy_ends_is_reopened_without_losing_or_counting_twice(remote):

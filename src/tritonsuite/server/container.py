@@ -291,20 +291,23 @@ class ContainerServer(TritonServer):
 
     def _ready(self) -> bool:
         """Live, ready, and every model the repository index shows loading or loaded is ready."""
-        base = f"http://{self.http_url}"
+        base, headers = f"http://{self.http_url}", self.access.header_dict()  # restricted APIs: their key
         try:
             for path in ("/v2/health/live", "/v2/health/ready"):
-                with urllib.request.urlopen(base + path, timeout=1.0) as response:
+                with urllib.request.urlopen(urllib.request.Request(base + path, headers=headers),
+                                            timeout=1.0) as response:
                     if response.status != 200:
                         return False
-            request = urllib.request.Request(base + "/v2/repository/index", data=b"{}", method="POST")
+            request = urllib.request.Request(base + "/v2/repository/index", data=b"{}", method="POST",
+                                             headers=headers)
             with urllib.request.urlopen(request, timeout=2.0) as response:
                 index = json.loads(response.read() or b"[]")
             for model in index:
                 if model.get("state") in ("READY", "LOADING"):
                     version = f"/versions/{model['version']}" if model.get("version") else ""
-                    with urllib.request.urlopen(f"{base}/v2/models/{model['name']}{version}/ready",
-                                                timeout=1.0) as response:
+                    ready = urllib.request.Request(f"{base}/v2/models/{model['name']}{version}/ready",
+                                                   headers=headers)
+                    with urllib.request.urlopen(ready, timeout=1.0) as response:
                         if response.status != 200:
                             return False
             return True

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from tritonsuite.core.access import PLAIN, Access
-
 from tritonsuite.server.base import ServerError, TritonServer
 
 #: What Triton 2.51 answers when an ensemble is loaded whose composing models are in none of its repositories
