@@ -123,6 +123,9 @@ def test_reload_of_a_sequence_model_counts_the_sequences_it_cuts(repo, server):
     assert (switch["sequences_cut"] > 0) == bool(switch["errors"])
     assert result.observed.startswith(result.evidence["observed_new_version"]), result.observed
     assert result.observed.startswith("version 1 -> 2"), result.observed
+    # and the changed configuration's part after it (a fourth mutation sample found the key unasserted)
+    assert result.observed.endswith("; " + result.evidence["observed_changed_config"]), result.observed
+    assert result.evidence["observed_changed_config"].startswith("config with parameter "), result.evidence
 
 
 def test_reload_catches_a_sequence_model_whose_new_version_does_not_load(repo, server):

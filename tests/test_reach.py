@@ -158,7 +158,8 @@ def test_each_refusal_is_one_line_naming_what_failed(pki, triton, proxy, tmp_pat
     assert problem(without) == (f"--triton-url {url}: 401 Authorization Required at /v2: the proxy asks for "
                                 "credentials (no Authorization header given; valid choices: --header "
                                 "'Authorization:Bearer ${TOKEN}')")
-    wrong = replace(good, headers=(("Authorization", Secret("Bearer not-the-token")), ("admin-key", headers["admin-key"])))
+    wrong = replace(good, headers=(("Authorization", Secret("Bearer not-the-token")),
+                                   ("admin-key", headers["admin-key"])))
     assert problem(wrong) == (f"--triton-url {url}: 403 Forbidden at /v2: the proxy refused the credentials given "
                               f"(header Authorization was sent, its value refused)")
     assert "its certificate was refused (unable to get local issuer certificate" in problem(
@@ -173,6 +174,16 @@ def test_each_refusal_is_one_line_naming_what_failed(pki, triton, proxy, tmp_pat
         with Nginx(tmp_path / cert.stem, triton.http_url, tls=(cert, key), token=TOKEN) as bad:
             found = problem(good, f"https://{bad.url}")
             assert f"https://{bad.url}: its certificate was refused ({expected}" in found, found
+    # a proxy that asks for a client certificate: given, none, one from a CA it does not trust
+    with Nginx(tmp_path / "mutual", triton.http_url, tls=(pki.server_cert, pki.server_key), token=TOKEN,
+               client_ca=pki.ca) as mutual:
+        at = f"https://{mutual.url}"
+        assert problem(replace(good, https_client_cert=str(pki.client_cert), https_client_key=str(pki.client_key)),
+                       at) == ""
+        for cert, key in (("", ""), (str(pki.other_client_cert), str(pki.other_client_key))):
+            assert problem(replace(good, https_client_cert=cert, https_client_key=key), at).endswith(
+                "at /v2: the proxy asks for a client certificate it trusts; valid choices: "
+                "--ssl-https-client-certificate-file and --ssl-https-private-key-file")
     # gateway errors: the Triton behind it gone (502), too slow (504)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -221,3 +221,13 @@ def test_a_check_that_reports_under_another_name_fails_under_its_own(tmp_path, m
     assert (result.check, result.verdict, result.reason) == (
         "cache", "fail", f"the cache check reported its result as {named!r}")
     assert (result.declared, result.observed, result.evidence) == ("response_cache", "3 hits", {"hits": 3})
+
+
+@pytest.mark.parametrize("field, value", [("deployment", None), ("check", None), ("declared", None), ("observed", 3)])
+def test_a_result_without_what_it_judged_is_refused(field, value):
+    """A row names the deployment, the check, what was declared and what was observed ("-" where nothing was):
+    a result without one is a defect of its check, refused where it is made (run_check then fails that check)."""
+    given = dict(deployment="m", check="batching", declared="dynamic", observed="-", verdict="skipped", reason="why")
+    with pytest.raises(ValueError, match=f"without its {field} "):
+        CheckResult(**{**given, field: value})
+    assert CheckResult(**given).observed == "-"

@@ -86,6 +86,9 @@ def status_problem(status: int, body: bytes, access: Access = PLAIN, where: str 
         return (f"{text}{at}: the server restricts this API (tritonserver --http-restricted-api) and "
                 f"{'refused the value of' if header.lower() in given else 'was not given'} header {header!r}; "
                 f"valid choices: --header {header}:VALUE with the server's key")
+    if status == 400 and not triton_error(body) and "certificate" in text.lower():  # nginx's ssl_verify_client
+        return (f"{text}{at}: the proxy asks for a client certificate it trusts; valid choices: "
+                f"--ssl-https-client-certificate-file and --ssl-https-private-key-file")
     if status in PROXY_STATUS and not triton_error(body):  # Triton's own 503 (a full queue) is the server's
         hint = ""
         if status in (401, 403):

@@ -39,6 +39,10 @@ class CheckResult:
     fields: list[str] = field(default_factory=list)
 
     def __post_init__(self):
+        blank = [n for n in ("deployment", "check", "declared", "observed") if not isinstance(getattr(self, n), str)]
+        if blank:  # the report's row would print None where it names what was judged
+            raise ValueError(f"a result of the {self.check} check without its {blank[0]} "
+                             f"({getattr(self, blank[0])!r}): every report row names it")
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict {self.verdict!r}; valid choices: {', '.join(VERDICTS)}")
         if self.verdict != "pass" and not (isinstance(self.reason, str) and self.reason.strip()):
