@@ -15,6 +15,7 @@ and pytest's report of a test all pass through it.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import ssl
@@ -166,12 +167,9 @@ class Access:
         return tuple((n.lower(), v.reveal()) for n, v in self.headers)
 
     def http_ssl_context(self) -> ssl.SSLContext | None:
-        """The client context of an HTTPS connection (None: plain HTTP)."""
-        if not self.https:
-            return None
-        context = ssl.create_default_context(cafile=self.https_ca or None)
-        self._configure(context)
-        return context
+        """The client context of an HTTPS connection (None: plain HTTP): made once per access and shared by every
+        connection (each would otherwise load the CA file again as it opens)."""
+        return _http_context(self) if self.https else None
 
     def _configure(self, context) -> None:
         if not self.https_verify_host or not self.https_verify_peer:
@@ -319,3 +317,10 @@ class Access:
 
 
 PLAIN = Access()
+
+
+@functools.lru_cache(maxsize=16)
+def _http_context(access: Access) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=access.https_ca or None)
+    access._configure(context)
+    return context
