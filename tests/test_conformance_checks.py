@@ -4,6 +4,7 @@ the identity model's ONNX export, and python-backend models written below."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -121,11 +122,58 @@ def check(server, directory, name, inputs=sixteen, **target):
 
 
 # ---------------------------------------------------------------------------------------------- sound deployments
-@pytest.mark.parametrize("name", ["identity", "instances", "refusals", "counters", "cache", "reload"])
+NUM = r"\d+(?:\.\d+)?"
+#: what each check declares and observes for the sound identity deployment, whole (the measured figures as numbers),
+#: and the keys of its evidence: the words a reader gets are asserted, not only the verdict
+SOUND = {
+    "identity": (re.escape("onnxruntime_onnx, max_batch_size 8, inputs INPUT__0 float32 [16]; outputs OUTPUT__0 "
+                           "float32 [16]; latest {num_versions: 1} of versions [1] -> [1]"),
+                 re.escape("onnxruntime_onnx, max_batch_size 8; READY [1]; v1 answered by version 1 (1 response(s) "
+                           "with outputs)"),
+                 {"declared", "served", "versions_on_disk", "selected", "ready", "answers", "server_platform",
+                  "server_backend"}),
+    "instances": (re.escape("instance_group 1 x KIND_CPU: 1 execution(s) at a time"),
+                  rf"{NUM} executions at concurrency 8: compute {NUM} s over {NUM} s of wall time \(overlap {NUM}\)",
+                  {"concurrency", "requests", "wall_s", "instances", "executions", "compute_infer_s", "overlap"}),
+    "refusals": (re.escape("7 malformed requests (batch above max_batch_size, missing input, oversized body, truncated "
+                           "body, unknown output, wrong dtype, wrong shape) over grpc and http: each refused naming "
+                           "the problem, the deployment unharmed"),
+                 rf"14/14 refused, slowest {NUM} s; 14/14 followed by a healthy reference answer", {"probes"}),
+    "counters": (re.escape("client: 10 answered (15 samples, batches [1, 2]), 0 failed, 2 refused for a wrong shape"),
+                 re.escape("statistics: success 10, fail 0, inferences 15, executions 10; metrics: success 10, "
+                           "failure 0, inferences 15, executions 10"),
+                 {"client", "statistics", "metrics"}),
+    "cache": (re.escape("response_cache { enable: true }"),
+              re.escape("repeat: {'cache_hit_count': 1, 'cache_miss_count': 0}, other input: {'cache_hit_count': 0, "
+                        "'cache_miss_count': 1}, fresh computation agrees"),
+              {"first", "repeat", "other_input", "fresh_equals_cached"}),
+    "reload": (re.escape("reloads under load at concurrency 2: a new version (latest {num_versions: 1}) and a changed "
+                         "configuration, zero failed requests, no old answer after a new one"),
+               rf"version 1 -> 2: {NUM} requests, 0 failed; latency before p99 {NUM} ms / max {NUM} ms \({NUM} "
+               rf"samples\), during p99 {NUM} ms / max {NUM} ms \({NUM} samples\); config with parameter "
+               rf"tritonsuite_conformance_reload: {NUM} requests, 0 failed; latency before p99 {NUM} ms / max {NUM} ms "
+               rf"\({NUM} samples\), during p99 {NUM} ms / max {NUM} ms \({NUM} samples\)",
+               {"added", "new_version", "observed_new_version", "changed_config"}),
+}
+
+
+@pytest.mark.parametrize("name", list(SOUND))
 def test_a_sound_deployment_passes_every_check(server, identity_online, name):
     result = check(server, identity_online, name, inputs=None)
     assert result.verdict == "pass", result.line()
-    assert result.declared and result.observed
+    declared, observed, evidence = SOUND[name]
+    assert re.fullmatch(declared, result.declared), result.declared
+    assert re.fullmatch(observed, result.observed), result.observed
+    assert evidence <= set(result.evidence), sorted(result.evidence)
+    assert result.reason == ""
+
+
+def test_batching_skips_a_batchless_deployment_with_its_reason(repo, server):
+    directory = python_model(repo, "batchless", "echo", max_batch_size=0)
+    server.load(directory)
+    result = check(server, directory, "batching", inputs=None)
+    assert (result.verdict, result.declared, result.observed, result.reason) == (
+        "skipped", "none", "-", "max_batch_size 0: no batch dimension, nothing to batch"), result.line()
 
 
 def test_a_sound_batcher_passes_batching_with_requests_waiting_on_any_host(repo, server):
