@@ -15,7 +15,8 @@ from tritonsuite.judge.conformance import Target, decoupled, run_check
 from tritonsuite.server import EmbeddedServer, RemoteServer
 
 # sleeps the first value of its first request's INPUT0 (seconds), then echoes; "first_slow": sleeps 0.3 s on its
-# first execution only (what a warm-up absorbs)
+# first execution only (what a warm-up absorbs); "first_slow_data": on its first execution of data other than zeros
+# (a warm-up of zeros does not absorb it)
 MODEL_PY = '''
 import json, time
 import numpy as np
@@ -30,11 +31,13 @@ class TritonPythonModel:
 
     def execute(self, requests):
         xs = [pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy() for r in requests]
-        if self.behaviour == "first_slow":
-            time.sleep(0.3 if self.first else 0.002)
+        if self.behaviour.startswith("first_slow"):  # "first_slow_data": zeros (a warm-up's) do not warm it
+            warms = self.behaviour == "first_slow" or bool(np.any(xs[0]))
+            time.sleep(0.3 if self.first and warms else 0.002)
+            self.first = self.first and not warms
         else:
             time.sleep(float(xs[0].reshape(-1)[0]))
-        self.first = False
+            self.first = False
         return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", x.astype(np.float32))]) for x in xs]
 '''
 
@@ -260,6 +263,18 @@ def test_warmup_makes_the_first_request_fast_and_its_absence_is_caught(repo, ser
     assert "(the server serves no model_warmup)" in result.reason
     assert all(r["first_ms"] >= 250 for r in result.evidence["rounds"])
     assert not server.model_config("cold").get("parameters", {}).get("tritonsuite_conformance_warmup")
+
+
+def test_a_warm_up_served_but_missing_the_requests_path_is_caught(repo, server):
+    """Served with its model_warmup, whose zeros do not warm what requests with data use: the first request after
+    each load is still slow, and the reason does not blame a missing warm-up."""
+    missed = model(repo, "warmed_wrong", "first_slow_data", extra=WARMUP)
+    server.load(missed)
+    result = check(server, missed, "warmup", WORK)
+    assert result.verdict == "fail", result.line()
+    assert result.reason.startswith("model_warmup declared, but the first request after each of 2 loads took "), \
+        result.reason
+    assert "the server serves no model_warmup" not in result.reason and result.evidence["served_model_warmup"]
 
 
 def test_warmup_is_skipped_where_not_declared_or_not_ours_to_reload(repo, server):

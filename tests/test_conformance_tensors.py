@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_conformance_checks import check, load_with, python_model, sixteen
-from tests.kinds import _write
+from tests.kinds import _write, bls_models
 from tests.test_conformance_kinds import ensemble
 from tritonsuite.server import EmbeddedServer
 
@@ -330,3 +330,22 @@ def test_shutdown_catches_requests_cut_by_the_exit_timeout(repo, tmp_path_factor
         result = check(server, broken, "shutdown")
     assert result.verdict == "fail", result.line()
     assert "requests sent before the shutdown failed (" in result.reason, result.reason
+
+
+def test_a_shutdown_of_a_bls_deployment_serves_its_named_callees_on_the_twin(repo, server):
+    """A BLS model's callees (--bls-composing-models) are loaded on the twin before it: its requests in flight at
+    the signal are answered through them, none fails for a callee the twin lacks. Not named, the twin lacks them:
+    skipped, naming the callee its requests found missing and the option that names it."""
+    bls, _ = bls_models(repo)
+    code = bls / "1" / "model.py"
+    code.write_text(code.read_text().replace("        responses = []\n", "        import time\n        time.sleep(0.3)\n"
+                                                                          "        responses = []\n", 1))
+    config = bls / "config.pbtxt"
+    config.write_text(config.read_text().replace("count: 1", "count: 2"))
+    result = check(server, bls, "shutdown", inputs=None, composing=("add_onnx",))
+    assert result.verdict == "pass", result.line()
+    assert result.evidence["in_flight_at_signal"] >= 2 and result.evidence["failed_before_signal"] == 0, result.evidence
+    unnamed = check(server, bls, "shutdown", inputs=None)
+    assert (unnamed.check, unnamed.verdict) == ("shutdown", "skipped"), unnamed.line()
+    assert unnamed.reason == ("its requests call add_onnx, which the twin server does not serve: a BLS model's callees "
+                              "are its code's; name them with --bls-composing-models"), unnamed.reason

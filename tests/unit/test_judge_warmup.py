@@ -53,3 +53,29 @@ def test_a_first_request_slow_after_every_load_is_described_by_the_last_load():
     assert judge_warmup(rounds(400.0, 350.0, 310.25), served_warmup=True) == [
         "model_warmup declared, but the first request after each of 3 loads took 310.2 ms of compute against a "
         "steady median of 2.00 ms"]
+
+
+def test_a_remote_server_is_never_reloaded_unasked_and_each_declared_sample_is_named(tmp_path):
+    """Before any request: a batchless model's warm-up sample has no batch_size in its configuration (Triton's
+    default, 0), a count of 0 means once; the remote server (nothing listens at its address) is not touched."""
+    from tritonsuite.judge.conformance import Target
+    from tritonsuite.judge.conformance.warmup import check_warmup
+    from tritonsuite.server import RemoteServer
+
+    (tmp_path / "warm").mkdir()
+    (tmp_path / "warm" / "config.pbtxt").write_text('''
+name: "warm"
+backend: "python"
+input { name: "X" data_type: TYPE_FP32 dims: [4] }
+output { name: "Y" data_type: TYPE_FP32 dims: [4] }
+model_warmup { name: "zeros" inputs { key: "X" value { data_type: TYPE_FP32 dims: [4] zero_data: true } } }
+model_warmup { name: "twice" batch_size: 1 count: 2 inputs { key: "X" value { data_type: TYPE_FP32 dims: [4]
+  random_data: true } } }
+''')
+    result = check_warmup(Target(RemoteServer("127.0.0.1:1"), tmp_path / "warm"))
+    assert (result.verdict, result.observed) == ("skipped", "-"), result.line()
+    assert result.declared == ("model_warmup zeros (batch 0, count 1, inputs ['X']); twice (batch 1, count 2, inputs "
+                               f"['X']): the first request after a load within {FACTOR:g}x the steady median compute "
+                               f"time or {SLACK_MS:g} ms over it")
+    assert result.reason == ("the check reloads the model: a remote server is reloaded only with --allow-reload "
+                             "(never a team's server unasked)")

@@ -103,3 +103,10 @@ def test_perf_analyzers_bls_composing_models_read_from_its_console():
                                   "Server Compute Input": 0.015, "Server Compute Infer": 0.159,
                                   "Server Compute Output": 0.033}}
     assert parse_composing("Server:\n  Successful request count: 3\n") == {}
+
+
+def test_sequences_are_sent_over_grpc_or_http_only():
+    from tritonsuite.load.sequences import send_sequences
+
+    with pytest.raises(ValueError, match="^protocol 'HTTP': valid choices are 'grpc' and 'http'$"):
+        send_sequences(object(), "seq", [[INPUTS]], ["OUTPUT"], protocol="HTTP")

@@ -223,6 +223,8 @@ def send_sequences(server, model: str, sequences, outputs, protocol: str = "grpc
     from tritonsuite.load.http import HttpTransport, prepare_request
     from tritonsuite.load.point import Hang
 
+    if protocol not in ("grpc", "http"):
+        raise ValueError(f"protocol {protocol!r}: valid choices are 'grpc' and 'http'")
     timeout_s = timeout_s or server.request_timeout_s
     host, port = server.http_url.rsplit(":", 1)
     transport = (GrpcTransport(server.grpc_url, timeout_s, access=server.access) if protocol == "grpc"

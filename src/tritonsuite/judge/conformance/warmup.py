@@ -42,7 +42,8 @@ REASONS = (
            "steady median of {} ms (the server serves no model_warmup)",
            "unit/test_judge_warmup.py::test_a_first_request_slow_after_every_load_fails",
            "unit/test_judge_warmup.py::test_a_slow_first_request_where_the_server_serves_no_warmup_says_so",
-           "test_conformance_fields.py::test_warmup_makes_the_first_request_fast_and_its_absence_is_caught"),
+           "test_conformance_fields.py::test_warmup_makes_the_first_request_fast_and_its_absence_is_caught",
+           "test_conformance_fields.py::test_a_warm_up_served_but_missing_the_requests_path_is_caught"),
 )
 
 
