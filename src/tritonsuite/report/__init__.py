@@ -14,7 +14,7 @@ from tritonsuite.core.access import redact
 from tritonsuite.core.store import read_manifest
 from tritonsuite.core.store import fault_lines, load_rows, read_faults, safe_component
 from tritonsuite.judge.crosscheck import cross_points
-from tritonsuite.report.common import OFFLINE_PLOTS, ONLINE_PLOTS, SCENARIO_DESCRIPTIONS, _group
+from tritonsuite.report.common import OFFLINE_PLOTS, ONLINE_PLOTS, SCENARIO_DESCRIPTIONS, group_by
 from tritonsuite.report.manifest import header_line
 from tritonsuite.report.markdown import render_markdown
 from tritonsuite.report.pages import render_crosscheck, render_metrics_markdown, render_summary
@@ -37,7 +37,7 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
     rows = load_rows(reports_dir, run_id=run_id)
     header = header_line(read_manifest(reports_dir, run_id)) if run_id else ""
     written: list[Path] = []
-    groups = _group(rows, lambda r: (r.scenario, r.model))
+    groups = group_by(rows, lambda r: (r.scenario, r.model))
     for (scenario, model), grows in groups.items():
         if scenario in ("tune", "conformance", "mix"):  # pages per deployment (report.tune, report.conformance), per mix (report.mix), below
             continue
