@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 #: subcommand -> (module holding add_arguments/run, one line of help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "compare": ("tritonsuite.judge.compare", "compare two stored runs point by point; --perf-gate fails on a "
+    "compare": ("tritonsuite.report.commands", "compare two stored runs point by point; --perf-gate fails on a "
                                              "significant regression"),
     "crosscheck": ("tritonsuite.report.commands", "perf_analyzer side by side with the suite's engine, per point"),
     "report": ("tritonsuite.report.commands", "write the tables and plots of stored rows (reports/raw/*.jsonl)"),

@@ -1,14 +1,17 @@
 """The report subcommands of ``tritonsuite``: ``report`` (re)writes the pages and plots of stored rows, ``crosscheck``
-prints perf_analyzer side by side with the engine."""
+prints perf_analyzer side by side with the engine, ``compare`` two stored runs point by point
+(:mod:`tritonsuite.judge.compare` judges, :mod:`tritonsuite.report.comparison` writes the page)."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
 from tritonsuite.core.access import redact
-from tritonsuite.core.store import load_rows
+from tritonsuite.core.store import StoreError, load_rows, load_run
+from tritonsuite.judge.compare import DEFAULT_MIN_EFFECT, compare_runs
 from tritonsuite.judge.crosscheck import cross_points
 from tritonsuite.report import write_reports
+from tritonsuite.report.comparison import render_comparison
 from tritonsuite.report.pages import render_crosscheck
 
 
@@ -67,3 +70,36 @@ def run_crosscheck(args, parser) -> int:
     else:
         sys.stdout.write(page)
     return 0 if cross_points(rows) else 1
+
+
+def add_compare_arguments(parser) -> None:
+    parser.add_argument("then", help="the earlier run: a raw rows file, a reports directory, or a run id")
+    parser.add_argument("now", help="the later run, likewise")
+    parser.add_argument("--reports-dir", default="reports", help="where run ids are looked up (default: reports)")
+    parser.add_argument("--perf-gate", type=float, default=None, metavar="PCT",
+                        help="exit 1 when a point regressed significantly by more than PCT percent")
+    parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="PCT",
+                        help=f"smallest change that counts (default {DEFAULT_MIN_EFFECT:g})")
+    parser.add_argument("--out", default=None, help="also write the markdown page here")
+
+
+def run_compare(args, parser) -> int:
+    for name in ("perf_gate", "min_effect"):
+        value = getattr(args, name)
+        if value is not None and not (0 <= value < 1000):
+            parser.error(f"--{name.replace('_', '-')} {value:g}: out of range; valid: 0 to 1000 (percent)")
+    try:
+        then_rows, then_label, then_manifest = load_run(args.then, args.reports_dir)
+        now_rows, now_label, now_manifest = load_run(args.now, args.reports_dir)
+    except StoreError as exc:
+        parser.error(str(exc))
+    comparison = compare_runs(then_rows, now_rows, then_label=then_label, now_label=now_label,
+                              min_effect=args.min_effect, then_manifest=then_manifest, now_manifest=now_manifest)
+    page = render_comparison(comparison, args.perf_gate)
+    sys.stdout.write(page)
+    if args.out:
+        Path(args.out).write_text(redact(page), encoding="utf-8")
+    failed = comparison.regressions(args.perf_gate) if args.perf_gate is not None else []
+    for p in failed:
+        sys.stderr.write(f"perf gate: {p.describe()}\n")
+    return 1 if failed else 0

@@ -7,9 +7,10 @@ from pathlib import Path
 from tritonsuite.core.access import redact
 from tritonsuite.core.store import fault_lines, load_rows, read_faults, write_manifest
 from tritonsuite.judge.baselines import BaselineStore
-from tritonsuite.judge.compare import compare_runs, render_comparison
+from tritonsuite.judge.compare import compare_runs
 from tritonsuite.report import write_reports
 from tritonsuite.report.manifest import build_manifest
+from tritonsuite.report.comparison import render_comparison
 from tritonsuite.report.mix import mix_summary_lines
 from tritonsuite.report.pages import not_measured_lines
 from tritonsuite.run.options import Options
