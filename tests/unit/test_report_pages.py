@@ -83,3 +83,35 @@ if __name__ == "__main__":  # rewrite the expected pages (a deliberate change of
             (PAGES / name).parent.mkdir(parents=True, exist_ok=True)
             (PAGES / name).write_text(text, encoding="utf-8")
     sys.exit(0)
+
+
+def test_the_run_is_read_once_into_typed_points_and_page_groups(tmp_path):
+    from tritonsuite.report.records import read_run
+
+    run = read_run(ROWS, _run_id(ROWS))
+    assert ("offline", "bert") in run.pages and ("accuracy", "bert") in run.pages
+    assert not any(scenario in ("tune", "conformance", "mix") for scenario, _ in run.pages)
+    assert set(run.conformance) == {"bert_tiny_onnx_fp32_offline", "bert_tiny_onnx_fp32_online"}
+    assert list(run.mixes) == ["m"] and list(run.tune) == ["bert_tiny_onnx_fp32_online"] and len(run.cross) == 1
+    assert run.header.startswith(f"Run `{run.run_id}`")
+    performance = [r for r in run.rows if r.scenario in ("offline", "online")]
+    assert len(run.points) == len(performance) > 20
+    for point, row in zip(run.points, performance):
+        assert point.row is row and point.throughput_per_s == row.result.get("Inferences/Second")
+        assert point.latency_ms["p99 latency"] == row.result.get("p99 latency")
+    measured = next(p for p in run.points if p.status == "OK" and p.intervals_ms)
+    low, high = measured.intervals_ms["p99 latency"]
+    assert low is None or low <= measured.latency_ms["p99 latency"]
+    assert sum(v or 0.0 for v in measured.breakdown_ms.values()) > 0
+    evil = next(p for p in run.points if p.model == "evil")
+    assert evil.status == "FAILED" and evil.throughput_per_s is None and evil.reasons[0].startswith("<img")
+
+
+def test_presenters_are_named_and_run_in_order(tmp_path):
+    import pytest
+
+    shutil.copytree(ROWS, tmp_path / "r")
+    with pytest.raises(ValueError, match="presenter 'pdf'; valid choices: markdown"):
+        write_reports(tmp_path / "r", presenters=("pdf",))
+    assert write_reports(tmp_path / "r", presenters=()) == []
+    assert not (tmp_path / "r" / "summary.md").exists()

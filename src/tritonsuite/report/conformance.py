@@ -84,16 +84,18 @@ def _checklist(rows: Sequence[Row]) -> list[str]:
 
 def write_conformance_pages(reports_dir: str | Path, rows: Sequence[Row]) -> list[Path]:
     """``<reports_dir>/conformance/<deployment>.md`` for every deployment with conformance rows."""
-    written = []
     by_deployment: dict[str, list[Row]] = {}
     for r in rows:
         by_deployment.setdefault(r.deployment, []).append(r)
-    for deployment, drows in by_deployment.items():
-        page = Path(reports_dir) / "conformance" / f"{safe_component(deployment)}.md"
-        page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(redact(render_conformance(deployment, drows)), encoding="utf-8")
-        written.append(page)
-    return written
+    return [write_conformance_page(reports_dir, deployment, drows) for deployment, drows in by_deployment.items()]
+
+
+def write_conformance_page(reports_dir: str | Path, deployment: str, rows: Sequence[Row]) -> Path:
+    """``<reports_dir>/conformance/<deployment>.md`` from one deployment's conformance rows."""
+    page = Path(reports_dir) / "conformance" / f"{safe_component(deployment)}.md"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(redact(render_conformance(deployment, rows)), encoding="utf-8")
+    return page
 
 
 def summary_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -205,17 +205,22 @@ def write_mix_pages(reports_dir: Path, rows: Sequence[Row], header: str = "") ->
     for r in rows:
         by_mix.setdefault(str(_mix(r).get("name") or r.model), []).append(r)
     for name, mrows in by_mix.items():
-        directory = reports_dir / "mix"
-        png = plot_mix(name, mrows, directory / safe_component(name) / PLOT)
-        page = render_mix(name, mrows, f"{safe_component(name)}/{PLOT}" if png else None)
-        if header:
-            title, _, rest = page.partition("\n\n")
-            page = f"{title}\n\n{header}\n\n{rest}"
-        md = directory / f"{safe_component(name)}.md"
-        md.parent.mkdir(parents=True, exist_ok=True)
-        md.write_text(redact(page), encoding="utf-8")
-        written += [md] + ([png] if png else [])
+        written += write_mix_page(reports_dir, name, mrows, header)
     return written
+
+
+def write_mix_page(reports_dir: Path, name: str, rows: Sequence[Row], header: str = "") -> list[Path]:
+    """``reports/mix/<name>.md`` and its timeline, from one mix's rows."""
+    directory = Path(reports_dir) / "mix"
+    png = plot_mix(name, rows, directory / safe_component(name) / PLOT)
+    page = render_mix(name, rows, f"{safe_component(name)}/{PLOT}" if png else None)
+    if header:
+        title, _, rest = page.partition("\n\n")
+        page = f"{title}\n\n{header}\n\n{rest}"
+    md = directory / f"{safe_component(name)}.md"
+    md.parent.mkdir(parents=True, exist_ok=True)
+    md.write_text(redact(page), encoding="utf-8")
+    return [md] + ([png] if png else [])
 
 
 def mix_summary_lines(rows: Sequence[Row]) -> list[str]:

@@ -123,10 +123,16 @@ def write_tune_pages(reports_dir: str | os.PathLike[str], rows: Sequence[Any]) -
     records = [r for r in as_records(rows) if r.get("scenario") == "tune" and _tune(r)]
     written: list[Path] = []
     for deployment, drows in group_by(records, lambda r: r.get("deployment")).items():
-        out = Path(reports_dir) / "tune" / safe_component(str(deployment))
-        png = plot_tune(drows, out / PLOT)
-        page = out / "summary.md"
-        page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(redact(render_tune_summary(str(deployment), drows, PLOT if png else None)), encoding="utf-8")
-        written += [page] + ([png] if png else [])
+        written += write_tune_page(reports_dir, str(deployment), drows)
     return written
+
+
+def write_tune_page(reports_dir: str | os.PathLike[str], deployment: str, rows: Sequence[Any]) -> list[Path]:
+    """``reports/tune/<deployment>/summary.md`` and its plot, from one deployment's tune rows."""
+    drows = as_records(rows)
+    out = Path(reports_dir) / "tune" / safe_component(deployment)
+    png = plot_tune(drows, out / PLOT)
+    page = out / "summary.md"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(redact(render_tune_summary(deployment, drows, PLOT if png else None)), encoding="utf-8")
+    return [page] + ([png] if png else [])
