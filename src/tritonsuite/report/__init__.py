@@ -22,7 +22,7 @@ __all__ = ["OFFLINE_PLOTS", "ONLINE_PLOTS", "SCENARIO_DESCRIPTIONS", "plot_offli
            "render_crosscheck", "render_markdown", "render_metrics_markdown", "render_summary", "write_reports"]
 
 #: the presenters a run writes
-DEFAULT_PRESENTERS = ("markdown",)
+DEFAULT_PRESENTERS = ("markdown", "html")
 
 
 def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None, *,
@@ -35,6 +35,7 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
         if name not in PRESENTERS:
             raise ValueError(f"presenter {name!r}; valid choices: {', '.join(PRESENTERS)}")
     run = read_run(reports_dir, run_id, comparison=comparison, gate_percent=gate_percent)
+    run.presenters = tuple(presenters)
     written: list[Path] = []
     for name in presenters:
         written += presenter(name).write(run)

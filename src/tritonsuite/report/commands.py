@@ -10,7 +10,7 @@ from tritonsuite.core.access import redact
 from tritonsuite.core.store import StoreError, load_rows, load_run
 from tritonsuite.judge.compare import DEFAULT_MIN_EFFECT, compare_runs
 from tritonsuite.judge.crosscheck import cross_points
-from tritonsuite.report import write_reports
+from tritonsuite.report import DEFAULT_PRESENTERS, write_reports
 from tritonsuite.report.comparison import render_comparison
 from tritonsuite.report.pages import render_crosscheck
 
@@ -29,6 +29,12 @@ def add_report_arguments(parser) -> None:
                         help="only rows of this run (default: every run in the directory)")
     parser.add_argument("--out", default=None, metavar="DIR", help="with several reports directories: the "
                         "directory their merged rows, tables and plots go to")
+    parser.add_argument("--html", action="store_true", help="write only the one-page HTML report (index.html), "
+                        "not the markdown pages and plots (default: both)")
+
+
+def _presenters(args) -> tuple[str, ...]:
+    return ("html",) if args.html else DEFAULT_PRESENTERS
 
 
 def run_report(args, parser) -> int:
@@ -44,11 +50,11 @@ def run_report(args, parser) -> int:
             parser.error(str(exc))
         print(f"merged {sum(per_host.values())} rows from {len(dirs)} directories: " +
               ", ".join(f"{host} ({n} rows)" for host, n in per_host.items()))
-        written = write_reports(Path(args.out), args.run)
+        written = write_reports(Path(args.out), args.run, presenters=_presenters(args))
         for path in written:
             print(path)
         return 0 if written else 1
-    written = write_reports(_reports_dir(parser, dirs[0]), args.run)
+    written = write_reports(_reports_dir(parser, dirs[0]), args.run, presenters=_presenters(args))
     for path in written:
         print(path)
     return 0 if written else 1

@@ -19,16 +19,16 @@ def under_load_of(row: Mapping[str, Any]) -> Mapping[str, Any]:
     return found if isinstance(found, Mapping) else {}
 
 
-def _flatten(prefix: str, value: Any) -> list[tuple[str, Any]]:
+def flatten_metrics(prefix: str, value: Any) -> list[tuple[str, Any]]:
     if isinstance(value, Mapping):
         items: list[tuple[str, Any]] = []
         for k, v in value.items():
-            items += _flatten(f"{prefix}.{k}" if prefix else str(k), v)
+            items += flatten_metrics(f"{prefix}.{k}" if prefix else str(k), v)
         return items
     return [(prefix, value)]
 
 
-def _threshold_for(thresholds: Any, metric: str) -> Any:
+def threshold_for(thresholds: Any, metric: str) -> Any:
     if not isinstance(thresholds, Mapping):
         return thresholds
     if metric in thresholds:
@@ -62,10 +62,10 @@ def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[st
         metrics = row.get("metrics")
         if not isinstance(metrics, Mapping):
             metrics = result_of(row)
-        flat = _flatten("", metrics) or [("-", None)]
+        flat = flatten_metrics("", metrics) or [("-", None)]
         per_metric = row.get("metric_status") or {}
         for name, value in flat:
-            threshold = _threshold_for(row.get("thresholds"), name)
+            threshold = threshold_for(row.get("thresholds"), name)
             table.append([str(row.get("deployment") or "-"), name, format_value(value),
                           format_value(threshold) if threshold is not None else "-",
                           str(per_metric.get(name, "-" if per_metric else status_of(row)))])

@@ -114,6 +114,7 @@ class RunRecords:
     mixes: dict[str, list[Row]] = field(default_factory=dict)  # mix name -> its rows
     cross: list[CrossPoint] = field(default_factory=list)  # points both load generators measured
     points: list[Point] = field(default_factory=list)  # every offline and online row, typed
+    presenters: tuple[str, ...] = ()  # the presenters writing this run (a page links another's)
 
     def of_scenario(self, scenario: str) -> list[Row]:
         return [r for r in self.rows if r.scenario == scenario]

@@ -11,7 +11,7 @@ from typing import Protocol
 from tritonsuite.report.records import RunRecords
 
 #: presenter name -> its module
-PRESENTERS = {"markdown": "tritonsuite.report.presenters.markdown"}
+PRESENTERS = {"markdown": "tritonsuite.report.presenters.markdown", "html": "tritonsuite.report.presenters.html"}
 
 
 class Presenter(Protocol):

@@ -19,6 +19,8 @@ from tritonsuite.report.steps import plot_steps
 from tritonsuite.report.tune import write_tune_page
 
 NAME = "markdown"
+HTML_LINK = ("The whole run on one page, its tables to sort and filter and its plots to hover (self-contained, opens "
+             "offline): [index.html](index.html).")
 
 
 def write(run: RunRecords) -> list[Path]:
@@ -56,6 +58,9 @@ def write(run: RunRecords) -> list[Path]:
         broken = ("\n\n## Deployments given up, server restarts\n\n" + "\n".join(f"- {line}" for line in run.faults)
                   + "\n")
         text = with_header(render_summary(run.rows, run.run_id), header) + (broken if run.faults else "")
+        if "html" in run.presenters:  # the HTML presenter's page, linked first
+            title, _, rest = text.partition("\n\n")
+            text = f"{title}\n\n{HTML_LINK}\n\n{rest}"
         page.write_text(redact(text), encoding="utf-8")
         written.append(page)
     if run.comparison is not None:
