@@ -5,7 +5,7 @@ int`` (or ``add_<name>_arguments``/``run_<name>`` where one module holds several
 
     tritonsuite compare THEN NOW [--perf-gate PCT]     two stored runs, point by point, with significance
     tritonsuite crosscheck [REPORTS_DIR]               perf_analyzer side by side with the engine
-    tritonsuite report [REPORTS_DIR] [--run RUN_ID]    (re)write the tables and plots of stored rows
+    tritonsuite report [REPORTS_DIR] [--run RUN_ID]    (re)write the pages, plots and index.html of stored rows
     tritonsuite selfbench [--gpu cpu]                  what serving through Triton and measuring cost
     tritonsuite busyhost -- pytest ...                 a command beside a bursty CPU burner
     tritonsuite fp16-diagnose [--models M:S,..]        fp16 against CPU fp32, module by module
@@ -20,10 +20,11 @@ from collections.abc import Sequence
 
 #: subcommand -> (module holding add_arguments/run, one line of help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "compare": ("tritonsuite.judge.compare", "compare two stored runs point by point; --perf-gate fails on a "
+    "compare": ("tritonsuite.report.commands", "compare two stored runs point by point; --perf-gate fails on a "
                                              "significant regression"),
     "crosscheck": ("tritonsuite.report.commands", "perf_analyzer side by side with the suite's engine, per point"),
-    "report": ("tritonsuite.report.commands", "write the tables and plots of stored rows (reports/raw/*.jsonl)"),
+    "report": ("tritonsuite.report.commands", "write the tables, plots and index.html of stored rows "
+                                            "(reports/raw/*.jsonl)"),
     "selfbench": ("tritonsuite.run.selfbench", "the cost of serving through Triton and of measuring with the "
                                                 "suite"),
     "busyhost": ("tritonsuite.load.busyhost", "run a command beside a bursty CPU burner, then summarise its points"),

@@ -10,7 +10,8 @@ import pytest
 from tritonsuite.cli import main
 from tritonsuite.core.rows import Row
 from tritonsuite.core.store import RawWriter, StoreError, load_run, raw_path
-from tritonsuite.judge.compare import compare_points, compare_runs, mann_whitney_greater, render_comparison
+from tritonsuite.judge.compare import compare_points, compare_runs, mann_whitney_greater
+from tritonsuite.report.comparison import render_comparison
 
 HOST = "AMD EPYC 7B13, 2 cores"
 
@@ -298,7 +299,7 @@ def test_the_own_spread_of_a_point_is_of_its_stable_windows():
 
 
 def test_throughput_and_p99_of_a_row_without_them():
-    from tritonsuite.judge.compare import _p99, _throughput
+    from tritonsuite.judge.compare import p99_of as _p99, throughput_of as _throughput
 
     row = Row(scenario="offline", model="m", deployment="m", result={"Inferences/Second": None})
     assert _throughput(row) == 0.0 and math.isnan(_p99(row))
@@ -388,7 +389,7 @@ def test_the_judged_points_use_the_given_minimum_effect_and_alpha():
 def test_the_commands_options_their_defaults_and_help():
     import argparse
 
-    from tritonsuite.judge.compare import add_arguments
+    from tritonsuite.report.commands import add_compare_arguments as add_arguments
 
     parser = argparse.ArgumentParser(add_help=False)
     add_arguments(parser)

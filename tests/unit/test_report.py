@@ -380,7 +380,7 @@ def test_write_reports(tmp_path):
     assert names == sorted([
         "offline/bert.md", "offline/bert/throughput_vs_batch.png", "offline/bert/latency_vs_batch.png",
         "online/bert.md", "online/bert/latency_vs_concurrency.png", "online/bert/latency_vs_throughput.png",
-        "accuracy/bert.md", "summary.md",
+        "accuracy/bert.md", "summary.md", "index.html",
     ])
     for p in written:
         if p.suffix == ".png":

@@ -13,22 +13,19 @@ Points are joined by scenario, deployment (model, size, format, precision), batc
 
 Points measured on another host, or by another Triton version, are never compared silently: another host does not
 join, and a different server is named at the top of the comparison. ``--perf-gate PCT`` (pytest) or
-``tritonsuite compare THEN NOW --perf-gate PCT`` turns significant regressions beyond PCT into failures; without it
+``tritonsuite compare THEN NOW --perf-gate PCT`` (:mod:`tritonsuite.report.commands`) turns significant regressions beyond PCT into failures; without it
 a comparison is informational. Stored runs are compared later with the command, without rerunning.
 """
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-from tritonsuite.core.access import redact
 from tritonsuite.core.rows import Row
-from tritonsuite.core.store import PERFORMANCE_SCENARIOS, StoreError, differences as manifest_differences, load_run
+from tritonsuite.core.store import PERFORMANCE_SCENARIOS, differences as manifest_differences
 from tritonsuite.core.reasons import reason
 
 #: names this module writes failure reasons to, beside ``problems`` and ``reason`` (tritonsuite.core.reasons)
@@ -129,10 +126,10 @@ class PointComparison:
         where = f"{deployment} batch {batch}, " + (load if isinstance(load, str) else f"concurrency {load}")
         if self.throughput_delta_percent is None:
             return f"{where}: {self.verdict} ({self.reason})"
-        t0, t1 = _throughput(self.then), _throughput(self.now)
+        t0, t1 = throughput_of(self.then), throughput_of(self.now)
         return (f"{where}: {self.verdict}: throughput {t0:.1f} -> {t1:.1f} inf/s "
                 f"({self.throughput_delta_percent:+.1f}%, minimum effect {self.min_effect_percent:.1f}%, "
-                f"p={self.p_value:.2g}); p99 {_p99(self.then):.2f} -> {_p99(self.now):.2f} ms")
+                f"p={self.p_value:.2g}); p99 {p99_of(self.then):.2f} -> {p99_of(self.now):.2f} ms")
 
 
 @dataclass
@@ -149,11 +146,11 @@ class Comparison:
         return [p for p in self.points if p.regressions_beyond(gate_percent or 0.0)]
 
 
-def _throughput(row: Row) -> float:
+def throughput_of(row: Row) -> float:
     return float(row.result.get("Inferences/Second") or 0.0)
 
 
-def _p99(row: Row) -> float:
+def p99_of(row: Row) -> float:
     value = row.result.get("p99 latency")
     return float(value) if value is not None else float("nan")
 
@@ -174,7 +171,7 @@ def compare_points(then: Row, now: Row, min_effect: float = DEFAULT_MIN_EFFECT,
         which = "then" if not then.valid else "now"
         row = then if not then.valid else now
         return PointComparison(key, then, now, "not comparable", reason=f"{which} the point was {row.status}")
-    before, after = _throughput(then), _throughput(now)
+    before, after = throughput_of(then), throughput_of(now)
     lat0 = then.measurement.get("latency_samples_ms") or []
     lat1 = now.measurement.get("latency_samples_ms") or []
     if before <= 0 or not lat0 or not lat1:
@@ -215,71 +212,3 @@ def compare_runs(then_rows: Iterable[Row], now_rows: Iterable[Row], *, then_labe
     result.differences += [line for line in manifest_differences(then_manifest, now_manifest)
                            if not line.startswith(("host.", "server:"))]  # host and server are named above
     return result
-
-
-def render_comparison(comparison: Comparison, gate_percent: float | None = None) -> str:
-    """A markdown page: what differs between the runs, then one row per joined point."""
-    out = [f"# Performance comparison: {comparison.now_label} against {comparison.then_label}", ""]
-    if comparison.differences:
-        out += ["The runs differ:", ""] + [f"- {d}" for d in comparison.differences] + [""]
-    counts: dict[str, int] = {}
-    for p in comparison.points:
-        counts[p.verdict] = counts.get(p.verdict, 0) + 1
-    summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "no joined points"
-    gate = (f"; gate: a significant regression of more than {gate_percent:g}% fails" if gate_percent is not None
-            else "; informational (no --perf-gate)")
-    out += [f"{len(comparison.points)} joined points: {summary}{gate}. A verdict needs the change to exceed the "
-            "minimum effect (the larger of the set minimum and both points' own window spread) and the request "
-            "latencies to differ significantly (one-sided Mann-Whitney U).", ""]
-    if comparison.points:
-        header = ["deployment", "batch", "concurrency or rate", "inf/s then", "inf/s now", "delta", "p99 then (ms)",
-                  "p99 now (ms)", "min effect", "p", "verdict"]
-        out += ["| " + " | ".join(header) + " |", "|" + "|".join([":--"] * 1 + ["--:"] * 9 + [":--"]) + "|"]
-        for p in sorted(comparison.points, key=lambda q: str(q.key)):
-            _, deployment, batch, concurrency, _ = p.key
-            if p.throughput_delta_percent is None:
-                cells = [deployment, batch, concurrency, "-", "-", "-", "-", "-", "-", "-", f"{p.verdict}: {p.reason}"]
-            else:
-                cells = [deployment, batch, concurrency, f"{_throughput(p.then):.1f}", f"{_throughput(p.now):.1f}",
-                         f"{p.throughput_delta_percent:+.1f}%", f"{_p99(p.then):.2f}", f"{_p99(p.now):.2f}",
-                         f"{p.min_effect_percent:.1f}%", f"{p.p_value:.2g}", p.verdict]
-            out.append("| " + " | ".join(str(c) for c in cells) + " |")
-        out.append("")
-    for label, keys in ((f"Only in {comparison.then_label}", comparison.only_then),
-                        (f"Only in {comparison.now_label}", comparison.only_now)):
-        if keys:
-            out += [f"{label}:", ""] + [f"- {k[1]} batch {k[2]}, concurrency {k[3]} ({k[4]})" for k in keys] + [""]
-    return "\n".join(out).rstrip("\n") + "\n"
-
-
-def add_arguments(parser) -> None:
-    parser.add_argument("then", help="the earlier run: a raw rows file, a reports directory, or a run id")
-    parser.add_argument("now", help="the later run, likewise")
-    parser.add_argument("--reports-dir", default="reports", help="where run ids are looked up (default: reports)")
-    parser.add_argument("--perf-gate", type=float, default=None, metavar="PCT",
-                        help="exit 1 when a point regressed significantly by more than PCT percent")
-    parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="PCT",
-                        help=f"smallest change that counts (default {DEFAULT_MIN_EFFECT:g})")
-    parser.add_argument("--out", default=None, help="also write the markdown page here")
-
-
-def run(args, parser) -> int:
-    for name in ("perf_gate", "min_effect"):
-        value = getattr(args, name)
-        if value is not None and not (0 <= value < 1000):
-            parser.error(f"--{name.replace('_', '-')} {value:g}: out of range; valid: 0 to 1000 (percent)")
-    try:
-        then_rows, then_label, then_manifest = load_run(args.then, args.reports_dir)
-        now_rows, now_label, now_manifest = load_run(args.now, args.reports_dir)
-    except StoreError as exc:
-        parser.error(str(exc))
-    comparison = compare_runs(then_rows, now_rows, then_label=then_label, now_label=now_label,
-                              min_effect=args.min_effect, then_manifest=then_manifest, now_manifest=now_manifest)
-    page = render_comparison(comparison, args.perf_gate)
-    sys.stdout.write(page)
-    if args.out:
-        Path(args.out).write_text(redact(page), encoding="utf-8")
-    failed = comparison.regressions(args.perf_gate) if args.perf_gate is not None else []
-    for p in failed:
-        sys.stderr.write(f"perf gate: {p.describe()}\n")
-    return 1 if failed else 0

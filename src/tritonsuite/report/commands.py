@@ -1,14 +1,17 @@
 """The report subcommands of ``tritonsuite``: ``report`` (re)writes the pages and plots of stored rows, ``crosscheck``
-prints perf_analyzer side by side with the engine."""
+prints perf_analyzer side by side with the engine, ``compare`` two stored runs point by point
+(:mod:`tritonsuite.judge.compare` judges, :mod:`tritonsuite.report.comparison` writes the page)."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
 from tritonsuite.core.access import redact
-from tritonsuite.core.store import load_rows
+from tritonsuite.core.store import StoreError, load_rows, load_run
+from tritonsuite.judge.compare import DEFAULT_MIN_EFFECT, compare_runs
 from tritonsuite.judge.crosscheck import cross_points
-from tritonsuite.report import write_reports
+from tritonsuite.report import DEFAULT_PRESENTERS, write_reports
+from tritonsuite.report.comparison import render_comparison
 from tritonsuite.report.pages import render_crosscheck
 
 
@@ -26,6 +29,12 @@ def add_report_arguments(parser) -> None:
                         help="only rows of this run (default: every run in the directory)")
     parser.add_argument("--out", default=None, metavar="DIR", help="with several reports directories: the "
                         "directory their merged rows, tables and plots go to")
+    parser.add_argument("--html", action="store_true", help="write only the one-page HTML report (index.html), "
+                        "not the markdown pages and plots (default: both)")
+
+
+def _presenters(args) -> tuple[str, ...]:
+    return ("html",) if args.html else DEFAULT_PRESENTERS
 
 
 def run_report(args, parser) -> int:
@@ -41,11 +50,11 @@ def run_report(args, parser) -> int:
             parser.error(str(exc))
         print(f"merged {sum(per_host.values())} rows from {len(dirs)} directories: " +
               ", ".join(f"{host} ({n} rows)" for host, n in per_host.items()))
-        written = write_reports(Path(args.out), args.run)
+        written = write_reports(Path(args.out), args.run, presenters=_presenters(args))
         for path in written:
             print(path)
         return 0 if written else 1
-    written = write_reports(_reports_dir(parser, dirs[0]), args.run)
+    written = write_reports(_reports_dir(parser, dirs[0]), args.run, presenters=_presenters(args))
     for path in written:
         print(path)
     return 0 if written else 1
@@ -67,3 +76,36 @@ def run_crosscheck(args, parser) -> int:
     else:
         sys.stdout.write(page)
     return 0 if cross_points(rows) else 1
+
+
+def add_compare_arguments(parser) -> None:
+    parser.add_argument("then", help="the earlier run: a raw rows file, a reports directory, or a run id")
+    parser.add_argument("now", help="the later run, likewise")
+    parser.add_argument("--reports-dir", default="reports", help="where run ids are looked up (default: reports)")
+    parser.add_argument("--perf-gate", type=float, default=None, metavar="PCT",
+                        help="exit 1 when a point regressed significantly by more than PCT percent")
+    parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="PCT",
+                        help=f"smallest change that counts (default {DEFAULT_MIN_EFFECT:g})")
+    parser.add_argument("--out", default=None, help="also write the markdown page here")
+
+
+def run_compare(args, parser) -> int:
+    for name in ("perf_gate", "min_effect"):
+        value = getattr(args, name)
+        if value is not None and not (0 <= value < 1000):
+            parser.error(f"--{name.replace('_', '-')} {value:g}: out of range; valid: 0 to 1000 (percent)")
+    try:
+        then_rows, then_label, then_manifest = load_run(args.then, args.reports_dir)
+        now_rows, now_label, now_manifest = load_run(args.now, args.reports_dir)
+    except StoreError as exc:
+        parser.error(str(exc))
+    comparison = compare_runs(then_rows, now_rows, then_label=then_label, now_label=now_label,
+                              min_effect=args.min_effect, then_manifest=then_manifest, now_manifest=now_manifest)
+    page = render_comparison(comparison, args.perf_gate)
+    sys.stdout.write(page)
+    if args.out:
+        Path(args.out).write_text(redact(page), encoding="utf-8")
+    failed = comparison.regressions(args.perf_gate) if args.perf_gate is not None else []
+    for p in failed:
+        sys.stderr.write(f"perf gate: {p.describe()}\n")
+    return 1 if failed else 0

@@ -8,10 +8,10 @@ from typing import Any
 from tritonsuite.core.rows import Row
 from tritonsuite.load.telemetry import GPU_COLUMNS
 
-_UNITLESS_COLUMNS = ("Batch", "Concurrency", "Inferences/Second", "Responses/Request", "Responses/Second")
-_INT_COLUMNS = ("Batch", "Concurrency")
+UNITLESS_COLUMNS = ("Batch", "Concurrency", "Inferences/Second", "Responses/Request", "Responses/Second")
+INT_COLUMNS = ("Batch", "Concurrency")
 #: Trailing columns of the results table (after RESULT_COLUMNS).
-_EXTRA_COLUMNS = ("Status", "Client CPU (%)", "Other CPU (%)") + GPU_COLUMNS
+EXTRA_COLUMNS = ("Status", "Client CPU (%)", "Other CPU (%)") + GPU_COLUMNS
 
 SCENARIO_DESCRIPTIONS = {
     "offline": "static batching, one request in flight, inputs/outputs through system shared memory",
@@ -21,8 +21,8 @@ SCENARIO_DESCRIPTIONS = {
 #: Plot file names written per scenario (relative to ``<reports_dir>/<scenario>/<model>/``).
 OFFLINE_PLOTS = ("throughput_vs_batch.png", "latency_vs_batch.png")
 ONLINE_PLOTS = ("latency_vs_concurrency.png", "latency_vs_throughput.png")
-_PLOTS = {"offline": OFFLINE_PLOTS, "online": ONLINE_PLOTS}
-_PLOT_ALT = {
+PLOTS = {"offline": OFFLINE_PLOTS, "online": ONLINE_PLOTS}
+PLOT_ALT = {
     "throughput_vs_batch.png": "throughput vs batch size",
     "latency_vs_batch.png": "latency vs batch size",
     "latency_vs_concurrency.png": "latency breakdown and throughput vs concurrency",
@@ -32,24 +32,24 @@ _PLOT_ALT = {
 }
 
 
-def _records(rows: Iterable[Row | Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def as_records(rows: Iterable[Row | Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The presenters read rows in their JSON form (``Row.to_dict``), whether given Rows or records."""
     return [r.to_dict() if isinstance(r, Row) else r for r in rows]
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _format_number(column: str, value: Any) -> str:
+def format_number(column: str, value: Any) -> str:
     """Batch/Concurrency as ints; throughput and values >= 1 ms with 1 decimal; below 1 ms with 2 decimals."""
     if value is None or value == "":
         return "-"
-    if not _is_number(value):
+    if not is_number(value):
         if isinstance(value, float):  # NaN / inf
             return "-"
         return str(value)
-    if column in _INT_COLUMNS:
+    if column in INT_COLUMNS:
         return str(int(round(value)))
     if column == "Inferences/Second" or abs(value) >= 1.0:
         return f"{value:.1f}"
@@ -58,7 +58,7 @@ def _format_number(column: str, value: Any) -> str:
     return f"{value:.2f}"
 
 
-def _format_value(value: Any) -> str:
+def format_value(value: Any) -> str:
     """Generic cell value (parameter tables, metrics)."""
     if value is None:
         return "-"
@@ -73,24 +73,24 @@ def _format_value(value: Any) -> str:
             return f"{value:.1f}"
         return f"{value:.4g}"
     if isinstance(value, Mapping):
-        return ", ".join(f"{k} {_format_value(v)}" for k, v in value.items())
+        return ", ".join(f"{k} {format_value(v)}" for k, v in value.items())
     if isinstance(value, (list, tuple)):
-        return ", ".join(_format_value(v) for v in value)
+        return ", ".join(format_value(v) for v in value)
     return str(value)
 
 
-def _cell(text: str) -> str:
+def table_cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _pipe_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> str:
+def pipe_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> str:
     """A pipe table laid out like tabulate's "pipe" format used in the seeds.
 
     ``align`` is ``"right"`` (header and cells right-aligned, ``--------:`` separators, two spaces of minimum
     padding in headers: ``|   Batch |``) or ``"left"`` (``|:-----|``, as the seeds' parameter tables).
     """
-    headers = [_cell(h) for h in headers]
-    rows = [[_cell(c) for c in row] for row in rows]
+    headers = [table_cell(h) for h in headers]
+    rows = [[table_cell(c) for c in row] for row in rows]
     if align == "right":
         widths = [max([len(h) + 2] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
         just = str.rjust
@@ -108,40 +108,40 @@ def _pipe_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: st
     return "\n".join(out)
 
 
-def _column_header(column: str) -> str:
-    return column if column in _UNITLESS_COLUMNS else f"{column} (ms)"
+def column_header(column: str) -> str:
+    return column if column in UNITLESS_COLUMNS else f"{column} (ms)"
 
 
-def _title(rows: Sequence[Mapping[str, Any]], model: str = "") -> str:
+def title_of(rows: Sequence[Mapping[str, Any]], model: str = "") -> str:
     """The model's display name the rows carry (``ModelSpec.title``), else the model name."""
-    titles = _distinct(r.get("title") for r in rows)
-    return ", ".join(titles) if titles else (model or ", ".join(_distinct(r.get("model") for r in rows)) or "model")
+    titles = distinct(r.get("title") for r in rows)
+    return ", ".join(titles) if titles else (model or ", ".join(distinct(r.get("model") for r in rows)) or "model")
 
 
-def _result(row: Mapping[str, Any]) -> Mapping[str, Any]:
+def result_of(row: Mapping[str, Any]) -> Mapping[str, Any]:
     result = row.get("result")
     return result if isinstance(result, Mapping) else {}
 
 
-def _coord(row: Mapping[str, Any], column: str) -> Any:
+def coord(row: Mapping[str, Any], column: str) -> Any:
     """Batch or Concurrency of a row: from ``result``, else a top-level lower-case key (e.g. FAILED rows)."""
-    value = _result(row).get(column)
+    value = result_of(row).get(column)
     if value is None:
         value = row.get(column.lower())
     return value
 
 
-def _sort_key(row: Mapping[str, Any]) -> tuple:
+def sort_key(row: Mapping[str, Any]) -> tuple:
     def num(v: Any) -> float:
-        return float(v) if _is_number(v) else math.inf
-    return num(_coord(row, "Batch")), num(_coord(row, "Concurrency"))
+        return float(v) if is_number(v) else math.inf
+    return num(coord(row, "Batch")), num(coord(row, "Concurrency"))
 
 
-def _status(row: Mapping[str, Any]) -> str:
+def status_of(row: Mapping[str, Any]) -> str:
     return str(row.get("status") or ("OK" if row.get("valid") else "FAILED"))
 
 
-def _distinct(values: Iterable[Any]) -> list[Any]:
+def distinct(values: Iterable[Any]) -> list[Any]:
     seen: list[Any] = []
     for v in values:
         if v is None or v == "":
@@ -151,7 +151,7 @@ def _distinct(values: Iterable[Any]) -> list[Any]:
     return seen
 
 
-def _series(row: Mapping[str, Any]) -> str:
+def series_of(row: Mapping[str, Any]) -> str:
     """A results table's (and a plot's) series: the deployment, and the load generator where it is not the suite's
     engine (``bert_cpu_onnx_fp32_offline · perf_analyzer 2.51``), so both measure one deployment side by side."""
     deployment = str(row.get("deployment") or "unknown deployment")
@@ -164,74 +164,74 @@ def _series(row: Mapping[str, Any]) -> str:
     return f"{deployment} · {measurement.get('loadgen') or loadgen}"
 
 
-def _group(rows: Iterable[Mapping[str, Any]], key) -> dict[Any, list[Mapping[str, Any]]]:
+def group_by(rows: Iterable[Mapping[str, Any]], key) -> dict[Any, list[Mapping[str, Any]]]:
     groups: dict[Any, list[Mapping[str, Any]]] = {}
     for row in rows:
         groups.setdefault(key(row), []).append(row)
     return groups
 
 
-def _row_label(row: Mapping[str, Any]) -> str:
-    load = (f"{row['request_rate']:g} req/s offered" if _is_number(row.get("request_rate")) else
-            f"concurrency {_format_number('Concurrency', _coord(row, 'Concurrency'))}")
-    search = _search(row)
+def row_label(row: Mapping[str, Any]) -> str:
+    load = (f"{row['request_rate']:g} req/s offered" if is_number(row.get("request_rate")) else
+            f"concurrency {format_number('Concurrency', coord(row, 'Concurrency'))}")
+    search = search_of(row)
     if search:
         load += f" (search {search.get('kind')} at {search.get('bound')}, step {search.get('step')})"
     measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
     repeat = measurement.get("repeat") if isinstance(measurement.get("repeat"), Mapping) else None
     if repeat:  # --repeat: which interleaved round the row is
         load += f" (round {repeat.get('round')} of {repeat.get('of')})"
-    return f"batch {_format_number('Batch', _coord(row, 'Batch'))}, {load}"
+    return f"batch {format_number('Batch', coord(row, 'Batch'))}, {load}"
 
 
-def _search(row: Mapping[str, Any]) -> Mapping[str, Any]:
+def search_of(row: Mapping[str, Any]) -> Mapping[str, Any]:
     """A latency-bound search's tag on a row (kind, bound, step, role, within, why); empty for other rows."""
     measurement = row.get("measurement")
     search = measurement.get("search") if isinstance(measurement, Mapping) else None
     return search if isinstance(search, Mapping) else {}
 
 
-def _load_kind(row: Mapping[str, Any]) -> str:
+def load_kind(row: Mapping[str, Any]) -> str:
     """sweep (a concurrency or batch point), rate (an open-loop point), evidence or result (of a search)."""
-    search = _search(row)
+    search = search_of(row)
     if search:
         return "result" if search.get("role") == "result" else "evidence"
-    return "rate" if _is_number(row.get("request_rate")) else "sweep"
+    return "rate" if is_number(row.get("request_rate")) else "sweep"
 
 
 
 
-_PERCENTILE_COLUMNS = ("p50 latency", "p90 latency", "p95 latency", "p99 latency")
+PERCENTILE_COLUMNS = ("p50 latency", "p90 latency", "p95 latency", "p99 latency")
 
 
-def _percentile_cell(row: Mapping[str, Any], column: str) -> str:
+def percentile_cell(row: Mapping[str, Any], column: str) -> str:
     """A percentile with its interval, "12.3 [11.9, 12.8]", or marked indicative, "~45.1 [40.2, -]" (the interval
     has no upper end in the sample, or is wider than the stated precision). A row without intervals (perf_analyzer's
     own percentiles, a row written before they existed) is indicative too: "~12.3"."""
-    value = _result(row).get(column)
-    text = _format_number(column, value)
-    if not _is_number(value):
+    value = result_of(row).get(column)
+    text = format_number(column, value)
+    if not is_number(value):
         return text
     measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
     estimates = measurement.get("percentiles") if isinstance(measurement.get("percentiles"), Mapping) else {}
     estimate = estimates.get(column.split()[0])
     if not isinstance(estimate, Mapping):
         return "~" + text
-    low, high = (_format_number(column, estimate.get(k)) if _is_number(estimate.get(k)) else "-"
+    low, high = (format_number(column, estimate.get(k)) if is_number(estimate.get(k)) else "-"
                  for k in ("low", "high"))
     return ("~" if estimate.get("indicative") else "") + f"{text} [{low}, {high}]"
 
 
-def _samples_cell(row: Mapping[str, Any]) -> str:
+def samples_cell(row: Mapping[str, Any]) -> str:
     """How many latencies the row's percentiles came from."""
     measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
     n = measurement.get("measured_requests")
-    return str(int(n)) if _is_number(n) else "-"
+    return str(int(n)) if is_number(n) else "-"
 
 
-def _percentile_note(rows: Iterable[Mapping[str, Any]]) -> str:
+def percentile_note(rows: Iterable[Mapping[str, Any]]) -> str:
     """The line above a table with percentile columns: what the brackets, the Samples column and "~" mean."""
-    rules = _distinct((r.get("measurement") or {}).get("percentile_rule") for r in rows
+    rules = distinct((r.get("measurement") or {}).get("percentile_rule") for r in rows
                       if isinstance(r.get("measurement"), Mapping))
     rule = rules[0] if rules else "rows without intervals were measured by a load generator that records none"
     return (f"Percentiles read 'value [low, high]', the interval from the row's Samples latencies; '~' marks an "

@@ -15,7 +15,7 @@ from tritonsuite.core.store import safe_component
 VERDICT_WORDS = {"pass": "pass", "fail": "**FAIL**", "skipped": "skipped"}
 
 
-def _cell(text: Any) -> str:
+def table_cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
@@ -27,7 +27,7 @@ def render_conformance(deployment: str, rows: Sequence[Row]) -> str:
             "observed: what the server showed.", ""]
     out += ["| check | declared | observed | verdict | reason | seconds |", "|---|---|---|---|---|---|"]
     for r in rows:
-        out.append("| " + " | ".join(_cell(x) for x in (
+        out.append("| " + " | ".join(table_cell(x) for x in (
             r.extra.get("check", "-"), r.extra.get("declared", "-"), r.extra.get("observed", "-"),
             VERDICT_WORDS.get(r.extra.get("verdict", ""), r.status), "; ".join(r.reasons) or "-",
             r.seconds if r.seconds is not None else "-")) + " |")
@@ -43,7 +43,7 @@ def render_conformance(deployment: str, rows: Sequence[Row]) -> str:
             out += ["| batch size | executions |", "|---|---|"] + [f"| {k} | {v} |" for k, v in hist.items()] + [""]
         for probe in evidence.get("probes", []):
             out.append(f"- {probe['protocol']} {probe['problem']}: {probe['code']} in {probe['seconds']} s, "
-                       f"\"{_cell(probe['message'])}\"; then {probe['after']}")
+                       f"\"{table_cell(probe['message'])}\"; then {probe['after']}")
         if evidence.get("probes"):
             out.append("")
         rest = {k: v for k, v in evidence.items() if k not in ("batch_stats", "probes")}
@@ -69,31 +69,33 @@ def _checklist(rows: Sequence[Row]) -> list[str]:
         row = by_check.get(check)
         verdict = (VERDICT_WORDS.get(row.extra.get("verdict", ""), row.status) if row is not None
                    else "not run" if check else "not checkable")
-        out.append(f"| `{name}` | {check or '-'} | {verdict} | {_cell(why)} |")
+        out.append(f"| `{name}` | {check or '-'} | {verdict} | {table_cell(why)} |")
     covered = {FIELDS[name][0] for name in declared}
     defaults = [r for r in rows if r.extra.get("check") not in covered
                 and any(c == r.extra.get("check") for c, _ in FIELDS.values())]
     if defaults:
         out += ["", "Fields left to their defaults, and the checks that judged the default:", "",
                 "| check | the default | verdict | reason |", "|---|---|---|---|"]
-        out += [f"| {r.extra.get('check')} | {_cell(r.extra.get('declared', '-'))} | "
-                f"{VERDICT_WORDS.get(r.extra.get('verdict', ''), r.status)} | {_cell('; '.join(r.reasons) or '-')} |"
+        out += [f"| {r.extra.get('check')} | {table_cell(r.extra.get('declared', '-'))} | "
+                f"{VERDICT_WORDS.get(r.extra.get('verdict', ''), r.status)} | {table_cell('; '.join(r.reasons) or '-')} |"
                 for r in defaults]
     return out + [""]
 
 
 def write_conformance_pages(reports_dir: str | Path, rows: Sequence[Row]) -> list[Path]:
     """``<reports_dir>/conformance/<deployment>.md`` for every deployment with conformance rows."""
-    written = []
     by_deployment: dict[str, list[Row]] = {}
     for r in rows:
         by_deployment.setdefault(r.deployment, []).append(r)
-    for deployment, drows in by_deployment.items():
-        page = Path(reports_dir) / "conformance" / f"{safe_component(deployment)}.md"
-        page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(redact(render_conformance(deployment, drows)), encoding="utf-8")
-        written.append(page)
-    return written
+    return [write_conformance_page(reports_dir, deployment, drows) for deployment, drows in by_deployment.items()]
+
+
+def write_conformance_page(reports_dir: str | Path, deployment: str, rows: Sequence[Row]) -> Path:
+    """``<reports_dir>/conformance/<deployment>.md`` from one deployment's conformance rows."""
+    page = Path(reports_dir) / "conformance" / f"{safe_component(deployment)}.md"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(redact(render_conformance(deployment, rows)), encoding="utf-8")
+    return page
 
 
 def summary_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:

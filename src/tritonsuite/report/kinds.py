@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tritonsuite.report.common import _row_label, _sort_key
+from tritonsuite.report.common import row_label, sort_key
 
 
 def _measurement(row: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -16,11 +16,11 @@ def _measurement(row: Mapping[str, Any]) -> Mapping[str, Any]:
 def kinds_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """Markdown lines (none when the rows are not of a sequence model)."""
     out: list[str] = []
-    sequences = [r for r in sorted(rows, key=_sort_key) if _measurement(r).get("sequences")]
+    sequences = [r for r in sorted(rows, key=sort_key) if _measurement(r).get("sequences")]
     for row in sequences:
         s = _measurement(row)["sequences"]
         low, high = s.get("sequence_id_range") or [1, None]
-        out.append(f"- {_row_label(row)}: sequences of {s.get('sequence_length')} requests ± "
+        out.append(f"- {row_label(row)}: sequences of {s.get('sequence_length')} requests ± "
                    f"{s.get('sequence_length_variation'):g}%, ids {low}:{high or ''}, one live sequence per slot; "
                    f"{s.get('sequences_started')} started, {s.get('ended_when_the_point_ended')} still open ended "
                    f"when the point ended")

@@ -9,24 +9,24 @@ from typing import Any
 
 from tritonsuite.core.rows import RESULT_COLUMNS, STATUSES, STREAM_COLUMNS
 from tritonsuite.load.telemetry import GPU_COLUMNS
-from tritonsuite.report.common import (_PERCENTILE_COLUMNS, _percentile_cell, _percentile_note, _samples_cell,
-                                       _EXTRA_COLUMNS, _INT_COLUMNS, _PLOT_ALT, _PLOTS, SCENARIO_DESCRIPTIONS,
-                                       _column_header, _coord, _distinct, _format_number, _format_value, _group,
-                                       _is_number, _load_kind, _pipe_table, _records, _result, _row_label, _search,
-                                       _series, _sort_key, _status, _title)
+from tritonsuite.report.common import (PERCENTILE_COLUMNS, percentile_cell, percentile_note, samples_cell,
+                                       EXTRA_COLUMNS, INT_COLUMNS, PLOT_ALT, PLOTS, SCENARIO_DESCRIPTIONS,
+                                       column_header, coord, distinct, format_number, format_value, group_by,
+                                       is_number, load_kind, pipe_table, as_records, result_of, row_label, search_of,
+                                       series_of, sort_key, status_of, title_of)
 from tritonsuite.report.kinds import kinds_section
-from tritonsuite.report.pages import _under_load, render_metrics_markdown
+from tritonsuite.report.pages import under_load_of, render_metrics_markdown
 from tritonsuite.report.steps import steps_section
 
 
 def _measured_line(scenario: str, rows: Sequence[Mapping[str, Any]]) -> str:
     def values(key: str) -> list[Any]:
-        return _distinct(
+        return distinct(
             (r.get("measurement") or {}).get(key) if isinstance(r.get("measurement"), Mapping) else None
             for r in rows)
 
     def join(vs: list[Any]) -> str:
-        return " / ".join(_format_value(v) for v in vs)
+        return " / ".join(format_value(v) for v in vs)
 
     parts = []
     description = SCENARIO_DESCRIPTIONS.get(scenario)
@@ -47,7 +47,7 @@ def _measured_line(scenario: str, rows: Sequence[Mapping[str, Any]]) -> str:
         stable = values("stable_windows")
         over = f" over the last {join(stable)} windows" if stable else ""
         details.append(f"a row is stable when throughput varies by at most {join(stab)}%{over}")
-    run_ids = _distinct(r.get("run_id") for r in rows)
+    run_ids = distinct(r.get("run_id") for r in rows)
     if run_ids:
         details.append(("run " if len(run_ids) == 1 else "runs ") + ", ".join(f"`{r}`" for r in run_ids))
     text = parts[0]
@@ -68,42 +68,42 @@ def _parameters_table(rows: Sequence[Mapping[str, Any]]) -> str:
         return ""
     table_rows = []
     for name in names:
-        vals = _distinct((r.get("parameters") or {}).get(name) for r in rows)
-        table_rows.append([str(name), ", ".join(_format_value(v) for v in vals) if vals else "-"])
-    return _pipe_table(["Parameter Name", "Parameter Value"], table_rows, align="left")
+        vals = distinct((r.get("parameters") or {}).get(name) for r in rows)
+        table_rows.append([str(name), ", ".join(format_value(v) for v in vals) if vals else "-"])
+    return pipe_table(["Parameter Name", "Parameter Value"], table_rows, align="left")
 
 
 def _results_table(rows: Sequence[Mapping[str, Any]]) -> str:
     hosts = any(r.get("host") for r in rows)  # merged from several hosts: the Host column comes first
-    streamed = [c for c in STREAM_COLUMNS if any(_result(r).get(c) is not None for r in rows)]  # decoupled rows
-    headers = (["Host"] * hosts + [_column_header(c) for c in RESULT_COLUMNS + tuple(streamed)] + list(_EXTRA_COLUMNS)
+    streamed = [c for c in STREAM_COLUMNS if any(result_of(r).get(c) is not None for r in rows)]  # decoupled rows
+    headers = (["Host"] * hosts + [column_header(c) for c in RESULT_COLUMNS + tuple(streamed)] + list(EXTRA_COLUMNS)
                + ["Samples"] + ["Responses (first / gaps)"] * bool(streamed))
     body = []
-    for row in sorted(rows, key=_sort_key):
-        result = _result(row)
+    for row in sorted(rows, key=sort_key):
+        result = result_of(row)
         cells = [str(row.get("host") or "-")] * hosts
         for column in RESULT_COLUMNS:
-            value = _coord(row, column) if column in _INT_COLUMNS else result.get(column)
-            cells.append(_percentile_cell(row, column) if column in _PERCENTILE_COLUMNS
-                         else _format_number(column, value))
-        cells += [_format_number(column, result.get(column)) for column in streamed]
-        cells.append(_status(row))
+            value = coord(row, column) if column in INT_COLUMNS else result.get(column)
+            cells.append(percentile_cell(row, column) if column in PERCENTILE_COLUMNS
+                         else format_number(column, value))
+        cells += [format_number(column, result.get(column)) for column in streamed]
+        cells.append(status_of(row))
         measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
         for key in ("client_cpu_percent", "host_other_cpu_percent"):  # the load generator; everyone else
             cpu = measurement.get(key)
-            cells.append(f"{cpu:.1f}" if _is_number(cpu) else "-")
+            cells.append(f"{cpu:.1f}" if is_number(cpu) else "-")
         gpu = measurement.get("gpu") if isinstance(measurement.get("gpu"), Mapping) else {}
         for column in GPU_COLUMNS:
             stat = gpu.get(column) or {}
-            cells.append(f"{stat['mean']:.0f} / {stat['max']:.0f}" if _is_number(stat.get("mean")) else "-")
+            cells.append(f"{stat['mean']:.0f} / {stat['max']:.0f}" if is_number(stat.get("mean")) else "-")
         stream = (row.get("measurement") or {}).get("stream") or {}  # the samples behind the stream columns
-        body.append(cells + [_samples_cell(row)] + [f"{stream.get('time_to_first_response_samples', '-')} / "
+        body.append(cells + [samples_cell(row)] + [f"{stream.get('time_to_first_response_samples', '-')} / "
                                                     f"{stream.get('inter_response_samples', '-')}"] * bool(streamed))
-    return _pipe_table(headers, body, align="right")
+    return pipe_table(headers, body, align="right")
 
 
 def _ratio(value: float | None) -> str:
-    return f"{value:.2f}" if _is_number(value) else "-"
+    return f"{value:.2f}" if is_number(value) else "-"
 
 
 def _published_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -126,12 +126,12 @@ def _published_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     first = matches[0]
     heading = f"### Published figures: {first.published_gpu}"
     same = {m.same_gpu for m in matches}
-    measured_on = ", ".join(_distinct(m.measured_gpu for m in matches))
+    measured_on = ", ".join(distinct(m.measured_gpu for m in matches))
     if False in same:
         heading += f" — MEASURED ON A DIFFERENT GPU ({measured_on})"
     elif None in same:
         heading += " — measured GPU not known here (remote server)"
-    profile = _distinct((r.parameters.get("Profile") for r in measured))
+    profile = distinct((r.parameters.get("Profile") for r in measured))
     out = [heading, ""]
     note = (f"From {first.published.labels['Source']} (transcribed in tritonsuite/core/published/{gpu}/"
             f"{first.published.model}.csv), the rows of this deployment's configuration and points; "
@@ -147,12 +147,12 @@ def _published_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     body = []
     for m in sorted(matches, key=lambda m: (m.published.batch, m.published.concurrency)):
         record = m.measured.to_dict()
-        body.append([_format_number("Batch", m.published.batch), _format_number("Concurrency", m.published.concurrency),
-                     _format_number("Inferences/Second", m.throughput),
-                     _format_number("Inferences/Second", m.published_throughput), _ratio(m.throughput_ratio),
-                     _format_number("p99 latency", m.p99), _format_number("p99 latency", m.published_p99),
-                     _ratio(m.p99_ratio), _status(record)])
-    out += [_pipe_table(["Batch", "Concurrency", "Inferences/Second", "Published Inferences/Second",
+        body.append([format_number("Batch", m.published.batch), format_number("Concurrency", m.published.concurrency),
+                     format_number("Inferences/Second", m.throughput),
+                     format_number("Inferences/Second", m.published_throughput), _ratio(m.throughput_ratio),
+                     format_number("p99 latency", m.p99), format_number("p99 latency", m.published_p99),
+                     _ratio(m.p99_ratio), status_of(record)])
+    out += [pipe_table(["Batch", "Concurrency", "Inferences/Second", "Published Inferences/Second",
                          "Throughput ratio", "p99 latency (ms)", "Published p99 latency (ms)", "p99 ratio", "Status"],
                         body, align="right"), ""]
     unmatched = len(named) - len(matches)
@@ -163,7 +163,7 @@ def _published_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def _cpu_cells(row: Mapping[str, Any]) -> list[str]:
     measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
-    return [f"{measurement[k]:.1f}" if _is_number(measurement.get(k)) else "-"
+    return [f"{measurement[k]:.1f}" if is_number(measurement.get(k)) else "-"
             for k in ("client_cpu_percent", "host_other_cpu_percent")]
 
 
@@ -175,36 +175,36 @@ def _rate_table(rows: Sequence[Mapping[str, Any]]) -> str:
     body = []
     for row in sorted(rows, key=lambda r: (r.get("request_rate") or 0)):
         m = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
-        result = _result(row)
-        body.append([_format_number("Inferences/Second", row.get("request_rate")),
-                     _format_number("Inferences/Second", m.get("achieved_rate")),
-                     f"{m['late_percent']:.2f}" if _is_number(m.get("late_percent")) else "-",
-                     f"{result['Concurrency']:.1f}" if _is_number(result.get("Concurrency")) else "-"]
-                    + [_percentile_cell(row, c) if c in _PERCENTILE_COLUMNS else _format_number(c, result.get(c))
-                       for c in headers[4:10]] + [_status(row)] + _cpu_cells(row) + [_samples_cell(row)])
-    return _pipe_table([_column_header(h) if h in RESULT_COLUMNS else h for h in headers], body, align="right")
+        result = result_of(row)
+        body.append([format_number("Inferences/Second", row.get("request_rate")),
+                     format_number("Inferences/Second", m.get("achieved_rate")),
+                     f"{m['late_percent']:.2f}" if is_number(m.get("late_percent")) else "-",
+                     f"{result['Concurrency']:.1f}" if is_number(result.get("Concurrency")) else "-"]
+                    + [percentile_cell(row, c) if c in PERCENTILE_COLUMNS else format_number(c, result.get(c))
+                       for c in headers[4:10]] + [status_of(row)] + _cpu_cells(row) + [samples_cell(row)])
+    return pipe_table([column_header(h) if h in RESULT_COLUMNS else h for h in headers], body, align="right")
 
 
 def _search_sections(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """Per search (kind and bound): the answer, then its evidence, one row per measured point in order."""
     out: list[str] = []
-    groups = _group([r for r in rows if _search(r)], lambda r: (_search(r).get("kind"), _search(r).get("bound")))
+    groups = group_by([r for r in rows if search_of(r)], lambda r: (search_of(r).get("kind"), search_of(r).get("bound")))
     for (kind, bound), grows in groups.items():
-        answers = [r for r in grows if _load_kind(r) == "result"]
-        headline = _search(answers[-1]).get("answer") if answers else f"search for the most {kind} at {bound}: " \
+        answers = [r for r in grows if load_kind(r) == "result"]
+        headline = search_of(answers[-1]).get("answer") if answers else f"search for the most {kind} at {bound}: " \
                                                                        f"unfinished (no answer recorded)"
         out += [f"**{headline}**", ""]
         body = []
-        for row in sorted((r for r in grows if _load_kind(r) == "evidence"), key=lambda r: _search(r).get("step", 0)):
-            search, result = _search(row), _result(row)
-            load = (_format_number("Inferences/Second", row["request_rate"]) + " req/s" if _is_number(
-                row.get("request_rate")) else f"concurrency {_format_number('Concurrency', _coord(row, 'Concurrency'))}")
+        for row in sorted((r for r in grows if load_kind(r) == "evidence"), key=lambda r: search_of(r).get("step", 0)):
+            search, result = search_of(row), result_of(row)
+            load = (format_number("Inferences/Second", row["request_rate"]) + " req/s" if is_number(
+                row.get("request_rate")) else f"concurrency {format_number('Concurrency', coord(row, 'Concurrency'))}")
             body.append([str(search.get("step", "-")), load,
-                         _format_number("Inferences/Second", result.get("Inferences/Second")),
-                         _percentile_cell(row, "p99 latency"), _status(row),
+                         format_number("Inferences/Second", result.get("Inferences/Second")),
+                         percentile_cell(row, "p99 latency"), status_of(row),
                          "yes" if search.get("within") else "no", str(search.get("why", "-")) + _moved(row)])
         if body:
-            out += [_pipe_table(["Step", "Load", "Inferences/Second", "p99 latency (ms)", "Status", "Within",
+            out += [pipe_table(["Step", "Load", "Inferences/Second", "p99 latency (ms)", "Status", "Within",
                                  "Why"], body, align="left"), ""]
     return out
 
@@ -219,27 +219,27 @@ def _repeats_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     if not repeated:
         return []
     body = []
-    for _, prows in sorted(_group(repeated, lambda r: (_coord(r, "Batch"), r.get("request_rate"),
-                                                      _coord(r, "Concurrency") if r.get("request_rate") is None
-                                                      else None)).items(), key=lambda kv: _sort_key(kv[1][0])):
+    for _, prows in sorted(group_by(repeated, lambda r: (coord(r, "Batch"), r.get("request_rate"),
+                                                      coord(r, "Concurrency") if r.get("request_rate") is None
+                                                      else None)).items(), key=lambda kv: sort_key(kv[1][0])):
         prows = sorted(prows, key=lambda r: r["measurement"]["repeat"]["round"])
-        valid = [r for r in prows if _status(r) == "OK"]
+        valid = [r for r in prows if status_of(r) == "OK"]
         cells = []
         for column in ("Inferences/Second", "p99 latency"):
-            values = [_result(r).get(column) for r in prows]
-            good = [_result(r).get(column) for r in valid if _is_number(_result(r).get(column))]
+            values = [result_of(r).get(column) for r in prows]
+            good = [result_of(r).get(column) for r in valid if is_number(result_of(r).get(column))]
             median = statistics.median(good) if good else None
             spread = (max(good) - min(good)) / median * 100.0 if good and median else None
             first, last = values[0], values[-1]
-            change = (last / first - 1.0) * 100.0 if _is_number(first) and _is_number(last) and first else None
-            cells += [" / ".join(_format_number(column, v) for v in values), _format_number(column, median),
+            change = (last / first - 1.0) * 100.0 if is_number(first) and is_number(last) and first else None
+            cells += [" / ".join(format_number(column, v) for v in values), format_number(column, median),
                       f"{spread:.1f}" if spread is not None else "-", f"{change:+.1f}" if change is not None else "-"]
-        body.append([_row_label(prows[0]).split(" (round ")[0], f"{len(valid)} of {len(prows)}"] + cells)
-    order = _distinct(r["measurement"]["repeat"].get("order") for r in repeated)
+        body.append([row_label(prows[0]).split(" (round ")[0], f"{len(valid)} of {len(prows)}"] + cells)
+    order = distinct(r["measurement"]["repeat"].get("order") for r in repeated)
     return [f"Repeated points ({', '.join(map(str, order))} order within each round, rounds interleaved): each "
             "round's figure in the order measured, the median of the valid rounds (the figure this point reports), "
             "its spread (max - min, % of the median) and the change from the first round to the last.", "",
-            _pipe_table(["Point", "Valid rounds", "Inferences/Second by round", "Median Inferences/Second",
+            pipe_table(["Point", "Valid rounds", "Inferences/Second by round", "Median Inferences/Second",
                          "Spread (%)", "First to last (%)", "p99 latency (ms) by round", "Median p99 latency (ms)",
                          "p99 spread (%)", "p99 first to last (%)"], body, align="left"), ""]
 
@@ -250,19 +250,19 @@ def _moved(row: Mapping[str, Any]) -> str:
     if not isinstance(moved, Mapping):
         return ""
     parts = [f"{label} {moved[key]:+.1f}%" for key, label in (("throughput_change_percent", "inf/s"),
-                                                                ("p99_change_percent", "p99")) if _is_number(moved.get(key))]
+                                                                ("p99_change_percent", "p99")) if is_number(moved.get(key))]
     return (f"; since first measured: {', '.join(parts)}" + (" (drift beyond the stability limit)"
                                                                if moved.get("drifting") else "")) if parts else ""
 
 
 def _problem_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = []
-    for row in sorted(rows, key=_sort_key):
-        status = _status(row)
+    for row in sorted(rows, key=sort_key):
+        status = status_of(row)
         if status == "OK" and row.get("valid", True):
             continue
         reasons = [str(r) for r in (row.get("reasons") or [])]
-        text = f"- {_row_label(row)}: {status}"
+        text = f"- {row_label(row)}: {status}"
         if reasons:
             text += ": " + "; ".join(reasons)
         lines.append(text)
@@ -271,11 +271,11 @@ def _problem_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def _plot_links(model: str, scenario: str, plots: Sequence[str] | None) -> list[str]:
     if plots is None:
-        plots = [f"{model}/{name}" for name in _PLOTS.get(scenario, ())]
+        plots = [f"{model}/{name}" for name in PLOTS.get(scenario, ())]
     links = []
     for rel in plots:
         name = Path(rel).name
-        links.append(f"![{_PLOT_ALT.get(name, Path(name).stem.replace('_', ' '))}]({rel})")
+        links.append(f"![{PLOT_ALT.get(name, Path(name).stem.replace('_', ' '))}]({rel})")
     return links
 
 
@@ -294,12 +294,12 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
     """
     if scenario not in SCENARIO_DESCRIPTIONS:
         return render_metrics_markdown(model, scenario, rows)
-    rows = _records(rows)
-    out = [f"# {_title(rows, model)} {scenario} results", ""]
-    counts = _group(rows, _status)
+    rows = as_records(rows)
+    out = [f"# {title_of(rows, model)} {scenario} results", ""]
+    counts = group_by(rows, status_of)
     summary = ", ".join(f"{len(counts[s])} {s}" for s in list(STATUSES) + sorted(set(counts) - set(STATUSES))
                         if s in counts)
-    deployments = _group(rows, _series)
+    deployments = group_by(rows, series_of)
     out.append(f"{len(rows)} measured rows over {len(deployments)} deployment(s): {summary or 'none'}. "
                "Only rows with status OK are valid measurements; times are in ms.")
     out.append("")
@@ -311,31 +311,31 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
         params = _parameters_table(drows)
         if params:
             out += [params, ""]
-        sweep = [r for r in drows if _load_kind(r) == "sweep"]
-        rates = [r for r in drows if _load_kind(r) == "rate"]
-        if sweep or not (rates or any(_search(r) for r in drows)):
-            out += [_percentile_note(sweep), "", _results_table(sweep), ""]
+        sweep = [r for r in drows if load_kind(r) == "sweep"]
+        rates = [r for r in drows if load_kind(r) == "rate"]
+        if sweep or not (rates or any(search_of(r) for r in drows)):
+            out += [percentile_note(sweep), "", _results_table(sweep), ""]
         if rates:
             out += ["Request rates (open loop: arrivals on a seeded schedule, latency from each request's scheduled "
                     "send time; a point whose late sends are significantly above the limit, by a one-sided binomial test "
-                    "on their count, is INVALID). " + _percentile_note(rates), "", _rate_table(rates), ""]
+                    "on their count, is INVALID). " + percentile_note(rates), "", _rate_table(rates), ""]
         out += steps_section(sweep + rates)
         out += _repeats_section(sweep + rates)
         out += kinds_section(sweep + rates)  # a sequence model's sequences
         out += _published_section(sweep)
         out += _search_sections(drows)
-        drifting = [f"- {_row_label(r)}: throughput {d['throughput_change_percent']:+.1f}%, mean latency "
+        drifting = [f"- {row_label(r)}: throughput {d['throughput_change_percent']:+.1f}%, mean latency "
                     f"{d['latency_change_percent']:+.1f}% from the first stable window to the last (limit "
-                    f"{d['limit_percent']:g}%)" for r in sorted(drows, key=_sort_key)
+                    f"{d['limit_percent']:g}%)" for r in sorted(drows, key=sort_key)
                     for d in [(r.get("measurement") or {}).get("drift")] if isinstance(d, Mapping) and d.get("drifting")]
         if drifting:
             out += ["Points that drifted while measured (their figures are an average over a trend):", ""] + \
                 drifting + [""]
-        problems = _problem_lines([r for r in drows if _load_kind(r) in ("sweep", "rate")])
+        problems = _problem_lines([r for r in drows if load_kind(r) in ("sweep", "rate")])
         if problems:
             out += ["Rows that are not valid measurements:", ""] + problems + [""]
-        for row in sorted(drows, key=_sort_key):
-            verdict = _under_load(row)
+        for row in sorted(drows, key=sort_key):
+            verdict = under_load_of(row)
             if verdict:
-                out += [f"Accuracy under load ({_row_label(row)}): {verdict.get('verdict', '-')}", ""]
+                out += [f"Accuracy under load ({row_label(row)}): {verdict.get('verdict', '-')}", ""]
     return "\n".join(out).rstrip("\n") + "\n"

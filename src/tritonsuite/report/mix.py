@@ -13,7 +13,7 @@ from tritonsuite.core.access import redact
 from tritonsuite.core.rows import Row
 from tritonsuite.core.store import safe_component
 from tritonsuite.judge.interference import interference
-from tritonsuite.report.common import _format_number, _percentile_cell, _pipe_table, _records
+from tritonsuite.report.common import format_number, percentile_cell, pipe_table, as_records
 
 PLOT = "timeline.png"
 
@@ -28,7 +28,7 @@ def _host(row: Row) -> str:
 
 def _median(rows: Sequence[Row], column: str) -> str:
     values = [r.result[column] for r in rows if r.valid and r.result.get(column) is not None]
-    return _format_number(column, statistics.median(values)) + f" ({len(values)})" if values else "-"
+    return format_number(column, statistics.median(values)) + f" ({len(values)})" if values else "-"
 
 
 def _cpu(rows: Sequence[Row], key: str) -> str:
@@ -82,7 +82,7 @@ def render_mix(name: str, rows: Sequence[Row], plot: str | None = None) -> str:
                 "Inferences/Second and p99 are the median over the rounds' valid measurements (how many in "
                 "brackets); the interval is at 99%, the windows are together/alone; '~': too few valid measurements to "
                 "decide, the figures come from every measured one (not a verdict).", "",
-                _pipe_table(["deployment", "traffic", "alone inf/s", "together inf/s", "alone p99 (ms)",
+                pipe_table(["deployment", "traffic", "alone inf/s", "together inf/s", "alone p99 (ms)",
                              "together p99 (ms)", "ratio together ÷ alone", "p", "windows", "verdict",
                              "client CPU % together (all / deployment)", "accuracy under the mix"], table,
                             align="left"), ""]
@@ -91,18 +91,18 @@ def render_mix(name: str, rows: Sequence[Row], plot: str | None = None) -> str:
             mx = _mix(r)
             if mx.get("role") not in ("alone", "together"):
                 continue
-            rec = _records([r])[0]
+            rec = as_records([r])[0]
             measured.append([str(mx.get("round")), mx.get("role"), r.deployment, r.status,
-                             _format_number("Inferences/Second", r.result.get("Inferences/Second")),
-                             _percentile_cell(rec, "p50 latency"), _percentile_cell(rec, "p99 latency"),
+                             format_number("Inferences/Second", r.result.get("Inferences/Second")),
+                             percentile_cell(rec, "p50 latency"), percentile_cell(rec, "p99 latency"),
                              str(r.measurement.get("measured_requests", "-")),
-                             _format_number("Server Queue", r.result.get("Server Queue")),
-                             _format_number("Server Compute Infer", r.result.get("Server Compute Infer")),
+                             format_number("Server Queue", r.result.get("Server Queue")),
+                             format_number("Server Compute Infer", r.result.get("Server Compute Infer")),
                              f"{r.measurement.get('client_cpu_percent', '-')} / "
                              f"{r.measurement.get('deployment_client_cpu_percent', '-')}",
                              f"{r.measurement.get('host_other_cpu_percent', '-')}", "; ".join(r.reasons)])
         out += ["### Every measurement, in the order measured", "",
-                _pipe_table(["round", "role", "deployment", "status", "Inferences/Second", "p50 (ms)", "p99 (ms)",
+                pipe_table(["round", "role", "deployment", "status", "Inferences/Second", "p50 (ms)", "p99 (ms)",
                              "Samples", "Server Queue (ms)", "Server Compute Infer (ms)", "client CPU % (all / dep.)",
                              "other processes CPU %", "reasons"], measured, align="left"), ""]
         out += _search_section(hrows) + _tune_section(hrows)
@@ -128,10 +128,10 @@ def _tune_section(rows: Sequence[Row]) -> list[str]:
     table = [[_mix(r)["role"].replace("tune-", ""), r.deployment, str(_mix(r).get("label", "")).split(" | ")[
         list(dict.fromkeys(x.deployment for x in points)).index(r.deployment)] if " | " in str(_mix(r).get("label"))
         else str(_mix(r).get("label", "")), r.status,
-        _format_number("Inferences/Second", r.result.get("Inferences/Second")),
-        _format_number("p99 latency", r.result.get("p99 latency")), "yes" if _mix(r).get("within") else "no",
+        format_number("Inferences/Second", r.result.get("Inferences/Second")),
+        format_number("p99 latency", r.result.get("p99 latency")), "yes" if _mix(r).get("within") else "no",
         f"{_mix(r).get('weighted_score', 0):g}"] for r in points]
-    return out + [_pipe_table(["step", "deployment", "its configuration", "status", "Inferences/Second",
+    return out + [pipe_table(["step", "deployment", "its configuration", "status", "Inferences/Second",
                                "p99 (ms)", "every bound held", "weighted inf/s"], table, align="left"), ""]
 
 
@@ -148,10 +148,10 @@ def _search_section(rows: Sequence[Row]) -> list[str]:
         mx = _mix(r)
         load = f"{r.request_rate:g} req/s" if r.request_rate else f"concurrency {r.concurrency}"
         table.append([str(mx.get("step")), f"x{mx.get('factor'):g}", r.deployment, load, r.status,
-                      _format_number("Inferences/Second", r.result.get("Inferences/Second")),
-                      _percentile_cell(_records([r])[0], "p99 latency"), str(mx.get("bound") or "-"),
+                      format_number("Inferences/Second", r.result.get("Inferences/Second")),
+                      percentile_cell(as_records([r])[0], "p99 latency"), str(mx.get("bound") or "-"),
                       "yes" if mx.get("within") else "no", str(mx.get("why", ""))])
-    return out + [_pipe_table(["point", "factor", "deployment", "load", "status", "Inferences/Second", "p99 (ms)",
+    return out + [pipe_table(["point", "factor", "deployment", "load", "status", "Inferences/Second", "p99 (ms)",
                                "bound", "within", "why"], table, align="left"), ""]
 
 
@@ -164,15 +164,15 @@ def _by_host(rows: Sequence[Row]) -> dict[str, list[Row]]:
 
 def plot_mix(name: str, rows: Sequence[Row], path: Path) -> Path | None:
     """Each deployment's throughput and p99 over the run: one segment per measurement across its span."""
-    from tritonsuite.report.plots import _new_figure, _palette, _save
+    from tritonsuite.report.plots import new_figure, palette, save_figure
 
     rows = [r for r in rows if _mix(r).get("role") in ("alone", "together") and r.result.get("Inferences/Second")]
     if not rows:
         return None
-    fig = _new_figure(10, 6)
+    fig = new_figure(10, 6)
     top, bottom = fig.add_subplot(2, 1, 1), fig.add_subplot(2, 1, 2, sharex=None)
     deployments = list(dict.fromkeys(r.deployment for r in rows))
-    colors = dict(zip(deployments, _palette(len(deployments))))
+    colors = dict(zip(deployments, palette(len(deployments))))
     hosts = list(_by_host(rows))
     shaded = set()
     for r in rows:
@@ -196,7 +196,7 @@ def plot_mix(name: str, rows: Sequence[Row], path: Path) -> Path | None:
     bottom.set_ylabel("p99 latency (ms)")
     bottom.set_xlabel("seconds since the mix began (shaded: together; dashed: alone; faint: not valid)")
     top.set_title(f"mix {name}: each deployment's throughput and p99, measurement by measurement", fontsize=9)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def write_mix_pages(reports_dir: Path, rows: Sequence[Row], header: str = "") -> list[Path]:
@@ -205,17 +205,22 @@ def write_mix_pages(reports_dir: Path, rows: Sequence[Row], header: str = "") ->
     for r in rows:
         by_mix.setdefault(str(_mix(r).get("name") or r.model), []).append(r)
     for name, mrows in by_mix.items():
-        directory = reports_dir / "mix"
-        png = plot_mix(name, mrows, directory / safe_component(name) / PLOT)
-        page = render_mix(name, mrows, f"{safe_component(name)}/{PLOT}" if png else None)
-        if header:
-            title, _, rest = page.partition("\n\n")
-            page = f"{title}\n\n{header}\n\n{rest}"
-        md = directory / f"{safe_component(name)}.md"
-        md.parent.mkdir(parents=True, exist_ok=True)
-        md.write_text(redact(page), encoding="utf-8")
-        written += [md] + ([png] if png else [])
+        written += write_mix_page(reports_dir, name, mrows, header)
     return written
+
+
+def write_mix_page(reports_dir: Path, name: str, rows: Sequence[Row], header: str = "") -> list[Path]:
+    """``reports/mix/<name>.md`` and its timeline, from one mix's rows."""
+    directory = Path(reports_dir) / "mix"
+    png = plot_mix(name, rows, directory / safe_component(name) / PLOT)
+    page = render_mix(name, rows, f"{safe_component(name)}/{PLOT}" if png else None)
+    if header:
+        title, _, rest = page.partition("\n\n")
+        page = f"{title}\n\n{header}\n\n{rest}"
+    md = directory / f"{safe_component(name)}.md"
+    md.parent.mkdir(parents=True, exist_ok=True)
+    md.write_text(redact(page), encoding="utf-8")
+    return [md] + ([png] if png else [])
 
 
 def mix_summary_lines(rows: Sequence[Row]) -> list[str]:

@@ -7,28 +7,28 @@ from typing import Any
 
 from tritonsuite.core.rows import not_measured
 from tritonsuite.judge.crosscheck import cross_points
-from tritonsuite.report.common import (_distinct, _format_number, _format_value, _group,
-                                       _is_number, _load_kind, _pipe_table, _records, _result, _row_label, _search,
-                                       _series, _status, _title)
+from tritonsuite.report.common import (distinct, format_number, format_value, group_by,
+                                       is_number, load_kind, pipe_table, as_records, result_of, row_label, search_of,
+                                       series_of, status_of, title_of)
 from tritonsuite.report.conformance import summary_lines as conformance_summary
 
 
-def _under_load(row: Mapping[str, Any]) -> Mapping[str, Any]:
+def under_load_of(row: Mapping[str, Any]) -> Mapping[str, Any]:
     """A row's accuracy-under-load verdict (``tritonsuite.judge.underload``), or {} when the point carried no probes."""
     found = row.get("accuracy_under_load")
     return found if isinstance(found, Mapping) else {}
 
 
-def _flatten(prefix: str, value: Any) -> list[tuple[str, Any]]:
+def flatten_metrics(prefix: str, value: Any) -> list[tuple[str, Any]]:
     if isinstance(value, Mapping):
         items: list[tuple[str, Any]] = []
         for k, v in value.items():
-            items += _flatten(f"{prefix}.{k}" if prefix else str(k), v)
+            items += flatten_metrics(f"{prefix}.{k}" if prefix else str(k), v)
         return items
     return [(prefix, value)]
 
 
-def _threshold_for(thresholds: Any, metric: str) -> Any:
+def threshold_for(thresholds: Any, metric: str) -> Any:
     if not isinstance(thresholds, Mapping):
         return thresholds
     if metric in thresholds:
@@ -52,25 +52,25 @@ def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[st
     Nested ``metrics`` dicts are flattened to dotted names; thresholds are looked up by the same (or the
     top-level) name.  Non-OK records' reasons are listed under the table.
     """
-    rows = _records(rows)
-    out = [f"# {_title(rows, model)} {scenario} results", ""]
-    for description in _distinct(row.get("description") for row in rows):
+    rows = as_records(rows)
+    out = [f"# {title_of(rows, model)} {scenario} results", ""]
+    for description in distinct(row.get("description") for row in rows):
         if description:
             out += [f"Data: {description}.", ""]
     table = []
     for row in rows:
         metrics = row.get("metrics")
         if not isinstance(metrics, Mapping):
-            metrics = _result(row)
-        flat = _flatten("", metrics) or [("-", None)]
+            metrics = result_of(row)
+        flat = flatten_metrics("", metrics) or [("-", None)]
         per_metric = row.get("metric_status") or {}
         for name, value in flat:
-            threshold = _threshold_for(row.get("thresholds"), name)
-            table.append([str(row.get("deployment") or "-"), name, _format_value(value),
-                          _format_value(threshold) if threshold is not None else "-",
-                          str(per_metric.get(name, "-" if per_metric else _status(row)))])
+            threshold = threshold_for(row.get("thresholds"), name)
+            table.append([str(row.get("deployment") or "-"), name, format_value(value),
+                          format_value(threshold) if threshold is not None else "-",
+                          str(per_metric.get(name, "-" if per_metric else status_of(row)))])
     if table:
-        out += [_pipe_table(["deployment", "metric", "value", "threshold", "status"], table, align="left"), ""]
+        out += [pipe_table(["deployment", "metric", "value", "threshold", "status"], table, align="left"), ""]
     else:
         out += ["No records.", ""]
     baselines = []
@@ -89,7 +89,7 @@ def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[st
         out += ["Against the baselines:", ""] + baselines + [""]
     problems = []
     for row in rows:
-        status = _status(row)
+        status = status_of(row)
         if status != "OK":
             reasons = "; ".join(str(r) for r in (row.get("reasons") or []))
             problems.append(f"- {row.get('deployment') or '-'}: {status}" + (f": {reasons}" if reasons else ""))
@@ -103,16 +103,16 @@ def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[st
 def not_measured_lines(rows: Sequence[Any]) -> list[str]:
     """One line per performance point that could not be measured although every request was answered
     (:func:`tritonsuite.core.rows.not_measured`): its deployment, load, status and first reason."""
-    return [f"{r.get('deployment')} {_row_label(r)}: {_status(r)}: {(r.get('reasons') or ['-'])[0]}"
-            for r in _records(rows) if r.get("scenario") in ("offline", "online")
-            and not_measured(_status(r), r.get("measurement") or {})]
+    return [f"{r.get('deployment')} {row_label(r)}: {status_of(r)}: {(r.get('reasons') or ['-'])[0]}"
+            for r in as_records(rows) if r.get("scenario") in ("offline", "online")
+            and not_measured(status_of(r), r.get("measurement") or {})]
 
 
 def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
     """A short page for a CI job summary: per accuracy deployment its verdict and its standing against the
     baseline; per measured deployment its best valid throughput with that point's p99."""
-    rows = _records(rows)
-    out = [f"# tritonsuite run {run_id or ', '.join(_distinct(r.get('run_id') for r in rows))}", ""]
+    rows = as_records(rows)
+    out = [f"# tritonsuite run {run_id or ', '.join(distinct(r.get('run_id') for r in rows))}", ""]
     accuracy = [r for r in rows if r.get("scenario") == "accuracy"]
     if accuracy:
         table = []
@@ -129,8 +129,8 @@ def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
                     "; improved: " + "; ".join(note["improvements"]) if note.get("improvements") else "")
             else:
                 standing = "-"
-            table.append([str(r.get("title") or r.get("model")), str(r.get("deployment")), _status(r), standing])
-        out += ["## Accuracy", "", _pipe_table(["model", "deployment", "status", "against the baseline"], table,
+            table.append([str(r.get("title") or r.get("model")), str(r.get("deployment")), status_of(r), standing])
+        out += ["## Accuracy", "", pipe_table(["model", "deployment", "status", "against the baseline"], table,
                                                align="left"), ""]
     out += conformance_summary(rows)
     tuned = [r for r in rows if r.get("scenario") == "tune"
@@ -139,38 +139,38 @@ def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
         out += ["## Which configuration to ship (tune)", ""] + [
             f"- {r.get('deployment')}: {r['measurement']['tune'].get('answer')} (tune/{r.get('deployment')}/)"
             for r in tuned] + [""]
-        for model, mrows in _group(tuned, lambda r: r.get("model")).items():  # the outer choice: format, precision
-            scored = [r for r in mrows if _is_number(_result(r).get("Inferences/Second"))]
+        for model, mrows in group_by(tuned, lambda r: r.get("model")).items():  # the outer choice: format, precision
+            scored = [r for r in mrows if is_number(result_of(r).get("Inferences/Second"))]
             if len(scored) > 1:
-                top = max(scored, key=lambda r: _result(r)["Inferences/Second"])
+                top = max(scored, key=lambda r: result_of(r)["Inferences/Second"])
                 out += [f"- {model}, best configuration measured across its formats and precisions: "
                         f"{top.get('deployment')} "
-                        f"({_result(top)['Inferences/Second']:.1f} inf/s within the bound; each deployment tuned in "
+                        f"({result_of(top)['Inferences/Second']:.1f} inf/s within the bound; each deployment tuned in "
                         f"its own test, one after another)", ""]
-    answers = [r for r in rows if _load_kind(r) == "result"]
+    answers = [r for r in rows if load_kind(r) == "result"]
     if answers:
         out += ["## Most load within the latency bound", ""] + [
-            f"- {r.get('deployment')}: {_search(r).get('answer')}" for r in answers] + [""]
+            f"- {r.get('deployment')}: {search_of(r).get('answer')}" for r in answers] + [""]
     for scenario in ("offline", "online"):
-        measured = [r for r in rows if r.get("scenario") == scenario and _load_kind(r) in ("sweep", "rate")]
+        measured = [r for r in rows if r.get("scenario") == scenario and load_kind(r) in ("sweep", "rate")]
         if not measured:
             continue
         table = []
-        probed = any(_under_load(r) for r in measured)
-        for deployment, drows in _group(measured, _series).items():
-            ok = [r for r in drows if _status(r) == "OK" and _is_number(_result(r).get("Inferences/Second"))]
-            best = max(ok, key=lambda r: _result(r)["Inferences/Second"], default=None)
-            where = _row_label(best) if best else "-"
-            table.append([deployment, _format_number("Inferences/Second", _result(best).get("Inferences/Second"))
-                          if best else "-", where, _format_number("p99 latency", _result(best).get("p99 latency"))
+        probed = any(under_load_of(r) for r in measured)
+        for deployment, drows in group_by(measured, series_of).items():
+            ok = [r for r in drows if status_of(r) == "OK" and is_number(result_of(r).get("Inferences/Second"))]
+            best = max(ok, key=lambda r: result_of(r)["Inferences/Second"], default=None)
+            where = row_label(best) if best else "-"
+            table.append([deployment, format_number("Inferences/Second", result_of(best).get("Inferences/Second"))
+                          if best else "-", where, format_number("p99 latency", result_of(best).get("p99 latency"))
                           if best else "-", f"{len(ok)}/{len(drows)}"])
             if probed:
                 verdicts = [f"{'passed' if v.get('passed') else 'FAILED'} at concurrency {v.get('concurrency')}"
-                            for v in map(_under_load, drows) if v]
+                            for v in map(under_load_of, drows) if v]
                 table[-1].append("; ".join(verdicts) or "-")
         headers = ["deployment", "Inferences/Second", "at", "p99 latency (ms)", "rows OK"]
         out += [f"## {scenario.capitalize()}: best throughput per deployment", "",
-                _pipe_table(headers + (["accuracy under load"] if probed else []), table, align="left"), ""]
+                pipe_table(headers + (["accuracy under load"] if probed else []), table, align="left"), ""]
     missed = not_measured_lines(rows)
     if missed:  # no valid figures, nothing answered wrong: skipped by the scenario tests unless --strict-stability
         out += ["## Not measured", "", "Every request of these points was answered, but they have no valid figures "
@@ -196,7 +196,7 @@ def render_crosscheck(rows: Sequence[Any]) -> str:
              "batcher form other batches."), ""]
 
     def num(column: str, value: float | None) -> str:
-        return _format_number(column, value) if value is not None else "-"
+        return format_number(column, value) if value is not None else "-"
 
     def ratio(value: float | None) -> str:
         return f"{value:.2f}" if value is not None else "-"
@@ -215,8 +215,8 @@ def render_crosscheck(rows: Sequence[Any]) -> str:
                        f"{num('Server Queue', p.figure(a, 'Server Queue'))}"),
                       (f"{num('Server Compute Infer', p.figure(s, 'Server Compute Infer'))} / "
                        f"{num('Server Compute Infer', p.figure(a, 'Server Compute Infer'))}"),
-                      f"{_status(s.to_dict())} / {_status(a.to_dict())}"])
-    out += [_pipe_table(["Scenario", "Deployment", "Batch", "Concurrency", "inf/s suite", "inf/s perf_analyzer",
+                      f"{status_of(s.to_dict())} / {status_of(a.to_dict())}"])
+    out += [pipe_table(["Scenario", "Deployment", "Batch", "Concurrency", "inf/s suite", "inf/s perf_analyzer",
                          "ratio", "p50 suite (ms)", "p50 perf_analyzer (ms)", "ratio", "p99 suite (ms)",
                          "p99 perf_analyzer (ms)", "ratio", "Server Queue (ms) suite / pa",
                          "Server Compute Infer (ms) suite / pa", "Status suite / pa"], table, align="right"), ""]
@@ -224,7 +224,7 @@ def render_crosscheck(rows: Sequence[Any]) -> str:
     for p in points:
         for who, row in (("suite", p.suite), ("perf_analyzer", p.perf_analyzer)):
             if row.status != "OK":
-                problems.append(f"- {p.deployment} {_row_label(row.to_dict())}, {who}: {row.status}: "
+                problems.append(f"- {p.deployment} {row_label(row.to_dict())}, {who}: {row.status}: "
                                 + "; ".join(row.reasons))
     if problems:
         out += ["Rows that are not valid measurements (their ratios are not a comparison):", ""] + problems + [""]
@@ -232,9 +232,9 @@ def render_crosscheck(rows: Sequence[Any]) -> str:
     if probed:
         out += [("Not like for like: the suite's row carried accuracy probes (a share of its requests were the "
                  "model's accuracy samples instead of the load request; perf_analyzer sends the load request only) at "
-                 + ", ".join(f"{p.deployment} {_row_label(p.suite.to_dict())}" for p in probed)
+                 + ", ".join(f"{p.deployment} {row_label(p.suite.to_dict())}" for p in probed)
                  + ". `--load-probe-share 0` measures those points without probes."), ""]
-    commands = _distinct(p.perf_analyzer.measurement.get("loadgen_command") for p in points)
+    commands = distinct(p.perf_analyzer.measurement.get("loadgen_command") for p in points)
     if commands:
         out += [("perf_analyzer's command for the first point (the others differ in -m, -b, --concurrency-range, "
                  "--shared-memory and the temporary files):"), "", f"    {commands[0]}", ""]

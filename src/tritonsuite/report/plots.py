@@ -10,19 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from tritonsuite.core.rows import LATENCY_PARTS
-from tritonsuite.report.common import (_coord, _distinct, _format_number, _group, _is_number, _load_kind,
-                                       _records, _result, _search, _series, _sort_key, _status, _title)
+from tritonsuite.report.common import (coord, distinct, format_number, group_by, is_number, load_kind,
+                                       as_records, result_of, search_of, series_of, sort_key, status_of, title_of)
 
 _OK_NOTE = "hollow markers: row not valid (status other than OK)"
 
 
-def _new_figure(width: float, height: float):
-    from matplotlib.figure import Figure  # rendered by the Agg canvas in _save; no pyplot state, no display
+def new_figure(width: float, height: float):
+    from matplotlib.figure import Figure  # rendered by the Agg canvas in save_figure; no pyplot state, no display
 
     return Figure(figsize=(width, height), dpi=100, layout="constrained")
 
 
-def _save(fig, path: Path) -> Path:
+def save_figure(fig, path: Path) -> Path:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -32,7 +32,7 @@ def _save(fig, path: Path) -> Path:
 
 
 def _title_of(rows: Sequence[Mapping[str, Any]], scenario: str, what: str) -> str:
-    name = _title(rows)
+    name = title_of(rows)
     return f"{name} {scenario}: {what}"
 
 
@@ -52,13 +52,13 @@ def _latest_per(rows: Sequence[Mapping[str, Any]], key) -> dict[Any, Mapping[str
 
 def _offline_series(rows: Sequence[Mapping[str, Any]]):
     """{series label: sorted [(batch, row)]}; one series per deployment (per concurrency when it varies)."""
-    by_dep = _group(rows, _series)
+    by_dep = group_by(rows, series_of)
     series: dict[str, list[tuple[float, Mapping[str, Any]]]] = {}
     for dep, drows in by_dep.items():
-        concs = _distinct(_coord(r, "Concurrency") for r in drows)
+        concs = distinct(coord(r, "Concurrency") for r in drows)
         for conc in (concs or [None]):
-            crows = [r for r in drows if _coord(r, "Concurrency") == conc] if len(concs) > 1 else drows
-            latest = _latest_per([r for r in crows if _is_number(_coord(r, "Batch"))], lambda r: _coord(r, "Batch"))
+            crows = [r for r in drows if coord(r, "Concurrency") == conc] if len(concs) > 1 else drows
+            latest = _latest_per([r for r in crows if is_number(coord(r, "Batch"))], lambda r: coord(r, "Batch"))
             label = dep if len(concs) <= 1 else f"{dep} (concurrency {conc})"
             points = sorted(((float(b), r) for b, r in latest.items()), key=lambda p: p[0])
             if points:
@@ -98,15 +98,15 @@ def plot_offline(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[s
     One line per deployment; x is the batch size on a log2 axis ticked at the measured sizes.  Points whose row
     is not OK are drawn hollow.  Returns the written paths.
     """
-    rows = _records(rows)
+    rows = as_records(rows)
     out_dir = Path(out_dir)
     series = _offline_series(rows)
-    colors = _palette(len(series))
-    any_bad = any(_status(r) != "OK" for pts in series.values() for _, r in pts)
+    colors = palette(len(series))
+    any_bad = any(status_of(r) != "OK" for pts in series.values() for _, r in pts)
     batches = [b for pts in series.values() for b, _ in pts]
 
     # Throughput vs batch.
-    fig = _new_figure(8, 5.5)
+    fig = new_figure(8, 5.5)
     ax = fig.add_subplot()
     ax.set_title(_title_of(rows, "offline", "throughput vs batch size"))
     plotted = False
@@ -116,10 +116,10 @@ def plot_offline(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[s
             _plot_marked(ax, xs, ys, oks, color, "-", "o", label)
             plotted = True
     _finish_batch_axes(fig, ax, plotted, batches, "Inferences/Second", any_bad)
-    paths = [_save(fig, out_dir / "throughput_vs_batch.png")]
+    paths = [save_figure(fig, out_dir / "throughput_vs_batch.png")]
 
     # Latency (p50, p99) vs batch.
-    fig = _new_figure(8, 5.5)
+    fig = new_figure(8, 5.5)
     ax = fig.add_subplot()
     ax.set_title(_title_of(rows, "offline", "latency vs batch size (p50 solid, p99 dashed)"))
     plotted = False
@@ -130,7 +130,7 @@ def plot_offline(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[s
                 _plot_marked(ax, xs, ys, oks, color, style, marker, f"{label} {column.split()[0]}")
                 plotted = True
     _finish_batch_axes(fig, ax, plotted, batches, "latency (ms)", any_bad)
-    paths.append(_save(fig, out_dir / "latency_vs_batch.png"))
+    paths.append(save_figure(fig, out_dir / "latency_vs_batch.png"))
     return paths
 
 
@@ -138,9 +138,9 @@ def _batch_points(pts, column: str) -> tuple[list, list, list]:
     """(batch sizes, values, row is OK) of one column over a deployment's (batch, row) points."""
     xs, ys, oks = [], [], []
     for b, r in pts:
-        y = _result(r).get(column)
-        if _is_number(y):
-            xs.append(b), ys.append(y), oks.append(_status(r) == "OK")
+        y = result_of(r).get(column)
+        if is_number(y):
+            xs.append(b), ys.append(y), oks.append(status_of(r) == "OK")
     return xs, ys, oks
 
 
@@ -155,7 +155,7 @@ def _finish_batch_axes(fig, ax, plotted: bool, batches, ylabel: str, any_bad: bo
     _legend_below(fig, ax, note=_OK_NOTE if any_bad else None)
 
 
-def _palette(n: int) -> list:
+def palette(n: int) -> list:
     import matplotlib
 
     cmap = matplotlib.colormaps["tab10"]
@@ -188,38 +188,38 @@ def plot_online(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[st
     second y axis: throughput.  Non-OK rows get hatched bars, a hollow throughput marker and their status under
     the tick label.  Returns the written paths.
     """
-    rows = _records(rows)
+    rows = as_records(rows)
     out_dir = Path(out_dir)
     throughput_plot = _plot_latency_vs_throughput(rows, out_dir)
-    rows = [r for r in rows if _load_kind(r) == "sweep"]  # the concurrency sweep (closed loop)
-    by_dep = _group(rows, _series)
+    rows = [r for r in rows if load_kind(r) == "sweep"]  # the concurrency sweep (closed loop)
+    by_dep = group_by(rows, series_of)
     n = max(1, len(by_dep))
-    fig = _new_figure(10, 3.6 * n + 1.4)
+    fig = new_figure(10, 3.6 * n + 1.4)
     fig.suptitle(_title_of(rows, "online", "latency breakdown and throughput vs concurrency"))
-    part_colors = _palette(len(LATENCY_PARTS))
+    part_colors = palette(len(LATENCY_PARTS))
     if not by_dep:
         _no_data(fig.add_subplot())
-        return [_save(fig, out_dir / "latency_vs_concurrency.png"), throughput_plot]
+        return [save_figure(fig, out_dir / "latency_vs_concurrency.png"), throughput_plot]
 
     axes = fig.subplots(n, 1, squeeze=False)[:, 0]
     legend_handles: dict[str, Any] = {}
     any_bad = False
     for ax, (dep, drows) in zip(axes, by_dep.items()):
-        batches = _distinct(_coord(r, "Batch") for r in drows)
-        latest = _latest_per([r for r in drows if _is_number(_coord(r, "Concurrency"))],
-                             lambda r: (_coord(r, "Batch"), _coord(r, "Concurrency")))
-        points = sorted(latest.values(), key=_sort_key)
-        ax.set_title(dep if len(batches) != 1 else f"{dep} (batch {_format_number('Batch', batches[0])})",
+        batches = distinct(coord(r, "Batch") for r in drows)
+        latest = _latest_per([r for r in drows if is_number(coord(r, "Concurrency"))],
+                             lambda r: (coord(r, "Batch"), coord(r, "Concurrency")))
+        points = sorted(latest.values(), key=sort_key)
+        ax.set_title(dep if len(batches) != 1 else f"{dep} (batch {format_number('Batch', batches[0])})",
                      fontsize=10)
         if not points:
             _no_data(ax)
             continue
         xs = list(range(len(points)))
-        oks = [_status(r) == "OK" for r in points]
+        oks = [status_of(r) == "OK" for r in points]
         any_bad = any_bad or not all(oks)
         bottom = [0.0] * len(points)
         for part, color in zip(LATENCY_PARTS, part_colors):
-            heights = [(_result(r).get(part) if _is_number(_result(r).get(part)) else 0.0) for r in points]
+            heights = [(result_of(r).get(part) if is_number(result_of(r).get(part)) else 0.0) for r in points]
             bars = ax.bar(xs, heights, bottom=bottom, width=0.6, color=color, label=part, edgecolor="white",
                           linewidth=0.5)
             for bar, ok in zip(bars, oks):
@@ -229,11 +229,11 @@ def plot_online(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[st
             bottom = [b + h for b, h in zip(bottom, heights)]
         labels = []
         for r, ok in zip(points, oks):
-            lbl = _format_number("Concurrency", _coord(r, "Concurrency"))
+            lbl = format_number("Concurrency", coord(r, "Concurrency"))
             if len(batches) > 1:
-                lbl += f"\nbatch {_format_number('Batch', _coord(r, 'Batch'))}"
+                lbl += f"\nbatch {format_number('Batch', coord(r, 'Batch'))}"
             if not ok:
-                lbl += f"\n{_status(r)}"
+                lbl += f"\n{status_of(r)}"
             labels.append(lbl)
         ax.set_xticks(xs)
         ax.set_xticklabels(labels)
@@ -246,12 +246,12 @@ def plot_online(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[st
 
         ax2 = ax.twinx()
         all_ty: list[float] = []
-        for batch in _distinct(_coord(r, "Batch") for r in points) or [None]:
+        for batch in distinct(coord(r, "Batch") for r in points) or [None]:
             # one line per batch size: a sweep over concurrency is not connected across batch sizes
             tx, ty, tok = [], [], []
             for x, r, ok in zip(xs, points, oks):
-                y = _result(r).get("Inferences/Second")
-                if _is_number(y) and (batch is None or _coord(r, "Batch") == batch):
+                y = result_of(r).get("Inferences/Second")
+                if is_number(y) and (batch is None or coord(r, "Batch") == batch):
                     tx.append(x), ty.append(y), tok.append(ok)
             if tx:
                 _plot_marked(ax2, tx, ty, tok, "black", "-", "o", "throughput")
@@ -269,55 +269,55 @@ def plot_online(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[st
         handles.append(Patch(facecolor="white", edgecolor="0.3", hatch="//"))
         labels.append("hatched bar / hollow marker: row not valid")
     fig.legend(handles, labels, loc="outside lower center", ncol=4, frameon=False, fontsize=9)
-    return [_save(fig, out_dir / "latency_vs_concurrency.png"), throughput_plot]
+    return [save_figure(fig, out_dir / "latency_vs_concurrency.png"), throughput_plot]
 
 
 def _plot_latency_vs_throughput(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> Path:
     """``latency_vs_throughput.png``: per deployment, p99 latency against throughput for the concurrency sweep
     (closed loop, labelled with the concurrency) and the request rates (open loop), the search's points (grey),
     its answer (a star) and the bound (a dotted line, when the bound is on p99)."""
-    by_dep = _group(rows, _series)
+    by_dep = group_by(rows, series_of)
     n = max(1, len(by_dep))
-    fig = _new_figure(8, 3.4 * n + 1.0)
+    fig = new_figure(8, 3.4 * n + 1.0)
     fig.suptitle(_title_of(rows, "online", "p99 latency vs throughput"))
     if not by_dep:
         _no_data(fig.add_subplot())
-        return _save(fig, out_dir / "latency_vs_throughput.png")
+        return save_figure(fig, out_dir / "latency_vs_throughput.png")
     axes = fig.subplots(n, 1, squeeze=False)[:, 0]
 
     def xy(selected):
-        pts = [(_result(r).get("Inferences/Second"), _result(r).get("p99 latency"), r) for r in selected]
-        return [(x, y, r) for x, y, r in pts if _is_number(x) and _is_number(y)]
+        pts = [(result_of(r).get("Inferences/Second"), result_of(r).get("p99 latency"), r) for r in selected]
+        return [(x, y, r) for x, y, r in pts if is_number(x) and is_number(y)]
 
     for ax, (dep, drows) in zip(axes, by_dep.items()):
         ax.set_title(dep, fontsize=10)
         plotted = False
-        sweep = sorted(xy(r for r in drows if _load_kind(r) == "sweep"), key=lambda p: _sort_key(p[2]))
+        sweep = sorted(xy(r for r in drows if load_kind(r) == "sweep"), key=lambda p: sort_key(p[2]))
         if sweep:
-            _plot_marked(ax, [p[0] for p in sweep], [p[1] for p in sweep], [_status(p[2]) == "OK" for p in sweep],
+            _plot_marked(ax, [p[0] for p in sweep], [p[1] for p in sweep], [status_of(p[2]) == "OK" for p in sweep],
                          "C0", "-", "o", "concurrency sweep")
             for x, y, r in sweep:
-                ax.annotate(_format_number("Concurrency", _coord(r, "Concurrency")), (x, y), fontsize=7,
+                ax.annotate(format_number("Concurrency", coord(r, "Concurrency")), (x, y), fontsize=7,
                             textcoords="offset points", xytext=(4, 4))
             plotted = True
-        rates = sorted(xy(r for r in drows if _load_kind(r) == "rate"), key=lambda p: p[2].get("request_rate"))
+        rates = sorted(xy(r for r in drows if load_kind(r) == "rate"), key=lambda p: p[2].get("request_rate"))
         if rates:
-            _plot_marked(ax, [p[0] for p in rates], [p[1] for p in rates], [_status(p[2]) == "OK" for p in rates],
+            _plot_marked(ax, [p[0] for p in rates], [p[1] for p in rates], [status_of(p[2]) == "OK" for p in rates],
                          "C1", "--", "s", "request rates")
             plotted = True
-        evidence = xy(r for r in drows if _load_kind(r) == "evidence")
+        evidence = xy(r for r in drows if load_kind(r) == "evidence")
         if evidence:
             ax.plot([p[0] for p in evidence], [p[1] for p in evidence], linestyle="none", marker="x", color="0.55",
                     label="search points")
             plotted = True
-        for x, y, r in xy(r for r in drows if _load_kind(r) == "result" and _search(r).get("max") is not None):
+        for x, y, r in xy(r for r in drows if load_kind(r) == "result" and search_of(r).get("max") is not None):
             # the answer in the colour of the series it searched, labelled as the report's answer line says it
-            search = _search(r)
+            search = search_of(r)
             headline = str(search.get("answer") or "").partition(" (")[0]
             ax.plot([x], [y], linestyle="none", marker="*", markersize=16, markeredgecolor="black",
                     color="C1" if search.get("kind") == "request_rate" else "C0",
                     label=headline or f"max {search.get('kind')} at {search.get('bound')}")
-        bounds = _distinct(_search(r).get("bound") for r in drows)
+        bounds = distinct(search_of(r).get("bound") for r in drows)
         for bound in bounds:
             statistic, _, value = str(bound).partition("<=")
             if statistic.strip() == "p99":
@@ -330,6 +330,6 @@ def _plot_latency_vs_throughput(rows: Sequence[Mapping[str, Any]], out_dir: Path
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
         _legend_below(fig, ax, ncol=2)
-    return _save(fig, out_dir / "latency_vs_throughput.png")
+    return save_figure(fig, out_dir / "latency_vs_throughput.png")
 
 

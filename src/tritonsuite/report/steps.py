@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tritonsuite.report.common import _coord, _format_number, _pipe_table, _records, _sort_key
+from tritonsuite.report.common import coord, format_number, pipe_table, as_records, sort_key
 
 STEP_COLUMNS = ("Server Queue", "Server Compute Input", "Server Compute Infer", "Server Compute Output")
 
@@ -20,18 +20,18 @@ def composing(row: Mapping[str, Any]) -> Mapping[str, Mapping[str, float]]:
 
 def steps_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """The per-step table of an ensemble's or a BLS model's rows (nothing for other deployments)."""
-    measured = [r for r in sorted(rows, key=_sort_key) if composing(r)]
+    measured = [r for r in sorted(rows, key=sort_key) if composing(r)]
     if not measured:
         return []
     loadgens = len({r.get("loadgen") for r in measured}) > 1  # perf_analyzer's rows beside the engine's
     body = []
     for row in measured:
         for step, figures in composing(row).items():
-            body.append([str(_coord(row, "Batch")), str(_coord(row, "Concurrency"))]
+            body.append([str(coord(row, "Batch")), str(coord(row, "Concurrency"))]
                         + [str(row.get("loadgen") or "suite")] * loadgens
                         + [step, str(int(figures.get("requests", 0)))]
-                        + [_format_number(c, figures.get(c)) for c in STEP_COLUMNS])
-    table = _pipe_table(["Batch", "Concurrency"] + ["Load generator"] * loadgens + ["Composing model", "Requests"]
+                        + [format_number(c, figures.get(c)) for c in STEP_COLUMNS])
+    table = pipe_table(["Batch", "Concurrency"] + ["Load generator"] * loadgens + ["Composing model", "Requests"]
                         + list(STEP_COLUMNS), body, align="right")
     return ["Per composing model (an ensemble's steps, nested ones included, or a BLS model's callees as "
             "--bls-composing-models names them; Triton's statistics over the same "
@@ -47,18 +47,18 @@ def plot_steps(rows, out_dir) -> list[Path]:
     """``steps.png`` for an ensemble's page: per measured point of the engine (and of perf_analyzer where it
     measured the same points), a stacked bar per composing model of its Server Queue and Compute Input / Infer /
     Output per request (ms). Nothing for other deployments."""
-    from tritonsuite.report.plots import _new_figure, _save
+    from tritonsuite.report.plots import new_figure, save_figure
 
-    measured = [r for r in sorted(_records(rows), key=_sort_key) if composing(r)]
+    measured = [r for r in sorted(as_records(rows), key=sort_key) if composing(r)]
     if not measured:
         return []
     labels, stacks = [], []
     for row in measured:
         gen = "" if (row.get("loadgen") or "suite") == "suite" else " (pa)"
         for step, figures in composing(row).items():
-            labels.append(f"b{_coord(row, 'Batch')} c{_coord(row, 'Concurrency')}{gen}\n{step}")
+            labels.append(f"b{coord(row, 'Batch')} c{coord(row, 'Concurrency')}{gen}\n{step}")
             stacks.append([float(figures.get(c) or 0.0) for c in STEP_COLUMNS])
-    fig = _new_figure(max(6.0, 0.55 * len(labels) + 2), 4.5)
+    fig = new_figure(max(6.0, 0.55 * len(labels) + 2), 4.5)
     ax = fig.add_subplot(1, 1, 1)
     bottom = [0.0] * len(labels)
     for i, column in enumerate(STEP_COLUMNS):
@@ -69,4 +69,4 @@ def plot_steps(rows, out_dir) -> list[Path]:
     ax.set_ylabel("ms per request of the composing model")
     ax.set_title(f"{measured[0].get('title') or measured[0].get('model')}: time per composing model")
     ax.legend(fontsize=7)
-    return [_save(fig, Path(out_dir) / PLOT)]
+    return [save_figure(fig, Path(out_dir) / PLOT)]

@@ -13,7 +13,7 @@ from typing import Any
 from tritonsuite.core.access import redact
 from tritonsuite.core.settings import LatencyBound
 from tritonsuite.core.store import safe_component
-from tritonsuite.report.common import _format_number, _group, _pipe_table, _records, _result, _status
+from tritonsuite.report.common import format_number, group_by, pipe_table, as_records, result_of, status_of
 
 PLOT = "throughput_vs_latency.png"
 
@@ -25,7 +25,7 @@ def _tune(row: Mapping[str, Any]) -> Mapping[str, Any]:
 def statistic_ms(row: Mapping[str, Any]) -> float | None:
     """The bound's statistic of a row: its result column when the seeds have one, else from its latency samples."""
     bound = LatencyBound.parse(_tune(row)["bound"])
-    column = _result(row).get(f"{bound.statistic} latency")
+    column = result_of(row).get(f"{bound.statistic} latency")
     if column is not None:
         return float(column)
     samples = (row.get("measurement") or {}).get("latency_samples_ms") or []
@@ -38,11 +38,11 @@ def _evidence_table(rows: Sequence[Mapping[str, Any]]) -> str:
         t, stat = _tune(row), statistic_ms(row)
         note = "early-stopped: " + t["early_stopped"] if t.get("early_stopped") else t.get("why", "")
         table.append([str(step), t.get("label", ""), str(row.get("concurrency")),
-                      _format_number("Inferences/Second", _result(row).get("Inferences/Second")),
-                      f"{stat:.2f}" if stat is not None else "-", "yes" if t.get("within") else "no", _status(row),
+                      format_number("Inferences/Second", result_of(row).get("Inferences/Second")),
+                      f"{stat:.2f}" if stat is not None else "-", "yes" if t.get("within") else "no", status_of(row),
                       note])
     bound = _tune(rows[0]).get("bound", "") if rows else ""
-    return _pipe_table(["#", "configuration", "concurrency", "Inferences/Second", f"{bound.split()[0]} (ms)",
+    return pipe_table(["#", "configuration", "concurrency", "Inferences/Second", f"{bound.split()[0]} (ms)",
                         "within the bound", "status", "why"], table, align="left")
 
 
@@ -64,10 +64,10 @@ def render_tune_summary(deployment: str, rows: Sequence[Mapping[str, Any]], plot
     abab = [r for r in rows if str(_tune(r).get("role", "")).startswith("abab")]
     if abab:
         table = [[_tune(r)["role"].split("-")[1], _tune(r).get("label", ""), str(r.get("concurrency")),
-                  _format_number("Inferences/Second", _result(r).get("Inferences/Second")),
-                  _format_number("p99 latency", _result(r).get("p99 latency")), _status(r)] for r in abab]
+                  format_number("Inferences/Second", result_of(r).get("Inferences/Second")),
+                  format_number("p99 latency", result_of(r).get("p99 latency")), status_of(r)] for r in abab]
         out += ["## Winner against the deployment's own configuration, measured interleaved (A B A B A B)", "",
-                _pipe_table(["side", "configuration", "concurrency", "Inferences/Second", "p99 latency (ms)", "status"],
+                pipe_table(["side", "configuration", "concurrency", "Inferences/Second", "p99 latency (ms)", "status"],
                             table, align="left"), ""]
     for r in rows:
         if _tune(r).get("role") == "accuracy":
@@ -81,15 +81,15 @@ def render_tune_summary(deployment: str, rows: Sequence[Mapping[str, Any]], plot
 
 
 def plot_tune(rows: Sequence[Mapping[str, Any]], path: Path) -> Path | None:
-    from tritonsuite.report.plots import _new_figure, _save
+    from tritonsuite.report.plots import new_figure, save_figure
 
-    evidence = [r for r in rows if _tune(r).get("role") == "evidence" and _result(r).get("Inferences/Second")]
-    points = [(statistic_ms(r), float(_result(r)["Inferences/Second"]), r) for r in evidence]
+    evidence = [r for r in rows if _tune(r).get("role") == "evidence" and result_of(r).get("Inferences/Second")]
+    points = [(statistic_ms(r), float(result_of(r)["Inferences/Second"]), r) for r in evidence]
     points = [p for p in points if p[0] is not None]
     if not points:
         return None
     bound = LatencyBound.parse(_tune(points[0][2])["bound"])
-    fig = _new_figure(8, 5)
+    fig = new_figure(8, 5)
     ax = fig.add_subplot(1, 1, 1)
     for x, y, r in points:
         within, stopped = _tune(r).get("within"), _tune(r).get("early_stopped")
@@ -106,7 +106,7 @@ def plot_tune(rows: Sequence[Mapping[str, Any]], path: Path) -> Path | None:
     answers = [r for r in rows if _tune(r).get("role") == "answer" and statistic_ms(r) is not None]
     if answers:
         a = answers[-1]
-        ax.plot(statistic_ms(a), float(_result(a)["Inferences/Second"]), "*", markersize=16, color="tab:red",
+        ax.plot(statistic_ms(a), float(result_of(a)["Inferences/Second"]), "*", markersize=16, color="tab:red",
                 label=("winner (recommended): " if _tune(a).get("recommended")
                        else "best measured (not recommended): ") + _tune(a).get("label", ""))
     ax.axvline(bound.ms, color="tab:red", linestyle="--", label=f"bound {bound}")
@@ -115,18 +115,24 @@ def plot_tune(rows: Sequence[Mapping[str, Any]], path: Path) -> Path | None:
     ax.set_title(f"{rows[0].get('deployment')}: every configuration measured (hollow: not within the bound; x: early-stopped)",
                  fontsize=9)
     ax.legend(fontsize=7, loc="best")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def write_tune_pages(reports_dir: str | os.PathLike[str], rows: Sequence[Any]) -> list[Path]:
     """``reports/tune/<deployment>/summary.md`` and its plot for every tuned deployment in ``rows``."""
-    records = [r for r in _records(rows) if r.get("scenario") == "tune" and _tune(r)]
+    records = [r for r in as_records(rows) if r.get("scenario") == "tune" and _tune(r)]
     written: list[Path] = []
-    for deployment, drows in _group(records, lambda r: r.get("deployment")).items():
-        out = Path(reports_dir) / "tune" / safe_component(str(deployment))
-        png = plot_tune(drows, out / PLOT)
-        page = out / "summary.md"
-        page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(redact(render_tune_summary(str(deployment), drows, PLOT if png else None)), encoding="utf-8")
-        written += [page] + ([png] if png else [])
+    for deployment, drows in group_by(records, lambda r: r.get("deployment")).items():
+        written += write_tune_page(reports_dir, str(deployment), drows)
     return written
+
+
+def write_tune_page(reports_dir: str | os.PathLike[str], deployment: str, rows: Sequence[Any]) -> list[Path]:
+    """``reports/tune/<deployment>/summary.md`` and its plot, from one deployment's tune rows."""
+    drows = as_records(rows)
+    out = Path(reports_dir) / "tune" / safe_component(deployment)
+    png = plot_tune(drows, out / PLOT)
+    page = out / "summary.md"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(redact(render_tune_summary(deployment, drows, PLOT if png else None)), encoding="utf-8")
+    return [page] + ([png] if png else [])

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tritonsuite.core.access import redact
 from tritonsuite.core.store import fault_lines, load_rows, read_faults, write_manifest
 from tritonsuite.judge.baselines import BaselineStore
-from tritonsuite.judge.compare import compare_runs, render_comparison
+from tritonsuite.judge.compare import compare_runs
 from tritonsuite.report import write_reports
 from tritonsuite.report.manifest import build_manifest
 from tritonsuite.report.mix import mix_summary_lines
@@ -72,19 +71,20 @@ def write_session_reports(options: Options, source_dir: Path) -> tuple[list[Path
                                   repository_dir=options.repository_dir, source_dir=source_dir,
                                   reports_dir=options.reports_dir, access=options.access)
         write_manifest(options.reports_dir, manifest)
-    written = write_reports(options.reports_dir, options.run_id)
-    lines = []
+    comparison = None
     if options.compare_rows:
         comparison = compare_runs(options.compare_rows, rows, then_label=options.compare_label,
                                   now_label=f"run {options.run_id}", then_manifest=options.compare_manifest,
                                   now_manifest=manifest)
-        page = options.reports_dir / "compare.md"
-        page.write_text(redact(render_comparison(comparison, options.perf_gate)), encoding="utf-8")
-        written.append(page)
+    written = write_reports(options.reports_dir, options.run_id, comparison=comparison,
+                            gate_percent=options.perf_gate)
+    lines = []
+    if comparison is not None:
         verdicts = [p.verdict for p in comparison.points]
         lines.append(f"compared with {options.compare_label}: {len(verdicts)} points, "
                      f"{verdicts.count('regression')} significant regressions, {verdicts.count('improvement')} "
-                     f"improvements" + "".join(f"; {d}" for d in comparison.differences) + f" ({page})")
+                     f"improvements" + "".join(f"; {d}" for d in comparison.differences)
+                     + f" ({options.reports_dir / 'compare.md'})")
     missed = not_measured_lines(rows)
     if missed:
         lines.append(f"tritonsuite: {len(missed)} point{'s' if len(missed) > 1 else ''} could not be measured (every "

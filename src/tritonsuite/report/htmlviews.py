@@ -1,0 +1,237 @@
+"""The HTML page's sections beyond the performance tables (:mod:`tritonsuite.report.presenters.html`): accuracy against
+its thresholds and baselines (reduced precision beside fp32), the conformance checklists, the comparison with a
+stored run (regressions first), tune's configurations and frontier, mix's interference, perf_analyzer beside the
+engine. Each reads the run as :mod:`tritonsuite.report.records` grouped it."""
+from __future__ import annotations
+
+from typing import Any
+
+from tritonsuite.core.settings import LatencyBound
+from tritonsuite.core.store import safe_component
+from tritonsuite.report.common import format_value
+from tritonsuite.report.htmlkit import Cell, Figures, Table, block, cell_number, esc, number, plot_text
+from tritonsuite.report.mix import mix_ratios
+from tritonsuite.report.pages import flatten_metrics, threshold_for
+from tritonsuite.report.records import RunRecords
+from tritonsuite.report.tune import statistic_ms
+
+VERDICT_ORDER = {"regression": 0, "improvement": 1, "no significant change": 2, "not comparable": 3}
+
+
+def other_sections(run: RunRecords, figures: Figures) -> str:
+    parts = [accuracy(run, figures), conformance(run), compare(run, figures), tune(run, figures), mix(run, figures),
+             crosscheck(run, figures)]
+    return "".join(parts)
+
+
+def _section(anchor: str, title: str, content: str) -> str:
+    return f'<section class="page" id="{esc(anchor)}"><h2>{esc(title)}</h2>{content}</section>' if content else ""
+
+
+def accuracy(run: RunRecords, figures: Figures) -> str:
+    blocks = []
+    for (scenario, model), rows in run.pages.items():
+        if scenario in ("offline", "online"):
+            continue
+        table = Table([("deployment", True), ("format", True), ("precision", True), ("metric", True), ("value", True),
+                       ("threshold", True), ("status", True), ("against the baseline", True), ("reasons", True)])
+        by_deployment: dict[str, tuple[list[str], list[float | None], list[float | None]]] = {}
+        for row in rows:
+            note = row.extra.get("baseline") or {}
+            standing = "; ".join(note.get("regressions", []) + note.get("improvements", [])) or (
+                note.get("missing") or note.get("refused") or
+                (f"{note['compared']} metrics within their allowances" if note.get("compared") is not None else "-"))
+            for name, value in flatten_metrics("", row.metrics or row.result) or [("-", None)]:
+                threshold = threshold_for(row.thresholds, name)
+                status = row.metric_status.get(name, "-" if row.metric_status else row.status)
+                limit = _limit(threshold)
+                table.add([row.deployment, row.format or "-", row.precision or "-", name,
+                           Cell(format_value(value), number(value)),
+                           Cell(format_value(threshold) if threshold is not None else "-", limit),
+                           Cell(status, cls=f"status-{status}"), standing, "; ".join(row.reasons) or "-"],
+                          status=row.status)
+                names, values, limits = by_deployment.setdefault(row.deployment, ([], [], []))
+                if number(value) is not None:
+                    names.append(plot_text(name)), values.append(number(value)), limits.append(limit)
+        traces = []
+        for deployment, (names, values, limits) in by_deployment.items():
+            traces.append({"type": "scatter", "mode": "markers", "name": plot_text(deployment), "x": names,
+                           "y": values, "marker": {"size": 10}})
+            if any(v is not None for v in limits):
+                traces.append({"type": "scatter", "mode": "markers", "name": plot_text(f"{deployment}: threshold"),
+                               "x": names, "y": limits, "marker": {"symbol": "line-ew-open", "size": 22}})
+        plot = figures.add("accuracy", f"{model}: {scenario} metrics against their thresholds", traces,
+                           {"yaxis": {"title": {"text": "metric value"}}})
+        blocks.append(block(table.html() + f'<div class="plots">{plot}</div>', f"{scenario}: {model}", 3,
+                            scenario=scenario, model=model, format=sorted({r.format for r in rows if r.format}),
+                            precision=sorted({r.precision for r in rows if r.precision})))
+    return _section("accuracy", "Accuracy", "".join(blocks))
+
+
+def _limit(threshold: Any) -> float | None:
+    """A threshold's number: itself, or the bound of ``{"min": x}`` / ``{"max": x}``."""
+    if isinstance(threshold, dict):
+        return number(threshold.get("min", threshold.get("max")))
+    return number(threshold)
+
+
+def conformance(run: RunRecords) -> str:
+    blocks = []
+    for deployment, rows in run.conformance.items():
+        verdicts = [str(r.extra.get("verdict", "fail")) for r in rows]
+        table = Table([("check", True), ("declared", True), ("observed", True), ("verdict", True), ("reason", True),
+                       ("seconds", True)], cls="checklist")
+        for r, verdict in zip(rows, verdicts):
+            table.add([r.extra.get("check", "-"), r.extra.get("declared", "-"), r.extra.get("observed", "-"),
+                       Cell(verdict, cls=f"verdict-{verdict}"), "; ".join(r.reasons) or "-",
+                       cell_number(r.seconds, 2)], status=r.status)
+        line = (f"<p>{len(rows)} checks: {verdicts.count('pass')} passed, {verdicts.count('fail')} failed, "
+                f"{verdicts.count('skipped')} skipped. <a href=\"conformance/{esc(safe_component(deployment))}.md\">"
+                "evidence (markdown)</a></p>")
+        blocks.append(block(line + table.html(), deployment, 3, scenario="conformance", model=rows[0].model,
+                            format=rows[0].format, precision=rows[0].precision))
+    return _section("conformance", "Conformance: declared, observed, verdict", "".join(blocks))
+
+
+def compare(run: RunRecords, figures: Figures) -> str:
+    c = run.comparison
+    if c is None:
+        return ""
+    points = sorted(c.points, key=lambda p: (VERDICT_ORDER.get(p.verdict, 9), p.throughput_delta_percent or 0.0))
+    table = Table([("deployment", True), ("batch", True), ("load", True), ("inf/s then", True), ("inf/s now", True),
+                   ("change (%)", True), ("minimum effect (%)", True), ("p", True), ("verdict", True),
+                   ("p99 then (ms)", False), ("p99 now (ms)", False)], cls="compare")
+    for p in points:
+        _, deployment, batch, load, _ = p.key
+        table.add([deployment, cell_number(batch, 0), load, cell_number(p.then.result.get("Inferences/Second")),
+                   cell_number(p.now.result.get("Inferences/Second")), cell_number(p.throughput_delta_percent),
+                   cell_number(p.min_effect_percent), cell_number(p.p_value, 3, None),
+                   Cell(p.verdict if p.throughput_delta_percent is not None else f"{p.verdict}: {p.reason}",
+                        cls=f"verdict-{p.verdict.replace(' ', '-')}"),
+                   cell_number(p.then.result.get("p99 latency"), 2), cell_number(p.now.result.get("p99 latency"), 2)],
+                  status=p.now.status)
+    judged = [p for p in points if p.throughput_delta_percent is not None]
+    colors = {"regression": "#d62728", "improvement": "#2ca02c"}
+    traces = [{"type": "bar", "orientation": "h", "name": "throughput change (%)",
+               "y": [plot_text(f"{p.key[1]} b{p.key[2]} {p.key[3]}") for p in judged],
+               "x": [p.throughput_delta_percent for p in judged],
+               "text": [plot_text(f"{p.verdict}, p={p.p_value:.2g}") for p in judged],
+               "marker": {"color": [colors.get(p.verdict, "#999999") for p in judged]}}] if judged else []
+    plot = figures.add("compare", f"{c.now_label} against {c.then_label}: throughput change", traces,
+                       {"height": 120 + 22 * len(judged), "margin": {"l": 320}, "xaxis": {"title": {"text": "%"}}})
+    differs = "".join(f"<li>{esc(d)}</li>" for d in c.differences)
+    gate = (f"a significant regression beyond {run.gate_percent:g}% fails" if run.gate_percent is not None
+            else "informational (no --perf-gate)")
+    head = (f"<p>{esc(c.now_label)} against {esc(c.then_label)}: {len(c.points)} joined points, "
+            f"{len(c.regressions())} significant regressions; {esc(gate)}.</p>"
+            + (f"<ul>{differs}</ul>" if differs else ""))
+    models = sorted({p.now.model for p in points})
+    return _section("compare", "Compared with a stored run", block(head + table.html() + plot, "Every joined point", 3,
+                                                                  scenario=["offline", "online"], model=models))
+
+
+def _tune_of(row) -> dict[str, Any]:
+    return row.measurement.get("tune") or {}
+
+
+def tune(run: RunRecords, figures: Figures) -> str:
+    blocks = []
+    for deployment, rows in run.tune.items():
+        evidence = [r for r in rows if _tune_of(r).get("role") == "evidence"]
+        answers = [r for r in rows if _tune_of(r).get("role") == "answer"]
+        bound = str(_tune_of(rows[0]).get("bound", ""))
+        table = Table([("#", True), ("configuration", True), ("concurrency", True), ("Inferences/Second", True),
+                       (f"{bound.split()[0] if bound else 'latency'} (ms)", True), ("within the bound", True),
+                       ("status", True), ("why", True)], cls="tune")
+        points = []
+        for step, r in enumerate(evidence, 1):
+            t, stat = _tune_of(r), statistic_ms(r.to_dict())
+            table.add([cell_number(step, 0), t.get("label", ""), cell_number(r.concurrency, 0),
+                       cell_number(r.result.get("Inferences/Second")), cell_number(stat, 2),
+                       "yes" if t.get("within") else "no", Cell(r.status, cls=f"status-{r.status}"),
+                       "early-stopped: " + t["early_stopped"] if t.get("early_stopped") else t.get("why", "")],
+                      status=r.status)
+            if stat is not None and number(r.result.get("Inferences/Second")) is not None:
+                points.append((stat, float(r.result["Inferences/Second"]), bool(t.get("within")), t.get("label", "")))
+        traces = [{"type": "scatter", "mode": "markers", "name": name, "x": [p[0] for p in mine],
+                   "y": [p[1] for p in mine], "text": [plot_text(p[3]) for p in mine],
+                   "marker": {"symbol": symbol, "size": 9}}
+                  for name, symbol, mine in (("within the bound", "circle", [p for p in points if p[2]]),
+                                             ("over the bound", "circle-open", [p for p in points if not p[2]]))
+                  if mine]
+        frontier, top = [], -1.0
+        for x, y, _, _ in sorted(p for p in points if p[2]):  # the most throughput for at most this latency
+            if y > top:
+                frontier.append((x, y))
+                top = y
+        if frontier:
+            traces.append({"type": "scatter", "mode": "lines", "name": "frontier", "x": [f[0] for f in frontier],
+                           "y": [f[1] for f in frontier]})
+        layout: dict[str, Any] = {"xaxis": {"title": {"text": f"{bound.split()[0] if bound else ''} latency (ms)"}},
+                                  "yaxis": {"title": {"text": "inferences/s"}}}
+        if bound:
+            ms = LatencyBound.parse(bound).ms
+            layout["shapes"] = [{"type": "line", "x0": ms, "x1": ms, "yref": "paper", "y0": 0, "y1": 1,
+                                 "line": {"dash": "dash", "color": "#d62728"}}]
+        answer = _tune_of(answers[-1]) if answers else {}
+        head = (f"<p><strong>{'Recommended' if answer.get('recommended') else 'Not recommended'}</strong>: "
+                f"{esc(answer.get('answer'))}</p>" if answer else "<p>The tune did not finish.</p>")
+        plot = figures.add("tune", f"{deployment}: every configuration measured (bound {bound})", traces, layout)
+        blocks.append(block(head + table.html() + plot, deployment, 3, scenario="tune", model=rows[0].model,
+                            format=rows[0].format, precision=rows[0].precision))
+    return _section("tune", "Tune: configurations and their frontier", "".join(blocks))
+
+
+def mix(run: RunRecords, figures: Figures) -> str:
+    blocks = []
+    for name, rows in run.mixes.items():
+        ratios = mix_ratios(rows)
+        table = Table([("deployment", True), ("metric", True), ("together ÷ alone", True), ("interval", True),
+                       ("p", True), ("windows together / alone", True), ("verdict", True)], cls="mix")
+        for r in ratios:
+            shown = ("~" if r.indicative else "") + f"{r.ratio:.3f}"
+            table.add([r.deployment, r.metric, cell_number(r.ratio, 3, shown),
+                       f"[{r.low:.3f}, {r.high:.3f}]", cell_number(r.p_value, 3, f"{r.p_value:.2g}"),
+                       f"{r.together_windows} / {r.alone_windows}", Cell(r.verdict, cls=f"verdict-{r.verdict}")])
+        traces = [{"type": "bar", "name": "together ÷ alone", "x": [plot_text(r.deployment) for r in ratios],
+                   "y": [r.ratio for r in ratios],
+                   "error_y": {"type": "data", "symmetric": False, "array": [r.high - r.ratio for r in ratios],
+                               "arrayminus": [r.ratio - r.low for r in ratios]},
+                   "text": [plot_text(f"{r.metric}: {r.verdict}") for r in ratios]}] if ratios else []
+        plot = figures.add("mix", f"mix {name}: together ÷ alone, with its interval", traces,
+                           {"shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
+                                        "line": {"dash": "dot"}}]})
+        blocks.append(block(table.html() + plot, f"mix {name}", 3, scenario="mix",
+                            model=sorted({r.model for r in rows})))
+    return _section("mix", "Mix: interference", "".join(blocks))
+
+
+def crosscheck(run: RunRecords, figures: Figures) -> str:
+    if not run.cross:
+        return ""
+    table = Table([("scenario", True), ("deployment", True), ("batch", True), ("concurrency", True),
+                   ("inf/s suite", True), ("inf/s perf_analyzer", True), ("ratio", True), ("p99 suite (ms)", True),
+                   ("p99 perf_analyzer (ms)", True), ("status suite / pa", True),
+                   ("p50 suite (ms)", False), ("p50 perf_analyzer (ms)", False),
+                   ("Server Queue suite / pa (ms)", False), ("Server Compute Infer suite / pa (ms)", False)],
+                  cls="crosscheck")
+    for p in run.cross:
+        s, a = p.suite, p.perf_analyzer
+        table.add([p.scenario, p.deployment, cell_number(p.batch, 0), cell_number(p.concurrency, 0),
+                   cell_number(p.figure(s, "Inferences/Second")), cell_number(p.figure(a, "Inferences/Second")),
+                   cell_number(p.ratio("Inferences/Second"), 2), cell_number(p.figure(s, "p99 latency"), 2),
+                   cell_number(p.figure(a, "p99 latency"), 2), f"{s.status} / {a.status}",
+                   cell_number(p.figure(s, "p50 latency"), 2), cell_number(p.figure(a, "p50 latency"), 2),
+                   f"{p.figure(s, 'Server Queue')} / {p.figure(a, 'Server Queue')}",
+                   f"{p.figure(s, 'Server Compute Infer')} / {p.figure(a, 'Server Compute Infer')}"],
+                  status=a.status if s.status == "OK" else s.status)
+    labels = [plot_text(f"{p.deployment} b{p.batch} c{p.concurrency}") for p in run.cross]
+    traces = [{"type": "bar", "name": who, "x": labels,
+               "y": [p.figure(getattr(p, attr), "Inferences/Second") for p in run.cross]}
+              for who, attr in (("suite", "suite"), ("perf_analyzer", "perf_analyzer"))]
+    plot = figures.add("crosscheck", "throughput: the suite's engine and perf_analyzer", traces,
+                       {"barmode": "group", "yaxis": {"title": {"text": "inferences/s"}}})
+    return _section("crosscheck", "perf_analyzer side by side with the suite's engine",
+                    block(table.html() + plot, "Points both load generators measured", 3,
+                          scenario=sorted({p.scenario for p in run.cross}),
+                          model=sorted({p.suite.model for p in run.cross})))

@@ -1,0 +1,150 @@
+"""A stored run as every presenter reads it: read once from ``<reports>/raw`` (rows, manifest, faults), grouped once
+into the pages the run has, each performance row also as a typed :class:`Point` (the fields the pages use, units in
+their names). Presenters (:mod:`tritonsuite.report.presenters`) take a :class:`RunRecords` and write; none of them
+reads the store or regroups the rows itself."""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tritonsuite.core.rows import LATENCY_PARTS, RESULT_COLUMNS, Row
+from tritonsuite.core.store import fault_lines, load_rows, read_faults, read_manifest
+from tritonsuite.judge.compare import Comparison
+from tritonsuite.judge.crosscheck import CrossPoint, cross_points
+from tritonsuite.report.common import (PERCENTILE_COLUMNS, coord, is_number, load_kind, result_of, row_label,
+                                       series_of, status_of)
+from tritonsuite.report.manifest import header_line
+
+#: scenarios whose rows have pages of their own shape (per deployment or per mix), not a page per model
+OWN_PAGES = ("tune", "conformance", "mix")
+#: the seeds' latency columns, in ms
+LATENCY_COLUMNS = tuple(c for c in RESULT_COLUMNS if c not in ("Batch", "Concurrency", "Inferences/Second"))
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if is_number(value) else None
+
+
+@dataclass(frozen=True)
+class Point:
+    """One row of a run as the pages show it. Latencies are in ms (``*_ms``), throughput in inferences per second,
+    request rates in requests per second, CPU in percent of one core; ``None`` where the row has no such figure."""
+
+    scenario: str
+    model: str
+    title: str
+    deployment: str
+    series: str  # the deployment, and the load generator or host where they are not the suite's or this one
+    format: str
+    precision: str
+    status: str
+    reasons: tuple[str, ...]
+    load_kind: str  # sweep, rate, evidence (of a latency-bound search) or result (its answer)
+    label: str  # "batch 4, concurrency 2"
+    loadgen: str
+    host: str
+    batch: int | None
+    concurrency: float | None  # set concurrency, or an open-loop point's requests in flight
+    request_rate_per_s: float | None
+    throughput_per_s: float | None
+    latency_ms: Mapping[str, float | None]  # LATENCY_COLUMNS (the breakdown's parts and the percentiles)
+    intervals_ms: Mapping[str, tuple[float | None, float | None]]  # p50..p99 latency -> (low, high)
+    indicative: frozenset[str]  # percentile columns printed as "~": too few samples, or no interval
+    samples: int | None
+    client_cpu_percent: float | None
+    other_cpu_percent: float | None
+    search: Mapping[str, Any]  # a latency-bound search's tag (kind, bound, step, within, answer), else {}
+    row: Row = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, row: Row) -> "Point":
+        record = row.to_dict()
+        result, measurement = result_of(record), row.measurement
+        estimates = measurement.get("percentiles") if isinstance(measurement.get("percentiles"), Mapping) else {}
+        intervals, indicative = {}, set()
+        for column in PERCENTILE_COLUMNS:
+            estimate = estimates.get(column.split()[0])
+            if isinstance(estimate, Mapping):
+                intervals[column] = (_number(estimate.get("low")), _number(estimate.get("high")))
+                if estimate.get("indicative"):
+                    indicative.add(column)
+            elif is_number(result.get(column)):
+                indicative.add(column)
+        batch, concurrency = coord(record, "Batch"), coord(record, "Concurrency")
+        samples = measurement.get("measured_requests")
+        return cls(
+            scenario=row.scenario, model=row.model, title=row.title or row.model, deployment=row.deployment,
+            series=series_of(record), format=row.format, precision=row.precision, status=status_of(record),
+            reasons=tuple(str(r) for r in row.reasons), load_kind=load_kind(record), label=row_label(record),
+            loadgen=str(measurement.get("loadgen") or row.loadgen or "suite"), host=str(row.extra.get("host") or ""),
+            batch=int(batch) if is_number(batch) else None, concurrency=_number(concurrency),
+            request_rate_per_s=_number(row.request_rate), throughput_per_s=_number(result.get("Inferences/Second")),
+            latency_ms={c: _number(result.get(c)) for c in LATENCY_COLUMNS}, intervals_ms=intervals,
+            indicative=frozenset(indicative), samples=int(samples) if is_number(samples) else None,
+            client_cpu_percent=_number(measurement.get("client_cpu_percent")),
+            other_cpu_percent=_number(measurement.get("host_other_cpu_percent")),
+            search=dict(measurement.get("search") or {}) if isinstance(measurement.get("search"), Mapping) else {},
+            row=row)
+
+    @property
+    def breakdown_ms(self) -> dict[str, float | None]:
+        """The latency's parts (Client Send ... Client Recv), whose sum is the average latency."""
+        return {part: self.latency_ms.get(part) for part in LATENCY_PARTS}
+
+
+@dataclass
+class RunRecords:
+    """The rows of a run (or of every run in a directory), what the pages need of its manifest, and the groups each
+    page is made of."""
+
+    reports_dir: Path
+    run_id: str | None
+    rows: list[Row]
+    manifest: dict[str, Any] | None = None
+    comparison: Comparison | None = None  # --compare: this run against a stored one
+    gate_percent: float | None = None  # --perf-gate
+    header: str = ""  # the provenance line under each page's title
+    faults: list[str] = field(default_factory=list)  # deployments given up, server restarts
+    pages: dict[tuple[str, str], list[Row]] = field(default_factory=dict)  # (scenario, model) -> its page's rows
+    conformance: dict[str, list[Row]] = field(default_factory=dict)  # deployment -> its checks
+    tune: dict[str, list[Row]] = field(default_factory=dict)  # deployment -> its tune's rows
+    mixes: dict[str, list[Row]] = field(default_factory=dict)  # mix name -> its rows
+    cross: list[CrossPoint] = field(default_factory=list)  # points both load generators measured
+    points: list[Point] = field(default_factory=list)  # every offline and online row, typed
+    presenters: tuple[str, ...] = ()  # the presenters writing this run (a page links another's)
+
+    def of_scenario(self, scenario: str) -> list[Row]:
+        return [r for r in self.rows if r.scenario == scenario]
+
+
+def group_run(reports_dir: str | os.PathLike[str], rows: list[Row], run_id: str | None = None, *,
+              manifest: dict[str, Any] | None = None, faults: list[str] | None = None,
+              comparison: Comparison | None = None, gate_percent: float | None = None) -> RunRecords:
+    """Rows already read, grouped into the run's pages."""
+    run = RunRecords(Path(reports_dir), run_id, list(rows), manifest, comparison, gate_percent,
+                     header_line(manifest) if run_id else "", list(faults or []))
+    for row in run.rows:
+        if row.scenario not in OWN_PAGES:
+            run.pages.setdefault((row.scenario, row.model), []).append(row)
+        if row.scenario == "conformance":
+            run.conformance.setdefault(row.deployment, []).append(row)
+        if row.scenario == "tune" and (row.measurement.get("tune") or {}):
+            run.tune.setdefault(row.deployment, []).append(row)
+        if row.scenario == "mix":
+            run.mixes.setdefault(str((row.extra.get("mix") or {}).get("name") or row.model), []).append(row)
+        if row.scenario in ("offline", "online"):
+            run.points.append(Point.of(row))
+    run.cross = cross_points(run.rows)
+    return run
+
+
+def read_run(reports_dir: str | os.PathLike[str], run_id: str | None = None, *,
+             comparison: Comparison | None = None, gate_percent: float | None = None) -> RunRecords:
+    """The stored rows of ``run_id`` (every run in the directory when None), its manifest and faults, grouped."""
+    manifest = read_manifest(reports_dir, run_id) if run_id else None
+    faults = fault_lines(read_faults(reports_dir, run_id)) if run_id else []
+    return group_run(reports_dir, load_rows(reports_dir, run_id=run_id), run_id, manifest=manifest, faults=faults,
+                     comparison=comparison, gate_percent=gate_percent)
