@@ -98,3 +98,21 @@ def test_the_idle_reasons_give_the_idle_and_sending_times_in_seconds_and_keep_12
     assert judge_idle(idle, 4_000_000) == [
         f"max_sequence_idle_microseconds 4000000: 1/1 sequences idle 6.1 s were not released ({'x' * 119}y)",
         f"max_sequence_idle_microseconds 4000000: 1/1 sequences sending every 1 s were cut ({'z' * 119}y)"]
+
+
+def test_a_cut_after_a_stall_longer_than_the_idle_timeout_is_not_judged_and_one_within_it_fails():
+    """From a request's send to the next one's answer the server saw the sequence idle at most that long: a cut
+    within the timeout is the server's; one after a span over it (a host that stalled) may be a right release."""
+    from tritonsuite.judge.conformance.sequence import unjudged_idle
+
+    idle = {"released": [f"HTTP 400: {NO_START}"], "continued": [f"HTTP 400: {NO_START}", "answered"],
+            "continued_span_s": [0.201, 0.06]}
+    assert judge_idle(idle, 200_000) == []
+    assert unjudged_idle(idle, 200_000) == (
+        "idle release not judged for 1 cut sequence(s): 0.201 s from a request's send to the next one's answer, over "
+        "max_sequence_idle_microseconds 200000 (the host stalled)")
+    idle["continued_span_s"] = [0.2, 0.06]  # within the timeout: the server cut a sequence it had not seen idle
+    assert judge_idle(idle, 200_000) == [
+        f"max_sequence_idle_microseconds 200000: 1/2 sequences sending every 0.05 s were cut (HTTP 400: {NO_START})"]
+    assert unjudged_idle(idle, 200_000) == ""
+    assert unjudged_idle({"released": [], "continued": ["answered"], "continued_span_s": [0.5]}, 200_000) == ""

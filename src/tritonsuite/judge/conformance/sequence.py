@@ -258,7 +258,7 @@ async def _backlog(wire: _Wire, declared: int) -> dict:
 
 async def _idle(wire: _Wire, idle_s: float, slots_free: int) -> dict:
     span = 1.5 * idle_s + 0.1
-    found = {"released": [], "continued": [], "largest_gap_s": 0.0}
+    found = {"released": [], "continued": [], "continued_span_s": [], "largest_gap_s": 0.0}
 
     async def released() -> None:
         conn, sid = await wire.open(), next(SEQUENCE_IDS)
@@ -279,13 +279,17 @@ async def _idle(wire: _Wire, idle_s: float, slots_free: int) -> dict:
         conn, sid = await wire.open(), next(SEQUENCE_IDS)
         try:
             t0, last, error = await wire.send(conn, sid, True, False)
+            previous, longest = t0, 0.0  # the previous request's send; the longest span from it to the next answer
             while not error and time.monotonic() - t0 < span:
                 await asyncio.sleep(idle_s / 4)
                 sent, answered, error = await wire.send(conn, sid, False, False)
                 found["largest_gap_s"] = round(max(found["largest_gap_s"], sent - last), 3)
-                last = answered
-            error = error or (await wire.send(conn, sid, False, True))[2]
+                longest, previous, last = max(longest, answered - previous), sent, answered
+            if not error:
+                _, answered, error = await wire.send(conn, sid, False, True)
+                longest = max(longest, answered - previous)
             found["continued"].append(error or "answered")
+            found["continued_span_s"].append(round(longest, 3))
         finally:
             conn.close()
 
@@ -319,7 +323,7 @@ def judge_idle(idle: dict, idle_us: int) -> list[str]:
     max_sequence_idle_microseconds."""
     idle_s = idle_us / 1e6
     kept = [e for e in idle["released"] if NO_START not in e]
-    cut = [e for e in idle["continued"] if e != "answered"]
+    cut = [e for e, span in _continued(idle) if e != "answered" and span <= idle_s]
     problems = []
     if kept:
         problems.append(f"max_sequence_idle_microseconds {idle_us}: {len(kept)}/{len(idle['released'])} sequences "
@@ -328,6 +332,25 @@ def judge_idle(idle: dict, idle_us: int) -> list[str]:
         problems.append(f"max_sequence_idle_microseconds {idle_us}: {len(cut)}/{len(idle['continued'])} sequences "
                         f"sending every {idle_s / 4:g} s were cut ({cut[0][:120]})")
     return problems
+
+
+def unjudged_idle(idle: dict, idle_us: int) -> str:
+    """Why a sending sequence's cut says nothing ("" where each says something): the span from one of its requests'
+    send to the next one's answer outlasted the idle timeout (a host that stalled the client or the server), so the
+    server may have released it rightly. Within that span the server cannot have seen it idle that long: a cut then
+    is the server's (:func:`judge_idle`)."""
+    idle_s = idle_us / 1e6
+    stalled = [span for e, span in _continued(idle) if e != "answered" and span > idle_s]
+    if not stalled:
+        return ""
+    return (f"idle release not judged for {len(stalled)} cut sequence(s): {max(stalled):g} s from a request's send to "
+            f"the next one's answer, over max_sequence_idle_microseconds {idle_us} (the host stalled)")
+
+
+def _continued(idle: dict) -> list[tuple[str, float]]:
+    """Each sending sequence's outcome and its longest span (0 where not measured)."""
+    spans = idle.get("continued_span_s") or [0.0] * len(idle["continued"])
+    return list(zip(idle["continued"], spans))
 
 
 def check_sequence(target: Target, idle_bound_s: float = IDLE_BOUND_S) -> CheckResult:
@@ -355,6 +378,7 @@ def check_sequence(target: Target, idle_bound_s: float = IDLE_BOUND_S) -> CheckR
         parts.append(f"{backlog['live_at_once']} of {backlog['sequences']} sequences live at once, "
                      f"{backlog['waited']} waited ({backlog['answered_after_an_end']} answered after an END)")
         problems += judge_backlog(backlog, declared)
+    unjudged = ""
     if "not shown: a whole" in parts[-1]:
         pass
     elif idle_s > idle_bound_s:
@@ -366,8 +390,10 @@ def check_sequence(target: Target, idle_bound_s: float = IDLE_BOUND_S) -> CheckR
                      f"{1.5 * idle_s + 0.1:g} s released, {idle['continued'].count('answered')}/"
                      f"{len(idle['continued'])} sending every {idle_s / 4:g} s continued")
         problems += judge_idle(idle, sb.max_sequence_idle_microseconds)
+        unjudged = unjudged_idle(idle, sb.max_sequence_idle_microseconds)
     controls = ", ".join(c.kind.removeprefix("CONTROL_SEQUENCE_") for c in sb.controls) or "none"
     return CheckResult(target.name, "sequence",
                        f"sequence_batching {sb.strategy}: {declared} slots, max_sequence_idle_microseconds "
                        f"{sb.max_sequence_idle_microseconds}, controls {controls}",
-                       "; ".join(parts), "fail" if problems else "pass", "; ".join(problems), evidence)
+                       "; ".join(parts), "fail" if problems else "pass",
+                       "; ".join(problems + [unjudged] * bool(unjudged)), evidence)
