@@ -15,7 +15,7 @@ from tritonsuite.report.common import OFFLINE_PLOTS, ONLINE_PLOTS, SCENARIO_DESC
 from tritonsuite.report.markdown import render_markdown
 from tritonsuite.report.pages import render_crosscheck, render_metrics_markdown, render_summary
 from tritonsuite.report.plots import plot_offline, plot_online
-from tritonsuite.report.presenters import PRESENTERS, presenter
+from tritonsuite.report.presenters import presenter
 from tritonsuite.report.records import read_run
 
 __all__ = ["OFFLINE_PLOTS", "ONLINE_PLOTS", "SCENARIO_DESCRIPTIONS", "plot_offline", "plot_online",
@@ -31,12 +31,10 @@ def write_reports(reports_dir: str | os.PathLike[str], run_id: str | None = None
     """Read the stored rows of ``run_id`` (every run when None) and write each presenter's pages; ``comparison``
     (a :class:`tritonsuite.judge.compare.Comparison`, ``--compare``) adds the comparison page. Returns every written
     path, presenter by presenter."""
-    for name in presenters:
-        if name not in PRESENTERS:
-            raise ValueError(f"presenter {name!r}; valid choices: {', '.join(PRESENTERS)}")
+    chosen = [presenter(name) for name in presenters]  # a name not known refused before anything is read
     run = read_run(reports_dir, run_id, comparison=comparison, gate_percent=gate_percent)
     run.presenters = tuple(presenters)
     written: list[Path] = []
-    for name in presenters:
-        written += presenter(name).write(run)
+    for module in chosen:
+        written += module.write(run)
     return written

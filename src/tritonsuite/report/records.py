@@ -116,9 +116,6 @@ class RunRecords:
     points: list[Point] = field(default_factory=list)  # every offline and online row, typed
     presenters: tuple[str, ...] = ()  # the presenters writing this run (a page links another's)
 
-    def of_scenario(self, scenario: str) -> list[Row]:
-        return [r for r in self.rows if r.scenario == scenario]
-
 
 def group_run(reports_dir: str | os.PathLike[str], rows: list[Row], run_id: str | None = None, *,
               manifest: dict[str, Any] | None = None, faults: list[str] | None = None,

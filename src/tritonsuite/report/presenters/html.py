@@ -17,7 +17,7 @@ from typing import Any
 
 from tritonsuite.core.rows import LATENCY_PARTS, STATUSES, STREAM_COLUMNS, Row
 from tritonsuite.core.store import safe_component
-from tritonsuite.report.common import PERCENTILE_COLUMNS, column_header, distinct, percentile_cell
+from tritonsuite.report.common import PERCENTILE_COLUMNS, column_header, distinct, group_by, percentile_cell
 from tritonsuite.report.htmlkit import (FILTERS, Cell, Figures, Table, asset, attrs, block, cell_number,
                                         definition_list, esc, number, plot_text, plotly_js, plotly_version)
 from tritonsuite.report.htmlviews import other_sections
@@ -112,10 +112,11 @@ def filter_bar(run: RunRecords) -> str:
 
 def performance_sections(run: RunRecords, figures: Figures) -> str:
     out = []
+    by_page = group_by(run.points, lambda p: (p.scenario, p.model))
     for (scenario, model), rows in run.pages.items():
         if scenario not in ("offline", "online"):
             continue
-        points = [p for p in run.points if p.scenario == scenario and p.model == model]
+        points = by_page.get((scenario, model), [])
         link = f"{safe_component(scenario)}/{safe_component(model)}.md"
         blocks = []
         for series in distinct(p.series for p in points):
