@@ -1,8 +1,15 @@
-"""At -v a point in progress shows on the terminal as it goes (and at no other verbosity: the smoke run, -q, shows
-none); the latency-bound searches are one flag away."""
+"""Progress a person can watch (tritonsuite.plugin.progress): a bar under the running point on a terminal, its
+windows' lines at -v, one line per point in a log, nothing under -q; the latency-bound searches are one flag away."""
+import os
 import re
+import select
+import subprocess
+import sys
+import types
 
-from tests.helpers import TINY_PROFILE, run_pytest
+import pytest
+
+from tests.helpers import ROOT, SCENARIO_MODULES, TINY_PROFILE, child_env, run_pytest
 
 POINT = "bert-onnx-fp32-concurrency1"
 
@@ -25,6 +32,9 @@ def test_a_point_reports_its_windows_at_verbose(tmp_path):
     # the tiny profile counts any spread as stable: the third window ends the point
     assert len(windows) == 3 and windows[-1].endswith(": stable"), "\n".join(lines)
     assert f"test_online[{POINT}] PASSED" in result.stdout  # pytest's own line still follows
+    # and the point's line, from its figures, as a log shows it
+    assert re.search(rf"^  \[1/1\] {POINT} passed in \d+\.\d s: [\d.]+ infer/s, p99 [\d.]+ ms, \d+ requests, OK$",
+                     result.stdout, re.M), result.stdout
 
 
 def test_the_latency_bound_searches_run_only_when_asked(tmp_path):
@@ -46,30 +56,144 @@ def test_the_latency_bound_searches_run_only_when_asked(tmp_path):
     assert collected("-m", "online and not search", "--searches") == by_default
 
 
-class _Config:
-    """The three things terminal_progress reads from pytest's config."""
+def _pty_run(args, tmp_path, columns=120, rows=200, timeout=300) -> tuple[int, bytes]:
+    """The suite run as on a person's terminal: stdout and stderr a pseudo-terminal of ``columns`` x ``rows``, not
+    CI; every byte the terminal got."""
+    import fcntl
+    import pty
+    import struct
+    import termios
 
-    def __init__(self, verbose: int, worker: bool):
-        import types
+    profiles = tmp_path / "profiles"
+    profiles.mkdir(exist_ok=True)
+    (profiles / "tiny.yaml").write_text(TINY_PROFILE)
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={ROOT}",
+               f"--profiles-dir={profiles}", f"--reports-dir={tmp_path / 'reports'}",
+               f"--repository-dir={tmp_path / 'repos'}", *args, *SCENARIO_MODULES]
+    env = {k: v for k, v in child_env(TERM="xterm").items() if k not in ("CI", "BUILD_NUMBER")}
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    child = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    out = b""
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if ready:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # the child closed the terminal
+                    break
+                if not data:
+                    break
+                out += data
+            elif child.poll() is not None:
+                break
+        return child.wait(timeout=timeout), out
+    finally:
+        os.close(master)
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def test_a_point_on_a_terminal_shows_a_bar_that_gives_way_to_pytests_line(tmp_path):
+    """What a person sees, emulated (pyte): while the point runs, a bar counting its windows on the line under
+    pytest's; when it ends, the bar is gone and pytest's dots go on on their own line."""
+    pyte = pytest.importorskip("pyte", reason="pyte (the [test] extra) emulates the terminal the bar is drawn on")
+    code, out = _pty_run(["--gpu", "tiny", "-m", "online", "-p", "no:xdist", "--formats", "onnx",
+                          "--concurrency", "1,2"], tmp_path)
+    assert code == 0, out.decode(errors="replace")
+    screen = pyte.Screen(120, 200)  # as tall as the terminal was: the whole run stays on it
+    stream = pyte.ByteStream(screen)
+    bars = []
+    for chunk in re.split(rb"(?=\r)", out):  # each redraw of the bar starts with a carriage return
+        stream.feed(chunk)
+        bars += [line.rstrip() for line in screen.display if line.startswith("bert-onnx-fp32-concurrency")]
+    # the bar counted the windows of each point (the tiny profile: stable at the third of at most 8)
+    for point in ("bert-onnx-fp32-concurrency1", "bert-onnx-fp32-concurrency2"):
+        shown = [b for b in bars if b.startswith(point)]
+        assert any(re.match(rf"{point} 3/8 \|█{{7}}[^|]{{13}}\| \d\d:\d\d, window 3 of <=8, \d+ requests; ", b) for b in shown), \
+            "\n".join(shown)
+        assert any(f"{point} 0/8 |" in b and "warming up" in b for b in shown), "\n".join(shown)
+        assert all(len(b) <= 120 for b in shown)  # cut to the terminal's width: a wrapped line is never redrawn
+    final = [line.rstrip() for line in screen.display if line.strip()]
+    files = [line for line in final if line.startswith("tests/test_online.py ")]
+    assert len(files) == 1 and re.fullmatch(r"tests/test_online\.py \.\. +\[100%\]", files[0]), "\n".join(final)
+    assert not [line for line in final if line.startswith("bert-onnx")], "\n".join(final)  # no bar left behind
+
+
+class _Config:
+    """What the display reads from pytest's config: verbosity, xdist, whether stdout was a terminal."""
+
+    def __init__(self, verbose: int = 0, worker: bool = False, tty: bool = False, dist: str = "no"):
+        from tritonsuite.plugin.progress import TTY_KEY, Display
 
         self.lines: list[str] = []
+        self.stash = {TTY_KEY: tty}
         reporter = types.SimpleNamespace(write_line=self.lines.append)
-        self.pluginmanager = types.SimpleNamespace(get_plugin=lambda name: reporter if name == "terminalreporter"
-                                                   else None)
-        self._verbose = verbose
+        plugins = {"terminalreporter": reporter, "tritonsuite-progress": Display(self)}
+        self.pluginmanager = types.SimpleNamespace(get_plugin=plugins.get)
+        self.options = {"verbose": verbose, "dist": dist}
         if worker:
             self.workerinput = {"workerid": "gw0"}
 
-    def getoption(self, name):
-        assert name == "verbose"
-        return self._verbose
+    def getoption(self, name, default=None):
+        return self.options.get(name, default)
+
+    def get_terminal_writer(self):
+        return types.SimpleNamespace(width_of_current_line=0)
 
 
-def test_progress_is_written_at_verbose_on_the_controller_only():
+@pytest.mark.parametrize("config, ci, shown", [
+    (dict(verbose=-1, tty=True), False, "none"),                  # -q: nothing, even on a terminal
+    (dict(verbose=0, tty=True), False, "bar"),                    # a person's terminal
+    (dict(verbose=0, tty=True), True, "lines"),                   # CI's log, though a terminal
+    (dict(verbose=0, tty=False), False, "lines"),                 # stdout piped to a file
+    (dict(verbose=0, tty=True, dist="load"), False, "lines"),     # xdist: the tests run in workers
+    (dict(verbose=1, tty=True), False, "lines"),                  # -v: every window's line instead of a bar
+])
+def test_how_progress_is_shown(config, ci, shown, monkeypatch):
+    from tritonsuite.plugin.progress import display
+
+    monkeypatch.delenv("BUILD_NUMBER", raising=False)
+    monkeypatch.setenv("CI", "true") if ci else monkeypatch.delenv("CI", raising=False)
+    assert display(_Config(**config)) == shown
+
+
+def test_window_lines_only_at_verbose_and_only_where_the_test_runs(monkeypatch):
+    from tritonsuite.load.point import ProgressLine
     from tritonsuite.plugin.progress import terminal_progress
 
-    shown = _Config(verbose=1, worker=False)
-    terminal_progress(shown, "bert-onnx-fp32-concurrency8")("window 1 of <=10, 52 requests")
+    monkeypatch.setenv("CI", "true")
+    shown = _Config(verbose=1)
+    request = types.SimpleNamespace(config=shown)
+    terminal_progress(request, "bert-onnx-fp32-concurrency8")(ProgressLine("window 1 of <=10, 52 requests", 1, 10))
     assert shown.lines == ["  bert-onnx-fp32-concurrency8 [0 s] window 1 of <=10, 52 requests"]
-    assert terminal_progress(_Config(verbose=0, worker=False), "x") is None
-    assert terminal_progress(_Config(verbose=2, worker=True), "x") is None  # an xdist worker
+    for quiet in (_Config(verbose=0), _Config(verbose=-1), _Config(verbose=2, worker=True)):  # a log, -q, a worker
+        assert terminal_progress(types.SimpleNamespace(config=quiet), "x") is None
+
+
+def _report(name: str, outcome: str = "passed", **figures):
+    return types.SimpleNamespace(when="call", nodeid=f"tests/test_online.py::{name}", outcome=outcome, duration=14.25,
+                                 user_properties=list(figures.items()))
+
+
+def test_one_line_per_point_in_a_log_and_none_under_q(monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    log, quiet = _Config(verbose=0), _Config(verbose=-1)
+    point = _report("test_online[bert-onnx-fp32-concurrency8]", **{"Inferences/Second": 523.14, "p99 latency": 12.34,
+                                                                 "status": "UNSTABLE", "measured_requests": 812})
+    search = _report("test_online[bert-onnx-fp32-maxrate-p99le500ms]", "failed",
+                     answer="no point within p99 <= 500 ms", points=3)
+    others = [_report("test_accuracy[bert-onnx-fp16]", passed=True), types.SimpleNamespace(**{
+        **vars(point), "when": "setup"})]
+    for config in (log, quiet):
+        display = config.pluginmanager.get_plugin("tritonsuite-progress")
+        display.collected = 4
+        for report in (point, *others, search):
+            display.pytest_runtest_logreport(report)
+    assert log.lines == [
+        "  [1/4] bert-onnx-fp32-concurrency8 passed in 14.2 s: 523.1 infer/s, p99 12.34 ms, 812 requests, UNSTABLE",
+        "  [2/4] bert-onnx-fp32-maxrate-p99le500ms failed in 14.2 s: no point within p99 <= 500 ms"]
+    assert quiet.lines == []

@@ -11,6 +11,7 @@ host: the search's second configuration (2 instances) wins, and its check recomm
 speed. With longer sequences half the steps are as fast on one instance as on two, and the interleaved comparison's
 latency test then hangs on the host's noise (measured: one of three pairs at p 0.04 in one run of three)."""
 import json
+import re
 import shutil
 
 import pytest
@@ -47,11 +48,17 @@ def _tune(tmp_path, model: str):
                          "--input-data", f"{model}={tmp_path / f'{model}.json'}", "--latency-bound", BOUND,
                          "--tune-budget", "2", "--concurrency", "2", "--sequence-length", "1",
                          "--sequence-length-variation", "0",
-                         "tests/test_tune.py", "-p", "no:warnings"], tmp_path, profile=PROFILE, timeout=300)
+                         "tests/test_tune.py", "-p", "no:warnings", "-v"], tmp_path, profile=PROFILE, timeout=300)
     assert result.returncode == 0 and "1 passed" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
     rows = raw_rows(tmp_path / "reports", "tune")
     roles = [r["measurement"]["tune"]["role"] for r in rows]
     assert roles == ["evidence", "evidence"] + ["abab-winner", "abab-default"] * 3 + ["answer"], roles
+    # at -v each measured point is told as it comes, counting the configurations; then the tune's line
+    told = re.findall(rf"^  {model}-\S+ \[\d+ s\] (.*)$", result.stdout, re.M)
+    assert [line.split(":")[0] for line in told] == ["configuration 1", "configuration 2"] + \
+        ["abab-winner", "abab-default"] * 3, told
+    assert re.match(r"configuration 2: .+ at concurrency 2: (within|over): ", told[1]), told
+    assert re.search(rf"^  \[1/1\] {model}-\S+ passed in [\d.]+ s: ship ", result.stdout, re.M), result.stdout
     return repo, rows
 
 

@@ -222,6 +222,9 @@ def test_a_search_tells_its_progress_point_by_point():
     assert " (bracket): over: p99 " in over and "(within..over), at most " in over
     assert lines[-1].startswith(f"point {len(result.steps)}: concurrency 6 (re-measure): within: ")
     assert lines[-1].endswith("; the answer")
+    # each line counts the search's points, of at most its budget (a terminal's bar)
+    assert [(line.done, line.total) for line in lines] == [(i, SETTINGS.search_max_steps)
+                                                          for i in range(1, len(lines) + 1)]
 
 
 def test_the_progress_line_says_what_a_point_waits_for():

@@ -17,6 +17,7 @@ from tritonsuite.load.http import Connection, HttpTransport, PreparedRequest, mo
 from tritonsuite.load.interrupt import within
 from tritonsuite.load.metered import metered
 from tritonsuite.load.point import Hang, LoadPoint, MeasurementError, Silence, arrival_gaps
+from tritonsuite.load.point import Progress, ProgressLine
 from tritonsuite.load.windows import (COUNT_WAIT_S, Window, delta, progress_line, snapshot, stability,
                                       wants_more_samples)
 from tritonsuite.server import TritonServer
@@ -25,10 +26,6 @@ from tritonsuite.server import TritonServer
 #: Called after each window with the windows so far; a reason ends the point there (e.g. clearly over a latency
 #: bound).
 StopEarly = Callable[[Sequence["Window"]], "str | None"]
-
-#: Told one line at a time how a point (or a search) is going and what it waits for (a terminal shows them).
-Progress = Callable[[str], None]
-
 
 class LoadGenerator:
     def __init__(self, server: TritonServer, model: str, request: PreparedRequest, point: LoadPoint,
@@ -227,7 +224,7 @@ class LoadGenerator:
     def _tell(self, windows: Sequence[Window], note: str | None = None) -> None:
         if self.on_progress is not None:
             line = progress_line(windows, self.settings, self.point.open_loop, self.stopped_early)
-            self.on_progress(f"{line}; {note}" if note else line)
+            self.on_progress(ProgressLine(f"{line}; {note}" if note else line, len(windows), self.settings.max_trials))
 
     def _stable(self, windows: Sequence[Window]) -> bool:
         return stability(windows, self.settings.stability_percentage, self.point.open_loop)[0]
@@ -291,8 +288,9 @@ async def run_together(generators: Sequence[LoadGenerator]) -> list[tuple[list[W
         # warm-up: a time span and at least one completed request per connection
         if lead.on_progress is not None:
             n = waiting_for(generators)
-            lead.on_progress(f"warming up: {s.warmup_ms:g} ms and a response on each of {n} connection"
-                             f"{'s' if n > 1 else ''}" + (f" of {len(generators)} deployments" if mixed else ""))
+            lead.on_progress(ProgressLine(f"warming up: {s.warmup_ms:g} ms and a response on each of {n} connection"
+                                          f"{'s' if n > 1 else ''}" +
+                                          (f" of {len(generators)} deployments" if mixed else ""), 0, s.max_trials))
         warmup_end = time.perf_counter() + s.warmup_ms / 1000.0
         # no completion at all for longer than any request's own bound (a request waits behind the others in
         # flight): a hang, where the transport has no bound of its own to say so first (HTTP)

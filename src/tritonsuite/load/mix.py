@@ -25,6 +25,7 @@ from typing import Callable, Sequence
 from tritonsuite.core.settings import LatencyBound, MeasurementSettings
 from tritonsuite.load import sources as load_sources
 from tritonsuite.load.engine import Measurement, Progress, Traffic
+from tritonsuite.load.point import ProgressLine
 from tritonsuite.load.sources import TOGETHER, LoadSource
 from tritonsuite.server import TritonServer
 
@@ -84,8 +85,12 @@ def run_mix(server: TritonServer, traffic: Sequence[Traffic], settings: Measurem
     run = MixRun([t.model for t in traffic])
     began = time.perf_counter()
 
+    steps = rounds * (len(traffic) + 1)
+
     def tell(what: str):
-        return None if progress is None else (lambda line: progress(f"{what}: {line}"))
+        # the bar counts the mix's steps (each deployment alone, then together, per round), not a step's windows
+        done = len(run.steps)
+        return None if progress is None else (lambda line: progress(ProgressLine(f"{what}: {line}", done, steps)))
 
     for r in range(1, rounds + 1):
         order = range(len(traffic)) if r % 2 else reversed(range(len(traffic)))
@@ -165,7 +170,7 @@ def max_mix(server: TritonServer, traffic: Sequence[Traffic], bounds: Sequence[L
                          "online.latency_bound in the profile)")
 
     def at(factor: float) -> list[Measurement]:
-        told = None if progress is None else (lambda line: progress(f"x{factor:.3g}: {line}"))
+        told = None if progress is None else (lambda line: progress(f"x{factor:.3g}: {line}"))  # the search counts
         found = source.measure_together(server, [scale(t, factor) for t in traffic], settings, told)
         if on_point is not None:
             on_point(factor, found)

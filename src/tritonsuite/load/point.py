@@ -1,8 +1,10 @@
 """One load point and what measuring it gives: :class:`LoadPoint` (batch and concurrency, or a request rate),
-:class:`Measurement` (the seeds' columns, how it was measured, the status and its reasons)."""
+:class:`Measurement` (the seeds' columns, how it was measured, the status and its reasons), and the ``Progress`` a
+measurement tells as it goes."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -112,3 +114,22 @@ def arrival_gaps(rate: float, distribution: str = "poisson", seed: int = 0, chun
     while True:
         gaps = rng.exponential(1.0 / rate, chunk) if distribution == "poisson" else np.full(chunk, 1.0 / rate)
         yield from gaps.tolist()
+
+
+#: Told one line at a time how a point (or a search) is going and what it waits for (a terminal shows them; ``print``
+#: will do). A line may be a :class:`ProgressLine`, counting its teller's steps.
+Progress = Callable[[str], None]
+
+
+class ProgressLine(str):
+    """A progress line that also says how many of its teller's steps are done, of at most how many (a point's
+    windows, a search's points, a mix's steps, a tune's configurations): a terminal draws them as a bar. A caller
+    wrapping the line in its own text (``f"{what}: {line}"``) has a plain string again, and its own count to give."""
+
+    done: int | None
+    total: int | None
+
+    def __new__(cls, line: str, done: int | None = None, total: int | None = None) -> "ProgressLine":
+        told = super().__new__(cls, line)
+        told.done, told.total = done, total
+        return told

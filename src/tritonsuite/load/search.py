@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from tritonsuite.core.settings import LatencyBound, MeasurementSettings
 from tritonsuite.load.engine import Measurement, Progress, StopEarly
+from tritonsuite.load.point import ProgressLine
 
 CLEARLY_OVER = 2.0  # two windows in a row whose statistic exceeds this many times the bound end their point
 RE_MEASURES = 3  # attempts to confirm the answer, each lower than the last
@@ -170,8 +171,9 @@ def search(measure_at: Callable[[float], Measurement], kind: str, bound: Latency
                 low, high = (load, hi) if within else (lo, load)
                 next_ = (f"bracket {shown(low)}..{shown(high)}{unit} (within..over), at most "
                          f"{max(settings.search_max_steps - len(result.steps), 0)} points more before re-measuring")
-            progress(f"point {result.points}: {'concurrency ' if integer else ''}{shown(load)}{unit} ({role}): "
-                     f"{'within' if within else 'over'}: {why}; {next_}")
+            progress(ProgressLine(f"point {result.points}: {'concurrency ' if integer else ''}{shown(load)}{unit} "
+                                  f"({role}): {'within' if within else 'over'}: {why}; {next_}",
+                                  len(result.steps), max(settings.search_max_steps, len(result.steps))))
         return within
 
     def budget() -> bool:

@@ -14,6 +14,7 @@ import pytest
 from tritonsuite.core.access import redact, secrets_known
 from tritonsuite.plugin.fixtures import (OPTIONS_KEY, SERVER_KEY, XdistRunId, session_reports, suite, suite_options,
                                          triton)
+from tritonsuite.plugin import progress
 from tritonsuite.plugin.flags import MARKERS, add_options
 from tritonsuite.plugin.rootdir import correct_rootdir, output_root
 from tritonsuite.run.checks import OptionError
@@ -55,6 +56,7 @@ def pytest_configure(config):
         raise pytest.UsageError(str(exc)) from None
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistRunId(), "tritonsuite-xdist")
+    progress.configure(config)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

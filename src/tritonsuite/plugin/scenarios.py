@@ -53,7 +53,7 @@ def _options(request):
 @pytest.mark.offline
 def test_offline(suite, offline_case, triton, request, record_property):
     """Static batching, one request in flight, system shared memory, a batch-size sweep."""
-    progress = terminal_progress(request.config, offline_case.id)
+    progress = terminal_progress(request, offline_case.id)
     _outcome(verdicts.performance(suite, offline_case, _options(request), progress), record_property, request)
 
 
@@ -62,7 +62,7 @@ def test_online(suite, online_case, triton, request, record_property):
     """Dynamic batching on the server, over HTTP: a concurrency sweep (closed loop), request rates (open loop), and
     with a latency bound, the most load within it. At the highest concurrency a share of the requests carries
     accuracy samples, which must be answered as when sent alone."""
-    progress = terminal_progress(request.config, online_case.id)
+    progress = terminal_progress(request, online_case.id)
     judge = verdicts.search if online_case.search else verdicts.performance
     _outcome(judge(suite, online_case, _options(request), progress), record_property, request)
 
@@ -86,7 +86,8 @@ def test_tune(suite, tune_case, triton, request, record_property):
     """The configuration to ship for an online deployment: a search for the most throughput within the latency
     bound, its winner re-measured A B A B against the profile's configuration and checked for accuracy under load.
     Keeping the profile's configuration is an answer too; the test fails only when nothing could be measured."""
-    _outcome(verdicts.tune(suite, tune_case, _options(request)), record_property)
+    progress = terminal_progress(request, tune_case.id)
+    _outcome(verdicts.tune(suite, tune_case, _options(request), progress), record_property)
 
 
 @pytest.mark.mix
@@ -95,7 +96,7 @@ def test_mix(suite, mix_case, triton, request, record_property):
     interference ratio (together ÷ alone) with its interval, and its accuracy probes, travelling in its own traffic,
     answered as when sent alone. Fails on a wrong answer; a measurement that could not be measured is reported (and
     fails under --strict-stability)."""
-    progress = terminal_progress(request.config, mix_case.id)
+    progress = terminal_progress(request, mix_case.id)
     _outcome(verdicts.mix(suite, mix_case, _options(request), progress), record_property)
 
 

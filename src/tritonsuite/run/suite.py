@@ -392,8 +392,8 @@ class Suite:
 
         return {"": run_mix_case, "scale": run_mix_search, "tune": run_mix_tune}[search](self, name, progress)
 
-    def run_tune(self, case: Case, strategy: str = "search", budget: str = ""):
+    def run_tune(self, case: Case, strategy: str = "search", budget: str = "", progress: Progress | None = None):
         """The configuration search of a case's online deployment (:func:`tritonsuite.run.tunecase.run_tune_case`)."""
         from tritonsuite.run.tunecase import run_tune_case
 
-        return run_tune_case(self, case, strategy, budget)
+        return run_tune_case(self, case, strategy, budget, progress)

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tritonsuite.core.settings import LatencyBound
+from tritonsuite.load.point import Progress, ProgressLine
 from tritonsuite.load import sources as load_sources
 from tritonsuite.profiles.tunespace import Budget, Candidate, space_for
 from tritonsuite.report.tune import write_tune_pages
@@ -15,10 +16,11 @@ from tritonsuite.tune import write_config
 from tritonsuite.tune.runner import TuneTarget, tune
 
 
-def run_tune_case(suite, case, strategy: str = "search", budget: str = ""):
+def run_tune_case(suite, case, strategy: str = "search", budget: str = "", progress: Progress | None = None):
     """Tune the online deployment of ``case`` on ``suite``'s server within ``budget`` (``--tune-budget``; "": the
     profile's); returns the TuneResult. The shipped configuration goes to
-    ``reports/tune/<deployment>/config.pbtxt``, the evidence and summary pages beside it."""
+    ``reports/tune/<deployment>/config.pbtxt``, the evidence and summary pages beside it. ``progress`` is told each
+    measured point, counting the configurations measured of the budget's."""
     deployment = suite.deployment(case.model, case.format, case.precision, "online")
     spec = deployment.spec
     identity = {**suite._identity(case), "deployment": deployment.name}
@@ -32,6 +34,14 @@ def run_tune_case(suite, case, strategy: str = "search", budget: str = ""):
             row.extra["accuracy_under_load"] = meta["accuracy_under_load"]
         suite.record(row)
         rows.append(row)
+        if progress is not None:
+            labels = list(dict.fromkeys(r.measurement["tune"].get("label") for r in rows
+                                        if r.measurement["tune"].get("role") == "evidence"))
+            what = (f"configuration {labels.index(meta['label']) + 1}" if meta.get("role") == "evidence"
+                    else meta.get("role", ""))
+            verdict = f": {'within' if meta['within'] else 'over'}: {meta.get('why', '')}" if "within" in meta else ""
+            progress(ProgressLine(f"{what}: {meta.get('label', '')} at concurrency {measurement.point.concurrency}"
+                                  f"{verdict}", len(labels), (limit or space.budget).configurations))
         return row
 
     target = TuneTarget(suite.server, deployment.name, spec, deployment.directory, deployment.config,

@@ -115,7 +115,8 @@ def performance(suite, case, options, progress=None) -> Verdict:
 
     def figures(m) -> dict:
         # a figure the load generator did not give (perf_analyzer's unstable point: no CSV) is left out
-        found = {**{k: round(v, 4) for k, v in m.result.items() if v is not None}, "status": m.status}
+        found = {**{k: round(v, 4) for k, v in m.result.items() if v is not None}, "status": m.status,
+                 **({"measured_requests": m.meta["measured_requests"]} if "measured_requests" in m.meta else {})}
         if m.comparison is not None:
             found["comparison"] = m.comparison.describe()
         if m.accuracy_under_load is not None:
@@ -175,7 +176,7 @@ def conformance(suite, case, options) -> Verdict:
                              "reason": r.reason})
 
 
-def tune(suite, case, options) -> Verdict:
+def tune(suite, case, options, progress=None) -> Verdict:
     """The configuration to ship; keeping the profile's is an answer too: fails only when nothing was measured."""
     def figures(result) -> dict:
         best = result.best
@@ -184,7 +185,7 @@ def tune(suite, case, options) -> Verdict:
                 "config_pbtxt": str(suite.reports_dir / "tune" / result.deployment / "config.pbtxt"),
                 **({"best_inferences_per_second": round(best.score, 3), "best_concurrency": best.load} if best else {})}
 
-    return judged(case.id, lambda: suite.run_tune(case, options.tune_strategy, options.tune_budget),
+    return judged(case.id, lambda: suite.run_tune(case, options.tune_strategy, options.tune_budget, progress),
                   lambda result: _fail(None if result.best is not None else f"{case.id}: {result.describe()}"),
                   figures)
 
