@@ -52,6 +52,9 @@ def _tune(tmp_path, model: str):
     rows = raw_rows(tmp_path / "reports", "tune")
     roles = [r["measurement"]["tune"]["role"] for r in rows]
     assert roles == ["evidence", "evidence"] + ["abab-winner", "abab-default"] * 3 + ["answer"], roles
+    page = (tmp_path / "reports" / "tune" / model / "summary.md").read_text()  # the session's pages of the stored rows
+    assert page.startswith(f"# Tune: {model}\n") and rows[-1]["measurement"]["tune"]["answer"] in page
+    assert (tmp_path / "reports" / "tune" / model / "throughput_vs_latency.png").stat().st_size > 0
     return repo, rows
 
 

@@ -2,7 +2,8 @@
 ``summary.md`` (the answer, the A B A B re-measure, accuracy under load, every configuration measured, early-stopped
 ones marked) and ``throughput_vs_latency.png`` (every measured point: throughput against the bound's statistic,
 the frontier of the points within the bound, the bound and the winner). ``config.pbtxt`` is written beside them by
-the tune itself (:func:`tritonsuite.run.tunecase.run_tune_case`)."""
+the tune itself (:func:`tritonsuite.run.tunecase.run_tune_case`); the page and plot are the markdown presenter's,
+from the run's stored rows (:mod:`tritonsuite.report.presenters.markdown`)."""
 from __future__ import annotations
 
 import os
@@ -116,15 +117,6 @@ def plot_tune(rows: Sequence[Mapping[str, Any]], path: Path) -> Path | None:
                  fontsize=9)
     ax.legend(fontsize=7, loc="best")
     return save_figure(fig, path)
-
-
-def write_tune_pages(reports_dir: str | os.PathLike[str], rows: Sequence[Any]) -> list[Path]:
-    """``reports/tune/<deployment>/summary.md`` and its plot for every tuned deployment in ``rows``."""
-    records = [r for r in as_records(rows) if r.get("scenario") == "tune" and _tune(r)]
-    written: list[Path] = []
-    for deployment, drows in group_by(records, lambda r: r.get("deployment")).items():
-        written += write_tune_page(reports_dir, str(deployment), drows)
-    return written
 
 
 def write_tune_page(reports_dir: str | os.PathLike[str], deployment: str, rows: Sequence[Any]) -> list[Path]:
