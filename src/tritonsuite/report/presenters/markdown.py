@@ -1,7 +1,8 @@
 """The markdown presenter: the seeds' pages. Per scenario and model ``<scenario>/<model>.md`` with its plots in
 ``<scenario>/<model>/``; per deployment its conformance page and its tune's page; per mix its page;
-``crosscheck.md`` where both load generators measured a point; ``compare.md`` with ``--compare``; and
-``summary.md``, the short page for a CI job. Each page is headed by the run's provenance line and redacted."""
+and the run's own pages (:func:`run_pages`): ``crosscheck.md`` where both load generators measured a point,
+``summary.md``, the short page for a CI job, and ``compare.md`` with ``--compare`` (:func:`render_page`, which the
+``crosscheck`` and ``compare`` commands print). Each page is headed by the run's provenance line and redacted."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -49,25 +50,37 @@ def write(run: RunRecords) -> list[Path]:
         written.append(write_conformance_page(reports_dir, deployment, rows))
     for name, rows in run.mixes.items():
         written += write_mix_page(reports_dir, name, rows, header)
-    if run.cross:  # points both load generators measured: perf_analyzer side by side with the engine
-        page = reports_dir / "crosscheck.md"
-        page.write_text(redact(with_header(render_crosscheck(run.rows), header)), encoding="utf-8")
+    for name in run_pages(run):
+        page = reports_dir / name
+        page.write_text(render_page(run, name), encoding="utf-8")
         written.append(page)
-    if run.rows or run.faults:  # a short page for a CI job summary; what was given up and restarted, at its end
-        page = reports_dir / "summary.md"
+    return written
+
+
+def run_pages(run: RunRecords) -> list[str]:
+    """The run's own pages it has: ``crosscheck.md`` where both load generators measured a point, ``summary.md``
+    where it has rows or faults, ``compare.md`` with a comparison."""
+    return [name for name, has in (("crosscheck.md", bool(run.cross)), ("summary.md", bool(run.rows or run.faults)),
+                                   ("compare.md", run.comparison is not None)) if has]
+
+
+def render_page(run: RunRecords, name: str) -> str:
+    """The text of one of the run's own pages (a name of :func:`run_pages`), redacted: what :func:`write` writes,
+    and what ``tritonsuite crosscheck`` and ``tritonsuite compare`` print."""
+    if name == "crosscheck.md":  # perf_analyzer side by side with the engine
+        text = with_header(render_crosscheck(run.rows), run.header)
+    elif name == "summary.md":  # a short page for a CI job summary; what was given up and restarted, at its end
         broken = ("\n\n## Deployments given up, server restarts\n\n" + "\n".join(f"- {line}" for line in run.faults)
                   + "\n")
-        text = with_header(render_summary(run.rows, run.run_id), header) + (broken if run.faults else "")
+        text = with_header(render_summary(run.rows, run.run_id), run.header) + (broken if run.faults else "")
         if "html" in run.presenters:  # the HTML presenter's page, linked first
             title, _, rest = text.partition("\n\n")
             text = f"{title}\n\n{HTML_LINK}\n\n{rest}"
-        page.write_text(redact(text), encoding="utf-8")
-        written.append(page)
-    if run.comparison is not None:
-        page = reports_dir / "compare.md"
-        page.write_text(redact(render_comparison(run.comparison, run.gate_percent)), encoding="utf-8")
-        written.append(page)
-    return written
+    elif name == "compare.md" and run.comparison is not None:
+        text = render_comparison(run.comparison, run.gate_percent)
+    else:
+        raise ValueError(f"no page {name!r} of this run; it has: {', '.join(run_pages(run))}")
+    return redact(text)
 
 
 def with_header(page: str, header: str) -> str:
