@@ -17,6 +17,7 @@ from tritonsuite.core.rows import LATENCY_PARTS, RESULT_COLUMNS, Row
 from tritonsuite.core.store import RawWriter, load_rows, raw_path
 from tritonsuite.load.telemetry import GPU_COLUMNS
 from tritonsuite.report import plot_offline, plot_online, render_markdown, write_reports
+from tritonsuite.report.records import group_run
 
 RUN = "20261122T021500-1234"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -425,7 +426,7 @@ def test_summary_for_a_ci_job(tmp_path):
     accuracy = Row.from_dict({"scenario": "accuracy", "model": "bert", "title": "BERT", "deployment": "bert_acc",
                               "status": "FAILED", "run_id": RUN, "baseline": {
                                   "regressions": ["f1: baseline 88, now 87, delta -1, allowed -0.1"], "compared": 3}})
-    md = render_summary(offline_rows() + [accuracy], RUN)
+    md = render_summary(group_run(tmp_path, offline_rows() + [accuracy], RUN))
     assert md.startswith(f"# tritonsuite run {RUN}\n")
     assert "| BERT  | bert_acc   | FAILED | regressed: f1: baseline 88, now 87, delta -1, allowed -0.1 |" in md
     best = max((r for r in offline_rows() if r.deployment.startswith("bert_cpu_onnx") and r.status == "OK"),
@@ -488,7 +489,7 @@ def test_online_page_has_rate_rows_and_the_search_answer_with_its_evidence(tmp_p
                                                             ("3", "150.0 req/s", "OK", "yes")]
     from tritonsuite.report import render_summary
 
-    summary = render_summary(rows, RUN)
+    summary = render_summary(group_run(tmp_path, rows, RUN))
     assert "## Most load within the latency bound" in summary
     assert f"- {rows[0].deployment}: max req/s at p99 <= 30 ms: 150.0 req/s" in summary
     paths = plot_online(rows, tmp_path)

@@ -77,19 +77,19 @@ def _limit(threshold: Any) -> float | None:
 
 def conformance(run: RunRecords) -> str:
     blocks = []
-    for deployment, rows in run.conformance.items():
-        verdicts = [str(r.extra.get("verdict", "fail")) for r in rows]
+    for deployment, checks in run.conformance.items():
+        verdicts = [c.judged for c in checks]
         table = Table([("check", True), ("declared", True), ("observed", True), ("verdict", True), ("reason", True),
                        ("seconds", True)], cls="checklist")
-        for r, verdict in zip(rows, verdicts):
-            table.add([r.extra.get("check", "-"), r.extra.get("declared", "-"), r.extra.get("observed", "-"),
-                       Cell(verdict, cls=f"verdict-{verdict}"), "; ".join(r.reasons) or "-",
-                       cell_number(r.seconds, 2)], status=r.status)
-        line = (f"<p>{len(rows)} checks: {verdicts.count('pass')} passed, {verdicts.count('fail')} failed, "
+        for c in checks:
+            table.add(["-" if c.check is None else c.check, c.declared, c.observed,
+                       Cell(c.judged, cls=f"verdict-{c.judged}"), "; ".join(c.reasons) or "-",
+                       cell_number(c.seconds, 2)], status=c.status)
+        line = (f"<p>{len(checks)} checks: {verdicts.count('pass')} passed, {verdicts.count('fail')} failed, "
                 f"{verdicts.count('skipped')} skipped. <a href=\"conformance/{esc(safe_component(deployment))}.md\">"
                 "evidence (markdown)</a></p>")
-        blocks.append(block(line + table.html(), deployment, 3, scenario="conformance", model=rows[0].model,
-                            format=rows[0].format, precision=rows[0].precision))
+        blocks.append(block(line + table.html(), deployment, 3, scenario="conformance", model=checks[0].model,
+                            format=checks[0].format, precision=checks[0].precision))
     return _section("conformance", "Conformance: declared, observed, verdict", "".join(blocks))
 
 

@@ -11,6 +11,7 @@ from tritonsuite.report.common import (distinct, format_number, format_value, gr
                                        is_number, load_kind, pipe_table, as_records, result_of, row_label, search_of,
                                        series_of, status_of, title_of)
 from tritonsuite.report.conformance import summary_lines as conformance_summary
+from tritonsuite.report.records import RunRecords
 
 
 def under_load_of(row: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -108,11 +109,12 @@ def not_measured_lines(rows: Sequence[Any]) -> list[str]:
             and not_measured(status_of(r), r.get("measurement") or {})]
 
 
-def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
+def render_summary(run: RunRecords) -> str:
     """A short page for a CI job summary: per accuracy deployment its verdict and its standing against the
-    baseline; per measured deployment its best valid throughput with that point's p99."""
-    rows = as_records(rows)
-    out = [f"# tritonsuite run {run_id or ', '.join(distinct(r.get('run_id') for r in rows))}", ""]
+    baseline; per deployment its conformance verdicts; per tuned deployment the configuration to ship; per measured
+    deployment its best valid throughput with that point's p99."""
+    rows = as_records(run.rows)
+    out = [f"# tritonsuite run {run.run_id or ', '.join(distinct(r.get('run_id') for r in rows))}", ""]
     accuracy = [r for r in rows if r.get("scenario") == "accuracy"]
     if accuracy:
         table = []
@@ -132,7 +134,7 @@ def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
             table.append([str(r.get("title") or r.get("model")), str(r.get("deployment")), status_of(r), standing])
         out += ["## Accuracy", "", pipe_table(["model", "deployment", "status", "against the baseline"], table,
                                                align="left"), ""]
-    out += conformance_summary(rows)
+    out += conformance_summary(run.conformance)
     tuned = [r for r in rows if r.get("scenario") == "tune"
              and ((r.get("measurement") or {}).get("tune") or {}).get("role") == "answer"]
     if tuned:  # tritonsuite.tune: the configuration to ship, per deployment

@@ -95,6 +95,42 @@ class Point:
         return {part: self.latency_ms.get(part) for part in LATENCY_PARTS}
 
 
+@dataclass(frozen=True)
+class Check:
+    """One conformance check of a deployment (:mod:`tritonsuite.judge.conformance`) as its page shows it: what the
+    configuration declares, what the live server showed, the verdict (``pass``, ``fail``, ``skipped``; None where the
+    row has none) and the evidence that needs more than a cell."""
+
+    deployment: str
+    model: str
+    format: str
+    precision: str
+    check: str | None
+    declared: Any
+    observed: Any
+    verdict: str | None
+    status: str
+    reasons: tuple[str, ...]
+    seconds: float | None
+    evidence: Mapping[str, Any]  # batch_stats (batch size -> executions), probes, and the check's own figures
+    declared_fields: tuple[str, ...]  # every field the deployment's configuration sets (on any of its checks)
+    row: Row = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, row: Row) -> "Check":
+        extra = row.extra
+        return cls(deployment=row.deployment, model=row.model, format=row.format, precision=row.precision,
+                   check=extra.get("check"), declared=extra.get("declared", "-"), observed=extra.get("observed", "-"),
+                   verdict=extra.get("verdict"), status=row.status, reasons=tuple(str(r) for r in row.reasons),
+                   seconds=row.seconds, evidence=dict(extra.get("evidence") or {}),
+                   declared_fields=tuple(extra.get("declared_fields") or ()), row=row)
+
+    @property
+    def judged(self) -> str:
+        """The verdict counted: a check without one counts as failed."""
+        return self.verdict if self.verdict is not None else "fail"
+
+
 @dataclass
 class RunRecords:
     """The rows of a run (or of every run in a directory), what the pages need of its manifest, and the groups each
@@ -109,7 +145,7 @@ class RunRecords:
     header: str = ""  # the provenance line under each page's title
     faults: list[str] = field(default_factory=list)  # deployments given up, server restarts
     pages: dict[tuple[str, str], list[Row]] = field(default_factory=dict)  # (scenario, model) -> its page's rows
-    conformance: dict[str, list[Row]] = field(default_factory=dict)  # deployment -> its checks
+    conformance: dict[str, list[Check]] = field(default_factory=dict)  # deployment -> its checks
     tune: dict[str, list[Row]] = field(default_factory=dict)  # deployment -> its tune's rows
     mixes: dict[str, list[Row]] = field(default_factory=dict)  # mix name -> its rows
     cross: list[CrossPoint] = field(default_factory=list)  # points both load generators measured
@@ -127,7 +163,7 @@ def group_run(reports_dir: str | os.PathLike[str], rows: list[Row], run_id: str 
         if row.scenario not in OWN_PAGES:
             run.pages.setdefault((row.scenario, row.model), []).append(row)
         if row.scenario == "conformance":
-            run.conformance.setdefault(row.deployment, []).append(row)
+            run.conformance.setdefault(row.deployment, []).append(Check.of(row))
         if row.scenario == "tune" and (row.measurement.get("tune") or {}):
             run.tune.setdefault(row.deployment, []).append(row)
         if row.scenario == "mix":

@@ -72,7 +72,7 @@ def render_page(run: RunRecords, name: str) -> str:
     elif name == "summary.md":  # a short page for a CI job summary; what was given up and restarted, at its end
         broken = ("\n\n## Deployments given up, server restarts\n\n" + "\n".join(f"- {line}" for line in run.faults)
                   + "\n")
-        text = with_header(render_summary(run.rows, run.run_id), run.header) + (broken if run.faults else "")
+        text = with_header(render_summary(run), run.header) + (broken if run.faults else "")
         if "html" in run.presenters:  # the HTML presenter's page, linked first
             title, _, rest = text.partition("\n\n")
             text = f"{title}\n\n{HTML_LINK}\n\n{rest}"
