@@ -13,7 +13,7 @@ from tritonsuite.report.htmlkit import Cell, Figures, Table, block, cell_number,
 from tritonsuite.report.mix import mix_ratios
 from tritonsuite.report.pages import flatten_metrics, threshold_for
 from tritonsuite.report.records import RunRecords
-from tritonsuite.report.tune import statistic_ms
+from tritonsuite.report.tune import frontier
 
 VERDICT_ORDER = {"regression": 0, "improvement": 1, "no significant change": 2, "not comparable": 3}
 
@@ -130,55 +130,43 @@ def compare(run: RunRecords, figures: Figures) -> str:
                                                                   scenario=["offline", "online"], model=models))
 
 
-def _tune_of(row) -> dict[str, Any]:
-    return row.measurement.get("tune") or {}
-
-
 def tune(run: RunRecords, figures: Figures) -> str:
     blocks = []
-    for deployment, rows in run.tune.items():
-        evidence = [r for r in rows if _tune_of(r).get("role") == "evidence"]
-        answers = [r for r in rows if _tune_of(r).get("role") == "answer"]
-        bound = str(_tune_of(rows[0]).get("bound", ""))
+    for deployment, points in run.tune.items():
+        evidence = [t for t in points if t.role == "evidence"]
+        answers = [t for t in points if t.role == "answer"]
+        bound = points[0].bound
         table = Table([("#", True), ("configuration", True), ("concurrency", True), ("Inferences/Second", True),
                        (f"{bound.split()[0] if bound else 'latency'} (ms)", True), ("within the bound", True),
                        ("status", True), ("why", True)], cls="tune")
-        points = []
-        for step, r in enumerate(evidence, 1):
-            t, stat = _tune_of(r), statistic_ms(r.to_dict())
-            table.add([cell_number(step, 0), t.get("label", ""), cell_number(r.concurrency, 0),
-                       cell_number(r.result.get("Inferences/Second")), cell_number(stat, 2),
-                       "yes" if t.get("within") else "no", Cell(r.status, cls=f"status-{r.status}"),
-                       "early-stopped: " + t["early_stopped"] if t.get("early_stopped") else t.get("why", "")],
-                      status=r.status)
-            if stat is not None and number(r.result.get("Inferences/Second")) is not None:
-                points.append((stat, float(r.result["Inferences/Second"]), bool(t.get("within")), t.get("label", "")))
-        traces = [{"type": "scatter", "mode": "markers", "name": name, "x": [p[0] for p in mine],
-                   "y": [p[1] for p in mine], "text": [plot_text(p[3]) for p in mine],
+        for step, t in enumerate(evidence, 1):
+            table.add([cell_number(step, 0), t.label, cell_number(t.concurrency, 0), cell_number(t.throughput_per_s),
+                       cell_number(t.statistic_ms, 2), "yes" if t.within else "no",
+                       Cell(t.status, cls=f"status-{t.status}"),
+                       "early-stopped: " + t.early_stopped if t.early_stopped else t.why], status=t.status)
+        measured = [t for t in evidence if t.statistic_ms is not None and t.throughput_per_s is not None]
+        traces = [{"type": "scatter", "mode": "markers", "name": name, "x": [t.statistic_ms for t in mine],
+                   "y": [t.throughput_per_s for t in mine], "text": [plot_text(t.label) for t in mine],
                    "marker": {"symbol": symbol, "size": 9}}
-                  for name, symbol, mine in (("within the bound", "circle", [p for p in points if p[2]]),
-                                             ("over the bound", "circle-open", [p for p in points if not p[2]]))
+                  for name, symbol, mine in (("within the bound", "circle", [t for t in measured if t.within]),
+                                             ("over the bound", "circle-open", [t for t in measured if not t.within]))
                   if mine]
-        frontier, top = [], -1.0
-        for x, y, _, _ in sorted(p for p in points if p[2]):  # the most throughput for at most this latency
-            if y > top:
-                frontier.append((x, y))
-                top = y
-        if frontier:
-            traces.append({"type": "scatter", "mode": "lines", "name": "frontier", "x": [f[0] for f in frontier],
-                           "y": [f[1] for f in frontier]})
+        best = frontier([(t.statistic_ms, t.throughput_per_s) for t in measured if t.within])
+        if best:
+            traces.append({"type": "scatter", "mode": "lines", "name": "frontier", "x": [f[0] for f in best],
+                           "y": [f[1] for f in best]})
         layout: dict[str, Any] = {"xaxis": {"title": {"text": f"{bound.split()[0] if bound else ''} latency (ms)"}},
                                   "yaxis": {"title": {"text": "inferences/s"}}}
         if bound:
             ms = LatencyBound.parse(bound).ms
             layout["shapes"] = [{"type": "line", "x0": ms, "x1": ms, "yref": "paper", "y0": 0, "y1": 1,
                                  "line": {"dash": "dash", "color": "#d62728"}}]
-        answer = _tune_of(answers[-1]) if answers else {}
-        head = (f"<p><strong>{'Recommended' if answer.get('recommended') else 'Not recommended'}</strong>: "
-                f"{esc(answer.get('answer'))}</p>" if answer else "<p>The tune did not finish.</p>")
+        answer = answers[-1] if answers else None
+        head = (f"<p><strong>{'Recommended' if answer.recommended else 'Not recommended'}</strong>: "
+                f"{esc(answer.answer)}</p>" if answer else "<p>The tune did not finish.</p>")
         plot = figures.add("tune", f"{deployment}: every configuration measured (bound {bound})", traces, layout)
-        blocks.append(block(head + table.html() + plot, deployment, 3, scenario="tune", model=rows[0].model,
-                            format=rows[0].format, precision=rows[0].precision))
+        blocks.append(block(head + table.html() + plot, deployment, 3, scenario="tune", model=points[0].model,
+                            format=points[0].format, precision=points[0].precision))
     return _section("tune", "Tune: configurations and their frontier", "".join(blocks))
 
 

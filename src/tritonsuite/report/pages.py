@@ -135,19 +135,16 @@ def render_summary(run: RunRecords) -> str:
         out += ["## Accuracy", "", pipe_table(["model", "deployment", "status", "against the baseline"], table,
                                                align="left"), ""]
     out += conformance_summary(run.conformance)
-    tuned = [r for r in rows if r.get("scenario") == "tune"
-             and ((r.get("measurement") or {}).get("tune") or {}).get("role") == "answer"]
+    tuned = [t for points in run.tune.values() for t in points if t.role == "answer"]
     if tuned:  # tritonsuite.tune: the configuration to ship, per deployment
         out += ["## Which configuration to ship (tune)", ""] + [
-            f"- {r.get('deployment')}: {r['measurement']['tune'].get('answer')} (tune/{r.get('deployment')}/)"
-            for r in tuned] + [""]
-        for model, mrows in group_by(tuned, lambda r: r.get("model")).items():  # the outer choice: format, precision
-            scored = [r for r in mrows if is_number(result_of(r).get("Inferences/Second"))]
+            f"- {t.deployment}: {t.answer} (tune/{t.deployment}/)" for t in tuned] + [""]
+        for model, answers in group_by(tuned, lambda t: t.model).items():  # the outer choice: format, precision
+            scored = [t for t in answers if t.throughput_per_s is not None]
             if len(scored) > 1:
-                top = max(scored, key=lambda r: result_of(r)["Inferences/Second"])
-                out += [f"- {model}, best configuration measured across its formats and precisions: "
-                        f"{top.get('deployment')} "
-                        f"({result_of(top)['Inferences/Second']:.1f} inf/s within the bound; each deployment tuned in "
+                top = max(scored, key=lambda t: t.throughput_per_s)
+                out += [f"- {model}, best configuration measured across its formats and precisions: {top.deployment} "
+                        f"({top.throughput_per_s:.1f} inf/s within the bound; each deployment tuned in "
                         f"its own test, one after another)", ""]
     answers = [r for r in rows if load_kind(r) == "result"]
     if answers:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonsuite.core.rows import LATENCY_PARTS, RESULT_COLUMNS, Row
+from tritonsuite.core.settings import LatencyBound
 from tritonsuite.core.store import fault_lines, load_rows, read_faults, read_manifest
 from tritonsuite.judge.compare import Comparison
 from tritonsuite.judge.crosscheck import CrossPoint, cross_points
@@ -131,6 +132,62 @@ class Check:
         return self.verdict if self.verdict is not None else "fail"
 
 
+@dataclass(frozen=True)
+class TunePoint:
+    """One row of a tune (:mod:`tritonsuite.tune`) as its page shows it: a configuration measured (``evidence``), a
+    side of the interleaved re-measure (``abab-winner``, ``abab-default``), accuracy under load (``accuracy``) or the
+    answer (``answer``, which also carries the summary of the search). Latencies in ms, throughput in inferences/s."""
+
+    deployment: str
+    model: str
+    format: str
+    precision: str
+    role: str
+    label: str  # the configuration, "2 inst, delay 100us"
+    bound: str  # "p99 <= 40 ms"
+    within: bool
+    why: str
+    early_stopped: str  # why the configuration was given up early, "" when it was not
+    concurrency: int | None
+    status: str
+    throughput_per_s: float | None
+    p99_ms: float | None
+    statistic_ms: float | None  # the bound's statistic: its result column, else from the latency samples
+    answer: str | None  # the answer row's: the sentence, whether recommended, the search's size and time
+    recommended: bool
+    configurations: Any
+    space: Any
+    seconds: Any
+    varied: tuple[str, ...]
+    accuracy_note: str  # the answer's accuracy, when judged by the deployment's kind and not under load
+    accuracy_line: str  # an accuracy row's verdict under load
+    row: Row = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, row: Row) -> "TunePoint":
+        t = row.measurement.get("tune") or {}
+        return cls(deployment=row.deployment, model=row.model, format=row.format, precision=row.precision,
+                   role=str(t.get("role", "")), label=str(t.get("label", "")), bound=str(t.get("bound", "")),
+                   within=bool(t.get("within")), why=str(t.get("why", "")),
+                   early_stopped=str(t.get("early_stopped") or ""), concurrency=row.concurrency, status=row.status,
+                   throughput_per_s=_number(row.result.get("Inferences/Second")),
+                   p99_ms=_number(row.result.get("p99 latency")),
+                   statistic_ms=_bound_statistic(row, t["bound"]) if t.get("bound") else None,
+                   answer=t.get("answer"), recommended=bool(t.get("recommended")),
+                   configurations=t.get("configurations"), space=t.get("space"), seconds=t.get("seconds"),
+                   varied=tuple(t.get("varied") or ()), accuracy_note=str(t.get("accuracy") or ""),
+                   accuracy_line=str(t.get("accuracy_line", "")), row=row)
+
+
+def _bound_statistic(row: Row, bound_text: str) -> float | None:
+    bound = LatencyBound.parse(bound_text)
+    column = row.result.get(f"{bound.statistic} latency")
+    if column is not None:
+        return float(column)
+    samples = row.measurement.get("latency_samples_ms") or []
+    return bound.value(samples) if samples else None
+
+
 @dataclass
 class RunRecords:
     """The rows of a run (or of every run in a directory), what the pages need of its manifest, and the groups each
@@ -146,7 +203,7 @@ class RunRecords:
     faults: list[str] = field(default_factory=list)  # deployments given up, server restarts
     pages: dict[tuple[str, str], list[Row]] = field(default_factory=dict)  # (scenario, model) -> its page's rows
     conformance: dict[str, list[Check]] = field(default_factory=dict)  # deployment -> its checks
-    tune: dict[str, list[Row]] = field(default_factory=dict)  # deployment -> its tune's rows
+    tune: dict[str, list[TunePoint]] = field(default_factory=dict)  # deployment -> its tune's rows
     mixes: dict[str, list[Row]] = field(default_factory=dict)  # mix name -> its rows
     cross: list[CrossPoint] = field(default_factory=list)  # points both load generators measured
     points: list[Point] = field(default_factory=list)  # every offline and online row, typed
@@ -165,7 +222,7 @@ def group_run(reports_dir: str | os.PathLike[str], rows: list[Row], run_id: str 
         if row.scenario == "conformance":
             run.conformance.setdefault(row.deployment, []).append(Check.of(row))
         if row.scenario == "tune" and (row.measurement.get("tune") or {}):
-            run.tune.setdefault(row.deployment, []).append(row)
+            run.tune.setdefault(row.deployment, []).append(TunePoint.of(row))
         if row.scenario == "mix":
             run.mixes.setdefault(str((row.extra.get("mix") or {}).get("name") or row.model), []).append(row)
         if row.scenario in ("offline", "online"):
