@@ -204,22 +204,19 @@ def load_kind(row: Mapping[str, Any]) -> str:
 PERCENTILE_COLUMNS = ("p50 latency", "p90 latency", "p95 latency", "p99 latency")
 
 
-def percentile_cell(row: Mapping[str, Any], column: str) -> str:
-    """A percentile with its interval, "12.3 [11.9, 12.8]", or marked indicative, "~45.1 [40.2, -]" (the interval
-    has no upper end in the sample, or is wider than the stated precision). A row without intervals (perf_analyzer's
-    own percentiles, a row written before they existed) is indicative too: "~12.3"."""
-    value = result_of(row).get(column)
+def percentile_cell(point, column: str) -> str:
+    """A percentile of a :class:`tritonsuite.report.records.Point` with its interval, "12.3 [11.9, 12.8]", or marked
+    indicative, "~45.1 [40.2, -]" (the interval has no upper end in the sample, or is wider than the stated
+    precision). A row without intervals (perf_analyzer's own percentiles, a row written before they existed) is
+    indicative too: "~12.3"."""
+    value = point.latency_ms.get(column)
     text = format_number(column, value)
-    if not is_number(value):
+    if value is None:
         return text
-    measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
-    estimates = measurement.get("percentiles") if isinstance(measurement.get("percentiles"), Mapping) else {}
-    estimate = estimates.get(column.split()[0])
-    if not isinstance(estimate, Mapping):
+    if column not in point.intervals_ms:
         return "~" + text
-    low, high = (format_number(column, estimate.get(k)) if is_number(estimate.get(k)) else "-"
-                 for k in ("low", "high"))
-    return ("~" if estimate.get("indicative") else "") + f"{text} [{low}, {high}]"
+    low, high = (format_number(column, v) if v is not None else "-" for v in point.intervals_ms[column])
+    return ("~" if column in point.indicative else "") + f"{text} [{low}, {high}]"
 
 
 def samples_cell(row: Mapping[str, Any]) -> str:

@@ -190,7 +190,7 @@ def mix(run: RunRecords, figures: Figures) -> str:
                            {"shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
                                         "line": {"dash": "dot"}}]})
         blocks.append(block(table.html() + plot, f"mix {name}", 3, scenario="mix",
-                            model=sorted({r.model for r in rows})))
+                            model=sorted({m.point.model for m in rows})))
     return _section("mix", "Mix: interference", "".join(blocks))
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tritonsuite.core.rows import RESULT_COLUMNS, STATUSES, STREAM_COLUMNS
+from tritonsuite.core.rows import RESULT_COLUMNS, STATUSES, STREAM_COLUMNS, Row
 from tritonsuite.load.telemetry import GPU_COLUMNS
 from tritonsuite.report.common import (PERCENTILE_COLUMNS, percentile_cell, percentile_note, samples_cell,
                                        EXTRA_COLUMNS, INT_COLUMNS, PLOT_ALT, PLOTS, SCENARIO_DESCRIPTIONS,
@@ -16,7 +16,13 @@ from tritonsuite.report.common import (PERCENTILE_COLUMNS, percentile_cell, perc
                                        series_of, sort_key, status_of, title_of)
 from tritonsuite.report.kinds import kinds_section
 from tritonsuite.report.pages import under_load_of, render_metrics_markdown
+from tritonsuite.report.records import Point
 from tritonsuite.report.steps import steps_section
+
+
+def _point(row: Mapping[str, Any]) -> Point:
+    """The typed point of a row in its JSON form (this page still reads rows as records)."""
+    return Point.of(Row.from_dict(row))
 
 
 def _measured_line(scenario: str, rows: Sequence[Mapping[str, Any]]) -> str:
@@ -84,7 +90,7 @@ def _results_table(rows: Sequence[Mapping[str, Any]]) -> str:
         cells = [str(row.get("host") or "-")] * hosts
         for column in RESULT_COLUMNS:
             value = coord(row, column) if column in INT_COLUMNS else result.get(column)
-            cells.append(percentile_cell(row, column) if column in PERCENTILE_COLUMNS
+            cells.append(percentile_cell(_point(row), column) if column in PERCENTILE_COLUMNS
                          else format_number(column, value))
         cells += [format_number(column, result.get(column)) for column in streamed]
         cells.append(status_of(row))
@@ -180,7 +186,7 @@ def _rate_table(rows: Sequence[Mapping[str, Any]]) -> str:
                      format_number("Inferences/Second", m.get("achieved_rate")),
                      f"{m['late_percent']:.2f}" if is_number(m.get("late_percent")) else "-",
                      f"{result['Concurrency']:.1f}" if is_number(result.get("Concurrency")) else "-"]
-                    + [percentile_cell(row, c) if c in PERCENTILE_COLUMNS else format_number(c, result.get(c))
+                    + [percentile_cell(_point(row), c) if c in PERCENTILE_COLUMNS else format_number(c, result.get(c))
                        for c in headers[4:10]] + [status_of(row)] + _cpu_cells(row) + [samples_cell(row)])
     return pipe_table([column_header(h) if h in RESULT_COLUMNS else h for h in headers], body, align="right")
 
@@ -201,7 +207,7 @@ def _search_sections(rows: Sequence[Mapping[str, Any]]) -> list[str]:
                 row.get("request_rate")) else f"concurrency {format_number('Concurrency', coord(row, 'Concurrency'))}")
             body.append([str(search.get("step", "-")), load,
                          format_number("Inferences/Second", result.get("Inferences/Second")),
-                         percentile_cell(row, "p99 latency"), status_of(row),
+                         percentile_cell(_point(row), "p99 latency"), status_of(row),
                          "yes" if search.get("within") else "no", str(search.get("why", "-")) + _moved(row)])
         if body:
             out += [pipe_table(["Step", "Load", "Inferences/Second", "p99 latency (ms)", "Status", "Within",

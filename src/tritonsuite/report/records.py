@@ -26,7 +26,7 @@ LATENCY_COLUMNS = tuple(c for c in RESULT_COLUMNS if c not in ("Batch", "Concurr
 
 
 def _number(value: Any) -> float | None:
-    return float(value) if is_number(value) else None
+    return value if is_number(value) else None  # as stored (an int stays one: pages print it as the rows say)
 
 
 @dataclass(frozen=True)
@@ -188,6 +188,67 @@ def _bound_statistic(row: Row, bound_text: str) -> float | None:
     return bound.value(samples) if samples else None
 
 
+@dataclass(frozen=True)
+class MixPoint:
+    """One row of a mix (:mod:`tritonsuite.load.mix`) as its page shows it: its role (``alone``, ``together``,
+    ``failed``, ``search``, ``search-answer``, ``tune-<step>``, ``tune-answer``), round and span, what the searches
+    recorded, and its figures as a :class:`Point`."""
+
+    name: str  # the mix's
+    host: str  # "" unless merged from several hosts
+    role: str
+    round: int
+    traffic: str
+    start_s: float
+    end_s: float
+    step: Any  # the most-load search's point, its factor, bound and verdict
+    factor: Any
+    bound: str
+    within: bool
+    why: str
+    answer: Any  # a search's or the configuration search's answer
+    recommended: bool
+    configs: tuple[str, ...]  # the configurations to ship (the configuration search's answer)
+    label: str  # the configuration search's joint configuration, " | " between the deployments'
+    weighted_score: Any
+    set_concurrency: int | None  # the traffic's concurrency (None for a request rate)
+    deployment_client_cpu_percent: float | None  # the part of the load generator's CPU this deployment's traffic took
+    accuracy_passed: bool | None  # accuracy under the mix; None without probes
+    point: Point
+
+    @classmethod
+    def of(cls, row: Row) -> "MixPoint":
+        mx = row.extra.get("mix") or {}
+        under_load = row.extra.get("accuracy_under_load")
+        return cls(name=str(mx.get("name") or row.model), host=str(row.extra.get("host") or ""),
+                   role=str(mx.get("role", "")), round=mx.get("round", 0), traffic=mx.get("traffic", ""),
+                   start_s=mx.get("start_s", 0.0), end_s=mx.get("end_s", 0.0), step=mx.get("step"),
+                   factor=mx.get("factor"), bound=str(mx.get("bound") or "-"), within=bool(mx.get("within")),
+                   why=str(mx.get("why", "")), answer=mx.get("answer"), recommended=bool(mx.get("recommended")),
+                   configs=tuple(mx.get("configs", ())), label=str(mx.get("label", "")),
+                   weighted_score=mx.get("weighted_score", 0), set_concurrency=row.concurrency,
+                   deployment_client_cpu_percent=_number(row.measurement.get("deployment_client_cpu_percent")),
+                   accuracy_passed=bool(under_load.get("passed")) if under_load else None, point=Point.of(row))
+
+    @property
+    def deployment(self) -> str:
+        return self.point.deployment
+
+    @property
+    def row(self) -> Row:
+        return self.point.row
+
+
+def mixes_of(rows: list[Row]) -> dict[str, list[MixPoint]]:
+    """The mix rows among ``rows``, typed, by mix name (first-seen order)."""
+    found: dict[str, list[MixPoint]] = {}
+    for row in rows:
+        if row.scenario == "mix":
+            point = MixPoint.of(row)
+            found.setdefault(point.name, []).append(point)
+    return found
+
+
 @dataclass
 class RunRecords:
     """The rows of a run (or of every run in a directory), what the pages need of its manifest, and the groups each
@@ -204,7 +265,7 @@ class RunRecords:
     pages: dict[tuple[str, str], list[Row]] = field(default_factory=dict)  # (scenario, model) -> its page's rows
     conformance: dict[str, list[Check]] = field(default_factory=dict)  # deployment -> its checks
     tune: dict[str, list[TunePoint]] = field(default_factory=dict)  # deployment -> its tune's rows
-    mixes: dict[str, list[Row]] = field(default_factory=dict)  # mix name -> its rows
+    mixes: dict[str, list[MixPoint]] = field(default_factory=dict)  # mix name -> its rows
     cross: list[CrossPoint] = field(default_factory=list)  # points both load generators measured
     points: list[Point] = field(default_factory=list)  # every offline and online row, typed
     presenters: tuple[str, ...] = ()  # the presenters writing this run (a page links another's)
@@ -223,10 +284,9 @@ def group_run(reports_dir: str | os.PathLike[str], rows: list[Row], run_id: str 
             run.conformance.setdefault(row.deployment, []).append(Check.of(row))
         if row.scenario == "tune" and (row.measurement.get("tune") or {}):
             run.tune.setdefault(row.deployment, []).append(TunePoint.of(row))
-        if row.scenario == "mix":
-            run.mixes.setdefault(str((row.extra.get("mix") or {}).get("name") or row.model), []).append(row)
         if row.scenario in ("offline", "online"):
             run.points.append(Point.of(row))
+    run.mixes = mixes_of(run.rows)
     run.cross = cross_points(run.rows)
     return run
 

@@ -145,13 +145,12 @@ def deployment_view(scenario: str, points: list[Point], figures: Figures) -> str
                + [("Client CPU (%)", False), ("Other CPU (%)", False), ("Load generator", False)])
     table = Table(columns)
     for p in points:
-        record = p.row.to_dict()
         load = p.load_kind if p.request_rate_per_s is None else f"rate {p.request_rate_per_s:g} req/s"
         if p.search:
             load = f"search step {p.search.get('step')}" if p.load_kind == "evidence" else "search answer"
         table.add([load, cell_number(p.batch, 0), cell_number(p.concurrency, 0 if p.request_rate_per_s is None else 1),
                    cell_number(p.throughput_per_s)]
-                  + [Cell(percentile_cell(record, c), p.latency_ms.get(c)) for c in PERCENTILE_COLUMNS]
+                  + [Cell(percentile_cell(p, c), p.latency_ms.get(c)) for c in PERCENTILE_COLUMNS]
                   + [cell_number(p.latency_ms.get("avg latency"), 2), cell_number(p.samples, 0),
                      Cell(p.status, cls=f"status-{p.status}"), "; ".join(p.reasons) or "-"]
                   + [cell_number(p.latency_ms.get(c), 2) for c in LATENCY_PARTS]
