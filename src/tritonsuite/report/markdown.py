@@ -15,7 +15,7 @@ from tritonsuite.report.common import (PERCENTILE_COLUMNS, percentile_cell, perc
                                        is_number, load_kind, pipe_table, as_records, result_of, row_label, search_of,
                                        series_of, sort_key, status_of, title_of)
 from tritonsuite.report.kinds import kinds_section
-from tritonsuite.report.pages import under_load_of, render_metrics_markdown
+from tritonsuite.report.pages import under_load_of
 from tritonsuite.report.records import Point
 from tritonsuite.report.steps import steps_section
 
@@ -295,11 +295,9 @@ def render_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]
     the GPU telemetry columns as "mean / max", "-" where not sampled; sorted by Batch then Concurrency), for a GPU
     profile's rows the seeds' published throughput and p99 beside the measured ones with their ratios (headed with
     the published GPU, and loudly when the rows ran on another), and the reasons of every non-OK row.  ``plots`` are relative image paths to
-    embed (default: ``<model>/<plot>.png`` for the scenario's plots; ``[]`` embeds none).  Any other scenario
-    (e.g. accuracy) is rendered by :func:`render_metrics_markdown`.
+    embed (default: ``<model>/<plot>.png`` for the scenario's plots; ``[]`` embeds none). A scenario without load
+    points (accuracy) has its page from :func:`tritonsuite.report.pages.render_metrics_markdown`.
     """
-    if scenario not in SCENARIO_DESCRIPTIONS:
-        return render_metrics_markdown(model, scenario, rows)
     rows = as_records(rows)
     out = [f"# {title_of(rows, model)} {scenario} results", ""]
     counts = group_by(rows, status_of)

@@ -11,7 +11,7 @@ from tritonsuite.report.common import (distinct, format_number, format_value, gr
                                        is_number, load_kind, pipe_table, as_records, result_of, row_label, search_of,
                                        series_of, status_of, title_of)
 from tritonsuite.report.conformance import summary_lines as conformance_summary
-from tritonsuite.report.records import RunRecords
+from tritonsuite.report.records import Accuracy, BaselineNote, RunRecords
 
 
 def under_load_of(row: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -20,85 +20,58 @@ def under_load_of(row: Mapping[str, Any]) -> Mapping[str, Any]:
     return found if isinstance(found, Mapping) else {}
 
 
-def flatten_metrics(prefix: str, value: Any) -> list[tuple[str, Any]]:
-    if isinstance(value, Mapping):
-        items: list[tuple[str, Any]] = []
-        for k, v in value.items():
-            items += flatten_metrics(f"{prefix}.{k}" if prefix else str(k), v)
-        return items
-    return [(prefix, value)]
-
-
-def threshold_for(thresholds: Any, metric: str) -> Any:
-    if not isinstance(thresholds, Mapping):
-        return thresholds
-    if metric in thresholds:
-        return thresholds[metric]
-    node: Any = thresholds
-    for part in metric.split("."):  # nested thresholds mirroring nested metrics
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        else:
-            node = None
-            break
-    if node is not None:
-        return node
-    top = metric.split(".")[0]
-    return thresholds.get(top)
-
-
-def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]) -> str:
+def render_metrics_markdown(model: str, scenario: str, records: Sequence[Accuracy]) -> str:
     """A page for metric records (e.g. accuracy): one ``deployment | metric | value | threshold | status`` table.
 
-    Nested ``metrics`` dicts are flattened to dotted names; thresholds are looked up by the same (or the
-    top-level) name.  Non-OK records' reasons are listed under the table.
+    Nested metrics are dotted names; thresholds are looked up by the same (or the top-level) name
+    (:class:`tritonsuite.report.records.Accuracy`). Non-OK records' reasons are listed under the table.
     """
-    rows = as_records(rows)
-    out = [f"# {title_of(rows, model)} {scenario} results", ""]
-    for description in distinct(row.get("description") for row in rows):
-        if description:
-            out += [f"Data: {description}.", ""]
-    table = []
-    for row in rows:
-        metrics = row.get("metrics")
-        if not isinstance(metrics, Mapping):
-            metrics = result_of(row)
-        flat = flatten_metrics("", metrics) or [("-", None)]
-        per_metric = row.get("metric_status") or {}
-        for name, value in flat:
-            threshold = threshold_for(row.get("thresholds"), name)
-            table.append([str(row.get("deployment") or "-"), name, format_value(value),
-                          format_value(threshold) if threshold is not None else "-",
-                          str(per_metric.get(name, "-" if per_metric else status_of(row)))])
+    titles = distinct(r.title for r in records)
+    out = [f"# {', '.join(titles) if titles else model} {scenario} results", ""]
+    for description in distinct(r.description for r in records):
+        out += [f"Data: {description}.", ""]
+    table = [[r.deployment or "-", m.name, format_value(m.value),
+              format_value(m.threshold) if m.threshold is not None else "-", m.status]
+             for r in records for m in r.metrics]
     if table:
         out += [pipe_table(["deployment", "metric", "value", "threshold", "status"], table, align="left"), ""]
     else:
         out += ["No records.", ""]
     baselines = []
-    for row in rows:
-        note = row.get("baseline") or {}
-        lines = [f"regression: {line}" for line in note.get("regressions", [])] + \
-                [f"improvement: {line}" for line in note.get("improvements", [])]
-        if note.get("missing") or note.get("refused"):
-            lines.append(note.get("missing") or note["refused"])
-        elif note.get("compared") is not None and not lines:
-            lines.append(f"{note['compared']} metrics within their allowances")
-        if note.get("updated"):
-            lines.append(f"baseline rewritten: {note['updated']}")
-        baselines += [f"- {row.get('deployment') or '-'}: {line}" for line in lines]
+    for r in records:
+        note = r.baseline
+        if note is None:
+            continue
+        lines = [f"regression: {line}" for line in note.regressions] + \
+                [f"improvement: {line}" for line in note.improvements]
+        if note.missing or note.refused:
+            lines.append(note.missing or note.refused)
+        elif note.compared is not None and not lines:
+            lines.append(f"{note.compared} metrics within their allowances")
+        if note.updated:
+            lines.append(f"baseline rewritten: {note.updated}")
+        baselines += [f"- {r.deployment or '-'}: {line}" for line in lines]
     if baselines:
         out += ["Against the baselines:", ""] + baselines + [""]
-    problems = []
-    for row in rows:
-        status = status_of(row)
-        if status != "OK":
-            reasons = "; ".join(str(r) for r in (row.get("reasons") or []))
-            problems.append(f"- {row.get('deployment') or '-'}: {status}" + (f": {reasons}" if reasons else ""))
+    problems = [f"- {r.deployment or '-'}: {r.status}" + (f": {'; '.join(r.reasons)}" if r.reasons else "")
+                for r in records if r.status != "OK"]
     if problems:
         out += ["Records that did not pass:", ""] + problems + [""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
+def standing(note: BaselineNote | None) -> str:
+    """An accuracy record's standing against its baseline, in a few words (summary.md)."""
+    if note is None:
+        return "-"
+    if note.regressions:
+        return "regressed: " + "; ".join(note.regressions)
+    if note.missing:
+        return "no baseline"
+    if note.refused:
+        return "not judged: measured with other weights or data"
+    return f"{note.compared or 0} metrics within allowances" + (
+        "; improved: " + "; ".join(note.improvements) if note.improvements else "")
 
 
 def not_measured_lines(rows: Sequence[Any]) -> list[str]:
@@ -115,23 +88,9 @@ def render_summary(run: RunRecords) -> str:
     deployment its best valid throughput with that point's p99."""
     rows = as_records(run.rows)
     out = [f"# tritonsuite run {run.run_id or ', '.join(distinct(r.get('run_id') for r in rows))}", ""]
-    accuracy = [r for r in rows if r.get("scenario") == "accuracy"]
+    accuracy = [r for (scenario, _), records in run.accuracy.items() if scenario == "accuracy" for r in records]
     if accuracy:
-        table = []
-        for r in accuracy:
-            note = r.get("baseline") or {}
-            if note.get("regressions"):
-                standing = "regressed: " + "; ".join(note["regressions"])
-            elif note.get("missing"):
-                standing = "no baseline"
-            elif note.get("refused"):
-                standing = "not judged: measured with other weights or data"
-            elif note:
-                standing = f"{note.get('compared', 0)} metrics within allowances" + (
-                    "; improved: " + "; ".join(note["improvements"]) if note.get("improvements") else "")
-            else:
-                standing = "-"
-            table.append([str(r.get("title") or r.get("model")), str(r.get("deployment")), status_of(r), standing])
+        table = [[r.title or r.model, r.deployment, r.status, standing(r.baseline)] for r in accuracy]
         out += ["## Accuracy", "", pipe_table(["model", "deployment", "status", "against the baseline"], table,
                                                align="left"), ""]
     out += conformance_summary(run.conformance)

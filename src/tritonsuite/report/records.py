@@ -21,6 +21,8 @@ from tritonsuite.report.manifest import header_line
 
 #: scenarios whose rows have pages of their own shape (per deployment or per mix), not a page per model
 OWN_PAGES = ("tune", "conformance", "mix")
+#: scenarios of load points: their pages are made of Points; every other scenario's of Accuracy records
+PERFORMANCE = ("offline", "online")
 #: the seeds' latency columns, in ms
 LATENCY_COLUMNS = tuple(c for c in RESULT_COLUMNS if c not in ("Batch", "Concurrency", "Inferences/Second"))
 
@@ -249,6 +251,92 @@ def mixes_of(rows: list[Row]) -> dict[str, list[MixPoint]]:
     return found
 
 
+def flatten_metrics(prefix: str, value: Any) -> list[tuple[str, Any]]:
+    """Nested metrics as dotted names: ``{"q_risk": {"P50": x}}`` -> ``[("q_risk.P50", x)]``."""
+    if isinstance(value, Mapping):
+        items: list[tuple[str, Any]] = []
+        for k, v in value.items():
+            items += flatten_metrics(f"{prefix}.{k}" if prefix else str(k), v)
+        return items
+    return [(prefix, value)]
+
+
+def threshold_for(thresholds: Any, metric: str) -> Any:
+    """A metric's threshold: by its dotted name, by the same path in nested thresholds, else by its top-level name."""
+    if not isinstance(thresholds, Mapping):
+        return thresholds
+    if metric in thresholds:
+        return thresholds[metric]
+    node: Any = thresholds
+    for part in metric.split("."):  # nested thresholds mirroring nested metrics
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        else:
+            node = None
+            break
+    if node is not None:
+        return node
+    top = metric.split(".")[0]
+    return thresholds.get(top)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric of an accuracy record: its dotted name, value, threshold (None: none) and status (the metric's
+    own; "-" where the record judges some metrics but not this one; the record's status where it judges none)."""
+
+    name: str
+    value: Any
+    threshold: Any
+    status: str
+
+
+@dataclass(frozen=True)
+class BaselineNote:
+    """An accuracy record against its stored baseline (:mod:`tritonsuite.judge.baselines`)."""
+
+    regressions: tuple[str, ...]
+    improvements: tuple[str, ...]
+    missing: str  # why there is none
+    refused: str  # why it was not judged (other weights or data)
+    compared: int | None  # how many metrics were compared; None when the record was not compared
+    updated: str  # the baseline rewritten in this run
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """One record of a scenario without load points (accuracy) as its page shows it: its metrics with their
+    thresholds and statuses, and its standing against the baseline."""
+
+    scenario: str
+    model: str
+    title: str
+    deployment: str
+    format: str
+    precision: str
+    status: str
+    reasons: tuple[str, ...]
+    description: str  # what the data is
+    metrics: tuple[Metric, ...]  # a record without metrics has one: "-", no value
+    baseline: BaselineNote | None
+    row: Row = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, row: Row) -> "Accuracy":
+        flat = flatten_metrics("", row.metrics) or [("-", None)]
+        judged = row.metric_status or {}
+        metrics = tuple(Metric(name, value, threshold_for(row.thresholds, name),
+                               str(judged.get(name, "-" if judged else row.status))) for name, value in flat)
+        note = row.extra.get("baseline") or {}
+        baseline = BaselineNote(tuple(note.get("regressions", [])), tuple(note.get("improvements", [])),
+                                str(note.get("missing") or ""), str(note.get("refused") or ""), note.get("compared"),
+                                str(note.get("updated") or "")) if note else None
+        return cls(scenario=row.scenario, model=row.model, title=row.title, deployment=row.deployment,
+                   format=row.format, precision=row.precision, status=row.status,
+                   reasons=tuple(str(r) for r in row.reasons), description=row.description, metrics=metrics,
+                   baseline=baseline, row=row)
+
+
 @dataclass
 class RunRecords:
     """The rows of a run (or of every run in a directory), what the pages need of its manifest, and the groups each
@@ -263,6 +351,7 @@ class RunRecords:
     header: str = ""  # the provenance line under each page's title
     faults: list[str] = field(default_factory=list)  # deployments given up, server restarts
     pages: dict[tuple[str, str], list[Row]] = field(default_factory=dict)  # (scenario, model) -> its page's rows
+    accuracy: dict[tuple[str, str], list[Accuracy]] = field(default_factory=dict)  # the pages without load points
     conformance: dict[str, list[Check]] = field(default_factory=dict)  # deployment -> its checks
     tune: dict[str, list[TunePoint]] = field(default_factory=dict)  # deployment -> its tune's rows
     mixes: dict[str, list[MixPoint]] = field(default_factory=dict)  # mix name -> its rows
@@ -280,11 +369,13 @@ def group_run(reports_dir: str | os.PathLike[str], rows: list[Row], run_id: str 
     for row in run.rows:
         if row.scenario not in OWN_PAGES:
             run.pages.setdefault((row.scenario, row.model), []).append(row)
+        if row.scenario not in OWN_PAGES + PERFORMANCE:
+            run.accuracy.setdefault((row.scenario, row.model), []).append(Accuracy.of(row))
         if row.scenario == "conformance":
             run.conformance.setdefault(row.deployment, []).append(Check.of(row))
         if row.scenario == "tune" and (row.measurement.get("tune") or {}):
             run.tune.setdefault(row.deployment, []).append(TunePoint.of(row))
-        if row.scenario in ("offline", "online"):
+        if row.scenario in PERFORMANCE:
             run.points.append(Point.of(row))
     run.mixes = mixes_of(run.rows)
     run.cross = cross_points(run.rows)

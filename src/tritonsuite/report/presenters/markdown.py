@@ -13,7 +13,7 @@ from tritonsuite.report.comparison import render_comparison
 from tritonsuite.report.conformance import write_conformance_page
 from tritonsuite.report.markdown import render_markdown
 from tritonsuite.report.mix import write_mix_page
-from tritonsuite.report.pages import render_crosscheck, render_summary
+from tritonsuite.report.pages import render_crosscheck, render_metrics_markdown, render_summary
 from tritonsuite.report.plots import plot_offline, plot_online
 from tritonsuite.report.records import RunRecords
 from tritonsuite.report.steps import plot_steps
@@ -41,8 +41,9 @@ def write(run: RunRecords) -> list[Path]:
         plots = [f"{model_name}/{p.name}" for p in pngs]
         page = scenario_dir / f"{model_name}.md"
         page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(redact(with_header(render_markdown(model, scenario, rows, plots=plots), header)),
-                        encoding="utf-8")
+        text = (render_metrics_markdown(model, scenario, run.accuracy[scenario, model]) if (scenario, model)
+                in run.accuracy else render_markdown(model, scenario, rows, plots=plots))
+        page.write_text(redact(with_header(text, header)), encoding="utf-8")
         written += [page] + pngs
     for deployment, rows in run.tune.items():
         written += write_tune_page(reports_dir, deployment, rows)
