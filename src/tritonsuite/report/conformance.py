@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from tritonsuite.core.access import redact
 from tritonsuite.core.store import safe_component
+from tritonsuite.report.common import table_cell
 from tritonsuite.report.records import Check
 
 VERDICT_WORDS = {"pass": "pass", "fail": "**FAIL**", "skipped": "skipped"}
-
-
-def table_cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def render_conformance(deployment: str, checks: Sequence[Check]) -> str:

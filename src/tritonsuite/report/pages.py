@@ -2,22 +2,14 @@
 CI job, and perf_analyzer side by side with the engine (``reports/crosscheck.md``)."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from tritonsuite.core.rows import not_measured
-from tritonsuite.judge.crosscheck import cross_points
-from tritonsuite.report.common import (distinct, format_number, format_value, group_by,
-                                       is_number, load_kind, pipe_table, as_records, result_of, row_label, search_of,
-                                       series_of, status_of, title_of)
+from tritonsuite.core.rows import Row
+from tritonsuite.judge.crosscheck import CrossPoint
+from tritonsuite.report.common import distinct, format_number, format_value, group_by, pipe_table
 from tritonsuite.report.conformance import summary_lines as conformance_summary
+from tritonsuite.report.points import Point
 from tritonsuite.report.records import Accuracy, BaselineNote, RunRecords
-
-
-def under_load_of(row: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A row's accuracy-under-load verdict (``tritonsuite.judge.underload``), or {} when the point carried no probes."""
-    found = row.get("accuracy_under_load")
-    return found if isinstance(found, Mapping) else {}
 
 
 def render_metrics_markdown(model: str, scenario: str, records: Sequence[Accuracy]) -> str:
@@ -74,20 +66,18 @@ def standing(note: BaselineNote | None) -> str:
         "; improved: " + "; ".join(note.improvements) if note.improvements else "")
 
 
-def not_measured_lines(rows: Sequence[Any]) -> list[str]:
+def not_measured_lines(rows: Sequence[Row]) -> list[str]:
     """One line per performance point that could not be measured although every request was answered
     (:func:`tritonsuite.core.rows.not_measured`): its deployment, load, status and first reason."""
-    return [f"{r.get('deployment')} {row_label(r)}: {status_of(r)}: {(r.get('reasons') or ['-'])[0]}"
-            for r in as_records(rows) if r.get("scenario") in ("offline", "online")
-            and not_measured(status_of(r), r.get("measurement") or {})]
+    return [f"{p.deployment} {p.label}: {p.status}: {(p.reasons or ('-',))[0]}"
+            for p in (Point.of(r) for r in rows if r.not_measured)]
 
 
 def render_summary(run: RunRecords) -> str:
     """A short page for a CI job summary: per accuracy deployment its verdict and its standing against the
     baseline; per deployment its conformance verdicts; per tuned deployment the configuration to ship; per measured
     deployment its best valid throughput with that point's p99."""
-    rows = as_records(run.rows)
-    out = [f"# tritonsuite run {run.run_id or ', '.join(distinct(r.get('run_id') for r in rows))}", ""]
+    out = [f"# tritonsuite run {run.run_id or ', '.join(distinct(r.run_id for r in run.rows))}", ""]
     accuracy = [r for (scenario, _), records in run.accuracy.items() if scenario == "accuracy" for r in records]
     if accuracy:
         table = [[r.title or r.model, r.deployment, r.status, standing(r.baseline)] for r in accuracy]
@@ -105,31 +95,31 @@ def render_summary(run: RunRecords) -> str:
                 out += [f"- {model}, best configuration measured across its formats and precisions: {top.deployment} "
                         f"({top.throughput_per_s:.1f} inf/s within the bound; each deployment tuned in "
                         f"its own test, one after another)", ""]
-    answers = [r for r in rows if load_kind(r) == "result"]
+    answers = [p for p in run.points if p.load_kind == "result"]
     if answers:
         out += ["## Most load within the latency bound", ""] + [
-            f"- {r.get('deployment')}: {search_of(r).get('answer')}" for r in answers] + [""]
+            f"- {p.deployment}: {p.search.answer}" for p in answers] + [""]
     for scenario in ("offline", "online"):
-        measured = [r for r in rows if r.get("scenario") == scenario and load_kind(r) in ("sweep", "rate")]
+        measured = [p for p in run.points if p.scenario == scenario and p.load_kind in ("sweep", "rate")]
         if not measured:
             continue
         table = []
-        probed = any(under_load_of(r) for r in measured)
-        for deployment, drows in group_by(measured, series_of).items():
-            ok = [r for r in drows if status_of(r) == "OK" and is_number(result_of(r).get("Inferences/Second"))]
-            best = max(ok, key=lambda r: result_of(r)["Inferences/Second"], default=None)
-            where = row_label(best) if best else "-"
-            table.append([deployment, format_number("Inferences/Second", result_of(best).get("Inferences/Second"))
-                          if best else "-", where, format_number("p99 latency", result_of(best).get("p99 latency"))
-                          if best else "-", f"{len(ok)}/{len(drows)}"])
+        probed = any(p.under_load for p in measured)
+        for deployment, mine in group_by(measured, lambda p: p.series).items():
+            ok = [p for p in mine if p.status == "OK" and p.throughput_per_s is not None]
+            best = max(ok, key=lambda p: p.throughput_per_s, default=None)
+            table.append([deployment, format_number("Inferences/Second", best.throughput_per_s) if best else "-",
+                          best.label if best else "-",
+                          format_number("p99 latency", best.latency_ms["p99 latency"]) if best else "-",
+                          f"{len(ok)}/{len(mine)}"])
             if probed:
-                verdicts = [f"{'passed' if v.get('passed') else 'FAILED'} at concurrency {v.get('concurrency')}"
-                            for v in map(under_load_of, drows) if v]
+                verdicts = [f"{'passed' if p.under_load.passed else 'FAILED'} at concurrency "
+                            f"{p.under_load.concurrency}" for p in mine if p.under_load]
                 table[-1].append("; ".join(verdicts) or "-")
         headers = ["deployment", "Inferences/Second", "at", "p99 latency (ms)", "rows OK"]
         out += [f"## {scenario.capitalize()}: best throughput per deployment", "",
                 pipe_table(headers + (["accuracy under load"] if probed else []), table, align="left"), ""]
-    missed = not_measured_lines(rows)
+    missed = not_measured_lines(run.rows)
     if missed:  # no valid figures, nothing answered wrong: skipped by the scenario tests unless --strict-stability
         out += ["## Not measured", "", "Every request of these points was answered, but they have no valid figures "
                 "(their rows say why); the run fails on them only with --strict-stability or --perf-gate.", ""]
@@ -137,13 +127,10 @@ def render_summary(run: RunRecords) -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def render_crosscheck(rows: Sequence[Any]) -> str:
-    """perf_analyzer side by side with the suite's engine (:func:`tritonsuite.judge.crosscheck.cross_points`): per point
-    both generators' throughput, p50 and p99, the ratios perf_analyzer / suite, the server-side parts that explain
-    a gap (Server Queue, Server Compute Infer per request), and both rows' statuses."""
-    from tritonsuite.core.rows import Row
-
-    points = cross_points([r if isinstance(r, Row) else Row.from_dict(r) for r in rows])
+def render_crosscheck(points: Sequence[CrossPoint]) -> str:
+    """perf_analyzer side by side with the suite's engine (the run's :func:`tritonsuite.judge.crosscheck.cross_points`):
+    per point both generators' throughput, p50 and p99, the ratios perf_analyzer / suite, the server-side parts that
+    explain a gap (Server Queue, Server Compute Infer per request), and both rows' statuses."""
     out = ["# perf_analyzer side by side with the suite's engine", ""]
     if not points:
         return "\n".join(out + [("No point was measured by both load generators (run with "
@@ -173,7 +160,7 @@ def render_crosscheck(rows: Sequence[Any]) -> str:
                        f"{num('Server Queue', p.figure(a, 'Server Queue'))}"),
                       (f"{num('Server Compute Infer', p.figure(s, 'Server Compute Infer'))} / "
                        f"{num('Server Compute Infer', p.figure(a, 'Server Compute Infer'))}"),
-                      f"{status_of(s.to_dict())} / {status_of(a.to_dict())}"])
+                      f"{s.status} / {a.status}"])
     out += [pipe_table(["Scenario", "Deployment", "Batch", "Concurrency", "inf/s suite", "inf/s perf_analyzer",
                          "ratio", "p50 suite (ms)", "p50 perf_analyzer (ms)", "ratio", "p99 suite (ms)",
                          "p99 perf_analyzer (ms)", "ratio", "Server Queue (ms) suite / pa",
@@ -182,17 +169,17 @@ def render_crosscheck(rows: Sequence[Any]) -> str:
     for p in points:
         for who, row in (("suite", p.suite), ("perf_analyzer", p.perf_analyzer)):
             if row.status != "OK":
-                problems.append(f"- {p.deployment} {row_label(row.to_dict())}, {who}: {row.status}: "
+                problems.append(f"- {p.deployment} {Point.of(row).label}, {who}: {row.status}: "
                                 + "; ".join(row.reasons))
     if problems:
         out += ["Rows that are not valid measurements (their ratios are not a comparison):", ""] + problems + [""]
-    probed = [p for p in points if p.suite.extra.get("accuracy_under_load")]
+    probed = [p for p in points if Point.of(p.suite).under_load]
     if probed:
         out += [("Not like for like: the suite's row carried accuracy probes (a share of its requests were the "
                  "model's accuracy samples instead of the load request; perf_analyzer sends the load request only) at "
-                 + ", ".join(f"{p.deployment} {row_label(p.suite.to_dict())}" for p in probed)
+                 + ", ".join(f"{p.deployment} {Point.of(p.suite).label}" for p in probed)
                  + ". `--load-probe-share 0` measures those points without probes."), ""]
-    commands = distinct(p.perf_analyzer.measurement.get("loadgen_command") for p in points)
+    commands = distinct(Point.of(p.perf_analyzer).method.command for p in points)
     if commands:
         out += [("perf_analyzer's command for the first point (the others differ in -m, -b, --concurrency-range, "
                  "--shared-memory and the temporary files):"), "", f"    {commands[0]}", ""]

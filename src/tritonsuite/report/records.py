@@ -1,7 +1,9 @@
 """A stored run as every presenter reads it: read once from ``<reports>/raw`` (rows, manifest, faults), grouped once
-into the pages the run has, each performance row also as a typed :class:`Point` (the fields the pages use, units in
-their names). Presenters (:mod:`tritonsuite.report.presenters`) take a :class:`RunRecords` and write; none of them
-reads the store or regroups the rows itself."""
+into the pages the run has, each row a typed record (the fields the pages use, units in their names): a performance
+row a :class:`tritonsuite.report.points.Point`, an accuracy row an :class:`Accuracy`, a conformance check a
+:class:`Check`, a tune's row a :class:`TunePoint`, a mix's row a :class:`MixPoint`. Presenters
+(:mod:`tritonsuite.report.presenters`) take a :class:`RunRecords` and write; none of them reads the store or regroups
+the rows itself."""
 from __future__ import annotations
 
 import os
@@ -10,92 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonsuite.core.rows import LATENCY_PARTS, RESULT_COLUMNS, Row
+from tritonsuite.core.rows import Row
 from tritonsuite.core.settings import LatencyBound
 from tritonsuite.core.store import fault_lines, load_rows, read_faults, read_manifest
 from tritonsuite.judge.compare import Comparison
 from tritonsuite.judge.crosscheck import CrossPoint, cross_points
-from tritonsuite.report.common import (PERCENTILE_COLUMNS, coord, is_number, load_kind, result_of, row_label,
-                                       series_of, status_of)
 from tritonsuite.report.manifest import header_line
+from tritonsuite.report.points import Point, number_of
 
 #: scenarios whose rows have pages of their own shape (per deployment or per mix), not a page per model
 OWN_PAGES = ("tune", "conformance", "mix")
 #: scenarios of load points: their pages are made of Points; every other scenario's of Accuracy records
 PERFORMANCE = ("offline", "online")
-#: the seeds' latency columns, in ms
-LATENCY_COLUMNS = tuple(c for c in RESULT_COLUMNS if c not in ("Batch", "Concurrency", "Inferences/Second"))
-
-
-def _number(value: Any) -> float | None:
-    return value if is_number(value) else None  # as stored (an int stays one: pages print it as the rows say)
-
-
-@dataclass(frozen=True)
-class Point:
-    """One row of a run as the pages show it. Latencies are in ms (``*_ms``), throughput in inferences per second,
-    request rates in requests per second, CPU in percent of one core; ``None`` where the row has no such figure."""
-
-    scenario: str
-    model: str
-    title: str
-    deployment: str
-    series: str  # the deployment, and the load generator or host where they are not the suite's or this one
-    format: str
-    precision: str
-    status: str
-    reasons: tuple[str, ...]
-    load_kind: str  # sweep, rate, evidence (of a latency-bound search) or result (its answer)
-    label: str  # "batch 4, concurrency 2"
-    loadgen: str
-    host: str
-    batch: int | None
-    concurrency: float | None  # set concurrency, or an open-loop point's requests in flight
-    request_rate_per_s: float | None
-    throughput_per_s: float | None
-    latency_ms: Mapping[str, float | None]  # LATENCY_COLUMNS (the breakdown's parts and the percentiles)
-    intervals_ms: Mapping[str, tuple[float | None, float | None]]  # p50..p99 latency -> (low, high)
-    indicative: frozenset[str]  # percentile columns printed as "~": too few samples, or no interval
-    samples: int | None
-    client_cpu_percent: float | None
-    other_cpu_percent: float | None
-    search: Mapping[str, Any]  # a latency-bound search's tag (kind, bound, step, within, answer), else {}
-    row: Row = field(repr=False, compare=False)
-
-    @classmethod
-    def of(cls, row: Row) -> "Point":
-        record = row.to_dict()
-        result, measurement = result_of(record), row.measurement
-        estimates = measurement.get("percentiles") if isinstance(measurement.get("percentiles"), Mapping) else {}
-        intervals, indicative = {}, set()
-        for column in PERCENTILE_COLUMNS:
-            estimate = estimates.get(column.split()[0])
-            if isinstance(estimate, Mapping):
-                intervals[column] = (_number(estimate.get("low")), _number(estimate.get("high")))
-                if estimate.get("indicative"):
-                    indicative.add(column)
-            elif is_number(result.get(column)):
-                indicative.add(column)
-        batch, concurrency = coord(record, "Batch"), coord(record, "Concurrency")
-        samples = measurement.get("measured_requests")
-        return cls(
-            scenario=row.scenario, model=row.model, title=row.title or row.model, deployment=row.deployment,
-            series=series_of(record), format=row.format, precision=row.precision, status=status_of(record),
-            reasons=tuple(str(r) for r in row.reasons), load_kind=load_kind(record), label=row_label(record),
-            loadgen=str(measurement.get("loadgen") or row.loadgen or "suite"), host=str(row.extra.get("host") or ""),
-            batch=int(batch) if is_number(batch) else None, concurrency=_number(concurrency),
-            request_rate_per_s=_number(row.request_rate), throughput_per_s=_number(result.get("Inferences/Second")),
-            latency_ms={c: _number(result.get(c)) for c in LATENCY_COLUMNS}, intervals_ms=intervals,
-            indicative=frozenset(indicative), samples=int(samples) if is_number(samples) else None,
-            client_cpu_percent=_number(measurement.get("client_cpu_percent")),
-            other_cpu_percent=_number(measurement.get("host_other_cpu_percent")),
-            search=dict(measurement.get("search") or {}) if isinstance(measurement.get("search"), Mapping) else {},
-            row=row)
-
-    @property
-    def breakdown_ms(self) -> dict[str, float | None]:
-        """The latency's parts (Client Send ... Client Recv), whose sum is the average latency."""
-        return {part: self.latency_ms.get(part) for part in LATENCY_PARTS}
 
 
 @dataclass(frozen=True)
@@ -172,8 +100,8 @@ class TunePoint:
                    role=str(t.get("role", "")), label=str(t.get("label", "")), bound=str(t.get("bound", "")),
                    within=bool(t.get("within")), why=str(t.get("why", "")),
                    early_stopped=str(t.get("early_stopped") or ""), concurrency=row.concurrency, status=row.status,
-                   throughput_per_s=_number(row.result.get("Inferences/Second")),
-                   p99_ms=_number(row.result.get("p99 latency")),
+                   throughput_per_s=number_of(row.result.get("Inferences/Second")),
+                   p99_ms=number_of(row.result.get("p99 latency")),
                    statistic_ms=_bound_statistic(row, t["bound"]) if t.get("bound") else None,
                    answer=t.get("answer"), recommended=bool(t.get("recommended")),
                    configurations=t.get("configurations"), space=t.get("space"), seconds=t.get("seconds"),
@@ -229,7 +157,7 @@ class MixPoint:
                    why=str(mx.get("why", "")), answer=mx.get("answer"), recommended=bool(mx.get("recommended")),
                    configs=tuple(mx.get("configs", ())), label=str(mx.get("label", "")),
                    weighted_score=mx.get("weighted_score", 0), set_concurrency=row.concurrency,
-                   deployment_client_cpu_percent=_number(row.measurement.get("deployment_client_cpu_percent")),
+                   deployment_client_cpu_percent=number_of(row.measurement.get("deployment_client_cpu_percent")),
                    accuracy_passed=bool(under_load.get("passed")) if under_load else None, point=Point.of(row))
 
     @property
@@ -351,6 +279,7 @@ class RunRecords:
     header: str = ""  # the provenance line under each page's title
     faults: list[str] = field(default_factory=list)  # deployments given up, server restarts
     pages: dict[tuple[str, str], list[Row]] = field(default_factory=dict)  # (scenario, model) -> its page's rows
+    performance: dict[tuple[str, str], list[Point]] = field(default_factory=dict)  # the offline and online pages
     accuracy: dict[tuple[str, str], list[Accuracy]] = field(default_factory=dict)  # the pages without load points
     conformance: dict[str, list[Check]] = field(default_factory=dict)  # deployment -> its checks
     tune: dict[str, list[TunePoint]] = field(default_factory=dict)  # deployment -> its tune's rows
@@ -377,6 +306,7 @@ def group_run(reports_dir: str | os.PathLike[str], rows: list[Row], run_id: str 
             run.tune.setdefault(row.deployment, []).append(TunePoint.of(row))
         if row.scenario in PERFORMANCE:
             run.points.append(Point.of(row))
+            run.performance.setdefault((row.scenario, row.model), []).append(run.points[-1])
     run.mixes = mixes_of(run.rows)
     run.cross = cross_points(run.rows)
     return run

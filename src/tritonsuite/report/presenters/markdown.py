@@ -27,30 +27,28 @@ HTML_LINK = ("The whole run on one page, its tables to sort and filter and its p
 def write(run: RunRecords) -> list[Path]:
     reports_dir, header = run.reports_dir, run.header
     written: list[Path] = []
-    for (scenario, model), rows in run.pages.items():
+    for scenario, model in run.pages:
         scenario_dir = reports_dir / safe_component(scenario)
         model_name = safe_component(model)
-        if scenario == "offline":
-            pngs = plot_offline(rows, scenario_dir / model_name)
-        elif scenario == "online":
-            pngs = plot_online(rows, scenario_dir / model_name)
+        pngs: list[Path] = []
+        if (scenario, model) in run.accuracy:
+            text = render_metrics_markdown(model, scenario, run.accuracy[scenario, model])
         else:
-            pngs = []
-        if scenario in ("offline", "online"):
-            pngs += plot_steps(rows, scenario_dir / model_name)  # an ensemble's time per composing model
-        plots = [f"{model_name}/{p.name}" for p in pngs]
+            points = run.performance[scenario, model]
+            plot = plot_offline if scenario == "offline" else plot_online
+            pngs = plot(points, scenario_dir / model_name)
+            pngs += plot_steps(points, scenario_dir / model_name)  # an ensemble's time per composing model
+            text = render_markdown(model, scenario, points, plots=[f"{model_name}/{p.name}" for p in pngs])
         page = scenario_dir / f"{model_name}.md"
         page.parent.mkdir(parents=True, exist_ok=True)
-        text = (render_metrics_markdown(model, scenario, run.accuracy[scenario, model]) if (scenario, model)
-                in run.accuracy else render_markdown(model, scenario, rows, plots=plots))
         page.write_text(redact(with_header(text, header)), encoding="utf-8")
         written += [page] + pngs
-    for deployment, rows in run.tune.items():
-        written += write_tune_page(reports_dir, deployment, rows)
-    for deployment, rows in run.conformance.items():
-        written.append(write_conformance_page(reports_dir, deployment, rows))
-    for name, rows in run.mixes.items():
-        written += write_mix_page(reports_dir, name, rows, header)
+    for deployment, points in run.tune.items():
+        written += write_tune_page(reports_dir, deployment, points)
+    for deployment, checks in run.conformance.items():
+        written.append(write_conformance_page(reports_dir, deployment, checks))
+    for name, points in run.mixes.items():
+        written += write_mix_page(reports_dir, name, points, header)
     for name in run_pages(run):
         page = reports_dir / name
         page.write_text(render_page(run, name), encoding="utf-8")
@@ -69,7 +67,7 @@ def render_page(run: RunRecords, name: str) -> str:
     """The text of one of the run's own pages (a name of :func:`run_pages`), redacted: what :func:`write` writes,
     and what ``tritonsuite crosscheck`` and ``tritonsuite compare`` print."""
     if name == "crosscheck.md":  # perf_analyzer side by side with the engine
-        text = with_header(render_crosscheck(run.rows), run.header)
+        text = with_header(render_crosscheck(run.cross), run.header)
     elif name == "summary.md":  # a short page for a CI job summary; what was given up and restarted, at its end
         broken = ("\n\n## Deployments given up, server restarts\n\n" + "\n".join(f"- {line}" for line in run.faults)
                   + "\n")
