@@ -201,7 +201,7 @@ def throughput_latency(scenario: str, points: list[Point], figures: Figures) -> 
                            "hoverinfo": "text", "error_y": _error_bars(mine, "p99 latency"),
                            "marker": {"symbol": _ok_symbol(mine, symbol), "size": 14 if kind == "result" else 8}})
     return figures.add("throughput-latency", f"{points[0].series}: p99 latency against throughput", traces,
-                       {"xaxis": {"title": {"text": "throughput (inferences/s)"}, "rangemode": "tozero"},
+                       {"xaxis": {"title": {"text": "throughput (inferences/s)"}, "rangemode": "normal"},  # fits the data
                         "yaxis": {"title": {"text": "p99 latency (ms)"}, "rangemode": "tozero"}})
 
 
@@ -240,7 +240,8 @@ def batch_sweep(points: list[Point], figures: Figures) -> str:
                         "margin": {"l": 60, "r": 70, "t": 40, "b": 50},
                         "yaxis": {"title": {"text": "latency (ms)"}, "rangemode": "tozero"},
                         "yaxis2": {"title": {"text": "inferences/s"}, "overlaying": "y", "side": "right",
-                                   "rangemode": "tozero"}})
+                                   "rangemode": "tozero", "tickmode": "auto", "nticks": 6, "showgrid": False}})
+    # tickmode auto: an overlaying axis otherwise takes its ticks from the left axis's grid (0, 253, 506 inf/s)
 
 
 def stream_plot(points: list[Point], streamed: list[str], figures: Figures) -> str:
