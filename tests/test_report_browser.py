@@ -26,7 +26,8 @@ def run(tmp_path_factory):
     """A tiny-profile run of every scenario that writes rows to a page: offline, online, accuracy (fp32, and fp16
     against it), conformance."""
     tmp = tmp_path_factory.mktemp("browser")
-    profile = TINY_PROFILE.replace("    precisions: [fp32]\n", "    precisions: [fp32]\n    accuracy_precisions: [fp16]\n")
+    profile = TINY_PROFILE.replace("    precisions: [fp32]\n",
+                                   "    precisions: [fp32]\n    accuracy_precisions: [fp16]\n")
     assert profile != TINY_PROFILE
     result = run_pytest(["--gpu", "tiny", "-m", "offline or online or accuracy or conformance", "--formats", "onnx",
                          "-q", "-p", "no:warnings"], tmp, profile=profile, timeout=900)

@@ -220,7 +220,8 @@ def test_the_report_heading_says_when_the_gpu_is_not_the_published_one(tmp_path)
 
 
 def test_no_published_section_for_cpu_runs_and_a_reason_when_nothing_matches(tmp_path):
-    cpu = render_markdown("fastpitch", "offline", points_of([measured(published="", gpu="none (CPU: AMD EPYC)")]), plots=[])
+    cpu = render_markdown("fastpitch", "offline", points_of([measured(published="", gpu="none (CPU: AMD EPYC)")]),
+                          plots=[])
     assert "Published" not in cpu
     other = render_markdown("fastpitch", "offline", points_of([measured(instances=1)]), plots=[])
     assert "No published row matches this deployment in the seeds' a100 tables (published for fastpitch: " \

@@ -1,7 +1,8 @@
 """Conformance pages: ``reports/conformance/<deployment>.md``, one per deployment, from its checks
-(:class:`tritonsuite.report.records.Check`, the ``conformance`` rows of :mod:`tritonsuite.judge.conformance`): a table of check, what the configuration declares, what the live server
-showed and the verdict with its reason, then the evidence that needs more than a cell (the batch-size histogram,
-the latency around a reload, each refused request)."""
+(:class:`tritonsuite.report.records.Check`, the ``conformance`` rows of :mod:`tritonsuite.judge.conformance`): a
+table of check, what the configuration declares, what the live server showed and the verdict with its reason, then
+the evidence that needs more than a cell (the batch-size histogram, the latency around a reload, each refused
+request)."""
 from __future__ import annotations
 
 import json
@@ -74,8 +75,8 @@ def _checklist(checks: Sequence[Check]) -> list[str]:
     if defaults:
         out += ["", "Fields left to their defaults, and the checks that judged the default:", "",
                 "| check | the default | verdict | reason |", "|---|---|---|---|"]
-        out += [f"| {c.check} | {table_cell(c.declared)} | {verdict_word(c)} | {table_cell('; '.join(c.reasons) or '-')} |"
-                for c in defaults]
+        out += [f"| {c.check} | {table_cell(c.declared)} | {verdict_word(c)} | "
+                f"{table_cell('; '.join(c.reasons) or '-')} |" for c in defaults]
     return out + [""]
 
 

@@ -253,8 +253,9 @@ class Point:
                 indicative.add(column)
         batch, concurrency = _coord(record, "Batch"), _coord(record, "Concurrency")
         samples = measurement.get("measured_requests")
-        gpu = {c: (stat["mean"], stat.get("max")) for c, stat in
-               ((c, _mapping(_mapping(measurement.get("gpu")).get(c))) for c in GPU_COLUMNS) if is_number(stat.get("mean"))}
+        sampled = _mapping(measurement.get("gpu"))
+        gpu = {c: (stat["mean"], stat.get("max")) for c, stat in ((c, _mapping(sampled.get(c))) for c in GPU_COLUMNS)
+               if is_number(stat.get("mean"))}
         stream = _mapping(measurement.get("stream"))
         repeat, drift = _mapping(measurement.get("repeat")), _mapping(measurement.get("drift"))
         under_load, sequences = _mapping(record.get("accuracy_under_load")), _mapping(measurement.get("sequences"))
@@ -266,7 +267,8 @@ class Point:
             order=_sort_key(record),
             loadgen=str(measurement.get("loadgen") or row.loadgen or "suite"), host=str(row.extra.get("host") or ""),
             batch=int(batch) if is_number(batch) else None, concurrency=number_of(concurrency),
-            request_rate_per_s=number_of(row.request_rate), achieved_rate_per_s=measurement.get("achieved_rate"),
+            request_rate_per_s=number_of(row.request_rate),
+            achieved_rate_per_s=number_of(measurement.get("achieved_rate")),
             late_percent=number_of(measurement.get("late_percent")),
             throughput_per_s=number_of(result.get("Inferences/Second")),
             latency_ms={c: number_of(result.get(c)) for c in LATENCY_COLUMNS}, intervals_ms=intervals,
@@ -274,7 +276,8 @@ class Point:
             client_cpu_percent=number_of(measurement.get("client_cpu_percent")),
             other_cpu_percent=number_of(measurement.get("host_other_cpu_percent")), gpu=gpu,
             stream={c: result.get(c) for c in STREAM_COLUMNS},
-            stream_samples=(stream.get("time_to_first_response_samples", "-"), stream.get("inter_response_samples", "-")),
+            stream_samples=(stream.get("time_to_first_response_samples", "-"),
+                            stream.get("inter_response_samples", "-")),
             steps=_mapping(measurement.get("composing")), method=Method.of(measurement),
             parameters=_mapping(record.get("parameters")), run_id=row.run_id,
             search=(Search.of(measurement["search"], measurement.get("remeasure"))

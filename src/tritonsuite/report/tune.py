@@ -58,8 +58,9 @@ def render_tune_summary(deployment: str, points: Sequence[TunePoint], plot: str 
         out += ["The tune did not finish: the evidence below is what was measured.", ""]
     abab = [t for t in points if t.role.startswith("abab")]
     if abab:
-        table = [[t.role.split("-")[1], t.label, str(t.concurrency), format_number("Inferences/Second", t.throughput_per_s),
-                  format_number("p99 latency", t.p99_ms), t.status] for t in abab]
+        table = [[t.role.split("-")[1], t.label, str(t.concurrency),
+                  format_number("Inferences/Second", t.throughput_per_s), format_number("p99 latency", t.p99_ms),
+                  t.status] for t in abab]
         out += ["## Winner against the deployment's own configuration, measured interleaved (A B A B A B)", "",
                 pipe_table(["side", "configuration", "concurrency", "Inferences/Second", "p99 latency (ms)", "status"],
                             table, align="left"), ""]
@@ -96,8 +97,8 @@ def plot_tune(points: Sequence[TunePoint], path: Path) -> Path | None:
     ax.axvline(bound.ms, color="tab:red", linestyle="--", label=f"bound {bound}")
     ax.set_xlabel(f"{bound.statistic} latency (ms)")
     ax.set_ylabel("Inferences/Second")
-    ax.set_title(f"{points[0].deployment}: every configuration measured (hollow: not within the bound; x: early-stopped)",
-                 fontsize=9)
+    ax.set_title(f"{points[0].deployment}: every configuration measured (hollow: not within the bound; "
+                 "x: early-stopped)", fontsize=9)
     ax.legend(fontsize=7, loc="best")
     return save_figure(fig, path)
 

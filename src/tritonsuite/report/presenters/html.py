@@ -201,7 +201,7 @@ def throughput_latency(scenario: str, points: list[Point], figures: Figures) -> 
                            "hoverinfo": "text", "error_y": _error_bars(mine, "p99 latency"),
                            "marker": {"symbol": _ok_symbol(mine, symbol), "size": 14 if kind == "result" else 8}})
     return figures.add("throughput-latency", f"{points[0].series}: p99 latency against throughput", traces,
-                       {"xaxis": {"title": {"text": "throughput (inferences/s)"}, "rangemode": "normal"},  # fits the data
+                       {"xaxis": {"title": {"text": "throughput (inferences/s)"}, "rangemode": "normal"},  # the data's
                         "yaxis": {"title": {"text": "p99 latency (ms)"}, "rangemode": "tozero"}})
 
 
