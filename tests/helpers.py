@@ -128,3 +128,12 @@ def assert_same_point(verdict: str, why: str, throughputs) -> None:
     significant change, or the host was busy and the throughput is within BUSY_HOST_BAND of the first."""
     first, second = throughputs
     assert verdict == "no significant change" or abs(second / first - 1.0) <= BUSY_HOST_BAND, (why, throughputs)
+
+
+def points_of(rows) -> list:
+    """Rows (or their JSON records) as the report's typed points (tritonsuite.report.points.Point), which the
+    performance pages and plots take."""
+    from tritonsuite.core.rows import Row
+    from tritonsuite.report.points import Point
+
+    return [Point.of(r if isinstance(r, Row) else Row.from_dict(r)) for r in rows]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_pytest
+from tests.helpers import TINY_PROFILE, run_pytest
 from tritonsuite.core.store import load_rows
 
 CHROMIUM = os.environ.get("TRITONSUITE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -23,10 +23,14 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="no Playwright (pip
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    """A tiny-profile run of every scenario that writes rows to a page: offline, online, accuracy, conformance."""
+    """A tiny-profile run of every scenario that writes rows to a page: offline, online, accuracy (fp32, and fp16
+    against it), conformance."""
     tmp = tmp_path_factory.mktemp("browser")
+    profile = TINY_PROFILE.replace("    precisions: [fp32]\n",
+                                   "    precisions: [fp32]\n    accuracy_precisions: [fp16]\n")
+    assert profile != TINY_PROFILE
     result = run_pytest(["--gpu", "tiny", "-m", "offline or online or accuracy or conformance", "--formats", "onnx",
-                         "-q", "-p", "no:warnings"], tmp, timeout=900)
+                         "-q", "-p", "no:warnings"], tmp, profile=profile, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     reports = tmp / "reports"
     assert (reports / "index.html").is_file(), result.stdout[-2000:]
@@ -119,6 +123,54 @@ def test_every_plot_is_drawn_with_the_runs_numbers(page, run):
     tooltip = page.evaluate("""() => { const el = document.querySelector('.plot[data-kind=throughput-latency]');
         return el.data[0].text[0]; }""")
     assert "status " in tooltip and "inf/s" in tooltip  # the row on hover
+
+
+def test_reduced_precision_is_drawn_beside_fp32_with_its_threshold(page, run):
+    _, rows = run
+    accuracy = {r.precision: r for r in rows if r.scenario == "accuracy"}
+    fp32, fp16 = accuracy["fp32"], accuracy["fp16"]
+    table = next(t for t in _tables(page) if t["heading"] == "accuracy: bert, reduced precision against fp32")
+    assert table["head"][:8] == ["format", "precision", "metric", "fp32", "value", "change from fp32", "threshold",
+                                 "status"]
+    shown = {r["cells"][2][0]: r["cells"] for r in table["rows"]}
+    assert set(shown) == set(fp16.metrics)
+    for name, value in fp16.metrics.items():
+        cells = shown[name]
+        assert cells[1][0] == "fp16" and float(cells[4][1]) == value
+        if name in fp32.metrics:
+            assert float(cells[3][1]) == fp32.metrics[name]
+        assert cells[7][0] == fp16.metric_status.get(name, "-")
+    plot = page.evaluate("""() => { const el = document.querySelector('.plot[data-kind=precision]');
+        return {svg: el.querySelectorAll('.main-svg').length, traces: el.data.map(t => [t.name, t.x, t.y])}; }""")
+    assert plot["svg"] > 0
+    traces = {name: dict(zip(xs, ys)) for name, xs, ys in plot["traces"]}
+    assert {"fp32", "fp16", "fp16 threshold"} <= set(traces)
+    for label, value in traces["fp16"].items():
+        name = label.split(": ", 1)[1]
+        assert value == fp16.metrics[name] and traces["fp32"][label] == fp32.metrics[name]
+    assert traces["fp16"] and all(v is not None for v in traces["fp16 threshold"].values())
+
+
+def test_the_axes_fit_the_data_and_the_throughput_axis_has_round_ticks(page):
+    import math
+
+    drawn = page.evaluate("""() => Array.from(document.querySelectorAll('.plot')).map(el => ({kind: el.dataset.kind,
+        range: el.layout.xaxis.range, xs: el.data.flatMap(t => t.x || []),
+        right: Array.from(el.querySelectorAll('.y2tick text')).map(t => t.textContent)}))""")
+    latency = [d for d in drawn if d["kind"] == "throughput-latency"]
+    assert latency
+    for d in latency:  # fitted to the data, not stretched to 0
+        low, high = min(d["xs"]), max(d["xs"])
+        assert d["range"][0] > low - max(0.15 * (high - low), 0.1 * low) and d["range"][1] >= high, d
+    sweeps = [d for d in drawn if d["kind"] == "batch-sweep"]
+    assert sweeps
+    for d in sweeps:  # ticks a reader can read: 0, 200, 400 inf/s, not the left axis's grid in inf/s
+        ticks = [float(t.replace("\u2212", "-").replace(",", "").replace("k", "e3")) for t in d["right"]]
+        assert len(ticks) >= 3, d
+        step = ticks[1] - ticks[0]
+        mantissa = step / 10 ** math.floor(math.log10(step))
+        assert any(math.isclose(mantissa, m) for m in (1, 2, 2.5, 5)), ticks
+        assert all(math.isclose(b - a, step) for a, b in zip(ticks, ticks[1:])), ticks
 
 
 def test_the_filters_hide_what_does_not_match(page, run):

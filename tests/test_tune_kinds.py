@@ -59,6 +59,9 @@ def _tune(tmp_path, model: str):
         ["abab-winner", "abab-default"] * 3, told
     assert re.match(r"configuration 2: .+ at concurrency 2: (within|over): ", told[1]), told
     assert re.search(rf"^  \[1/1\] {model}-\S+ passed in [\d.]+ s: ship ", result.stdout, re.M), result.stdout
+    page = (tmp_path / "reports" / "tune" / model / "summary.md").read_text()  # the session's pages of the stored rows
+    assert page.startswith(f"# Tune: {model}\n") and rows[-1]["measurement"]["tune"]["answer"] in page
+    assert (tmp_path / "reports" / "tune" / model / "throughput_vs_latency.png").stat().st_size > 0
     return repo, rows
 
 

@@ -97,16 +97,17 @@ def test_a_baseline_measured_with_other_weights_or_data_is_refused_in_one_line_n
 
 def test_the_report_names_a_refused_baseline_not_as_metrics_within_allowances():
     from tritonsuite.report.pages import render_metrics_markdown, render_summary
+    from tritonsuite.report.records import Accuracy, group_run
 
     line = ("m_cpu_onnx_fp32_offline: not judged against its baseline: measured with weights sha256 aaaaaaaaaaaa, "
             "this run's weights sha256 bbbbbbbbbbbb (m.json); rewrite it with --update-baselines, or run with ...")
     row = _row(auc=0.9)
     row.extra["baseline"] = {"file": "m.json", "missing": "", "refused": line, "regressions": [], "improvements": [],
                              "compared": 0}
-    data = row.to_dict()
-    assert f"- m_cpu_onnx_fp32_offline: {line}" in render_metrics_markdown("m", "accuracy", [data])
-    assert "within their allowances" not in render_metrics_markdown("m", "accuracy", [data])
-    assert "not judged: measured with other weights or data" in render_summary([data], "r1")
+    page = render_metrics_markdown("m", "accuracy", [Accuracy.of(row)])
+    assert f"- m_cpu_onnx_fp32_offline: {line}" in page
+    assert "within their allowances" not in page
+    assert "not judged: measured with other weights or data" in render_summary(group_run(".", [row], "r1"))
 
 
 def test_every_metric_kind_has_its_allowance_and_the_first_fragment_wins():

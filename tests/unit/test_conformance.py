@@ -14,7 +14,9 @@ from tritonsuite.judge.conformance import CHECKS, CheckResult, ConformanceError,
 from tritonsuite.judge.conformance.refusals import probes
 from tritonsuite.judge.conformance.traffic import poll
 from tritonsuite.profiles import load_profile
-from tritonsuite.report.conformance import render_conformance, summary_lines, write_conformance_pages
+from tritonsuite.report import write_reports
+from tritonsuite.report.conformance import render_conformance, summary_lines
+from tritonsuite.report.records import Check, group_run
 from tritonsuite.run.cases import OFFLINE_CHECKS, profile_cases
 
 CONFIG = {"name": "m", "platform": "onnxruntime_onnx", "max_batch_size": 8,
@@ -39,14 +41,15 @@ def test_results_are_rows_that_round_trip_and_become_a_page_and_a_summary(tmp_pa
     assert [r.status for r in rows] == ["OK", "FAILED", "SKIPPED"]
     assert rows[1].extra["check"] == "batching" and rows[1].extra["evidence"] == {"batch_stats": {"1": 30}}
     assert rows[1].reasons == ["every execution held one request"] and rows[1].deployment == "m"
-    page = render_conformance("m", rows)
+    run = group_run(tmp_path, rows, "run1")
+    page = render_conformance("m", run.conformance["m"])
     assert "| batching | dynamic | {1: 30} | **FAIL** | every execution held one request |" in page
     assert "| 1 | 30 |" in page  # the histogram
     assert "1 passed, 1 failed, 1 skipped" in page
-    lines = summary_lines([r.to_dict() for r in rows])
+    lines = summary_lines(run.conformance)
     assert lines[:3] == ["## Conformance", "", "- m: 1 passed, 1 failed, 1 skipped (conformance/m.md)"]
     assert "  - batching: every execution held one request" in lines
-    written = write_conformance_pages(tmp_path, rows)
+    written = [p for p in write_reports(tmp_path, "run1", presenters=("markdown",)) if "conformance" in p.parts]
     assert written == [tmp_path / "conformance" / "m.md"] and written[0].read_text() == page
 
 
@@ -55,13 +58,13 @@ def test_the_page_reads_as_a_checklist_of_the_declared_fields_and_the_defaults_j
     rows = [CheckResult("m", "identity", "declared a", "observed a", "pass", fields=fields).to_row(model="m"),
             CheckResult("m", "batching", "no dynamic batching", "one request per execution", "pass",
                         fields=fields).to_row(model="m")]
-    page = render_conformance("m", rows)
+    page = render_conformance("m", [Check.of(r) for r in rows])
     assert "| `input.dims` | identity | pass |" in page
     assert "| `max_batch_size` | batching | pass |" in page
     assert "| `optimization.graph.level` | - | not checkable |" in page
     assert "| batching | no dynamic batching | pass | - |" not in page  # max_batch_size is batching's field
     rows[1].extra["declared_fields"] = fields = ["name"]
-    page = render_conformance("m", rows[1:])
+    page = render_conformance("m", [Check.of(rows[1])])
     assert "| batching | no dynamic batching | pass | - |" in page  # the default (no batcher) was judged
 
 

@@ -12,7 +12,9 @@ from tritonsuite.judge.interference import interference, ratio_interval
 from tritonsuite.profiles import ProfileError, load_profile, narrow
 from tritonsuite.profiles.mix import MixError, check_mixes, parse_mixes
 from tritonsuite.report.merge import merge_reports
-from tritonsuite.report.mix import mix_summary_lines, render_mix, write_mix_pages
+from tritonsuite.report import write_reports
+from tritonsuite.report.mix import mix_summary_lines, render_mix
+from tritonsuite.report.records import mixes_of
 from tritonsuite.run.cases import profile_cases
 
 
@@ -133,11 +135,14 @@ def test_a_profile_with_a_bad_mix_is_a_profile_error(tmp_path):
 
 def test_the_mix_page_puts_alone_beside_together_with_the_ratio(tmp_path):
     rows = _rounds("bert", 100.0, 50.0) + _rounds("tft", 10.0, 10.0, rate=20.0, seed=3)
-    page = render_mix("m", rows, "m/timeline.png")
+    page = render_mix("m", mixes_of(rows)["m"], "m/timeline.png")
     assert "# Mix: m" in page and "throughput 0.5" in page and "interference" in page
     assert "mean latency 0.98" in page and "no significant effect" in page and "![throughput and p99" in page
     assert "30.0 / 12.0" in page  # client CPU, the whole generator's and the deployment's part
-    written = write_mix_pages(tmp_path, rows)
+    writer = RawWriter(raw_path(tmp_path, "mix", "r1"))
+    for row in rows:
+        writer.append(row)
+    written = [p for p in write_reports(tmp_path, presenters=("markdown",)) if "mix" in p.parts]
     assert [p.name for p in written] == ["m.md", "timeline.png"]
     lines = mix_summary_lines(rows)
     assert len(lines) == 2 and lines[0].startswith("mix m: bert: throughput together ÷ alone 0.5")
@@ -151,7 +156,7 @@ def test_merged_hosts_give_one_section_each(tmp_path):
             row.extra["host"] = host
             writer.append(row)
     merge_reports([tmp_path / "a", tmp_path / "b"], tmp_path / "out")
-    page = render_mix("m", load_rows(tmp_path / "out"))
+    page = render_mix("m", mixes_of(load_rows(tmp_path / "out"))["m"])
     assert "## Host: a" in page and "## Host: b" in page
     assert page.index("interference") < page.index("## Host: b") < page.index("no significant effect")
 
@@ -166,7 +171,7 @@ def test_the_page_shows_the_most_mixed_load_and_who_bound_it():
             rows.append(row)
     answer = _row("bert", "search-answer", 1, [10.0])
     answer.extra["mix"].update(answer="the most mixed load within every bound: x1.5 ...; above it bert over p99")
-    page = render_mix("m", rows + [answer])
+    page = render_mix("m", mixes_of(rows + [answer])["m"])
     assert "### The most mixed load within every bound" in page and "**the most mixed load within every bound: x1.5" in page
     assert "| 2     | x2     | bert" in page and "p99 612 ms > 500 ms" in page
     assert mix_summary_lines(rows + [answer])[-1].endswith("above it bert over p99")
@@ -192,7 +197,7 @@ def test_the_page_shows_the_set_search_and_its_configs():
     answer = _row("bert", "tune-answer", 1, [10.0])
     answer.extra["mix"].update(role="tune-answer", answer="ship 2 inst | 1 inst: ...", recommended=True,
                                configs=["reports/mix/m/tune/bert/config.pbtxt"])
-    page = render_mix("m", rows + [answer])
+    page = render_mix("m", mixes_of(rows + [answer])["m"])
     assert "### Configuration search for the set" in page and "**Recommended**: ship 2 inst | 1 inst" in page
     assert "`reports/mix/m/tune/bert/config.pbtxt`" in page and "| abab-winner  | tft        | 1 inst" in page
     assert mix_summary_lines(rows + [answer])[-1] == "mix m: configuration search: ship 2 inst | 1 inst: ..."

@@ -249,18 +249,18 @@ def test_crosscheck_joins_both_generators_point_by_point():
     assert len(points) == 1
     assert points[0].ratio("Inferences/Second") == pytest.approx(15.0 / 10.0)
     assert points[0].ratio("p99 latency") == pytest.approx(12.0 / 9.0)
-    page = render_crosscheck(rows)
+    page = render_crosscheck(cross_points(rows))
     cells = [c.strip() for c in next(ln for ln in page.splitlines() if "bert_cpu_onnx_fp32_online" in ln).split("|")]
     assert cells[5:14] == ["10.0", "15.0", "1.50", "5.0", "4.0", "0.80", "9.0", "12.0", "1.33"]
     assert "perf_analyzer -m x" in page
-    unstable = render_crosscheck([rows[0], _row("perf_analyzer", 15.0, 4.0, 12.0, status="UNSTABLE",
-                                                reasons=["perf_analyzer: Failed to obtain stable measurement"])])
+    unstable = render_crosscheck(cross_points([rows[0], _row("perf_analyzer", 15.0, 4.0, 12.0, status="UNSTABLE",
+                                                reasons=["perf_analyzer: Failed to obtain stable measurement"])]))
     assert "perf_analyzer: UNSTABLE: perf_analyzer: Failed to obtain stable measurement" in unstable
-    assert "No point was measured by both" in render_crosscheck(rows[:1])
+    assert "No point was measured by both" in render_crosscheck(cross_points(rows[:1]))
     probed = _row("suite", 10.0, 5.0, 9.0)
     probed.extra["accuracy_under_load"] = {"share": 0.1}
     assert "Not like for like" not in page
-    assert "Not like for like" in render_crosscheck([probed, rows[1]])
+    assert "Not like for like" in render_crosscheck(cross_points([probed, rows[1]]))
 
 
 def test_rows_before_loadgen_existed_read_as_the_suites():

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import points_of
 from tritonsuite.core.published import (COLUMNS, PUBLISHED_PARAMETER, PublishedError, available_gpus, join,
                                    load_published, load_table, published_configurations)
 from tritonsuite.core.rows import LATENCY_PARTS, Row
@@ -196,7 +197,7 @@ def test_a_different_gpu_still_joins_and_says_so():
 def test_the_report_shows_published_figures_beside_the_measured_ones(tmp_path):
     rows = [measured(batch=b, throughput=t, p99=p) for b, t, p in ((1, 150.0, 7.0), (8, 760.0, 11.0))]
     rows.append(measured(batch=3, throughput=400.0, p99=9.0))  # measured, not published
-    page = render_markdown("fastpitch", "offline", rows, plots=[])
+    page = render_markdown("fastpitch", "offline", points_of(rows), plots=[])
     section = page.split("### Published figures: ")[1]
     heading = section.splitlines()[0]
     assert heading == "NVIDIA DGX A100 (1x A100 80GB)"  # measured on an A100: no warning
@@ -212,16 +213,17 @@ def test_the_report_shows_published_figures_beside_the_measured_ones(tmp_path):
 
 def test_the_report_heading_says_when_the_gpu_is_not_the_published_one(tmp_path):
     rows = [measured(gpu=H100, profile="h100", batch=b) for b in (1, 8)]
-    page = render_markdown("fastpitch", "offline", rows, plots=[])
+    page = render_markdown("fastpitch", "offline", points_of(rows), plots=[])
     heading = next(line for line in page.splitlines() if line.startswith("### Published figures"))
     assert heading == f"### Published figures: NVIDIA DGX A100 (1x A100 80GB) — MEASURED ON A DIFFERENT GPU ({H100})"
     assert "with profile h100, not on the published NVIDIA DGX A100 (1x A100 80GB): the ratios compare two GPUs" in page
 
 
 def test_no_published_section_for_cpu_runs_and_a_reason_when_nothing_matches(tmp_path):
-    cpu = render_markdown("fastpitch", "offline", [measured(published="", gpu="none (CPU: AMD EPYC)")], plots=[])
+    cpu = render_markdown("fastpitch", "offline", points_of([measured(published="", gpu="none (CPU: AMD EPYC)")]),
+                          plots=[])
     assert "Published" not in cpu
-    other = render_markdown("fastpitch", "offline", [measured(instances=1)], plots=[])
+    other = render_markdown("fastpitch", "offline", points_of([measured(instances=1)]), plots=[])
     assert "No published row matches this deployment in the seeds' a100 tables (published for fastpitch: " \
            "offline large ts-trace fp16, max batch size 8, 2 instance(s);" in other
     assert "offline large ts-trace fp16, max batch size 8, 2 instance(s)" in published_configurations("a100",

@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import points_of
 from tritonsuite import report
 from tritonsuite.core.rows import LATENCY_PARTS, RESULT_COLUMNS, Row
 from tritonsuite.core.store import RawWriter, load_rows, raw_path
 from tritonsuite.load.telemetry import GPU_COLUMNS
 from tritonsuite.report import plot_offline, plot_online, render_markdown, write_reports
+from tritonsuite.report.records import group_run
 
 RUN = "20261122T021500-1234"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -257,7 +259,7 @@ def test_constants_match_the_seed_schema():
 
 
 def test_markdown_results_table_matches_seed_header():
-    md = render_markdown("bert", "offline", offline_rows())
+    md = render_markdown("bert", "offline", points_of(offline_rows()))
     tables = results_tables(md)
     assert len(tables) == 2  # one per deployment
     expected = split_cells(SEED_HEADER) + ["Status", "Client CPU (%)", "Other CPU (%)", "GPU Utilization (%)",
@@ -274,7 +276,7 @@ def test_markdown_results_table_matches_seed_header():
 
 def test_markdown_sections_parameters_and_description():
     rows = offline_rows()
-    md = render_markdown("bert", "offline", rows)
+    md = render_markdown("bert", "offline", points_of(rows))
     assert md.startswith("# BERT offline results\n")
     headings = [line[3:] for line in md.splitlines() if line.startswith("## ")]
     assert headings == ["bert_cpu_onnx_fp32_offline", "bert_cpu_torchscript_fp32_offline"]  # first-seen order
@@ -289,14 +291,14 @@ def test_markdown_sections_parameters_and_description():
     assert params["GPU"] == "none (CPU: AMD EPYC 7B13)"
     assert params["Max Seq Length"] == "128"
 
-    online = render_markdown("bert", "online", online_rows())
+    online = render_markdown("bert", "online", points_of(online_rows()))
     assert online.startswith("# BERT online results\n")
     assert report.SCENARIO_DESCRIPTIONS["online"] in online
 
 
 def test_markdown_rows_sorted_and_formatted():
     rows = offline_rows()
-    tables = results_tables(render_markdown("bert", "offline", rows))
+    tables = results_tables(render_markdown("bert", "offline", points_of(rows)))
     body = [split_cells(line) for line in tables[0][2:]]
     assert [r[0] for r in body] == ["1", "4", "8"]
     assert [r[1] for r in body] == ["1", "1", "1"]
@@ -310,12 +312,12 @@ def test_markdown_rows_sorted_and_formatted():
     assert [cells[c] for c in GPU_COLUMNS] == ["-"] * 4  # not sampled (no GPU)
     assert [r[-8] for r in body] == ["OK", "OK", "UNSTABLE"]
 
-    online = results_tables(render_markdown("bert", "online", online_rows()))
+    online = results_tables(render_markdown("bert", "online", points_of(online_rows())))
     assert [split_cells(line)[1] for line in online[1][2:]] == ["1", "2", "4"]
 
 
 def test_markdown_lists_non_ok_reasons():
-    md = render_markdown("bert", "offline", offline_rows())
+    md = render_markdown("bert", "offline", points_of(offline_rows()))
     assert f"- batch 8, concurrency 1: UNSTABLE: {UNSTABLE_REASON}" in md
     bullets = [line for line in md.splitlines() if line.startswith("- batch")]
     assert len(bullets) == 1  # OK rows are not listed
@@ -325,18 +327,18 @@ def test_markdown_failed_row_without_result():
     rows = offline_rows()[:3]
     rows.append(Row.failed(reason="MeasurementError: server returned HTTP 500", scenario="offline", model="bert",
                            title="BERT", deployment=rows[0].deployment, batch=16, concurrency=1))
-    md = render_markdown("bert", "offline", rows)
+    md = render_markdown("bert", "offline", points_of(rows))
     body = [split_cells(line) for line in results_tables(md)[0][2:]]
     assert body[-1][:3] == ["16", "1", "-"] and body[-1][-8] == "FAILED"
     assert "- batch 16, concurrency 1: FAILED: MeasurementError: server returned HTTP 500" in md
 
 
 def test_markdown_embeds_plots():
-    md = render_markdown("bert", "offline", offline_rows())
+    md = render_markdown("bert", "offline", points_of(offline_rows()))
     assert "(bert/throughput_vs_batch.png)" in md and "(bert/latency_vs_batch.png)" in md
-    md = render_markdown("bert", "online", online_rows())
+    md = render_markdown("bert", "online", points_of(online_rows()))
     assert "(bert/latency_vs_concurrency.png)" in md
-    assert "![" not in render_markdown("bert", "online", online_rows(), plots=[])
+    assert "![" not in render_markdown("bert", "online", points_of(online_rows()), plots=[])
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -344,14 +346,14 @@ def test_markdown_embeds_plots():
 # ---------------------------------------------------------------------------------------------------------------
 
 def test_plot_offline_writes_pngs(tmp_path):
-    paths = plot_offline(offline_rows(), tmp_path / "plots")
+    paths = plot_offline(points_of(offline_rows()), tmp_path / "plots")
     assert [p.name for p in paths] == ["throughput_vs_batch.png", "latency_vs_batch.png"]
     for p in paths:
         assert_png(p)
 
 
 def test_plot_online_writes_png(tmp_path):
-    paths = plot_online(online_rows(), tmp_path / "plots")
+    paths = plot_online(points_of(online_rows()), tmp_path / "plots")
     assert [p.name for p in paths] == ["latency_vs_concurrency.png", "latency_vs_throughput.png"]
     for path in paths:
         assert_png(path)
@@ -360,7 +362,7 @@ def test_plot_online_writes_png(tmp_path):
 def test_plots_with_no_measured_values_still_write_files(tmp_path):
     failed = [Row.failed(reason="it raised", scenario="offline", model="bert", deployment="d", batch=1,
                          concurrency=1)]
-    for p in plot_offline(failed, tmp_path / "off") + plot_online([], tmp_path / "on"):
+    for p in plot_offline(points_of(failed), tmp_path / "off") + plot_online(points_of([]), tmp_path / "on"):
         assert p.read_bytes()[:8] == PNG_SIGNATURE
 
 
@@ -414,9 +416,9 @@ def test_row_round_trip_keeps_unknown_keys_and_reads_old_rows():
 
 def test_title_comes_from_the_rows():
     rows = [Row.from_dict({**r.to_dict(), "title": "My Model"}) for r in offline_rows()]
-    assert render_markdown("bert", "offline", rows).startswith("# My Model offline results\n")
+    assert render_markdown("bert", "offline", points_of(rows)).startswith("# My Model offline results\n")
     untitled = [Row.from_dict({**r.to_dict(), "title": ""}) for r in offline_rows()]
-    assert render_markdown("bert", "offline", untitled).startswith("# bert offline results\n")
+    assert render_markdown("bert", "offline", points_of(untitled)).startswith("# bert offline results\n")
 
 
 def test_summary_for_a_ci_job(tmp_path):
@@ -425,7 +427,7 @@ def test_summary_for_a_ci_job(tmp_path):
     accuracy = Row.from_dict({"scenario": "accuracy", "model": "bert", "title": "BERT", "deployment": "bert_acc",
                               "status": "FAILED", "run_id": RUN, "baseline": {
                                   "regressions": ["f1: baseline 88, now 87, delta -1, allowed -0.1"], "compared": 3}})
-    md = render_summary(offline_rows() + [accuracy], RUN)
+    md = render_summary(group_run(tmp_path, offline_rows() + [accuracy], RUN))
     assert md.startswith(f"# tritonsuite run {RUN}\n")
     assert "| BERT  | bert_acc   | FAILED | regressed: f1: baseline 88, now 87, delta -1, allowed -0.1 |" in md
     best = max((r for r in offline_rows() if r.deployment.startswith("bert_cpu_onnx") and r.status == "OK"),
@@ -439,7 +441,7 @@ def test_summary_for_a_ci_job(tmp_path):
 def test_markdown_gpu_telemetry_cells_read_mean_and_max():
     rows = offline_rows()
     rows[0].measurement["gpu"] = {c: {"mean": 41.26, "max": 97.0} for c in GPU_COLUMNS}
-    table = results_tables(render_markdown("bert", "offline", rows))[0]
+    table = results_tables(render_markdown("bert", "offline", points_of(rows)))[0]
     header = split_cells(table[0])
     cells = next(dict(zip(header, split_cells(line))) for line in table[2:] if split_cells(line)[0] == str(rows[0].batch))
     assert [cells[c] for c in GPU_COLUMNS] == ["41 / 97"] * 4
@@ -472,7 +474,7 @@ def load_rows_with_rates_and_a_search() -> list[Row]:
 
 def test_online_page_has_rate_rows_and_the_search_answer_with_its_evidence(tmp_path):
     rows = load_rows_with_rates_and_a_search()
-    md = render_markdown("bert", "online", rows)
+    md = render_markdown("bert", "online", points_of(rows))
     tables = results_tables(md)
     assert len(tables[0]) - 2 == 3  # the concurrency sweep alone in the seeds' table
     lines = md.splitlines()
@@ -488,10 +490,10 @@ def test_online_page_has_rate_rows_and_the_search_answer_with_its_evidence(tmp_p
                                                             ("3", "150.0 req/s", "OK", "yes")]
     from tritonsuite.report import render_summary
 
-    summary = render_summary(rows, RUN)
+    summary = render_summary(group_run(tmp_path, rows, RUN))
     assert "## Most load within the latency bound" in summary
     assert f"- {rows[0].deployment}: max req/s at p99 <= 30 ms: 150.0 req/s" in summary
-    paths = plot_online(rows, tmp_path)
+    paths = plot_online(points_of(rows), tmp_path)
     assert [p.name for p in paths] == ["latency_vs_concurrency.png", "latency_vs_throughput.png"]
     for path in paths:
         assert_png(path)

@@ -148,3 +148,41 @@ def test_the_report_command_writes_the_page_alone_with_html(tmp_path, capsys):
     printed = capsys.readouterr().out.split()
     assert printed[-1].endswith("index.html") and any(p.endswith("summary.md") for p in printed)
     assert "[index.html](index.html)" in (tmp_path / "r" / "summary.md").read_text()
+
+
+def test_reduced_precision_is_shown_beside_fp32_with_its_threshold(tmp_path):
+    from tritonsuite.core.store import RawWriter, load_rows, raw_path
+
+    shutil.copytree(ROWS, tmp_path / "r")
+    run_id = next((tmp_path / "r" / "raw").glob("manifest-*.json")).stem.split("-", 1)[1]
+    fp32, fp16 = (next(r for r in load_rows(tmp_path / "r", run_id) if r.scenario == "accuracy" and r.format == "onnx")
+                  for _ in range(2))  # the stored fp32 record, and a copy of it made fp16
+    fp16.precision, fp16.deployment = "fp16", fp32.deployment.replace("fp32", "fp16")
+    fp16.metrics = {**fp32.metrics, "exact_match_vs_reference": 97.5, "f1_vs_reference": 98.25}
+    fp16.thresholds = {**fp32.thresholds, "exact_match_vs_reference": ">= 99", "f1_vs_reference": ">= 98"}
+    fp16.metric_status = {**fp32.metric_status, "exact_match_vs_reference": "FAILED"}
+    fp16.status = "FAILED"
+    RawWriter(raw_path(tmp_path / "r", "accuracy", run_id, "fp16")).append(fp16)
+    write_reports(tmp_path / "r", run_id, presenters=("html",))
+    text = (tmp_path / "r" / "index.html").read_text(encoding="utf-8")
+    table = Page(text[text.index('<table class="sortable reduced">'):])
+    cells = [(a, c) for a, c in table.cells]
+    rows = [cells[i:i + 10] for i in range(0, len(cells), 10)][:len(fp16.metrics)]
+    shown = {row[2][1]: row for row in rows}
+    assert set(shown) == set(fp16.metrics) and {row[1][1] for row in rows} == {"fp16"}
+    for name, value in fp16.metrics.items():
+        row = shown[name]
+        assert float(row[3][0]["data-value"]) == fp32.metrics[name] and float(row[4][0]["data-value"]) == value
+    em = shown["exact_match_vs_reference"]
+    assert em[5][1] == "-2.5" and em[6][1] == ">= 99" and float(em[6][0]["data-value"]) == 99.0
+    assert em[7][1] == "FAILED" and em[8][1] == fp16.deployment and em[9][1] == fp32.deployment
+    figures = json.loads(Page(text).scripts[0][1])
+    plot = next(f for f in figures.values() if "reduced precision against fp32" in f["layout"]["title"]["text"])
+    bars = {t["name"]: dict(zip(t["x"], t["y"])) for t in plot["data"]}
+    assert set(bars) == {"fp32", "fp16", "fp16 threshold"}
+    assert bars["fp16"]["onnx: f1_vs_reference"] == 98.25 and bars["fp32"]["onnx: f1_vs_reference"] == 100.0
+    assert bars["fp16 threshold"]["onnx: exact_match_vs_reference"] == 99.0
+    assert "onnx: output__0 max rel error" not in bars["fp16"]  # no numeric threshold: in the table, not the plot
+    shutil.copytree(ROWS, tmp_path / "fp32")  # a run of fp32 alone has no such section
+    write_reports(tmp_path / "fp32", run_id, presenters=("html",))
+    assert "reduced precision against fp32" not in (tmp_path / "fp32" / "index.html").read_text(encoding="utf-8")

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from tests.helpers import points_of
 from tritonsuite.core.settings import LatencyBound, MeasurementSettings
 from tritonsuite.load.engine import LoadPoint, Measurement, arrival_gaps, schedule_tolerance_ms
 from tritonsuite.load.search import CLEARLY_OVER, judge, search, stop_when_clearly_over
@@ -285,5 +286,5 @@ def test_the_search_table_says_how_far_a_remeasured_point_moved():
     evidence = [r for r in rows if r.measurement.get("search", {}).get("role") == "evidence"]
     evidence[-1].measurement["remeasure"] = {"throughput_change_percent": -24.07, "p99_change_percent": 20.0,
                                              "limit_percent": 10.0, "drifting": True}
-    md = render_markdown("bert", "online", rows, plots=[])
+    md = render_markdown("bert", "online", points_of(rows), plots=[])
     assert "since first measured: inf/s -24.1%, p99 +20.0% (drift beyond the stability limit)" in md

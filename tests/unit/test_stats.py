@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from tests.helpers import points_of
 from tritonsuite.core.stats import (binom_cdf, judge_share, min_samples, percentile_estimate, quantile_ranks,
                                      share_pvalue)
 
@@ -79,7 +80,7 @@ def test_tables_show_each_percentile_with_its_samples_and_interval_or_mark_it_in
         row.result[f"p{q} latency"] = e.value
     row.measurement.update(percentiles={f"p{q}": e.to_json() for q, e in estimates.items()},
                            percentile_rule=percentile_rule(settings), measured_requests=71)
-    md = render_markdown("bert", "online", [row], plots=[])
+    md = render_markdown("bert", "online", points_of([row]), plots=[])
     table = results_tables(md)[0]
     cells = dict(zip(split_cells(table[0]), split_cells(table[2])))
     p50, p99 = estimates[50], estimates[99]
@@ -115,7 +116,7 @@ def test_repeats_are_interleaved_rounds_and_the_report_gives_their_median_and_dr
         row.measurement["drift"] = {"throughput_change_percent": -12.0, "latency_change_percent": 14.0,
                                     "limit_percent": 10.0, "drifting": r == 3}
         rows.append(row)
-    md = render_markdown("bert", "online", rows, plots=[])
+    md = render_markdown("bert", "online", points_of(rows), plots=[])
     line = next(l for l in md.splitlines() if l.startswith("| batch 1, concurrency 4"))
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[1:6] == ["3 of 3", "54.0 / 47.0 / 41.0", "47.0", f"{13 / 47 * 100:.1f}", f"{(41 / 54 - 1) * 100:+.1f}"]

@@ -197,7 +197,9 @@ def _row(role, label, concurrency, throughput, p99, within=True, stopped="", sta
 
 
 def test_pages_mark_early_stopped_configurations_and_the_answer(tmp_path):
-    from tritonsuite.report.tune import PLOT, write_tune_pages
+    from tritonsuite.core.store import RawWriter, raw_path
+    from tritonsuite.report import write_reports
+    from tritonsuite.report.tune import PLOT
 
     rows = [_row("evidence", "1 inst", 16, 1400.0, 26.5),
             _row("evidence", "3 inst", 16, 500.0, 80.0, within=False, status="STOPPED",
@@ -205,7 +207,10 @@ def test_pages_mark_early_stopped_configurations_and_the_answer(tmp_path):
             _row("evidence", "2 inst", 16, 1700.0, 20.0),
             _row("answer", "2 inst", 16, 1700.0, 20.0, answer="ship 2 inst: 1700.0 inf/s", recommended=True,
                  configurations=3, space=27, seconds=60.0)]
-    written = write_tune_pages(tmp_path, rows)
+    writer = RawWriter(raw_path(tmp_path, "tune", "r1"))  # stored as a tune run stores them, then the session's pages
+    for row in rows:
+        writer.append(row)
+    written = [p for p in write_reports(tmp_path, presenters=("markdown",)) if "tune" in p.parts]
     page = (tmp_path / "tune" / "tft_cpu_onnx_fp32_online" / "summary.md").read_text()
     assert {p.name for p in written} == {"summary.md", PLOT}
     assert page.splitlines()[2] == "**Recommended**: ship 2 inst: 1700.0 inf/s"

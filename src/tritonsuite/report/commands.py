@@ -1,18 +1,17 @@
 """The report subcommands of ``tritonsuite``: ``report`` (re)writes the pages and plots of stored rows, ``crosscheck``
 prints perf_analyzer side by side with the engine, ``compare`` two stored runs point by point
-(:mod:`tritonsuite.judge.compare` judges, :mod:`tritonsuite.report.comparison` writes the page)."""
+(:mod:`tritonsuite.judge.compare` judges); both print the markdown presenter's page of the rows
+(:func:`tritonsuite.report.presenters.markdown.render_page`), the page a run writes."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from tritonsuite.core.access import redact
 from tritonsuite.core.store import StoreError, load_rows, load_run
 from tritonsuite.judge.compare import DEFAULT_MIN_EFFECT, compare_runs
-from tritonsuite.judge.crosscheck import cross_points
 from tritonsuite.report import DEFAULT_PRESENTERS, write_reports
-from tritonsuite.report.comparison import render_comparison
-from tritonsuite.report.pages import render_crosscheck
+from tritonsuite.report.presenters.markdown import render_page
+from tritonsuite.report.records import group_run
 
 
 def _reports_dir(parser, value: str) -> Path:
@@ -69,13 +68,13 @@ def add_crosscheck_arguments(parser) -> None:
 
 def run_crosscheck(args, parser) -> int:
     reports_dir = _reports_dir(parser, args.reports_dir)
-    rows = [r for r in load_rows(reports_dir) if not args.run or r.run_id in args.run]
-    page = render_crosscheck(rows)
+    run = group_run(reports_dir, [r for r in load_rows(reports_dir) if not args.run or r.run_id in args.run])
+    page = render_page(run, "crosscheck.md")
     if args.out:
-        Path(args.out).write_text(redact(page), encoding="utf-8")
+        Path(args.out).write_text(page, encoding="utf-8")
     else:
         sys.stdout.write(page)
-    return 0 if cross_points(rows) else 1
+    return 0 if run.cross else 1
 
 
 def add_compare_arguments(parser) -> None:
@@ -101,10 +100,11 @@ def run_compare(args, parser) -> int:
         parser.error(str(exc))
     comparison = compare_runs(then_rows, now_rows, then_label=then_label, now_label=now_label,
                               min_effect=args.min_effect, then_manifest=then_manifest, now_manifest=now_manifest)
-    page = render_comparison(comparison, args.perf_gate)
+    run = group_run(args.reports_dir, now_rows, comparison=comparison, gate_percent=args.perf_gate)
+    page = render_page(run, "compare.md")
     sys.stdout.write(page)
     if args.out:
-        Path(args.out).write_text(redact(page), encoding="utf-8")
+        Path(args.out).write_text(page, encoding="utf-8")
     failed = comparison.regressions(args.perf_gate) if args.perf_gate is not None else []
     for p in failed:
         sys.stderr.write(f"perf gate: {p.describe()}\n")

@@ -5,7 +5,6 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tritonsuite.core.rows import Row
 from tritonsuite.load.telemetry import GPU_COLUMNS
 
 UNITLESS_COLUMNS = ("Batch", "Concurrency", "Inferences/Second", "Responses/Request", "Responses/Second")
@@ -30,11 +29,6 @@ PLOT_ALT = {
     "steps.png": "an ensemble's (or a BLS model's) time per composing model: Server Queue and Compute Input / Infer / "
                  "Output",
 }
-
-
-def as_records(rows: Iterable[Row | Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The presenters read rows in their JSON form (``Row.to_dict``), whether given Rows or records."""
-    return [r.to_dict() if isinstance(r, Row) else r for r in rows]
 
 
 def is_number(value: Any) -> bool:
@@ -112,33 +106,10 @@ def column_header(column: str) -> str:
     return column if column in UNITLESS_COLUMNS else f"{column} (ms)"
 
 
-def title_of(rows: Sequence[Mapping[str, Any]], model: str = "") -> str:
-    """The model's display name the rows carry (``ModelSpec.title``), else the model name."""
-    titles = distinct(r.get("title") for r in rows)
-    return ", ".join(titles) if titles else (model or ", ".join(distinct(r.get("model") for r in rows)) or "model")
-
-
-def result_of(row: Mapping[str, Any]) -> Mapping[str, Any]:
-    result = row.get("result")
-    return result if isinstance(result, Mapping) else {}
-
-
-def coord(row: Mapping[str, Any], column: str) -> Any:
-    """Batch or Concurrency of a row: from ``result``, else a top-level lower-case key (e.g. FAILED rows)."""
-    value = result_of(row).get(column)
-    if value is None:
-        value = row.get(column.lower())
-    return value
-
-
-def sort_key(row: Mapping[str, Any]) -> tuple:
-    def num(v: Any) -> float:
-        return float(v) if is_number(v) else math.inf
-    return num(coord(row, "Batch")), num(coord(row, "Concurrency"))
-
-
-def status_of(row: Mapping[str, Any]) -> str:
-    return str(row.get("status") or ("OK" if row.get("valid") else "FAILED"))
+def title_of(points: Sequence[Any], model: str = "") -> str:
+    """The model's display name the points' rows carry (``ModelSpec.title``), else the model name."""
+    titles = distinct(p.row.title for p in points)
+    return ", ".join(titles) if titles else (model or ", ".join(distinct(p.model for p in points)) or "model")
 
 
 def distinct(values: Iterable[Any]) -> list[Any]:
@@ -151,19 +122,6 @@ def distinct(values: Iterable[Any]) -> list[Any]:
     return seen
 
 
-def series_of(row: Mapping[str, Any]) -> str:
-    """A results table's (and a plot's) series: the deployment, and the load generator where it is not the suite's
-    engine (``bert_cpu_onnx_fp32_offline · perf_analyzer 2.51``), so both measure one deployment side by side."""
-    deployment = str(row.get("deployment") or "unknown deployment")
-    if row.get("host"):  # rows merged from several hosts (tritonsuite.report.merge): one series per host
-        deployment = f"{deployment} @ {row['host']}"
-    loadgen = row.get("loadgen") or "suite"
-    if loadgen == "suite":
-        return deployment
-    measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
-    return f"{deployment} · {measurement.get('loadgen') or loadgen}"
-
-
 def group_by(rows: Iterable[Mapping[str, Any]], key) -> dict[Any, list[Mapping[str, Any]]]:
     groups: dict[Any, list[Mapping[str, Any]]] = {}
     for row in rows:
@@ -171,68 +129,32 @@ def group_by(rows: Iterable[Mapping[str, Any]], key) -> dict[Any, list[Mapping[s
     return groups
 
 
-def row_label(row: Mapping[str, Any]) -> str:
-    load = (f"{row['request_rate']:g} req/s offered" if is_number(row.get("request_rate")) else
-            f"concurrency {format_number('Concurrency', coord(row, 'Concurrency'))}")
-    search = search_of(row)
-    if search:
-        load += f" (search {search.get('kind')} at {search.get('bound')}, step {search.get('step')})"
-    measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
-    repeat = measurement.get("repeat") if isinstance(measurement.get("repeat"), Mapping) else None
-    if repeat:  # --repeat: which interleaved round the row is
-        load += f" (round {repeat.get('round')} of {repeat.get('of')})"
-    return f"batch {format_number('Batch', coord(row, 'Batch'))}, {load}"
-
-
-def search_of(row: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A latency-bound search's tag on a row (kind, bound, step, role, within, why); empty for other rows."""
-    measurement = row.get("measurement")
-    search = measurement.get("search") if isinstance(measurement, Mapping) else None
-    return search if isinstance(search, Mapping) else {}
-
-
-def load_kind(row: Mapping[str, Any]) -> str:
-    """sweep (a concurrency or batch point), rate (an open-loop point), evidence or result (of a search)."""
-    search = search_of(row)
-    if search:
-        return "result" if search.get("role") == "result" else "evidence"
-    return "rate" if is_number(row.get("request_rate")) else "sweep"
-
-
-
-
 PERCENTILE_COLUMNS = ("p50 latency", "p90 latency", "p95 latency", "p99 latency")
 
 
-def percentile_cell(row: Mapping[str, Any], column: str) -> str:
-    """A percentile with its interval, "12.3 [11.9, 12.8]", or marked indicative, "~45.1 [40.2, -]" (the interval
-    has no upper end in the sample, or is wider than the stated precision). A row without intervals (perf_analyzer's
-    own percentiles, a row written before they existed) is indicative too: "~12.3"."""
-    value = result_of(row).get(column)
+def percentile_cell(point, column: str) -> str:
+    """A percentile of a :class:`tritonsuite.report.records.Point` with its interval, "12.3 [11.9, 12.8]", or marked
+    indicative, "~45.1 [40.2, -]" (the interval has no upper end in the sample, or is wider than the stated
+    precision). A row without intervals (perf_analyzer's own percentiles, a row written before they existed) is
+    indicative too: "~12.3"."""
+    value = point.latency_ms.get(column)
     text = format_number(column, value)
-    if not is_number(value):
+    if value is None:
         return text
-    measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
-    estimates = measurement.get("percentiles") if isinstance(measurement.get("percentiles"), Mapping) else {}
-    estimate = estimates.get(column.split()[0])
-    if not isinstance(estimate, Mapping):
+    if column not in point.intervals_ms:
         return "~" + text
-    low, high = (format_number(column, estimate.get(k)) if is_number(estimate.get(k)) else "-"
-                 for k in ("low", "high"))
-    return ("~" if estimate.get("indicative") else "") + f"{text} [{low}, {high}]"
+    low, high = (format_number(column, v) if v is not None else "-" for v in point.intervals_ms[column])
+    return ("~" if column in point.indicative else "") + f"{text} [{low}, {high}]"
 
 
-def samples_cell(row: Mapping[str, Any]) -> str:
-    """How many latencies the row's percentiles came from."""
-    measurement = row.get("measurement") if isinstance(row.get("measurement"), Mapping) else {}
-    n = measurement.get("measured_requests")
-    return str(int(n)) if is_number(n) else "-"
+def samples_cell(point) -> str:
+    """How many latencies the point's percentiles came from."""
+    return str(point.samples) if point.samples is not None else "-"
 
 
-def percentile_note(rows: Iterable[Mapping[str, Any]]) -> str:
+def percentile_note(points: Iterable[Any]) -> str:
     """The line above a table with percentile columns: what the brackets, the Samples column and "~" mean."""
-    rules = distinct((r.get("measurement") or {}).get("percentile_rule") for r in rows
-                      if isinstance(r.get("measurement"), Mapping))
+    rules = distinct(p.method.percentile_rule for p in points)
     rule = rules[0] if rules else "rows without intervals were measured by a load generator that records none"
     return (f"Percentiles read 'value [low, high]', the interval from the row's Samples latencies; '~' marks an "
             f"indicative percentile (a number, not a measurement): {rule}.")

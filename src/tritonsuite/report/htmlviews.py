@@ -4,6 +4,7 @@ stored run (regressions first), tune's configurations and frontier, mix's interf
 engine. Each reads the run as :mod:`tritonsuite.report.records` grouped it."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tritonsuite.core.settings import LatencyBound
@@ -11,9 +12,8 @@ from tritonsuite.core.store import safe_component
 from tritonsuite.report.common import format_value
 from tritonsuite.report.htmlkit import Cell, Figures, Table, block, cell_number, esc, number, plot_text
 from tritonsuite.report.mix import mix_ratios
-from tritonsuite.report.pages import flatten_metrics, threshold_for
-from tritonsuite.report.records import RunRecords
-from tritonsuite.report.tune import statistic_ms
+from tritonsuite.report.records import Accuracy, BaselineNote, RunRecords
+from tritonsuite.report.tune import frontier
 
 VERDICT_ORDER = {"regression": 0, "improvement": 1, "no significant change": 2, "not comparable": 3}
 
@@ -30,66 +30,115 @@ def _section(anchor: str, title: str, content: str) -> str:
 
 def accuracy(run: RunRecords, figures: Figures) -> str:
     blocks = []
-    for (scenario, model), rows in run.pages.items():
-        if scenario in ("offline", "online"):
-            continue
+    for (scenario, model), records in run.accuracy.items():
         table = Table([("deployment", True), ("format", True), ("precision", True), ("metric", True), ("value", True),
                        ("threshold", True), ("status", True), ("against the baseline", True), ("reasons", True)])
-        by_deployment: dict[str, tuple[list[str], list[float | None], list[float | None]]] = {}
-        for row in rows:
-            note = row.extra.get("baseline") or {}
-            standing = "; ".join(note.get("regressions", []) + note.get("improvements", [])) or (
-                note.get("missing") or note.get("refused") or
-                (f"{note['compared']} metrics within their allowances" if note.get("compared") is not None else "-"))
-            for name, value in flatten_metrics("", row.metrics or row.result) or [("-", None)]:
-                threshold = threshold_for(row.thresholds, name)
-                status = row.metric_status.get(name, "-" if row.metric_status else row.status)
-                limit = _limit(threshold)
-                table.add([row.deployment, row.format or "-", row.precision or "-", name,
-                           Cell(format_value(value), number(value)),
-                           Cell(format_value(threshold) if threshold is not None else "-", limit),
-                           Cell(status, cls=f"status-{status}"), standing, "; ".join(row.reasons) or "-"],
-                          status=row.status)
-                names, values, limits = by_deployment.setdefault(row.deployment, ([], [], []))
-                if number(value) is not None:
-                    names.append(plot_text(name)), values.append(number(value)), limits.append(limit)
         traces = []
-        for deployment, (names, values, limits) in by_deployment.items():
-            traces.append({"type": "scatter", "mode": "markers", "name": plot_text(deployment), "x": names,
-                           "y": values, "marker": {"size": 10}})
-            if any(v is not None for v in limits):
-                traces.append({"type": "scatter", "mode": "markers", "name": plot_text(f"{deployment}: threshold"),
-                               "x": names, "y": limits, "marker": {"symbol": "line-ew-open", "size": 22}})
-        plot = figures.add("accuracy", f"{model}: {scenario} metrics against their thresholds", traces,
-                           {"yaxis": {"title": {"text": "metric value"}}})
+        for r in records:
+            for m in r.metrics:
+                table.add([r.deployment, r.format or "-", r.precision or "-", m.name,
+                           Cell(format_value(m.value), number(m.value)),
+                           Cell(format_value(m.threshold) if m.threshold is not None else "-", limit_of(m.threshold)),
+                           Cell(m.status, cls=f"status-{m.status}"), _standing(r.baseline),
+                           "; ".join(r.reasons) or "-"], status=r.status)
+            shown = [m for m in r.metrics if number(m.value) is not None]
+            traces.append({"type": "scatter", "mode": "markers", "name": plot_text(r.deployment),
+                           "x": [plot_text(m.name) for m in shown], "y": [number(m.value) for m in shown],
+                           "marker": {"size": 10}})
+            if any(limit_of(m.threshold) is not None for m in shown):
+                traces.append({"type": "scatter", "mode": "markers", "name": plot_text(f"{r.deployment}: threshold"),
+                               "x": [plot_text(m.name) for m in shown], "y": [limit_of(m.threshold) for m in shown],
+                               "marker": {"symbol": "line-ew-open", "size": 22}})
+        plot = figures.add("accuracy", f"{model}: {scenario} metrics against their thresholds",
+                           [t for t in traces if t["x"]], {"yaxis": {"title": {"text": "metric value"}}})
         blocks.append(block(table.html() + f'<div class="plots">{plot}</div>', f"{scenario}: {model}", 3,
-                            scenario=scenario, model=model, format=sorted({r.format for r in rows if r.format}),
-                            precision=sorted({r.precision for r in rows if r.precision})))
+                            scenario=scenario, model=model, format=sorted({r.format for r in records if r.format}),
+                            precision=sorted({r.precision for r in records if r.precision})))
+        blocks.append(reduced_precision(scenario, model, records, figures))
     return _section("accuracy", "Accuracy", "".join(blocks))
 
 
-def _limit(threshold: Any) -> float | None:
-    """A threshold's number: itself, or the bound of ``{"min": x}`` / ``{"max": x}``."""
+def _standing(note: BaselineNote | None) -> str:
+    if note is None:
+        return "-"
+    return "; ".join(note.regressions + note.improvements) or note.missing or note.refused or (
+        f"{note.compared} metrics within their allowances" if note.compared is not None else "-")
+
+
+def reduced_precision(scenario: str, model: str, records: list[Accuracy], figures: Figures) -> str:
+    """Per format with an fp32 record and a reduced-precision one (fp16, mixed): each metric of each precision
+    beside fp32's and the reduced precision's threshold, in a table and a plot (the metrics with a numeric
+    threshold, else every numeric one; nothing when no format has both)."""
+    first: dict[tuple[str, str], Accuracy] = {}
+    for r in records:
+        first.setdefault((r.format, r.precision.lower()), r)
+    pairs = [(first[fmt, "fp32"], r) for (fmt, precision), r in first.items()
+             if precision not in ("", "fp32") and (fmt, "fp32") in first]
+    if not pairs:
+        return ""
+    table = Table([("format", True), ("precision", True), ("metric", True), ("fp32", True), ("value", True),
+                   ("change from fp32", True), ("threshold", True), ("status", True), ("deployment", False),
+                   ("fp32 deployment", False)], cls="reduced")
+    bars: dict[str, dict[str, float | None]] = {}  # precision -> "format: metric" -> value
+    limits: dict[str, dict[str, float | None]] = {}
+    for reference, reduced in pairs:
+        base = {m.name: m for m in reference.metrics}
+        for m in reduced.metrics:
+            ref = base.get(m.name)
+            value, was = number(m.value), number(ref.value) if ref else None
+            table.add([reduced.format or "-", reduced.precision, m.name,
+                       Cell(format_value(ref.value) if ref else "-", was), Cell(format_value(m.value), value),
+                       cell_number(value - was if value is not None and was is not None else None, 4,
+                                   f"{value - was:+.4g}" if value is not None and was is not None else None),
+                       Cell(format_value(m.threshold) if m.threshold is not None else "-", limit_of(m.threshold)),
+                       Cell(m.status, cls=f"status-{m.status}"), reduced.deployment, reference.deployment],
+                      status=reduced.status)
+            if value is None or was is None:
+                continue
+            label = plot_text(f"{reduced.format}: {m.name}")
+            bars.setdefault("fp32", {})[label] = was
+            bars.setdefault(reduced.precision, {})[label] = value
+            limits.setdefault(reduced.precision, {})[label] = limit_of(m.threshold)
+    judged = [x for x in bars.get("fp32", {}) if any(limits[p].get(x) is not None for p in limits)]
+    shown = judged or list(bars.get("fp32", {}))
+    traces = [{"type": "bar", "name": precision, "x": shown, "y": [values.get(x) for x in shown]}
+              for precision, values in bars.items()]
+    traces += [{"type": "scatter", "mode": "markers", "name": f"{precision} threshold", "x": shown,
+                "y": [values.get(x) for x in shown], "marker": {"symbol": "line-ew-open", "size": 26}}
+               for precision, values in limits.items() if any(values.get(x) is not None for x in shown)]
+    plot = figures.add("precision", f"{model}: reduced precision against fp32 ({scenario})",
+                       traces if shown else [], {"barmode": "group", "yaxis": {"title": {"text": "metric value"}}})
+    precisions = sorted({r.precision for pair in pairs for r in pair})
+    return block(table.html() + f'<div class="plots">{plot}</div>', f"{scenario}: {model}, reduced precision "
+                 "against fp32", 3, scenario=scenario, model=model, format=sorted({r.format for r, _ in pairs}),
+                 precision=precisions)
+
+
+def limit_of(threshold: Any) -> float | None:
+    """A threshold's number: itself, the bound of ``{"min": x}`` / ``{"max": x}``, or of ``">= x"`` / ``"<= x"``."""
     if isinstance(threshold, dict):
         return number(threshold.get("min", threshold.get("max")))
+    if isinstance(threshold, str):
+        found = re.fullmatch(r"\s*(?:>=|<=|>|<|==)?\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*%?\s*", threshold)
+        return float(found.group(1)) if found else None
     return number(threshold)
 
 
 def conformance(run: RunRecords) -> str:
     blocks = []
-    for deployment, rows in run.conformance.items():
-        verdicts = [str(r.extra.get("verdict", "fail")) for r in rows]
+    for deployment, checks in run.conformance.items():
+        verdicts = [c.judged for c in checks]
         table = Table([("check", True), ("declared", True), ("observed", True), ("verdict", True), ("reason", True),
                        ("seconds", True)], cls="checklist")
-        for r, verdict in zip(rows, verdicts):
-            table.add([r.extra.get("check", "-"), r.extra.get("declared", "-"), r.extra.get("observed", "-"),
-                       Cell(verdict, cls=f"verdict-{verdict}"), "; ".join(r.reasons) or "-",
-                       cell_number(r.seconds, 2)], status=r.status)
-        line = (f"<p>{len(rows)} checks: {verdicts.count('pass')} passed, {verdicts.count('fail')} failed, "
+        for c in checks:
+            table.add(["-" if c.check is None else c.check, c.declared, c.observed,
+                       Cell(c.judged, cls=f"verdict-{c.judged}"), "; ".join(c.reasons) or "-",
+                       cell_number(c.seconds, 2)], status=c.status)
+        line = (f"<p>{len(checks)} checks: {verdicts.count('pass')} passed, {verdicts.count('fail')} failed, "
                 f"{verdicts.count('skipped')} skipped. <a href=\"conformance/{esc(safe_component(deployment))}.md\">"
                 "evidence (markdown)</a></p>")
-        blocks.append(block(line + table.html(), deployment, 3, scenario="conformance", model=rows[0].model,
-                            format=rows[0].format, precision=rows[0].precision))
+        blocks.append(block(line + table.html(), deployment, 3, scenario="conformance", model=checks[0].model,
+                            format=checks[0].format, precision=checks[0].precision))
     return _section("conformance", "Conformance: declared, observed, verdict", "".join(blocks))
 
 
@@ -130,55 +179,43 @@ def compare(run: RunRecords, figures: Figures) -> str:
                                                                   scenario=["offline", "online"], model=models))
 
 
-def _tune_of(row) -> dict[str, Any]:
-    return row.measurement.get("tune") or {}
-
-
 def tune(run: RunRecords, figures: Figures) -> str:
     blocks = []
-    for deployment, rows in run.tune.items():
-        evidence = [r for r in rows if _tune_of(r).get("role") == "evidence"]
-        answers = [r for r in rows if _tune_of(r).get("role") == "answer"]
-        bound = str(_tune_of(rows[0]).get("bound", ""))
+    for deployment, points in run.tune.items():
+        evidence = [t for t in points if t.role == "evidence"]
+        answers = [t for t in points if t.role == "answer"]
+        bound = points[0].bound
         table = Table([("#", True), ("configuration", True), ("concurrency", True), ("Inferences/Second", True),
                        (f"{bound.split()[0] if bound else 'latency'} (ms)", True), ("within the bound", True),
                        ("status", True), ("why", True)], cls="tune")
-        points = []
-        for step, r in enumerate(evidence, 1):
-            t, stat = _tune_of(r), statistic_ms(r.to_dict())
-            table.add([cell_number(step, 0), t.get("label", ""), cell_number(r.concurrency, 0),
-                       cell_number(r.result.get("Inferences/Second")), cell_number(stat, 2),
-                       "yes" if t.get("within") else "no", Cell(r.status, cls=f"status-{r.status}"),
-                       "early-stopped: " + t["early_stopped"] if t.get("early_stopped") else t.get("why", "")],
-                      status=r.status)
-            if stat is not None and number(r.result.get("Inferences/Second")) is not None:
-                points.append((stat, float(r.result["Inferences/Second"]), bool(t.get("within")), t.get("label", "")))
-        traces = [{"type": "scatter", "mode": "markers", "name": name, "x": [p[0] for p in mine],
-                   "y": [p[1] for p in mine], "text": [plot_text(p[3]) for p in mine],
+        for step, t in enumerate(evidence, 1):
+            table.add([cell_number(step, 0), t.label, cell_number(t.concurrency, 0), cell_number(t.throughput_per_s),
+                       cell_number(t.statistic_ms, 2), "yes" if t.within else "no",
+                       Cell(t.status, cls=f"status-{t.status}"),
+                       "early-stopped: " + t.early_stopped if t.early_stopped else t.why], status=t.status)
+        measured = [t for t in evidence if t.statistic_ms is not None and t.throughput_per_s is not None]
+        traces = [{"type": "scatter", "mode": "markers", "name": name, "x": [t.statistic_ms for t in mine],
+                   "y": [t.throughput_per_s for t in mine], "text": [plot_text(t.label) for t in mine],
                    "marker": {"symbol": symbol, "size": 9}}
-                  for name, symbol, mine in (("within the bound", "circle", [p for p in points if p[2]]),
-                                             ("over the bound", "circle-open", [p for p in points if not p[2]]))
+                  for name, symbol, mine in (("within the bound", "circle", [t for t in measured if t.within]),
+                                             ("over the bound", "circle-open", [t for t in measured if not t.within]))
                   if mine]
-        frontier, top = [], -1.0
-        for x, y, _, _ in sorted(p for p in points if p[2]):  # the most throughput for at most this latency
-            if y > top:
-                frontier.append((x, y))
-                top = y
-        if frontier:
-            traces.append({"type": "scatter", "mode": "lines", "name": "frontier", "x": [f[0] for f in frontier],
-                           "y": [f[1] for f in frontier]})
+        best = frontier([(t.statistic_ms, t.throughput_per_s) for t in measured if t.within])
+        if best:
+            traces.append({"type": "scatter", "mode": "lines", "name": "frontier", "x": [f[0] for f in best],
+                           "y": [f[1] for f in best]})
         layout: dict[str, Any] = {"xaxis": {"title": {"text": f"{bound.split()[0] if bound else ''} latency (ms)"}},
                                   "yaxis": {"title": {"text": "inferences/s"}}}
         if bound:
             ms = LatencyBound.parse(bound).ms
             layout["shapes"] = [{"type": "line", "x0": ms, "x1": ms, "yref": "paper", "y0": 0, "y1": 1,
                                  "line": {"dash": "dash", "color": "#d62728"}}]
-        answer = _tune_of(answers[-1]) if answers else {}
-        head = (f"<p><strong>{'Recommended' if answer.get('recommended') else 'Not recommended'}</strong>: "
-                f"{esc(answer.get('answer'))}</p>" if answer else "<p>The tune did not finish.</p>")
+        answer = answers[-1] if answers else None
+        head = (f"<p><strong>{'Recommended' if answer.recommended else 'Not recommended'}</strong>: "
+                f"{esc(answer.answer)}</p>" if answer else "<p>The tune did not finish.</p>")
         plot = figures.add("tune", f"{deployment}: every configuration measured (bound {bound})", traces, layout)
-        blocks.append(block(head + table.html() + plot, deployment, 3, scenario="tune", model=rows[0].model,
-                            format=rows[0].format, precision=rows[0].precision))
+        blocks.append(block(head + table.html() + plot, deployment, 3, scenario="tune", model=points[0].model,
+                            format=points[0].format, precision=points[0].precision))
     return _section("tune", "Tune: configurations and their frontier", "".join(blocks))
 
 
@@ -202,7 +239,7 @@ def mix(run: RunRecords, figures: Figures) -> str:
                            {"shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
                                         "line": {"dash": "dot"}}]})
         blocks.append(block(table.html() + plot, f"mix {name}", 3, scenario="mix",
-                            model=sorted({r.model for r in rows})))
+                            model=sorted({m.point.model for m in rows})))
     return _section("mix", "Mix: interference", "".join(blocks))
 
 

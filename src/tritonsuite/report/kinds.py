@@ -2,26 +2,19 @@
 ensemble's steps or a BLS model's callees, is :mod:`tritonsuite.report.steps`'s table.)"""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from tritonsuite.report.common import row_label, sort_key
-
-
-def _measurement(row: Mapping[str, Any]) -> Mapping[str, Any]:
-    found = row.get("measurement")
-    return found if isinstance(found, Mapping) else {}
+from tritonsuite.report.points import Point
 
 
-def kinds_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Markdown lines (none when the rows are not of a sequence model)."""
+def kinds_section(points: Sequence[Point]) -> list[str]:
+    """Markdown lines (none when the points are not of a sequence model)."""
     out: list[str] = []
-    sequences = [r for r in sorted(rows, key=sort_key) if _measurement(r).get("sequences")]
-    for row in sequences:
-        s = _measurement(row)["sequences"]
-        low, high = s.get("sequence_id_range") or [1, None]
-        out.append(f"- {row_label(row)}: sequences of {s.get('sequence_length')} requests ± "
-                   f"{s.get('sequence_length_variation'):g}%, ids {low}:{high or ''}, one live sequence per slot; "
-                   f"{s.get('sequences_started')} started, {s.get('ended_when_the_point_ended')} still open ended "
-                   f"when the point ended")
+    sequences = [p for p in sorted(points, key=lambda p: p.order) if p.sequences]
+    for p in sequences:
+        s = p.sequences
+        low, high = s.id_range
+        out.append(f"- {p.label}: sequences of {s.length} requests ± {s.length_variation_percent:g}%, ids "
+                   f"{low}:{high or ''}, one live sequence per slot; {s.started} started, {s.ended_at_the_end} still "
+                   f"open ended when the point ended")
     return out + [""] if sequences else out

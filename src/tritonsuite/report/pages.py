@@ -2,176 +2,124 @@
 CI job, and perf_analyzer side by side with the engine (``reports/crosscheck.md``)."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from tritonsuite.core.rows import not_measured
-from tritonsuite.judge.crosscheck import cross_points
-from tritonsuite.report.common import (distinct, format_number, format_value, group_by,
-                                       is_number, load_kind, pipe_table, as_records, result_of, row_label, search_of,
-                                       series_of, status_of, title_of)
+from tritonsuite.core.rows import Row
+from tritonsuite.judge.crosscheck import CrossPoint
+from tritonsuite.report.common import distinct, format_number, format_value, group_by, pipe_table
 from tritonsuite.report.conformance import summary_lines as conformance_summary
+from tritonsuite.report.points import Point
+from tritonsuite.report.records import Accuracy, BaselineNote, RunRecords
 
 
-def under_load_of(row: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A row's accuracy-under-load verdict (``tritonsuite.judge.underload``), or {} when the point carried no probes."""
-    found = row.get("accuracy_under_load")
-    return found if isinstance(found, Mapping) else {}
-
-
-def flatten_metrics(prefix: str, value: Any) -> list[tuple[str, Any]]:
-    if isinstance(value, Mapping):
-        items: list[tuple[str, Any]] = []
-        for k, v in value.items():
-            items += flatten_metrics(f"{prefix}.{k}" if prefix else str(k), v)
-        return items
-    return [(prefix, value)]
-
-
-def threshold_for(thresholds: Any, metric: str) -> Any:
-    if not isinstance(thresholds, Mapping):
-        return thresholds
-    if metric in thresholds:
-        return thresholds[metric]
-    node: Any = thresholds
-    for part in metric.split("."):  # nested thresholds mirroring nested metrics
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        else:
-            node = None
-            break
-    if node is not None:
-        return node
-    top = metric.split(".")[0]
-    return thresholds.get(top)
-
-
-def render_metrics_markdown(model: str, scenario: str, rows: Sequence[Mapping[str, Any]]) -> str:
+def render_metrics_markdown(model: str, scenario: str, records: Sequence[Accuracy]) -> str:
     """A page for metric records (e.g. accuracy): one ``deployment | metric | value | threshold | status`` table.
 
-    Nested ``metrics`` dicts are flattened to dotted names; thresholds are looked up by the same (or the
-    top-level) name.  Non-OK records' reasons are listed under the table.
+    Nested metrics are dotted names; thresholds are looked up by the same (or the top-level) name
+    (:class:`tritonsuite.report.records.Accuracy`). Non-OK records' reasons are listed under the table.
     """
-    rows = as_records(rows)
-    out = [f"# {title_of(rows, model)} {scenario} results", ""]
-    for description in distinct(row.get("description") for row in rows):
-        if description:
-            out += [f"Data: {description}.", ""]
-    table = []
-    for row in rows:
-        metrics = row.get("metrics")
-        if not isinstance(metrics, Mapping):
-            metrics = result_of(row)
-        flat = flatten_metrics("", metrics) or [("-", None)]
-        per_metric = row.get("metric_status") or {}
-        for name, value in flat:
-            threshold = threshold_for(row.get("thresholds"), name)
-            table.append([str(row.get("deployment") or "-"), name, format_value(value),
-                          format_value(threshold) if threshold is not None else "-",
-                          str(per_metric.get(name, "-" if per_metric else status_of(row)))])
+    titles = distinct(r.title for r in records)
+    out = [f"# {', '.join(titles) if titles else model} {scenario} results", ""]
+    for description in distinct(r.description for r in records):
+        out += [f"Data: {description}.", ""]
+    table = [[r.deployment or "-", m.name, format_value(m.value),
+              format_value(m.threshold) if m.threshold is not None else "-", m.status]
+             for r in records for m in r.metrics]
     if table:
         out += [pipe_table(["deployment", "metric", "value", "threshold", "status"], table, align="left"), ""]
     else:
         out += ["No records.", ""]
     baselines = []
-    for row in rows:
-        note = row.get("baseline") or {}
-        lines = [f"regression: {line}" for line in note.get("regressions", [])] + \
-                [f"improvement: {line}" for line in note.get("improvements", [])]
-        if note.get("missing") or note.get("refused"):
-            lines.append(note.get("missing") or note["refused"])
-        elif note.get("compared") is not None and not lines:
-            lines.append(f"{note['compared']} metrics within their allowances")
-        if note.get("updated"):
-            lines.append(f"baseline rewritten: {note['updated']}")
-        baselines += [f"- {row.get('deployment') or '-'}: {line}" for line in lines]
+    for r in records:
+        note = r.baseline
+        if note is None:
+            continue
+        lines = [f"regression: {line}" for line in note.regressions] + \
+                [f"improvement: {line}" for line in note.improvements]
+        if note.missing or note.refused:
+            lines.append(note.missing or note.refused)
+        elif note.compared is not None and not lines:
+            lines.append(f"{note.compared} metrics within their allowances")
+        if note.updated:
+            lines.append(f"baseline rewritten: {note.updated}")
+        baselines += [f"- {r.deployment or '-'}: {line}" for line in lines]
     if baselines:
         out += ["Against the baselines:", ""] + baselines + [""]
-    problems = []
-    for row in rows:
-        status = status_of(row)
-        if status != "OK":
-            reasons = "; ".join(str(r) for r in (row.get("reasons") or []))
-            problems.append(f"- {row.get('deployment') or '-'}: {status}" + (f": {reasons}" if reasons else ""))
+    problems = [f"- {r.deployment or '-'}: {r.status}" + (f": {'; '.join(r.reasons)}" if r.reasons else "")
+                for r in records if r.status != "OK"]
     if problems:
         out += ["Records that did not pass:", ""] + problems + [""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
+def standing(note: BaselineNote | None) -> str:
+    """An accuracy record's standing against its baseline, in a few words (summary.md)."""
+    if note is None:
+        return "-"
+    if note.regressions:
+        return "regressed: " + "; ".join(note.regressions)
+    if note.missing:
+        return "no baseline"
+    if note.refused:
+        return "not judged: measured with other weights or data"
+    return f"{note.compared or 0} metrics within allowances" + (
+        "; improved: " + "; ".join(note.improvements) if note.improvements else "")
 
 
-def not_measured_lines(rows: Sequence[Any]) -> list[str]:
+def not_measured_lines(rows: Sequence[Row]) -> list[str]:
     """One line per performance point that could not be measured although every request was answered
     (:func:`tritonsuite.core.rows.not_measured`): its deployment, load, status and first reason."""
-    return [f"{r.get('deployment')} {row_label(r)}: {status_of(r)}: {(r.get('reasons') or ['-'])[0]}"
-            for r in as_records(rows) if r.get("scenario") in ("offline", "online")
-            and not_measured(status_of(r), r.get("measurement") or {})]
+    return [f"{p.deployment} {p.label}: {p.status}: {(p.reasons or ('-',))[0]}"
+            for p in (Point.of(r) for r in rows if r.not_measured)]
 
 
-def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
+def render_summary(run: RunRecords) -> str:
     """A short page for a CI job summary: per accuracy deployment its verdict and its standing against the
-    baseline; per measured deployment its best valid throughput with that point's p99."""
-    rows = as_records(rows)
-    out = [f"# tritonsuite run {run_id or ', '.join(distinct(r.get('run_id') for r in rows))}", ""]
-    accuracy = [r for r in rows if r.get("scenario") == "accuracy"]
+    baseline; per deployment its conformance verdicts; per tuned deployment the configuration to ship; per measured
+    deployment its best valid throughput with that point's p99."""
+    out = [f"# tritonsuite run {run.run_id or ', '.join(distinct(r.run_id for r in run.rows))}", ""]
+    accuracy = [r for (scenario, _), records in run.accuracy.items() if scenario == "accuracy" for r in records]
     if accuracy:
-        table = []
-        for r in accuracy:
-            note = r.get("baseline") or {}
-            if note.get("regressions"):
-                standing = "regressed: " + "; ".join(note["regressions"])
-            elif note.get("missing"):
-                standing = "no baseline"
-            elif note.get("refused"):
-                standing = "not judged: measured with other weights or data"
-            elif note:
-                standing = f"{note.get('compared', 0)} metrics within allowances" + (
-                    "; improved: " + "; ".join(note["improvements"]) if note.get("improvements") else "")
-            else:
-                standing = "-"
-            table.append([str(r.get("title") or r.get("model")), str(r.get("deployment")), status_of(r), standing])
+        table = [[r.title or r.model, r.deployment, r.status, standing(r.baseline)] for r in accuracy]
         out += ["## Accuracy", "", pipe_table(["model", "deployment", "status", "against the baseline"], table,
                                                align="left"), ""]
-    out += conformance_summary(rows)
-    tuned = [r for r in rows if r.get("scenario") == "tune"
-             and ((r.get("measurement") or {}).get("tune") or {}).get("role") == "answer"]
+    out += conformance_summary(run.conformance)
+    tuned = [t for points in run.tune.values() for t in points if t.role == "answer"]
     if tuned:  # tritonsuite.tune: the configuration to ship, per deployment
         out += ["## Which configuration to ship (tune)", ""] + [
-            f"- {r.get('deployment')}: {r['measurement']['tune'].get('answer')} (tune/{r.get('deployment')}/)"
-            for r in tuned] + [""]
-        for model, mrows in group_by(tuned, lambda r: r.get("model")).items():  # the outer choice: format, precision
-            scored = [r for r in mrows if is_number(result_of(r).get("Inferences/Second"))]
+            f"- {t.deployment}: {t.answer} (tune/{t.deployment}/)" for t in tuned] + [""]
+        for model, answers in group_by(tuned, lambda t: t.model).items():  # the outer choice: format, precision
+            scored = [t for t in answers if t.throughput_per_s is not None]
             if len(scored) > 1:
-                top = max(scored, key=lambda r: result_of(r)["Inferences/Second"])
-                out += [f"- {model}, best configuration measured across its formats and precisions: "
-                        f"{top.get('deployment')} "
-                        f"({result_of(top)['Inferences/Second']:.1f} inf/s within the bound; each deployment tuned in "
+                top = max(scored, key=lambda t: t.throughput_per_s)
+                out += [f"- {model}, best configuration measured across its formats and precisions: {top.deployment} "
+                        f"({top.throughput_per_s:.1f} inf/s within the bound; each deployment tuned in "
                         f"its own test, one after another)", ""]
-    answers = [r for r in rows if load_kind(r) == "result"]
+    answers = [p for p in run.points if p.load_kind == "result"]
     if answers:
         out += ["## Most load within the latency bound", ""] + [
-            f"- {r.get('deployment')}: {search_of(r).get('answer')}" for r in answers] + [""]
+            f"- {p.deployment}: {p.search.answer}" for p in answers] + [""]
     for scenario in ("offline", "online"):
-        measured = [r for r in rows if r.get("scenario") == scenario and load_kind(r) in ("sweep", "rate")]
+        measured = [p for p in run.points if p.scenario == scenario and p.load_kind in ("sweep", "rate")]
         if not measured:
             continue
         table = []
-        probed = any(under_load_of(r) for r in measured)
-        for deployment, drows in group_by(measured, series_of).items():
-            ok = [r for r in drows if status_of(r) == "OK" and is_number(result_of(r).get("Inferences/Second"))]
-            best = max(ok, key=lambda r: result_of(r)["Inferences/Second"], default=None)
-            where = row_label(best) if best else "-"
-            table.append([deployment, format_number("Inferences/Second", result_of(best).get("Inferences/Second"))
-                          if best else "-", where, format_number("p99 latency", result_of(best).get("p99 latency"))
-                          if best else "-", f"{len(ok)}/{len(drows)}"])
+        probed = any(p.under_load for p in measured)
+        for deployment, mine in group_by(measured, lambda p: p.series).items():
+            ok = [p for p in mine if p.status == "OK" and p.throughput_per_s is not None]
+            best = max(ok, key=lambda p: p.throughput_per_s, default=None)
+            table.append([deployment, format_number("Inferences/Second", best.throughput_per_s) if best else "-",
+                          best.label if best else "-",
+                          format_number("p99 latency", best.latency_ms["p99 latency"]) if best else "-",
+                          f"{len(ok)}/{len(mine)}"])
             if probed:
-                verdicts = [f"{'passed' if v.get('passed') else 'FAILED'} at concurrency {v.get('concurrency')}"
-                            for v in map(under_load_of, drows) if v]
+                verdicts = [f"{'passed' if p.under_load.passed else 'FAILED'} at concurrency "
+                            f"{p.under_load.concurrency}" for p in mine if p.under_load]
                 table[-1].append("; ".join(verdicts) or "-")
         headers = ["deployment", "Inferences/Second", "at", "p99 latency (ms)", "rows OK"]
         out += [f"## {scenario.capitalize()}: best throughput per deployment", "",
                 pipe_table(headers + (["accuracy under load"] if probed else []), table, align="left"), ""]
-    missed = not_measured_lines(rows)
+    missed = not_measured_lines(run.rows)
     if missed:  # no valid figures, nothing answered wrong: skipped by the scenario tests unless --strict-stability
         out += ["## Not measured", "", "Every request of these points was answered, but they have no valid figures "
                 "(their rows say why); the run fails on them only with --strict-stability or --perf-gate.", ""]
@@ -179,13 +127,10 @@ def render_summary(rows: Sequence[Any], run_id: str | None = None) -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def render_crosscheck(rows: Sequence[Any]) -> str:
-    """perf_analyzer side by side with the suite's engine (:func:`tritonsuite.judge.crosscheck.cross_points`): per point
-    both generators' throughput, p50 and p99, the ratios perf_analyzer / suite, the server-side parts that explain
-    a gap (Server Queue, Server Compute Infer per request), and both rows' statuses."""
-    from tritonsuite.core.rows import Row
-
-    points = cross_points([r if isinstance(r, Row) else Row.from_dict(r) for r in rows])
+def render_crosscheck(points: Sequence[CrossPoint]) -> str:
+    """perf_analyzer side by side with the suite's engine (the run's :func:`tritonsuite.judge.crosscheck.cross_points`):
+    per point both generators' throughput, p50 and p99, the ratios perf_analyzer / suite, the server-side parts that
+    explain a gap (Server Queue, Server Compute Infer per request), and both rows' statuses."""
     out = ["# perf_analyzer side by side with the suite's engine", ""]
     if not points:
         return "\n".join(out + [("No point was measured by both load generators (run with "
@@ -215,7 +160,7 @@ def render_crosscheck(rows: Sequence[Any]) -> str:
                        f"{num('Server Queue', p.figure(a, 'Server Queue'))}"),
                       (f"{num('Server Compute Infer', p.figure(s, 'Server Compute Infer'))} / "
                        f"{num('Server Compute Infer', p.figure(a, 'Server Compute Infer'))}"),
-                      f"{status_of(s.to_dict())} / {status_of(a.to_dict())}"])
+                      f"{s.status} / {a.status}"])
     out += [pipe_table(["Scenario", "Deployment", "Batch", "Concurrency", "inf/s suite", "inf/s perf_analyzer",
                          "ratio", "p50 suite (ms)", "p50 perf_analyzer (ms)", "ratio", "p99 suite (ms)",
                          "p99 perf_analyzer (ms)", "ratio", "Server Queue (ms) suite / pa",
@@ -224,17 +169,17 @@ def render_crosscheck(rows: Sequence[Any]) -> str:
     for p in points:
         for who, row in (("suite", p.suite), ("perf_analyzer", p.perf_analyzer)):
             if row.status != "OK":
-                problems.append(f"- {p.deployment} {row_label(row.to_dict())}, {who}: {row.status}: "
+                problems.append(f"- {p.deployment} {Point.of(row).label}, {who}: {row.status}: "
                                 + "; ".join(row.reasons))
     if problems:
         out += ["Rows that are not valid measurements (their ratios are not a comparison):", ""] + problems + [""]
-    probed = [p for p in points if p.suite.extra.get("accuracy_under_load")]
+    probed = [p for p in points if Point.of(p.suite).under_load]
     if probed:
         out += [("Not like for like: the suite's row carried accuracy probes (a share of its requests were the "
                  "model's accuracy samples instead of the load request; perf_analyzer sends the load request only) at "
-                 + ", ".join(f"{p.deployment} {row_label(p.suite.to_dict())}" for p in probed)
+                 + ", ".join(f"{p.deployment} {Point.of(p.suite).label}" for p in probed)
                  + ". `--load-probe-share 0` measures those points without probes."), ""]
-    commands = distinct(p.perf_analyzer.measurement.get("loadgen_command") for p in points)
+    commands = distinct(Point.of(p.perf_analyzer).method.command for p in points)
     if commands:
         out += [("perf_analyzer's command for the first point (the others differ in -m, -b, --concurrency-range, "
                  "--shared-memory and the temporary files):"), "", f"    {commands[0]}", ""]

@@ -5,13 +5,13 @@ rendered by the Agg canvas: no pyplot global state and no display."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tritonsuite.core.rows import LATENCY_PARTS
-from tritonsuite.report.common import (coord, distinct, format_number, group_by, is_number, load_kind,
-                                       as_records, result_of, search_of, series_of, sort_key, status_of, title_of)
+from tritonsuite.report.common import distinct, format_number, group_by, title_of
+from tritonsuite.report.points import Point
 
 _OK_NOTE = "hollow markers: row not valid (status other than OK)"
 
@@ -31,8 +31,8 @@ def save_figure(fig, path: Path) -> Path:
     return path
 
 
-def _title_of(rows: Sequence[Mapping[str, Any]], scenario: str, what: str) -> str:
-    name = title_of(rows)
+def _title_of(points: Sequence[Point], scenario: str, what: str) -> str:
+    name = title_of(points)
     return f"{name} {scenario}: {what}"
 
 
@@ -42,23 +42,23 @@ def _no_data(ax, text: str = "no measured values") -> None:
     ax.set_yticks([])
 
 
-def _latest_per(rows: Sequence[Mapping[str, Any]], key) -> dict[Any, Mapping[str, Any]]:
-    """The last row (rows are oldest first) for each key: a re-measured point replaces the earlier one."""
-    out: dict[Any, Mapping[str, Any]] = {}
-    for row in rows:
-        out[key(row)] = row
+def _latest_per(points: Sequence[Point], key) -> dict[Any, Point]:
+    """The last point (rows are oldest first) for each key: a re-measured point replaces the earlier one."""
+    out: dict[Any, Point] = {}
+    for p in points:
+        out[key(p)] = p
     return out
 
 
-def _offline_series(rows: Sequence[Mapping[str, Any]]):
-    """{series label: sorted [(batch, row)]}; one series per deployment (per concurrency when it varies)."""
-    by_dep = group_by(rows, series_of)
-    series: dict[str, list[tuple[float, Mapping[str, Any]]]] = {}
+def _offline_series(points: Sequence[Point]):
+    """{series label: sorted [(batch, point)]}; one series per deployment (per concurrency when it varies)."""
+    by_dep = group_by(points, lambda p: p.series)
+    series: dict[str, list[tuple[float, Point]]] = {}
     for dep, drows in by_dep.items():
-        concs = distinct(coord(r, "Concurrency") for r in drows)
+        concs = distinct(p.concurrency for p in drows)
         for conc in (concs or [None]):
-            crows = [r for r in drows if coord(r, "Concurrency") == conc] if len(concs) > 1 else drows
-            latest = _latest_per([r for r in crows if is_number(coord(r, "Batch"))], lambda r: coord(r, "Batch"))
+            crows = [p for p in drows if p.concurrency == conc] if len(concs) > 1 else drows
+            latest = _latest_per([p for p in crows if p.batch is not None], lambda p: p.batch)
             label = dep if len(concs) <= 1 else f"{dep} (concurrency {conc})"
             points = sorted(((float(b), r) for b, r in latest.items()), key=lambda p: p[0])
             if points:
@@ -92,23 +92,22 @@ def _plot_marked(ax, xs, ys, oks, color, linestyle, marker, label):
                 color=color, markerfacecolor="white", markeredgewidth=1.5)
 
 
-def plot_offline(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[str]) -> list[Path]:
+def plot_offline(points: Sequence[Point], out_dir: str | os.PathLike[str]) -> list[Path]:
     """Write ``throughput_vs_batch.png`` and ``latency_vs_batch.png`` (p50 solid, p99 dashed) into ``out_dir``.
 
     One line per deployment; x is the batch size on a log2 axis ticked at the measured sizes.  Points whose row
     is not OK are drawn hollow.  Returns the written paths.
     """
-    rows = as_records(rows)
     out_dir = Path(out_dir)
-    series = _offline_series(rows)
+    series = _offline_series(points)
     colors = palette(len(series))
-    any_bad = any(status_of(r) != "OK" for pts in series.values() for _, r in pts)
+    any_bad = any(p.status != "OK" for pts in series.values() for _, p in pts)
     batches = [b for pts in series.values() for b, _ in pts]
 
     # Throughput vs batch.
     fig = new_figure(8, 5.5)
     ax = fig.add_subplot()
-    ax.set_title(_title_of(rows, "offline", "throughput vs batch size"))
+    ax.set_title(_title_of(points, "offline", "throughput vs batch size"))
     plotted = False
     for (label, pts), color in zip(series.items(), colors):
         xs, ys, oks = _batch_points(pts, "Inferences/Second")
@@ -121,7 +120,7 @@ def plot_offline(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[s
     # Latency (p50, p99) vs batch.
     fig = new_figure(8, 5.5)
     ax = fig.add_subplot()
-    ax.set_title(_title_of(rows, "offline", "latency vs batch size (p50 solid, p99 dashed)"))
+    ax.set_title(_title_of(points, "offline", "latency vs batch size (p50 solid, p99 dashed)"))
     plotted = False
     for (label, pts), color in zip(series.items(), colors):
         for column, style, marker in (("p50 latency", "-", "o"), ("p99 latency", "--", "s")):
@@ -135,12 +134,12 @@ def plot_offline(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[s
 
 
 def _batch_points(pts, column: str) -> tuple[list, list, list]:
-    """(batch sizes, values, row is OK) of one column over a deployment's (batch, row) points."""
+    """(batch sizes, values, row is OK) of one column over a deployment's (batch, point) points."""
     xs, ys, oks = [], [], []
-    for b, r in pts:
-        y = result_of(r).get(column)
-        if is_number(y):
-            xs.append(b), ys.append(y), oks.append(status_of(r) == "OK")
+    for b, p in pts:
+        y = p.figure(column)
+        if y is not None:
+            xs.append(b), ys.append(y), oks.append(p.status == "OK")
     return xs, ys, oks
 
 
@@ -181,21 +180,20 @@ def _legend_below(fig, ax, note: str | None = None, handles=None, labels=None, n
               fontsize=9)
 
 
-def plot_online(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[str]) -> list[Path]:
+def plot_online(points: Sequence[Point], out_dir: str | os.PathLike[str]) -> list[Path]:
     """Write ``latency_vs_concurrency.png`` into ``out_dir``: one subplot per deployment.
 
     Stacked bars: the average latency breakdown (LATENCY_PARTS, ms) per concurrency; line with markers on a
     second y axis: throughput.  Non-OK rows get hatched bars, a hollow throughput marker and their status under
     the tick label.  Returns the written paths.
     """
-    rows = as_records(rows)
     out_dir = Path(out_dir)
-    throughput_plot = _plot_latency_vs_throughput(rows, out_dir)
-    rows = [r for r in rows if load_kind(r) == "sweep"]  # the concurrency sweep (closed loop)
-    by_dep = group_by(rows, series_of)
+    throughput_plot = _plot_latency_vs_throughput(points, out_dir)
+    points = [p for p in points if p.load_kind == "sweep"]  # the concurrency sweep (closed loop)
+    by_dep = group_by(points, lambda p: p.series)
     n = max(1, len(by_dep))
     fig = new_figure(10, 3.6 * n + 1.4)
-    fig.suptitle(_title_of(rows, "online", "latency breakdown and throughput vs concurrency"))
+    fig.suptitle(_title_of(points, "online", "latency breakdown and throughput vs concurrency"))
     part_colors = palette(len(LATENCY_PARTS))
     if not by_dep:
         _no_data(fig.add_subplot())
@@ -205,21 +203,20 @@ def plot_online(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[st
     legend_handles: dict[str, Any] = {}
     any_bad = False
     for ax, (dep, drows) in zip(axes, by_dep.items()):
-        batches = distinct(coord(r, "Batch") for r in drows)
-        latest = _latest_per([r for r in drows if is_number(coord(r, "Concurrency"))],
-                             lambda r: (coord(r, "Batch"), coord(r, "Concurrency")))
-        points = sorted(latest.values(), key=sort_key)
+        batches = distinct(p.batch for p in drows)
+        latest = _latest_per([p for p in drows if p.concurrency is not None], lambda p: (p.batch, p.concurrency))
+        shown = sorted(latest.values(), key=lambda p: p.order)
         ax.set_title(dep if len(batches) != 1 else f"{dep} (batch {format_number('Batch', batches[0])})",
                      fontsize=10)
-        if not points:
+        if not shown:
             _no_data(ax)
             continue
-        xs = list(range(len(points)))
-        oks = [status_of(r) == "OK" for r in points]
+        xs = list(range(len(shown)))
+        oks = [p.status == "OK" for p in shown]
         any_bad = any_bad or not all(oks)
-        bottom = [0.0] * len(points)
+        bottom = [0.0] * len(shown)
         for part, color in zip(LATENCY_PARTS, part_colors):
-            heights = [(result_of(r).get(part) if is_number(result_of(r).get(part)) else 0.0) for r in points]
+            heights = [p.latency_ms[part] if p.latency_ms[part] is not None else 0.0 for p in shown]
             bars = ax.bar(xs, heights, bottom=bottom, width=0.6, color=color, label=part, edgecolor="white",
                           linewidth=0.5)
             for bar, ok in zip(bars, oks):
@@ -228,16 +225,16 @@ def plot_online(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[st
             legend_handles.setdefault(part, bars)
             bottom = [b + h for b, h in zip(bottom, heights)]
         labels = []
-        for r, ok in zip(points, oks):
-            lbl = format_number("Concurrency", coord(r, "Concurrency"))
+        for p, ok in zip(shown, oks):
+            lbl = format_number("Concurrency", p.concurrency)
             if len(batches) > 1:
-                lbl += f"\nbatch {format_number('Batch', coord(r, 'Batch'))}"
+                lbl += f"\nbatch {format_number('Batch', p.batch)}"
             if not ok:
-                lbl += f"\n{status_of(r)}"
+                lbl += f"\n{p.status}"
             labels.append(lbl)
         ax.set_xticks(xs)
         ax.set_xticklabels(labels)
-        ax.set_xlim(-0.6, len(points) - 0.4)
+        ax.set_xlim(-0.6, len(shown) - 0.4)
         ax.set_xlabel("concurrency (requests in flight)")
         ax.set_ylabel("average latency (ms)")
         top = max(bottom) if bottom else 0.0
@@ -246,12 +243,12 @@ def plot_online(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[st
 
         ax2 = ax.twinx()
         all_ty: list[float] = []
-        for batch in distinct(coord(r, "Batch") for r in points) or [None]:
+        for batch in distinct(p.batch for p in shown) or [None]:
             # one line per batch size: a sweep over concurrency is not connected across batch sizes
             tx, ty, tok = [], [], []
-            for x, r, ok in zip(xs, points, oks):
-                y = result_of(r).get("Inferences/Second")
-                if is_number(y) and (batch is None or coord(r, "Batch") == batch):
+            for x, p, ok in zip(xs, shown, oks):
+                y = p.throughput_per_s
+                if y is not None and (batch is None or p.batch == batch):
                     tx.append(x), ty.append(y), tok.append(ok)
             if tx:
                 _plot_marked(ax2, tx, ty, tok, "black", "-", "o", "throughput")
@@ -272,52 +269,52 @@ def plot_online(rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[st
     return [save_figure(fig, out_dir / "latency_vs_concurrency.png"), throughput_plot]
 
 
-def _plot_latency_vs_throughput(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> Path:
+def _plot_latency_vs_throughput(points: Sequence[Point], out_dir: Path) -> Path:
     """``latency_vs_throughput.png``: per deployment, p99 latency against throughput for the concurrency sweep
     (closed loop, labelled with the concurrency) and the request rates (open loop), the search's points (grey),
     its answer (a star) and the bound (a dotted line, when the bound is on p99)."""
-    by_dep = group_by(rows, series_of)
+    by_dep = group_by(points, lambda p: p.series)
     n = max(1, len(by_dep))
     fig = new_figure(8, 3.4 * n + 1.0)
-    fig.suptitle(_title_of(rows, "online", "p99 latency vs throughput"))
+    fig.suptitle(_title_of(points, "online", "p99 latency vs throughput"))
     if not by_dep:
         _no_data(fig.add_subplot())
         return save_figure(fig, out_dir / "latency_vs_throughput.png")
     axes = fig.subplots(n, 1, squeeze=False)[:, 0]
 
     def xy(selected):
-        pts = [(result_of(r).get("Inferences/Second"), result_of(r).get("p99 latency"), r) for r in selected]
-        return [(x, y, r) for x, y, r in pts if is_number(x) and is_number(y)]
+        pts = [(p.throughput_per_s, p.latency_ms["p99 latency"], p) for p in selected]
+        return [(x, y, p) for x, y, p in pts if x is not None and y is not None]
 
     for ax, (dep, drows) in zip(axes, by_dep.items()):
         ax.set_title(dep, fontsize=10)
         plotted = False
-        sweep = sorted(xy(r for r in drows if load_kind(r) == "sweep"), key=lambda p: sort_key(p[2]))
+        sweep = sorted(xy(p for p in drows if p.load_kind == "sweep"), key=lambda t: t[2].order)
         if sweep:
-            _plot_marked(ax, [p[0] for p in sweep], [p[1] for p in sweep], [status_of(p[2]) == "OK" for p in sweep],
+            _plot_marked(ax, [t[0] for t in sweep], [t[1] for t in sweep], [t[2].status == "OK" for t in sweep],
                          "C0", "-", "o", "concurrency sweep")
-            for x, y, r in sweep:
-                ax.annotate(format_number("Concurrency", coord(r, "Concurrency")), (x, y), fontsize=7,
+            for x, y, p in sweep:
+                ax.annotate(format_number("Concurrency", p.concurrency), (x, y), fontsize=7,
                             textcoords="offset points", xytext=(4, 4))
             plotted = True
-        rates = sorted(xy(r for r in drows if load_kind(r) == "rate"), key=lambda p: p[2].get("request_rate"))
+        rates = sorted(xy(p for p in drows if p.load_kind == "rate"), key=lambda t: t[2].request_rate_per_s)
         if rates:
-            _plot_marked(ax, [p[0] for p in rates], [p[1] for p in rates], [status_of(p[2]) == "OK" for p in rates],
+            _plot_marked(ax, [t[0] for t in rates], [t[1] for t in rates], [t[2].status == "OK" for t in rates],
                          "C1", "--", "s", "request rates")
             plotted = True
-        evidence = xy(r for r in drows if load_kind(r) == "evidence")
+        evidence = xy(p for p in drows if p.load_kind == "evidence")
         if evidence:
             ax.plot([p[0] for p in evidence], [p[1] for p in evidence], linestyle="none", marker="x", color="0.55",
                     label="search points")
             plotted = True
-        for x, y, r in xy(r for r in drows if load_kind(r) == "result" and search_of(r).get("max") is not None):
+        for x, y, p in xy(p for p in drows if p.load_kind == "result" and p.search.max is not None):
             # the answer in the colour of the series it searched, labelled as the report's answer line says it
-            search = search_of(r)
-            headline = str(search.get("answer") or "").partition(" (")[0]
+            search = p.search
+            headline = str(search.answer or "").partition(" (")[0]
             ax.plot([x], [y], linestyle="none", marker="*", markersize=16, markeredgecolor="black",
-                    color="C1" if search.get("kind") == "request_rate" else "C0",
-                    label=headline or f"max {search.get('kind')} at {search.get('bound')}")
-        bounds = distinct(search_of(r).get("bound") for r in drows)
+                    color="C1" if search.kind == "request_rate" else "C0",
+                    label=headline or f"max {search.kind} at {search.bound}")
+        bounds = distinct(p.search.bound for p in drows if p.search)
         for bound in bounds:
             statistic, _, value = str(bound).partition("<=")
             if statistic.strip() == "p99":

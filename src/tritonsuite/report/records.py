@@ -1,7 +1,9 @@
 """A stored run as every presenter reads it: read once from ``<reports>/raw`` (rows, manifest, faults), grouped once
-into the pages the run has, each performance row also as a typed :class:`Point` (the fields the pages use, units in
-their names). Presenters (:mod:`tritonsuite.report.presenters`) take a :class:`RunRecords` and write; none of them
-reads the store or regroups the rows itself."""
+into the pages the run has, each row a typed record (the fields the pages use, units in their names): a performance
+row a :class:`tritonsuite.report.points.Point`, an accuracy row an :class:`Accuracy`, a conformance check a
+:class:`Check`, a tune's row a :class:`TunePoint`, a mix's row a :class:`MixPoint`. Presenters
+(:mod:`tritonsuite.report.presenters`) take a :class:`RunRecords` and write; none of them reads the store or regroups
+the rows itself."""
 from __future__ import annotations
 
 import os
@@ -10,89 +12,257 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonsuite.core.rows import LATENCY_PARTS, RESULT_COLUMNS, Row
+from tritonsuite.core.rows import Row
+from tritonsuite.core.settings import LatencyBound
 from tritonsuite.core.store import fault_lines, load_rows, read_faults, read_manifest
 from tritonsuite.judge.compare import Comparison
 from tritonsuite.judge.crosscheck import CrossPoint, cross_points
-from tritonsuite.report.common import (PERCENTILE_COLUMNS, coord, is_number, load_kind, result_of, row_label,
-                                       series_of, status_of)
 from tritonsuite.report.manifest import header_line
+from tritonsuite.report.points import Point, number_of
 
 #: scenarios whose rows have pages of their own shape (per deployment or per mix), not a page per model
 OWN_PAGES = ("tune", "conformance", "mix")
-#: the seeds' latency columns, in ms
-LATENCY_COLUMNS = tuple(c for c in RESULT_COLUMNS if c not in ("Batch", "Concurrency", "Inferences/Second"))
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if is_number(value) else None
+#: scenarios of load points: their pages are made of Points; every other scenario's of Accuracy records
+PERFORMANCE = ("offline", "online")
 
 
 @dataclass(frozen=True)
-class Point:
-    """One row of a run as the pages show it. Latencies are in ms (``*_ms``), throughput in inferences per second,
-    request rates in requests per second, CPU in percent of one core; ``None`` where the row has no such figure."""
+class Check:
+    """One conformance check of a deployment (:mod:`tritonsuite.judge.conformance`) as its page shows it: what the
+    configuration declares, what the live server showed, the verdict (``pass``, ``fail``, ``skipped``; None where the
+    row has none) and the evidence that needs more than a cell."""
+
+    deployment: str
+    model: str
+    format: str
+    precision: str
+    check: str | None
+    declared: Any
+    observed: Any
+    verdict: str | None
+    status: str
+    reasons: tuple[str, ...]
+    seconds: float | None
+    evidence: Mapping[str, Any]  # batch_stats (batch size -> executions), probes, and the check's own figures
+    declared_fields: tuple[str, ...]  # every field the deployment's configuration sets (on any of its checks)
+    row: Row = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, row: Row) -> "Check":
+        extra = row.extra
+        return cls(deployment=row.deployment, model=row.model, format=row.format, precision=row.precision,
+                   check=extra.get("check"), declared=extra.get("declared", "-"), observed=extra.get("observed", "-"),
+                   verdict=extra.get("verdict"), status=row.status, reasons=tuple(str(r) for r in row.reasons),
+                   seconds=row.seconds, evidence=dict(extra.get("evidence") or {}),
+                   declared_fields=tuple(extra.get("declared_fields") or ()), row=row)
+
+    @property
+    def judged(self) -> str:
+        """The verdict counted: a check without one counts as failed."""
+        return self.verdict if self.verdict is not None else "fail"
+
+
+@dataclass(frozen=True)
+class TunePoint:
+    """One row of a tune (:mod:`tritonsuite.tune`) as its page shows it: a configuration measured (``evidence``), a
+    side of the interleaved re-measure (``abab-winner``, ``abab-default``), accuracy under load (``accuracy``) or the
+    answer (``answer``, which also carries the summary of the search). Latencies in ms, throughput in inferences/s."""
+
+    deployment: str
+    model: str
+    format: str
+    precision: str
+    role: str
+    label: str  # the configuration, "2 inst, delay 100us"
+    bound: str  # "p99 <= 40 ms"
+    within: bool
+    why: str
+    early_stopped: str  # why the configuration was given up early, "" when it was not
+    concurrency: int | None
+    status: str
+    throughput_per_s: float | None
+    p99_ms: float | None
+    statistic_ms: float | None  # the bound's statistic: its result column, else from the latency samples
+    answer: str | None  # the answer row's: the sentence, whether recommended, the search's size and time
+    recommended: bool
+    configurations: Any
+    space: Any
+    seconds: Any
+    varied: tuple[str, ...]
+    accuracy_note: str  # the answer's accuracy, when judged by the deployment's kind and not under load
+    accuracy_line: str  # an accuracy row's verdict under load
+    row: Row = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, row: Row) -> "TunePoint":
+        t = row.measurement.get("tune") or {}
+        return cls(deployment=row.deployment, model=row.model, format=row.format, precision=row.precision,
+                   role=str(t.get("role", "")), label=str(t.get("label", "")), bound=str(t.get("bound", "")),
+                   within=bool(t.get("within")), why=str(t.get("why", "")),
+                   early_stopped=str(t.get("early_stopped") or ""), concurrency=row.concurrency, status=row.status,
+                   throughput_per_s=number_of(row.result.get("Inferences/Second")),
+                   p99_ms=number_of(row.result.get("p99 latency")),
+                   statistic_ms=_bound_statistic(row, t["bound"]) if t.get("bound") else None,
+                   answer=t.get("answer"), recommended=bool(t.get("recommended")),
+                   configurations=t.get("configurations"), space=t.get("space"), seconds=t.get("seconds"),
+                   varied=tuple(t.get("varied") or ()), accuracy_note=str(t.get("accuracy") or ""),
+                   accuracy_line=str(t.get("accuracy_line", "")), row=row)
+
+
+def _bound_statistic(row: Row, bound_text: str) -> float | None:
+    bound = LatencyBound.parse(bound_text)
+    column = row.result.get(f"{bound.statistic} latency")
+    if column is not None:
+        return float(column)
+    samples = row.measurement.get("latency_samples_ms") or []
+    return bound.value(samples) if samples else None
+
+
+@dataclass(frozen=True)
+class MixPoint:
+    """One row of a mix (:mod:`tritonsuite.load.mix`) as its page shows it: its role (``alone``, ``together``,
+    ``failed``, ``search``, ``search-answer``, ``tune-<step>``, ``tune-answer``), round and span, what the searches
+    recorded, and its figures as a :class:`Point`."""
+
+    name: str  # the mix's
+    host: str  # "" unless merged from several hosts
+    role: str
+    round: int
+    traffic: str
+    start_s: float
+    end_s: float
+    step: Any  # the most-load search's point, its factor, bound and verdict
+    factor: Any
+    bound: str
+    within: bool
+    why: str
+    answer: Any  # a search's or the configuration search's answer
+    recommended: bool
+    configs: tuple[str, ...]  # the configurations to ship (the configuration search's answer)
+    label: str  # the configuration search's joint configuration, " | " between the deployments'
+    weighted_score: Any
+    set_concurrency: int | None  # the traffic's concurrency (None for a request rate)
+    deployment_client_cpu_percent: float | None  # the part of the load generator's CPU this deployment's traffic took
+    accuracy_passed: bool | None  # accuracy under the mix; None without probes
+    point: Point
+
+    @classmethod
+    def of(cls, row: Row) -> "MixPoint":
+        mx = row.extra.get("mix") or {}
+        under_load = row.extra.get("accuracy_under_load")
+        return cls(name=str(mx.get("name") or row.model), host=str(row.extra.get("host") or ""),
+                   role=str(mx.get("role", "")), round=mx.get("round", 0), traffic=mx.get("traffic", ""),
+                   start_s=mx.get("start_s", 0.0), end_s=mx.get("end_s", 0.0), step=mx.get("step"),
+                   factor=mx.get("factor"), bound=str(mx.get("bound") or "-"), within=bool(mx.get("within")),
+                   why=str(mx.get("why", "")), answer=mx.get("answer"), recommended=bool(mx.get("recommended")),
+                   configs=tuple(mx.get("configs", ())), label=str(mx.get("label", "")),
+                   weighted_score=mx.get("weighted_score", 0), set_concurrency=row.concurrency,
+                   deployment_client_cpu_percent=number_of(row.measurement.get("deployment_client_cpu_percent")),
+                   accuracy_passed=bool(under_load.get("passed")) if under_load else None, point=Point.of(row))
+
+    @property
+    def deployment(self) -> str:
+        return self.point.deployment
+
+    @property
+    def row(self) -> Row:
+        return self.point.row
+
+
+def mixes_of(rows: list[Row]) -> dict[str, list[MixPoint]]:
+    """The mix rows among ``rows``, typed, by mix name (first-seen order)."""
+    found: dict[str, list[MixPoint]] = {}
+    for row in rows:
+        if row.scenario == "mix":
+            point = MixPoint.of(row)
+            found.setdefault(point.name, []).append(point)
+    return found
+
+
+def flatten_metrics(prefix: str, value: Any) -> list[tuple[str, Any]]:
+    """Nested metrics as dotted names: ``{"q_risk": {"P50": x}}`` -> ``[("q_risk.P50", x)]``."""
+    if isinstance(value, Mapping):
+        items: list[tuple[str, Any]] = []
+        for k, v in value.items():
+            items += flatten_metrics(f"{prefix}.{k}" if prefix else str(k), v)
+        return items
+    return [(prefix, value)]
+
+
+def threshold_for(thresholds: Any, metric: str) -> Any:
+    """A metric's threshold: by its dotted name, by the same path in nested thresholds, else by its top-level name."""
+    if not isinstance(thresholds, Mapping):
+        return thresholds
+    if metric in thresholds:
+        return thresholds[metric]
+    node: Any = thresholds
+    for part in metric.split("."):  # nested thresholds mirroring nested metrics
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        else:
+            node = None
+            break
+    if node is not None:
+        return node
+    top = metric.split(".")[0]
+    return thresholds.get(top)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric of an accuracy record: its dotted name, value, threshold (None: none) and status (the metric's
+    own; "-" where the record judges some metrics but not this one; the record's status where it judges none)."""
+
+    name: str
+    value: Any
+    threshold: Any
+    status: str
+
+
+@dataclass(frozen=True)
+class BaselineNote:
+    """An accuracy record against its stored baseline (:mod:`tritonsuite.judge.baselines`)."""
+
+    regressions: tuple[str, ...]
+    improvements: tuple[str, ...]
+    missing: str  # why there is none
+    refused: str  # why it was not judged (other weights or data)
+    compared: int | None  # how many metrics were compared; None when the record was not compared
+    updated: str  # the baseline rewritten in this run
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """One record of a scenario without load points (accuracy) as its page shows it: its metrics with their
+    thresholds and statuses, and its standing against the baseline."""
 
     scenario: str
     model: str
     title: str
     deployment: str
-    series: str  # the deployment, and the load generator or host where they are not the suite's or this one
     format: str
     precision: str
     status: str
     reasons: tuple[str, ...]
-    load_kind: str  # sweep, rate, evidence (of a latency-bound search) or result (its answer)
-    label: str  # "batch 4, concurrency 2"
-    loadgen: str
-    host: str
-    batch: int | None
-    concurrency: float | None  # set concurrency, or an open-loop point's requests in flight
-    request_rate_per_s: float | None
-    throughput_per_s: float | None
-    latency_ms: Mapping[str, float | None]  # LATENCY_COLUMNS (the breakdown's parts and the percentiles)
-    intervals_ms: Mapping[str, tuple[float | None, float | None]]  # p50..p99 latency -> (low, high)
-    indicative: frozenset[str]  # percentile columns printed as "~": too few samples, or no interval
-    samples: int | None
-    client_cpu_percent: float | None
-    other_cpu_percent: float | None
-    search: Mapping[str, Any]  # a latency-bound search's tag (kind, bound, step, within, answer), else {}
+    description: str  # what the data is
+    metrics: tuple[Metric, ...]  # a record without metrics has one: "-", no value
+    baseline: BaselineNote | None
     row: Row = field(repr=False, compare=False)
 
     @classmethod
-    def of(cls, row: Row) -> "Point":
-        record = row.to_dict()
-        result, measurement = result_of(record), row.measurement
-        estimates = measurement.get("percentiles") if isinstance(measurement.get("percentiles"), Mapping) else {}
-        intervals, indicative = {}, set()
-        for column in PERCENTILE_COLUMNS:
-            estimate = estimates.get(column.split()[0])
-            if isinstance(estimate, Mapping):
-                intervals[column] = (_number(estimate.get("low")), _number(estimate.get("high")))
-                if estimate.get("indicative"):
-                    indicative.add(column)
-            elif is_number(result.get(column)):
-                indicative.add(column)
-        batch, concurrency = coord(record, "Batch"), coord(record, "Concurrency")
-        samples = measurement.get("measured_requests")
-        return cls(
-            scenario=row.scenario, model=row.model, title=row.title or row.model, deployment=row.deployment,
-            series=series_of(record), format=row.format, precision=row.precision, status=status_of(record),
-            reasons=tuple(str(r) for r in row.reasons), load_kind=load_kind(record), label=row_label(record),
-            loadgen=str(measurement.get("loadgen") or row.loadgen or "suite"), host=str(row.extra.get("host") or ""),
-            batch=int(batch) if is_number(batch) else None, concurrency=_number(concurrency),
-            request_rate_per_s=_number(row.request_rate), throughput_per_s=_number(result.get("Inferences/Second")),
-            latency_ms={c: _number(result.get(c)) for c in LATENCY_COLUMNS}, intervals_ms=intervals,
-            indicative=frozenset(indicative), samples=int(samples) if is_number(samples) else None,
-            client_cpu_percent=_number(measurement.get("client_cpu_percent")),
-            other_cpu_percent=_number(measurement.get("host_other_cpu_percent")),
-            search=dict(measurement.get("search") or {}) if isinstance(measurement.get("search"), Mapping) else {},
-            row=row)
-
-    @property
-    def breakdown_ms(self) -> dict[str, float | None]:
-        """The latency's parts (Client Send ... Client Recv), whose sum is the average latency."""
-        return {part: self.latency_ms.get(part) for part in LATENCY_PARTS}
+    def of(cls, row: Row) -> "Accuracy":
+        flat = flatten_metrics("", row.metrics) or [("-", None)]
+        judged = row.metric_status or {}
+        metrics = tuple(Metric(name, value, threshold_for(row.thresholds, name),
+                               str(judged.get(name, "-" if judged else row.status))) for name, value in flat)
+        note = row.extra.get("baseline") or {}
+        baseline = BaselineNote(tuple(note.get("regressions", [])), tuple(note.get("improvements", [])),
+                                str(note.get("missing") or ""), str(note.get("refused") or ""), note.get("compared"),
+                                str(note.get("updated") or "")) if note else None
+        return cls(scenario=row.scenario, model=row.model, title=row.title, deployment=row.deployment,
+                   format=row.format, precision=row.precision, status=row.status,
+                   reasons=tuple(str(r) for r in row.reasons), description=row.description, metrics=metrics,
+                   baseline=baseline, row=row)
 
 
 @dataclass
@@ -109,9 +279,11 @@ class RunRecords:
     header: str = ""  # the provenance line under each page's title
     faults: list[str] = field(default_factory=list)  # deployments given up, server restarts
     pages: dict[tuple[str, str], list[Row]] = field(default_factory=dict)  # (scenario, model) -> its page's rows
-    conformance: dict[str, list[Row]] = field(default_factory=dict)  # deployment -> its checks
-    tune: dict[str, list[Row]] = field(default_factory=dict)  # deployment -> its tune's rows
-    mixes: dict[str, list[Row]] = field(default_factory=dict)  # mix name -> its rows
+    performance: dict[tuple[str, str], list[Point]] = field(default_factory=dict)  # the offline and online pages
+    accuracy: dict[tuple[str, str], list[Accuracy]] = field(default_factory=dict)  # the pages without load points
+    conformance: dict[str, list[Check]] = field(default_factory=dict)  # deployment -> its checks
+    tune: dict[str, list[TunePoint]] = field(default_factory=dict)  # deployment -> its tune's rows
+    mixes: dict[str, list[MixPoint]] = field(default_factory=dict)  # mix name -> its rows
     cross: list[CrossPoint] = field(default_factory=list)  # points both load generators measured
     points: list[Point] = field(default_factory=list)  # every offline and online row, typed
     presenters: tuple[str, ...] = ()  # the presenters writing this run (a page links another's)
@@ -126,14 +298,16 @@ def group_run(reports_dir: str | os.PathLike[str], rows: list[Row], run_id: str 
     for row in run.rows:
         if row.scenario not in OWN_PAGES:
             run.pages.setdefault((row.scenario, row.model), []).append(row)
+        if row.scenario not in OWN_PAGES + PERFORMANCE:
+            run.accuracy.setdefault((row.scenario, row.model), []).append(Accuracy.of(row))
         if row.scenario == "conformance":
-            run.conformance.setdefault(row.deployment, []).append(row)
+            run.conformance.setdefault(row.deployment, []).append(Check.of(row))
         if row.scenario == "tune" and (row.measurement.get("tune") or {}):
-            run.tune.setdefault(row.deployment, []).append(row)
-        if row.scenario == "mix":
-            run.mixes.setdefault(str((row.extra.get("mix") or {}).get("name") or row.model), []).append(row)
-        if row.scenario in ("offline", "online"):
+            run.tune.setdefault(row.deployment, []).append(TunePoint.of(row))
+        if row.scenario in PERFORMANCE:
             run.points.append(Point.of(row))
+            run.performance.setdefault((row.scenario, row.model), []).append(run.points[-1])
+    run.mixes = mixes_of(run.rows)
     run.cross = cross_points(run.rows)
     return run
 

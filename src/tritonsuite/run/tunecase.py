@@ -1,6 +1,7 @@
 """A case of scenario ``tune`` on the suite: the configuration search of a case's online deployment (the profile's,
 or a user's deployment as its config.pbtxt declares it, whatever its kind), its rows recorded as they are measured,
-the shipped ``reports/tune/<deployment>/config.pbtxt`` and the tune pages."""
+the shipped ``reports/tune/<deployment>/config.pbtxt``; the tune pages beside it are the markdown presenter's, written
+from the stored rows at the end of the session (:func:`tritonsuite.report.write_reports`)."""
 from __future__ import annotations
 
 import copy
@@ -8,10 +9,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from tritonsuite.core.settings import LatencyBound
-from tritonsuite.load.point import Progress, ProgressLine
 from tritonsuite.load import sources as load_sources
+from tritonsuite.load.point import Progress, ProgressLine
 from tritonsuite.profiles.tunespace import Budget, Candidate, space_for
-from tritonsuite.report.tune import write_tune_pages
 from tritonsuite.tune import write_config
 from tritonsuite.tune.runner import TuneTarget, tune
 
@@ -19,8 +19,8 @@ from tritonsuite.tune.runner import TuneTarget, tune
 def run_tune_case(suite, case, strategy: str = "search", budget: str = "", progress: Progress | None = None):
     """Tune the online deployment of ``case`` on ``suite``'s server within ``budget`` (``--tune-budget``; "": the
     profile's); returns the TuneResult. The shipped configuration goes to
-    ``reports/tune/<deployment>/config.pbtxt``, the evidence and summary pages beside it. ``progress`` is told each
-    measured point, counting the configurations measured of the budget's."""
+    ``reports/tune/<deployment>/config.pbtxt``; every row is recorded, the answer row last, for the session's pages.
+    ``progress`` is told each measured point, counting the configurations measured of the budget's."""
     deployment = suite.deployment(case.model, case.format, case.precision, "online")
     spec = deployment.spec
     identity = {**suite._identity(case), "deployment": deployment.name}
@@ -68,5 +68,4 @@ def run_tune_case(suite, case, strategy: str = "search", budget: str = "", progr
         answer.deployment = deployment.name
         suite.record(answer)
         rows.append(answer)
-    write_tune_pages(suite.reports_dir, rows)
     return result

@@ -17,12 +17,13 @@ from typing import Any
 
 from tritonsuite.core.rows import LATENCY_PARTS, STATUSES, STREAM_COLUMNS, Row
 from tritonsuite.core.store import safe_component
-from tritonsuite.report.common import PERCENTILE_COLUMNS, column_header, distinct, group_by, percentile_cell
+from tritonsuite.report.common import PERCENTILE_COLUMNS, column_header, distinct, percentile_cell
 from tritonsuite.report.htmlkit import (FILTERS, Cell, Figures, Table, asset, attrs, block, cell_number,
                                         definition_list, esc, number, plot_text, plotly_js, plotly_version)
 from tritonsuite.report.htmlviews import other_sections
-from tritonsuite.report.records import Point, RunRecords
-from tritonsuite.report.steps import STEP_COLUMNS, composing
+from tritonsuite.report.points import Point
+from tritonsuite.report.records import RunRecords
+from tritonsuite.report.steps import STEP_COLUMNS
 
 NAME = "html"
 PAGE = "index.html"
@@ -112,11 +113,7 @@ def filter_bar(run: RunRecords) -> str:
 
 def performance_sections(run: RunRecords, figures: Figures) -> str:
     out = []
-    by_page = group_by(run.points, lambda p: (p.scenario, p.model))
-    for (scenario, model), rows in run.pages.items():
-        if scenario not in ("offline", "online"):
-            continue
-        points = by_page.get((scenario, model), [])
+    for (scenario, model), points in run.performance.items():
         link = f"{safe_component(scenario)}/{safe_component(model)}.md"
         blocks = []
         for series in distinct(p.series for p in points):
@@ -132,12 +129,12 @@ def performance_sections(run: RunRecords, figures: Figures) -> str:
 
 def _point_order(p: Point) -> tuple:
     return (p.batch if p.batch is not None else 1e9, p.request_rate_per_s or 0.0, p.concurrency or 0.0,
-            p.search.get("step", 0))
+            (p.search.step or 0) if p.search else 0)
 
 
 def deployment_view(scenario: str, points: list[Point], figures: Figures) -> str:
     points = sorted(points, key=_point_order)
-    streamed = [c for c in STREAM_COLUMNS if any(p.row.result.get(c) is not None for p in points)]
+    streamed = [c for c in STREAM_COLUMNS if any(p.stream.get(c) is not None for p in points)]
     columns = ([("Load", True), ("Batch", True), ("Concurrency", True), ("Inferences/Second", True)]
                + [(column_header(c), True) for c in (*PERCENTILE_COLUMNS, "avg latency")]
                + [("Samples", True), ("Status", True), ("Reasons", True)]
@@ -145,24 +142,23 @@ def deployment_view(scenario: str, points: list[Point], figures: Figures) -> str
                + [("Client CPU (%)", False), ("Other CPU (%)", False), ("Load generator", False)])
     table = Table(columns)
     for p in points:
-        record = p.row.to_dict()
         load = p.load_kind if p.request_rate_per_s is None else f"rate {p.request_rate_per_s:g} req/s"
         if p.search:
-            load = f"search step {p.search.get('step')}" if p.load_kind == "evidence" else "search answer"
+            load = f"search step {p.search.step}" if p.load_kind == "evidence" else "search answer"
         table.add([load, cell_number(p.batch, 0), cell_number(p.concurrency, 0 if p.request_rate_per_s is None else 1),
                    cell_number(p.throughput_per_s)]
-                  + [Cell(percentile_cell(record, c), p.latency_ms.get(c)) for c in PERCENTILE_COLUMNS]
+                  + [Cell(percentile_cell(p, c), p.latency_ms.get(c)) for c in PERCENTILE_COLUMNS]
                   + [cell_number(p.latency_ms.get("avg latency"), 2), cell_number(p.samples, 0),
                      Cell(p.status, cls=f"status-{p.status}"), "; ".join(p.reasons) or "-"]
                   + [cell_number(p.latency_ms.get(c), 2) for c in LATENCY_PARTS]
-                  + [cell_number(p.row.result.get(c), 2) for c in streamed]
+                  + [cell_number(p.stream.get(c), 2) for c in streamed]
                   + [cell_number(p.client_cpu_percent), cell_number(p.other_cpu_percent), p.loadgen],
                   status=p.status)
     plots = [throughput_latency(scenario, points, figures), breakdown(scenario, points, figures),
              stream_plot(points, streamed, figures), steps_plot(points, figures)]
     if scenario == "offline":
         plots.insert(0, batch_sweep(points, figures))
-    params = points[0].row.parameters
+    params = points[0].parameters
     details = (f"<details><summary>Parameters</summary>{definition_list([(k, v) for k, v in params.items()])}"
                "</details>") if params else ""
     return details + table.html() + '<div class="plots">' + "".join(plots) + "</div>"
@@ -205,7 +201,7 @@ def throughput_latency(scenario: str, points: list[Point], figures: Figures) -> 
                            "hoverinfo": "text", "error_y": _error_bars(mine, "p99 latency"),
                            "marker": {"symbol": _ok_symbol(mine, symbol), "size": 14 if kind == "result" else 8}})
     return figures.add("throughput-latency", f"{points[0].series}: p99 latency against throughput", traces,
-                       {"xaxis": {"title": {"text": "throughput (inferences/s)"}, "rangemode": "tozero"},
+                       {"xaxis": {"title": {"text": "throughput (inferences/s)"}, "rangemode": "normal"},  # the data's
                         "yaxis": {"title": {"text": "p99 latency (ms)"}, "rangemode": "tozero"}})
 
 
@@ -244,25 +240,26 @@ def batch_sweep(points: list[Point], figures: Figures) -> str:
                         "margin": {"l": 60, "r": 70, "t": 40, "b": 50},
                         "yaxis": {"title": {"text": "latency (ms)"}, "rangemode": "tozero"},
                         "yaxis2": {"title": {"text": "inferences/s"}, "overlaying": "y", "side": "right",
-                                   "rangemode": "tozero"}})
+                                   "rangemode": "tozero", "tickmode": "auto", "nticks": 6, "showgrid": False}})
+    # tickmode auto: an overlaying axis otherwise takes its ticks from the left axis's grid (0, 253, 506 inf/s)
 
 
 def stream_plot(points: list[Point], streamed: list[str], figures: Figures) -> str:
     """A decoupled deployment's time to first response and inter-response latency per point."""
     columns = [c for c in streamed if "time to first" in c or "inter-response" in c]
-    mine = [p for p in points if any(number(p.row.result.get(c)) is not None for c in columns)]
+    mine = [p for p in points if any(number(p.stream.get(c)) is not None for c in columns)]
     traces = [{"type": "bar", "name": plot_text(c), "x": _x_labels(mine),
-               "y": [number(p.row.result.get(c)) for p in mine]} for c in columns] if mine else []
+               "y": [number(p.stream.get(c)) for p in mine]} for c in columns] if mine else []
     return figures.add("stream", f"{points[0].series}: first response and inter-response latency (ms)", traces,
                        {"barmode": "group", "yaxis": {"title": {"text": "ms"}}})
 
 
 def steps_plot(points: list[Point], figures: Figures) -> str:
     """An ensemble's steps (or a BLS model's callees): each composing model's time per request, stacked."""
-    mine = [p for p in points if composing(p.row.to_dict())]
+    mine = [p for p in points if p.steps]
     labels, stacks = [], []
     for p in mine:
-        for step, figures_of in composing(p.row.to_dict()).items():
+        for step, figures_of in p.steps.items():
             labels.append(plot_text(f"{p.label}: {step}"))
             stacks.append([number(figures_of.get(c)) or 0.0 for c in STEP_COLUMNS])
     traces = [{"type": "bar", "name": plot_text(c), "x": labels, "y": [s[i] for s in stacks]}
