@@ -4,7 +4,8 @@ The load itself runs on the server in tests/test_conformance_checks.py and tests
 from __future__ import annotations
 
 from tritonsuite.core.description import describe
-from tritonsuite.judge.conformance.batching import _largest, _pooled, _unmet, judge_batching, judge_instances
+from tritonsuite.judge.conformance.batching import _pooled, _unmet, judge_batching, judge_instances
+from tritonsuite.judge.conformance.traffic import largest_batch
 from tritonsuite.load.exchange import Answer
 
 BATCHER = {"preferred_batch_size": [4], "max_queue_delay_microseconds": 2000}
@@ -395,9 +396,9 @@ def test_no_wall_time_shows_no_overlap():
 
 # ---------------------------------------------------------------------------------- the load's sizing, its second round
 def test_the_largest_batch_a_batcher_puts_in_one_execution():
-    assert _largest(model(dynamic_batching={"preferred_batch_size": [2, 6, 4]})) == 6
-    assert _largest(model(dynamic_batching={})) == 8  # no preferred size: max_batch_size
-    assert _largest(model(dynamic_batching=None)) == 1
+    assert largest_batch(model(dynamic_batching={"preferred_batch_size": [2, 6, 4]})) == 6
+    assert largest_batch(model(dynamic_batching={})) == 8  # no preferred size: max_batch_size
+    assert largest_batch(model(dynamic_batching=None)) == 1
 
 
 def test_a_second_round_s_statistics_are_pooled_with_the_first():

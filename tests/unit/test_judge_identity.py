@@ -198,7 +198,7 @@ def test_only_the_ready_versions_are_asked_and_a_version_not_ready_is_not_judged
 
 
 def test_the_versions_served_and_on_disk_are_the_numbered_ones_in_order(tmp_path):
-    from tritonsuite.judge.conformance.identity import _fits, _served_versions, _versions_on_disk
+    from tritonsuite.judge.conformance.identity import fits_dims, _served_versions, _versions_on_disk
     from tritonsuite.judge.conformance.result import Target
 
     assert _served_versions({"versions": ["10", "2", "x", 1]}) == [1, 2, 10] and _served_versions({}) == []
@@ -210,7 +210,7 @@ def test_the_versions_served_and_on_disk_are_the_numbered_ones_in_order(tmp_path
                                             'input [{ name: "INPUT0" data_type: TYPE_FP32 dims: [16] }] '
                                             'output [{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [16] }]')
     assert _versions_on_disk(Target(server=None, directory=directory)) == [1, 2, 10]
-    assert _fits([4, 16], [16], True) and _fits([16], [16], False) and _fits([2, 7], [-1], True)
-    assert not _fits([16], [16], True) and not _fits([1, 16], [16], False) and not _fits([1, 15], [16], True)
-    assert not _fits([1, 16, 1], [16], True)
-    assert _fits([1, 0], [0], True) and not _fits([1, 5], [0], True)  # a dim of 0 is a size, not a variable one
+    assert fits_dims([4, 16], [16], True) and fits_dims([16], [16], False) and fits_dims([2, 7], [-1], True)
+    assert not fits_dims([16], [16], True) and not fits_dims([1, 16], [16], False) and not fits_dims([1, 15], [16], True)
+    assert not fits_dims([1, 16, 1], [16], True)
+    assert fits_dims([1, 0], [0], True) and not fits_dims([1, 5], [0], True)  # a dim of 0 is a size, not a variable one

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from tritonsuite.judge.conformance.traffic import (METRICS, _batch_first, _counters, _summed, ms_per_execution,
+from tritonsuite.judge.conformance.traffic import (METRICS, batch_first, _counters, _summed, ms_per_execution,
                                                    poll, responses, same, stats_delta)
 from tritonsuite.load.exchange import Answer
 
@@ -106,10 +106,10 @@ def test_a_batchless_deployments_request_is_sent_as_a_batch_of_one(tmp_path):
             'input [{ name: "X" data_type: TYPE_FP32 dims: [3] }] output [{ name: "Y" data_type: TYPE_FP32 dims: [3] }]')
     batched = Target(server=None, directory=tmp_path / "batched")
     request = batched.request(1)
-    assert _batch_first(batched, request) is request and request["X"].shape == (1, 3)
+    assert batch_first(batched, request) is request and request["X"].shape == (1, 3)
     batchless = Target(server=None, directory=tmp_path / "batchless")
     request = batchless.request(1)
-    sent = _batch_first(batchless, request)
+    sent = batch_first(batchless, request)
     assert request["X"].shape == (3,) and sent["X"].shape == (1, 3) and np.array_equal(sent["X"][0], request["X"])
 
 

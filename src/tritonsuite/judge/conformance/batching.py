@@ -19,10 +19,9 @@ The load keeps twice what the instances execute at once in flight (a batcher's l
 from __future__ import annotations
 
 import math
-import time
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import counted, load, ms_per_execution, settled_statistics, stats_delta
+from tritonsuite.judge.conformance.traffic import judged_load, largest_batch, ms_per_execution
 from tritonsuite.core.reasons import reason
 
 #: requests per client of the load (closed loop): enough executions for a histogram on a slow model
@@ -76,24 +75,6 @@ REASONS = (
 )
 
 
-def _load(target: Target, concurrency: int, requests: int, models: list[str]) -> tuple[dict, list, float]:
-    """The check's load through the deployment's driver; each model's statistics delta over it (``models``: the
-    ones whose schedulers are judged), the answers and the wall time it took."""
-    before = {m: settled_statistics(target.server, m) for m in {target.name, *models}}
-    start = time.monotonic()
-    answers = load(target, concurrency, requests)
-    elapsed = time.monotonic() - start
-    own = counted(target.server, target.name, before[target.name], sum(a.ok for a in answers))
-    after = {m: own if m == target.name else settled_statistics(target.server, m, 0.5) for m in models}
-    return {m: stats_delta(after[m], before[m]) for m in models}, answers, elapsed
-
-
-def _largest(d) -> int:
-    """The most requests its batcher puts in one execution: the largest preferred batch size, else max_batch_size
-    (1 without a batcher)."""
-    return max(d.batcher.preferred_batch_sizes or (d.max_batch_size,)) if d.batcher is not None else 1
-
-
 def _pooled(a: dict, b: dict) -> dict:
     return {k: (b.get(k, 0) + v if k != "batch_stats" else
                 {s: v.get(s, 0) + b["batch_stats"].get(s, 0) for s in sorted({*v, *b["batch_stats"]})})
@@ -126,14 +107,14 @@ def check_batching(target: Target) -> CheckResult:
                            "max_batch_size 0: no batch dimension, nothing to batch")
     b = target.batch_size
     models = target.driver.scheduled()  # an ensemble's steps, else the deployment itself
-    concurrency = max([2] + [math.ceil(2 * _largest(m) / b) for m in models if m.batcher is not None])
+    concurrency = max([2] + [math.ceil(2 * largest_batch(m) / b) for m in models if m.batcher is not None])
     requests = max(MIN_REQUESTS, REQUESTS_PER_CLIENT * concurrency)
-    deltas, answers, elapsed = _load(target, concurrency, requests, [m.name for m in models])
+    deltas, answers, elapsed = judged_load(target, concurrency, requests, [m.name for m in models])
     if any(_unmet(m, deltas[m.name]["batch_stats"], b) for m in models):
         # on a busy host the client may not keep every request in flight at the server: once more at twice the
         # load before a verdict (one short round never decides it), the histograms pooled
         concurrency *= 2
-        more, more_answers, more_elapsed = _load(target, concurrency, 2 * requests, [m.name for m in models])
+        more, more_answers, more_elapsed = judged_load(target, concurrency, 2 * requests, [m.name for m in models])
         deltas = {m: _pooled(v, more[m]) for m, v in deltas.items()}
         answers, elapsed = answers + more_answers, elapsed + more_elapsed
     return judge_batching(target.name, models, deltas, answers, elapsed, concurrency, b)
@@ -221,10 +202,10 @@ def _judge(d, delta: dict, elapsed: float, concurrency: int, b: int) -> tuple[li
 def check_instances(target: Target) -> CheckResult:
     models = list(target.driver.scheduled())  # an ensemble's steps, else the deployment itself
     # every instance busy: twice what the instances take at once (a batcher groups up to its largest batch)
-    concurrency = min(MAX_CONCURRENCY, max(2 * m.instance_count * math.ceil(_largest(m) / target.batch_size)
+    concurrency = min(MAX_CONCURRENCY, max(2 * m.instance_count * math.ceil(largest_batch(m) / target.batch_size)
                                            for m in models))
     requests = max(4 * concurrency, 16)
-    deltas, answers, elapsed = _load(target, concurrency, requests, [m.name for m in models])
+    deltas, answers, elapsed = judged_load(target, concurrency, requests, [m.name for m in models])
     return judge_instances(target.name, models, deltas, answers, elapsed, concurrency)
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from tritonsuite.core.access import PLAIN, Access
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import _batch_first
+from tritonsuite.judge.conformance.traffic import batch_first
 from tritonsuite.core.reasons import reason
 from tritonsuite.load.interrupt import within
 
@@ -87,7 +87,7 @@ def _requests(target: Target, grpc_url: str) -> list[bytes]:
     batched = target.driver.batched
     found = []
     for seed in range(REQUESTS):
-        tensors = _batch_first(target, target.request(target.batch_size, seed))
+        tensors = batch_first(target, target.request(target.batch_size, seed))
         request = prepare(grpc_url, target.name, tensors, target.output_names, True, batched)
         if d.sequence:  # a sequence model's request: a sequence of one, its own correlation id
             request = flagged(request, True, (90_000 + seed, True, True))

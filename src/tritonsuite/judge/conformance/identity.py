@@ -4,7 +4,7 @@ request: a sequence model's as a sequence of one, a decoupled model's on a gRPC 
 from __future__ import annotations
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import ask, responses
+from tritonsuite.judge.conformance.traffic import ask, fits_dims, responses
 from tritonsuite.core.reasons import reason
 
 
@@ -47,12 +47,6 @@ def _served_versions(metadata: dict) -> list[int]:
     repository index: it lists the server's own repository only, and a model uploaded with the load request (a
     remote server with an empty repository) is in none."""
     return sorted(int(v) for v in metadata.get("versions", ()) if str(v).isdigit())
-
-
-def _fits(shape, dims, batching: bool) -> bool:
-    """Whether an answered output shape fits the declared dims (a batch dim first when the model batches)."""
-    expected = ([-1] if batching else []) + list(dims)
-    return len(shape) == len(expected) and all(e < 0 or s == e for s, e in zip(shape, expected))
 
 
 def check_identity(target: Target) -> CheckResult:
@@ -100,7 +94,7 @@ def judge_identity(name: str, declared, served, metadata: dict, on_disk: list[in
         bad = [f"{t.name} missing" if outputs.get(t.name) is None else
                f"{t.name} {list(outputs[t.name].shape)} {outputs[t.name].dtype}" for outputs in found
                for t in declared.outputs
-               if outputs.get(t.name) is None or not _fits(outputs[t.name].shape, t.shape, declared.batching)
+               if outputs.get(t.name) is None or not fits_dims(outputs[t.name].shape, t.shape, declared.batching)
                or (t.dtype not in ("bytes", "bfloat16") and str(outputs[t.name].dtype) != t.dtype)]
         answered[version] = f"answered by version {answer.version or '?'} ({len(found)} response(s) with outputs)"
         if bad:

@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import _batch_first, counted, settled_statistics, stats_delta
+from tritonsuite.judge.conformance.traffic import batch_first, counted, settled_statistics, stats_delta
 from tritonsuite.load.exchange import exchange
 from tritonsuite.core.reasons import reason
 
@@ -104,7 +104,7 @@ def check_ragged(target: Target) -> CheckResult:
     lock = threading.Lock()
 
     def client(c: int) -> None:
-        request = _batch_first(target, _shaped(target, names, c + 1, c))
+        request = batch_first(target, _shaped(target, names, c + 1, c))
         found = exchange(target.server, target.name, d, [request], target.output_names, count=PER_CLIENT)
         with lock:
             answers.extend(found)

@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from tritonsuite.judge.conformance.batching import MAX_CONCURRENCY, _largest, _load
+from tritonsuite.judge.conformance.batching import MAX_CONCURRENCY
+from tritonsuite.judge.conformance.traffic import judged_load, largest_batch
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.core.reasons import reason
 
@@ -84,8 +85,8 @@ def check_rate_limiter(target: Target) -> CheckResult:
                            f"the server runs with --rate-limit {mode[-1] if mode else 'off'} (Triton's default off): "
                            f"rate_limiter resources are not enforced; start it with --rate-limit execution_count")
     pool = _pool(instances, target.server.started_with("--rate-limit-resource") or [])
-    concurrency = min(MAX_CONCURRENCY, 2 * len(instances) * math.ceil(_largest(d) / target.batch_size))
-    deltas, answers, elapsed = _load(target, concurrency, max(4 * concurrency, 16), [d.name])
+    concurrency = min(MAX_CONCURRENCY, 2 * len(instances) * math.ceil(largest_batch(d) / target.batch_size))
+    deltas, answers, elapsed = judged_load(target, concurrency, max(4 * concurrency, 16), [d.name])
     return judge_rate_limiter(target.name, instances, pool, concurrency, deltas[d.name], answers, elapsed)
 
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tritonsuite.judge.conformance.identity import _fits
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import ask, responses
+from tritonsuite.judge.conformance.traffic import ask, fits_dims, responses
 from tritonsuite.load.http import RequestOptions
 from tritonsuite.core.reasons import reason
 
@@ -87,7 +86,7 @@ def _judge_tensors(without: list[tuple[str, str]], reference: str | None,
             problems.append(f"input {name}: a request shaped as its reshape {shape} (not its dims {dims}) was "
                             f"answered")
     for name, shape, dims in answered_as:
-        if not _fits(shape, dims, True):  # the codec gives every answer a batch dim
+        if not fits_dims(shape, dims, True):  # the codec gives every answer a batch dim
             problems.append(f"output {name} answered as {shape}, declared dims {dims} (its reshape not undone)")
     return problems
 

@@ -29,7 +29,7 @@ def load(target, concurrency: int, requests: int | None = None, stop: threading.
     ``requests`` were sent or ``stop`` is set (or a round of them went unanswered: a hanging deployment's verdict
     needs no more); every answer kept. ``timeout_s``: one request's bound (default: the server's)."""
     return exchange(target.server, target.name, target.description,
-                    [_batch_first(target, r) for r in target.load_requests()], target.output_names,
+                    [batch_first(target, r) for r in target.load_requests()], target.output_names,
                     concurrency, count=requests, stop=stop, deadline_s=deadline_s, give_up=concurrency,
                     timeout_s=timeout_s)
 
@@ -39,14 +39,14 @@ def ask(target, request: Mapping[str, np.ndarray], version: str | int = "", opti
     every response until the final one), as the driver sends it; the answer, failed or not. ``options``:
     :class:`~tritonsuite.load.http.RequestOptions` it carries (a priority, a timeout, a classification)."""
     model = f"{target.name}:{version}" if version else target.name
-    answer = exchange(target.server, model, target.description, [_batch_first(target, request)],
+    answer = exchange(target.server, model, target.description, [batch_first(target, request)],
                       target.output_names, count=1, sequences=ONE_REQUEST, options=options)[0]
     if answer.ok and not target.description.batching:  # the outputs as the server sent them: no batch dimension
         answer.outputs = [{k: v[0] for k, v in r.items()} for r in responses(answer)]
     return answer
 
 
-def _batch_first(target, request: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+def batch_first(target, request: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
     """A check's request as the engine takes every request, batch first: a batchless deployment's (no batch
     dimension on the wire) as a batch of one, which the codec sends without it."""
     return request if target.description.batching else {k: np.asarray(v)[None] for k, v in request.items()}
@@ -167,3 +167,27 @@ def _counters(text: str, model: str) -> dict[str, float]:
         if match and match.group(1) in found and f'model="{model}"' in match.group(2):
             found[match.group(1)] += float(match.group(3))
     return found
+
+
+def judged_load(target, concurrency: int, requests: int, models: list[str]) -> tuple[dict, list, float]:
+    """The check's load through the deployment's driver; each model's statistics delta over it (``models``: the
+    ones whose schedulers are judged), the answers and the wall time it took."""
+    before = {m: settled_statistics(target.server, m) for m in {target.name, *models}}
+    start = time.monotonic()
+    answers = load(target, concurrency, requests)
+    elapsed = time.monotonic() - start
+    own = counted(target.server, target.name, before[target.name], sum(a.ok for a in answers))
+    after = {m: own if m == target.name else settled_statistics(target.server, m, 0.5) for m in models}
+    return {m: stats_delta(after[m], before[m]) for m in models}, answers, elapsed
+
+
+def largest_batch(d) -> int:
+    """The most requests its batcher puts in one execution: the largest preferred batch size, else max_batch_size
+    (1 without a batcher)."""
+    return max(d.batcher.preferred_batch_sizes or (d.max_batch_size,)) if d.batcher is not None else 1
+
+
+def fits_dims(shape, dims, batching: bool) -> bool:
+    """Whether an answered output shape fits the declared dims (a batch dim first when the model batches)."""
+    expected = ([-1] if batching else []) + list(dims)
+    return len(shape) == len(expected) and all(e < 0 or s == e for s, e in zip(shape, expected))
