@@ -17,7 +17,8 @@ from tritonsuite.profiles import load_profile
 from tritonsuite.report import write_reports
 from tritonsuite.report.conformance import render_conformance, summary_lines
 from tritonsuite.report.records import Check, group_run
-from tritonsuite.run.cases import OFFLINE_CHECKS, profile_cases
+from tritonsuite.judge.conformance import OFFLINE_CHECKS
+from tritonsuite.run.cases import profile_cases
 
 CONFIG = {"name": "m", "platform": "onnxruntime_onnx", "max_batch_size": 8,
           "input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [4]},

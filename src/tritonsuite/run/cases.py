@@ -6,12 +6,11 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from tritonsuite.core.settings import LatencyBound
+from tritonsuite.judge.conformance import OFFLINE_CHECKS
 from tritonsuite.load import sources as load_sources
 from tritonsuite.profiles import Profile
 
 SCENARIOS = ("offline", "online", "accuracy", "tune", "conformance", "mix")
-#: the conformance checks a shipped model's offline deployment runs (the online one runs every check)
-OFFLINE_CHECKS = ("identity", "batching", "refusals", "counters")
 #: the size of a --model-repository deployment (tritonsuite.deploy.userrepo.SIZE): served once, as given
 USER_SIZE = "repository"
 

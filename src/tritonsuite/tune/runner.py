@@ -86,13 +86,8 @@ class TuneTarget:
 
     def refuses(self) -> str | None:
         """Why this deployment's configuration cannot be tuned, or None."""
-        if self.description.ensemble:
-            return (f"{self.name} is an ensemble: it has no instance group or batcher of its own; tune its composing "
-                    f"models ({', '.join(s.model for s in self.description.steps)})")
-        if not self.description.batching:
-            return (f"{self.name} is batchless (max_batch_size 0): Triton batches none of its requests, so neither "
-                    f"a batcher's settings nor max_batch_size can vary")
-        return None
+        why = driver_for(self.description).untunable()
+        return f"{self.name} {why}" if why else None
 
     def check(self) -> "TuneTarget":
         """Itself, or a TuneError saying in one line why it cannot be tuned."""

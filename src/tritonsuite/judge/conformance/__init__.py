@@ -25,6 +25,7 @@ evidence), which becomes a :class:`~tritonsuite.core.rows.Row` of scenario ``con
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 from tritonsuite.judge.conformance.fields import declared_fields
@@ -32,35 +33,55 @@ from tritonsuite.judge.conformance.result import (STATUS, VERDICTS, CheckResult,
                                                   declared_inputs)
 from tritonsuite.load.kinds import driver_for
 
-__all__ = ["CHECKS", "DEFAULT_CHECKS", "STATUS", "VERDICTS", "CheckResult", "ConformanceError", "Target", "declared_inputs",
+__all__ = ["CHECKS", "DEFAULT_CHECKS", "ENTRIES", "OFFLINE_CHECKS", "Entry", "STATUS", "VERDICTS", "CheckResult", "ConformanceError", "Target", "declared_inputs",
            "parse_checks", "run_check", "run_checks"]
 
-#: check -> "module:function" of this package, in the order the checks run: the field checks, the system checks,
-#: then those that load the deployment again (warmup, shutdown on a twin server) and reload last (it changes it)
-_CHECKS = {
-    "identity": "identity:check_identity", "batching": "batching:check_batching",
-    "instances": "batching:check_instances", "rate_limiter": "ratelimit:check_rate_limiter",
-    "tensors": "tensors:check_tensors", "classification": "tensors:check_classification", "steps": "steps:check_steps",
-    "sequence": "sequence:check_sequence", "state": "state:check_state", "ordering": "ordering:check_ordering",
-    "ragged": "ragged:check_ragged", "queue_policy": "queue:check_queue_policy", "priority": "priority:check_priority",
-    "decoupled": "decoupled:check_decoupled", "cache": "cache:check_cache",
-    "refusals": "refusals:check_refusals", "counters": "counters:check_counters",
-    "test01": "system:check_test01", "test04": "system:check_test04", "test05": "system:check_test05",
-    "warmup": "warmup:check_warmup", "shutdown": "shutdown:check_shutdown", "reload": "reload:check_reload",
+@dataclass(frozen=True)
+class Entry:
+    """A check's facts, in one place: where its function is (``module:function`` of this package), what it needs of
+    a deployment's kind (capabilities its driver may lack: :meth:`tritonsuite.load.kinds.Driver.lacks`, which says
+    why), whether it runs only when named, and whether it also runs on a profile's offline deployment (which differs
+    from the online one only by its scheduler). Each check's failure reasons are in its module's ``REASONS``."""
+
+    where: str
+    needs: tuple[str, ...] = ()
+    opt_in: bool = False
+    offline: bool = False
+
+
+#: every check, in the order they run: the field checks, the system checks, then those that load the deployment
+#: again (warmup, shutdown on a twin server) and reload last (it changes it). Shutdown runs only when named
+#: (``--checks shutdown`` or ``--checks all``): it starts a second server for each deployment (about 8 s each on the
+#: corpus here), a cost a run of every deployment should not pay unasked
+ENTRIES = {
+    "identity": Entry("identity:check_identity", offline=True),
+    "batching": Entry("batching:check_batching", offline=True),
+    "instances": Entry("batching:check_instances"), "rate_limiter": Entry("ratelimit:check_rate_limiter"),
+    "tensors": Entry("tensors:check_tensors"), "classification": Entry("tensors:check_classification"),
+    "steps": Entry("steps:check_steps"), "sequence": Entry("sequence:check_sequence"),
+    "state": Entry("state:check_state"), "ordering": Entry("ordering:check_ordering"),
+    "ragged": Entry("ragged:check_ragged"), "queue_policy": Entry("queue:check_queue_policy"),
+    "priority": Entry("priority:check_priority"), "decoupled": Entry("decoupled:check_decoupled"),
+    "cache": Entry("cache:check_cache", needs=("stateless requests", "cached responses")),
+    "refusals": Entry("refusals:check_refusals", needs=("stateless requests",), offline=True),
+    "counters": Entry("counters:check_counters", needs=("stateless requests",), offline=True),
+    "test01": Entry("system:check_test01"), "test04": Entry("system:check_test04"),
+    "test05": Entry("system:check_test05"), "warmup": Entry("warmup:check_warmup"),
+    "shutdown": Entry("shutdown:check_shutdown", opt_in=True), "reload": Entry("reload:check_reload"),
 }
-CHECKS = tuple(_CHECKS)
-#: checks run only when named (``--checks shutdown`` or ``--checks all``): shutdown starts a second server for each
-#: deployment (about 8 s each on the corpus here), a cost a run of every deployment should not pay unasked
-OPT_IN = ("shutdown",)
+CHECKS = tuple(ENTRIES)
+OPT_IN = tuple(c for c, e in ENTRIES.items() if e.opt_in)
 DEFAULT_CHECKS = tuple(c for c in CHECKS if c not in OPT_IN)
+#: the checks a profile's offline deployment runs too: those that read its scheduler or its requests alone
+OFFLINE_CHECKS = tuple(c for c, e in ENTRIES.items() if e.offline)
 
 
 def _registry() -> dict[str, Callable[[Target], CheckResult]]:
     import importlib
 
     found = {}
-    for check, where in _CHECKS.items():
-        module, function = where.split(":")
+    for check, entry in ENTRIES.items():
+        module, function = entry.where.split(":")
         found[check] = getattr(importlib.import_module(f"tritonsuite.judge.conformance.{module}"), function)
     return found
 
@@ -86,7 +107,8 @@ def run_check(target: Target, check: str) -> CheckResult:
         raise ConformanceError(f"conformance check {check!r}; valid choices: {', '.join(CHECKS)}")
     start = time.monotonic()
     target.server.check_alive(f"before the {check} check of {target.name}")
-    why = driver_for(target.description).not_applicable(check)
+    driver = driver_for(target.description)
+    why = next((f"needs {need}: {why}" for need in ENTRIES[check].needs if (why := driver.lacks(need))), "")
     if why:
         return CheckResult(target.name, check, "-", "-", "skipped", why,
                            fields=declared_fields(target.description.config))

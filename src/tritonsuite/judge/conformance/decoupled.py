@@ -83,13 +83,12 @@ class _Stream:
 def _requests(target: Target, grpc_url: str) -> list[bytes]:
     from tritonsuite.load.exchange import flagged, prepare
 
-    d = target.description
     batched = target.driver.batched
     found = []
     for seed in range(REQUESTS):
         tensors = batch_first(target, target.request(target.batch_size, seed))
         request = prepare(grpc_url, target.name, tensors, target.output_names, True, batched)
-        if d.sequence:  # a sequence model's request: a sequence of one, its own correlation id
+        if target.driver.sequenced:  # a sequence model's request: a sequence of one, its own correlation id
             request = flagged(request, True, (90_000 + seed, True, True))
         found.append(request.data)
     return found

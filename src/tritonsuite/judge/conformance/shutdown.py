@@ -43,7 +43,7 @@ REASONS = (
 
 
 def _protocols(target: Target) -> tuple[str, ...]:
-    return ("grpc",) if target.description.decoupled else ("http", "grpc")
+    return target.driver.protocols
 
 
 def check_shutdown(target: Target) -> CheckResult:
@@ -57,9 +57,9 @@ def check_shutdown(target: Target) -> CheckResult:
         twin = twin_of(Path(logs))
         try:
             twin.start()
-            for callee in target.description.composing:  # a BLS model's callees (an ensemble's steps load with it)
-                if not target.description.ensemble and (target.directory.parent / callee.name).is_dir():
-                    twin.load(target.directory.parent / callee.name)
+            for callee in target.driver.loaded_beside():  # a BLS model's callees (an ensemble's steps load with it)
+                if (target.directory.parent / callee).is_dir():
+                    twin.load(target.directory.parent / callee)
             twin.load(target.directory)
             twin.request_timeout_s = BOUND_S
             other = replace(target, server=twin)

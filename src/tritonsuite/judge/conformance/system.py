@@ -207,8 +207,9 @@ def check_test01(target: Target) -> CheckResult:
                            f"answered from the cache with its answer under load (the cache check compares cached "
                            f"answers with fresh ones)")
     start = time.monotonic()
-    run = (_sequences_compared if d.sequence else _requests_compared)(target, _concurrency(target))
-    problems, compared, differ, worst = judge_test01(run, "step" if d.sequence else "response", target.padded_axes)
+    sequenced = target.driver.sequenced
+    run = (_sequences_compared if sequenced else _requests_compared)(target, _concurrency(target))
+    problems, compared, differ, worst = judge_test01(run, "step" if sequenced else "response", target.padded_axes)
     hist = run["batches"]
     evidence = {"concurrency": run["concurrency"], "sent_under_load": run["sent"], "failed": len(run["failed"]),
                 "sampled": len(run["picked"]), "compared": compared, "differ": differ,
@@ -246,7 +247,7 @@ def judge_test01(run: dict, item: str, padded: Mapping[str, int] = {}) -> tuple[
 def _send(target: Target, requests: list) -> tuple[int, list[str]]:
     """One round's requests from :data:`ROUND_CONCURRENCY` connections (a sequence model's: as many sequences
     interleaved, the steps dealt between them): how many were answered, and the errors."""
-    if target.description.sequence:
+    if target.driver.sequenced:
         _sequences(target, [requests[i::ROUND_CONCURRENCY] for i in range(ROUND_CONCURRENCY)], together=True)
         return len(requests), []
     answers = exchange(target.server, target.name, target.description, [batch_first(target, r) for r in requests],
@@ -260,7 +261,7 @@ def _rounds(target: Target, make) -> tuple[dict, list]:
     ``make(label)`` gives a round's requests (a sequence model's: its steps). Each round's cost per inference and
     its figures, by label, and the errors of failed requests."""
     models = _judged(target)
-    b = 1 if target.description.sequence else max(target.batch_size, 1)
+    b = target.driver.request_batch(target.batch_size)
     found: dict = {"A": [], "B": []}
     _, errors = _send(target, [target.fresh_request(b) for _ in range(ROUND_REQUESTS)])
     if errors:  # a deployment that fails its untimed round has no costs to compare: its failures are the verdict
@@ -331,13 +332,12 @@ def _verdict(model: str, check: str, declared: str, names: dict, found: dict, er
 
 
 def check_test04(target: Target) -> CheckResult:
-    d = target.description
     declared = "no response_cache: one input repeated is computed like inputs never seen (MLPerf TEST04)"
     if _cached(target):
         return CheckResult(target.name, "test04", f"response_cache {{ enable: true }} ({_cached(target)})", "-",
                            "skipped", "response_cache enabled: repeated inputs are meant to be answered from it "
                            "(the cache check judges that)")
-    b = 1 if d.sequence else target.batch_size
+    b = target.driver.request_batch(target.batch_size)
 
     def make(label: str) -> list:
         if label == "A":
@@ -351,7 +351,7 @@ def check_test04(target: Target) -> CheckResult:
 
 
 def check_test05(target: Target) -> CheckResult:
-    b = 1 if target.description.sequence else target.batch_size
+    b = target.driver.request_batch(target.batch_size)
     streams = {"A": itertools.count(SEED_A), "B": itertools.count(SEED_B)}
     declared = (f"throughput independent of the input data: seed stream {SEED_A} against {SEED_B} within the "
                 f"rounds' own spread (MLPerf TEST05)")

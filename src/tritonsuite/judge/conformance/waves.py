@@ -34,13 +34,10 @@ def batcher(d) -> dict:
 
 def not_queued(target: Target, check: str) -> CheckResult | None:
     d = target.description
-    if d.ensemble:
-        why = "ensemble: its scheduler has no queue; each step's own dynamic batcher queues (check the steps)"
-    elif d.sequence:
-        why = "sequence_batching: Triton's sequence batcher has no queue policy or priority levels"
-    elif d.dynamic_batching is None:
-        why = "no dynamic_batching: no batcher queue, each request goes to an instance as it comes"
-    else:
+    why = target.driver.unqueued() or (
+        "no dynamic_batching: no batcher queue, each request goes to an instance as it comes"
+        if d.dynamic_batching is None else "")
+    if not why:
         return None
     return CheckResult(target.name, check, d.scheduler, "-", "skipped", why)
 

@@ -24,6 +24,14 @@ class Kind:
         point the kind cannot take (a caller's mistake to the engine; a case the suite skips)."""
         return ""
 
+    #: its requests travel in sequences (a correlation id and START/END flags on each): a request sent alone is one
+    #: step of a sequence of its own, and a stateless one is refused
+    sequenced = False
+    #: the most samples one request may carry (None: the point's batch size)
+    max_request_batch: int | None = None
+    #: the protocols its requests can travel on (a decoupled model's responses come over a gRPC stream)
+    protocols: tuple[str, ...] = ("http", "grpc")
+
     #: how the kind's accuracy is judged when it is not by probes riding in the load: "sequences" (each sequence
     #: sent interleaved against the same sent alone) or "streams" (each request's responses against it sent alone);
     #: "" where probes may ride in the load
@@ -53,8 +61,22 @@ class Kind:
         """perf_analyzer's options for this kind, the engine's semantics in its names."""
         return []
 
-    def not_applicable(self, check: str) -> str:
-        """Why a conformance check does not apply to this kind ("" when it does)."""
+    #: what a deployment of this kind lacks that a stateless one has, each with why: "stateless requests" (a
+    #: request may be sent alone, without a sequence's id and flags), "cached responses" (Triton's response cache
+    #: may answer it). A caller needing one asks :meth:`Driver.lacks`
+    lacks: dict[str, str] = {}
+
+    def loaded_beside(self) -> list[str]:
+        """The models a server must have loaded for this deployment to answer, that loading it does not load (a
+        BLS model's callees; an ensemble's steps load with it)."""
+        return []
+
+    def unqueued(self) -> str:
+        """Why its requests wait in no batcher queue of its own ("" when a dynamic batcher may queue them)."""
+        return ""
+
+    def untunable(self) -> str:
+        """Why its own configuration cannot be tuned ("" when it can)."""
         return ""
 
 
@@ -152,6 +174,34 @@ class Driver:
         """perf_analyzer's options for the deployment's kinds (none for a stateless one)."""
         return [arg for kind in self.kinds for arg in kind.arguments()]
 
-    def not_applicable(self, check: str) -> str:
-        """Why a conformance check does not apply to this deployment ("" when it does)."""
-        return next((reason for kind in self.kinds if (reason := kind.not_applicable(check))), "")
+    def lacks(self, capability: str) -> str:
+        """Why the deployment lacks ``capability`` (:attr:`Kind.lacks`; "" when it has it)."""
+        return next((why for kind in self.kinds if (why := kind.lacks.get(capability, ""))), "")
+
+    @property
+    def sequenced(self) -> bool:
+        """Whether its requests travel in sequences (:attr:`Kind.sequenced`)."""
+        return any(kind.sequenced for kind in self.kinds)
+
+    def request_batch(self, batch: int) -> int:
+        """The samples one of its requests carries at ``batch`` (a sequence model's: one)."""
+        return min([max(batch, 1)] + [k.max_request_batch for k in self.kinds if k.max_request_batch is not None])
+
+    @property
+    def protocols(self) -> tuple[str, ...]:
+        """The protocols its requests can travel on (every kind's allows them)."""
+        return tuple(p for p in ("http", "grpc") if all(p in kind.protocols for kind in self.kinds))
+
+    def loaded_beside(self) -> list[str]:
+        return [name for kind in self.kinds for name in kind.loaded_beside()]
+
+    def unqueued(self) -> str:
+        return next((why for kind in self.kinds if (why := kind.unqueued())), "")
+
+    def untunable(self) -> str:
+        """Why its configuration cannot be tuned: a kind's reason, or batchless (nothing a batcher could vary)."""
+        found = next((why for kind in self.kinds if (why := kind.untunable())), "")
+        if found or self.batched:
+            return found
+        return ("is batchless (max_batch_size 0): Triton batches none of its requests, so neither a batcher's "
+                "settings nor max_batch_size can vary")

@@ -22,6 +22,19 @@ class Composing(Kind):
             return None
         return [m for m in self.description.all_composing() if not m.ensemble]
 
+    def loaded_beside(self) -> list[str]:
+        return [] if self.description.ensemble else [m.name for m in self.description.composing]
+
+    def unqueued(self) -> str:
+        return ("ensemble: its scheduler has no queue; each step's own dynamic batcher queues (check the steps)"
+                if self.description.ensemble else "")
+
+    def untunable(self) -> str:
+        if not self.description.ensemble:
+            return ""
+        return (f"is an ensemble: it has no instance group or batcher of its own; tune its composing models "
+                f"({', '.join(s.model for s in self.description.steps)})")
+
     def arguments(self) -> list[str]:
         if self.description.python and self.description.composing:
             return [f"--bls-composing-models={','.join(m.name for m in self.description.composing)}"]

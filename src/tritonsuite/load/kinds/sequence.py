@@ -6,13 +6,12 @@ from __future__ import annotations
 from tritonsuite.load.kinds.base import Kind
 from tritonsuite.load.sequences import BATCH_ONE, SequenceSettings, Sequences, grpc_decorator, http_decorator
 
-#: conformance checks that send stateless requests and judge their answers: a sequence model refuses a request
-#: without a sequence id and START flag
-STATELESS_CHECKS = ("refusals", "counters", "cache")
-
-
 class Sequence(Kind):
     accuracy = "sequences"  # judged by whole exchanges (judge.responses), not by probes in the load
+    sequenced = True
+    max_request_batch = 1  # Triton's sequence batcher takes one sample per request, on any server
+    lacks = {"stateless requests": "a sequence model refuses a request without a sequence id and START/END flags "
+                                   "(tritonsuite.load.sequences sends them)"}
 
     @staticmethod
     def applies(description) -> bool:
@@ -35,8 +34,5 @@ class Sequence(Kind):
         return ["--sequence-length", str(s.length), "--sequence-length-variation", f"{s.variation_percent:g}",
                 "--sequence-id-range", f"{s.id_start}:{s.id_end}" if s.id_end else str(s.id_start)]
 
-    def not_applicable(self, check: str) -> str:
-        if check in STATELESS_CHECKS:
-            return (f"{', '.join(self.description.kinds)}: this check sends stateless requests; a sequence model "
-                    f"needs a sequence id and START/END flags on each (tritonsuite.load.sequences drives it)")
-        return ""
+    def unqueued(self) -> str:
+        return "sequence_batching: Triton's sequence batcher has no queue policy or priority levels"

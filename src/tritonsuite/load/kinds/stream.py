@@ -10,6 +10,8 @@ from tritonsuite.load.kinds.base import Kind
 
 class Stream(Kind):
     accuracy = "streams"  # judged by whole exchanges (judge.responses), not by probes in the load
+    protocols = ("grpc",)
+    lacks = {"cached responses": "decoupled: Triton does not cache decoupled responses"}
 
     @staticmethod
     def applies(description) -> bool:
@@ -36,6 +38,3 @@ class Stream(Kind):
 
     def arguments(self) -> list[str]:
         return ["--streaming"]
-
-    def not_applicable(self, check: str) -> str:
-        return "decoupled: Triton does not cache decoupled responses" if check == "cache" else ""

@@ -89,7 +89,7 @@ def split(traffic: Traffic, n: int) -> list[Traffic]:
     span = (seq.id_end - seq.id_start) if seq.id_end else ID_SPAN
     part = span // n
     slots = [point.concurrency // n + (i < point.concurrency % n) for i in range(n)]
-    if t.description.sequence and part <= (1 if point.open_loop else max(slots)):
+    if t.driver.sequenced and part <= (1 if point.open_loop else max(slots)):
         raise ValueError(f"--sequence-id-range {seq.id_start}:{seq.id_end}: {span} ids over {n} worker processes "
                          f"leave {part} each, not more than the live sequences of one; give a wider range")
     shares = []
@@ -311,7 +311,7 @@ class WorkerSource(LoadSource):
             with self.pool(jobs) as pool, GpuSampler() if server.local else contextlib.nullcontext() as gpu:
                 feed = _Feed(server, traffic, settings, stop_early, progress, pool)
                 windows, total, completed = run_interruptible(run_together([feed]))[0]
-                if traffic.description.sequence:
+                if driver.sequenced:
                     feed.sequences = _Sequences([f["sequences"] for f in feed.finals],
                                                 traffic.sequences or SequenceSettings(seed=point.seed))
                 m = summarise(point, windows, total, completed, settings, driver.protocol(point, feed.transport),
@@ -360,7 +360,7 @@ def _merged_row(m: Measurement, feed: _Feed, windows, settings, shares, asked, w
                  "client_cpu_percent": round(cpu, 1), "probes": len(share.probes)}
         entry.update({"request_rate": share.point.request_rate, "seed": share.point.seed} if share.point.open_loop
                      else {"slots": share.point.concurrency})
-        if share.description.sequence:
+        if share.driver.sequenced:
             entry["sequence_ids"] = [share.sequences.id_start, share.sequences.id_end]
         if cpu >= settings.client_bound_percent:
             behind.append(f"{feed.procs.name(i)}: its own CPU {cpu:.0f}% of a core "
