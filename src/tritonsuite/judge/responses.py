@@ -151,7 +151,6 @@ def kind_accuracy(server, description, spec, precision: str, data, protocol: str
     """The accuracy run of a sequence, decoupled or python deployment (see the module docstring); ``data`` is the
     spec's AccuracyData (its inputs, one sample per request), ``sequences`` the run's sequence settings."""
     from tritonsuite.deploy.export import ExportUnsupported
-    from tritonsuite.load.sequences import SequenceSettings, draw_length
 
     samples = _samples(data.inputs, description.batching)
     outputs = [t.name for t in spec.outputs]
@@ -163,18 +162,10 @@ def kind_accuracy(server, description, spec, precision: str, data, protocol: str
         reference = reference_callable(named)
     else:
         reference = spec.build(None) if named else None
-    how = driver_for(description).accuracy
-    if how == "sequences":
-        settings = sequences or SequenceSettings()
-        rng = np.random.default_rng(settings.seed)
-        runs = [[samples[(j + i) % len(samples)] for i in range(draw_length(rng, settings))]
-                for j in range(ACCURACY_SEQUENCES)]
-        return sequence_accuracy(server, description.name, precision, runs, outputs, protocol, tolerances,
-                                 f"{len(runs)} sequences ({sum(map(len, runs))} steps, {settings.describe()}) of "
-                                 f"{data.description} sent interleaved, then each alone", first_id=settings.id_start)
-    if how == "streams":
-        return stream_accuracy(server, description.name, precision, samples[:ACCURACY_REQUESTS], outputs, reference,
-                               tolerances)
+    judged = _BY_EXCHANGES.get(driver_for(description).accuracy)
+    if judged is not None:  # by whole exchanges, as its kind says its answers come
+        return judged[0](server, description, precision, samples, outputs, protocol, tolerances, reference, data,
+                         sequences)
     # a python model without a reference: its outputs against validation_data
     client = server.grpc_client() if protocol == "grpc" else server.client()
     try:
@@ -203,12 +194,35 @@ def reference_name(description, spec) -> str:
     """What an accuracy row was judged against, in words."""
     if not judged_by_kind(description, spec):
         return "fp32 eager model on the CPU"  # every precision is judged against fp32
-    how = driver_for(description).accuracy
-    if how == "sequences":
-        return "each sequence sent alone"
-    if how == "streams":
-        return "each request sent alone" + (" and the reference file" if spec.config.get("reference") else "")
-    return "validation_data"
+    judged = _BY_EXCHANGES.get(driver_for(description).accuracy)
+    if judged is None:
+        return "validation_data"
+    return judged[1] + (" and the reference file" if judged[0] is _by_streams and spec.config.get("reference") else "")
+
+
+def _by_sequences(server, description, precision, samples, outputs, protocol, tolerances, reference, data,
+                  sequences) -> AccuracyResult:
+    from tritonsuite.load.sequences import SequenceSettings, draw_length
+
+    settings = sequences or SequenceSettings()
+    rng = np.random.default_rng(settings.seed)
+    runs = [[samples[(j + i) % len(samples)] for i in range(draw_length(rng, settings))]
+            for j in range(ACCURACY_SEQUENCES)]
+    return sequence_accuracy(server, description.name, precision, runs, outputs, protocol, tolerances,
+                             f"{len(runs)} sequences ({sum(map(len, runs))} steps, {settings.describe()}) of "
+                             f"{data.description} sent interleaved, then each alone", first_id=settings.id_start)
+
+
+def _by_streams(server, description, precision, samples, outputs, protocol, tolerances, reference, data,
+                sequences) -> AccuracyResult:
+    return stream_accuracy(server, description.name, precision, samples[:ACCURACY_REQUESTS], outputs, reference,
+                           tolerances)
+
+
+#: how a kind whose accuracy is judged by whole exchanges (its driver's ``accuracy``: the unit its answers come in)
+#: is judged, and what it is judged against in words
+_BY_EXCHANGES = {"sequences": (_by_sequences, "each sequence sent alone"),
+                 "streams": (_by_streams, "each request sent alone")}
 
 
 def streamed(server, inner, precision: str) -> dict:

@@ -60,7 +60,7 @@ class _Pending:
     responses: list = field(default_factory=list)
 
 
-def _final_request_parameters() -> bytes:
+def final_request_parameters() -> bytes:
     from tritonclient.grpc import service_pb2
 
     extra = service_pb2.ModelInferRequest()
@@ -143,7 +143,7 @@ class StreamTransport:
         self.url, self.timeout_s, self.shared, self.access = url, timeout_s, shared, access
         self._stream: StreamConnection | None = None
         self._ids = itertools.count(1)
-        self._suffix = _final_request_parameters()
+        self._suffix = final_request_parameters()
 
     async def open(self) -> StreamConnection:
         if not self.shared:

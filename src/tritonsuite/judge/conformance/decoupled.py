@@ -101,7 +101,7 @@ async def _exchange(url: str, bodies: list[bytes], access: Access = PLAIN) -> tu
     import grpc
     from tritonclient.grpc import service_pb2
 
-    from tritonsuite.load.streams import MODEL_STREAM_INFER, _final_request_parameters
+    from tritonsuite.load.streams import MODEL_STREAM_INFER, final_request_parameters
 
     channel = access.grpc_channel(url)
     call = channel.stream_stream(MODEL_STREAM_INFER)(metadata=access.grpc_metadata() or None)
@@ -112,7 +112,7 @@ async def _exchange(url: str, bodies: list[bytes], access: Access = PLAIN) -> tu
         for i, body in enumerate(bodies):
             request_id = f"conformance-{i}"
             streams[request_id] = _Stream(time.monotonic())
-            await call.write(body + _final_request_parameters()
+            await call.write(body + final_request_parameters()
                              + service_pb2.ModelInferRequest(id=request_id).SerializeToString())
         quiet_until = None
         while time.monotonic() - start < TOTAL_S:

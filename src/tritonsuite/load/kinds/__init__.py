@@ -10,8 +10,12 @@ stateless (one independent request at a time, over HTTP or unary gRPC). How a ba
 dtype travel is the codec's (:mod:`tritonsuite.load.http`, :mod:`tritonsuite.load.grpc`), not a kind.
 
 Adding a kind: one module here with a :class:`Kind` subclass (its ``applies`` reads the description), named in
-:data:`KINDS`, and its tests. Nothing else asks which kind a deployment is; perf_analyzer likewise chooses its load
-manager by mode, never by kind, and keeps sequences and streaming in the request layer.
+:data:`KINDS`, and its tests. Nothing else decides on which kind a deployment is: the checks, the tune and the
+workers ask the driver what they need (``sequenced``, ``request_batch``, ``protocols``, ``lacks``,
+``loaded_beside``, ``unqueued``, ``untunable``). ``tests/unit/test_kind_seam.py`` walks the package's syntax for
+any other place that does, each legitimate one listed with its reason (reading a team's repository, building a
+reference, the field a check judges, describing the kind in words). perf_analyzer likewise chooses its load manager
+by mode, never by kind, and keeps sequences and streaming in the request layer.
 """
 from __future__ import annotations
 
