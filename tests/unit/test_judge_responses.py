@@ -6,13 +6,19 @@ from types import SimpleNamespace
 import numpy as np
 
 from tritonsuite.core.description import describe
-from tritonsuite.judge.responses import (DEFAULT_TOLERANCE, _same, _samples, compare_runs, composing_models,
+from tritonsuite.core.tensors import answer_difference
+from tritonsuite.judge.responses import (DEFAULT_TOLERANCE, _samples, compare_runs, composing_models,
                                          judged_by_kind, reference_name)
 
 
+
+def _same(a, b, tolerance) -> str:
+    """One output compared by the one comparison (core.tensors.answer_difference) within ``tolerance``."""
+    return answer_difference([{"x": a}], [{"x": b}], tolerance=lambda name, dtype: tolerance)[1]
+
 def test_same_names_what_differs_shape_floats_beyond_tolerance_and_exact_elements():
     assert DEFAULT_TOLERANCE == (1e-5, 1e-5)
-    assert _same(np.zeros((2, 3)), np.zeros((3, 2)), (0.0, 0.0)) == "shape (2, 3) vs (3, 2)"
+    assert _same(np.zeros((2, 3)), np.zeros((3, 2)), (0.0, 0.0)) == "response 0 output x: shape (2, 3) vs (3, 2)"
     a = np.array([1.0, 2.0, 3.0, np.nan], np.float32)
     assert _same(a, a.copy(), (0.0, 0.0)) == ""  # NaN where the other has NaN is equal
     # atol and rtol both count: |diff| <= atol + rtol * |b|
@@ -20,15 +26,17 @@ def test_same_names_what_differs_shape_floats_beyond_tolerance_and_exact_element
     assert _same(np.array([10.0]), np.array([12.0]), (0.0, 0.25)) == ""  # rtol of the second, 8 would not do
     assert _same(np.array([12.0]), np.array([10.0]), (0.0, 0.125)) != ""
     assert _same(np.array([1.0, 10.0, 7.0]), np.array([1.3, 10.0, 7.5]), (0.1, 0.01)) == (
-        "2 elements beyond atol 0.1 + rtol 0.01, max |diff| 0.5")
+        "response 0 output x: 2 of 3 elements beyond atol 0.1 + rtol 0.01, max |diff| 0.5")
     assert _same(np.array([1.0]), np.array([1.0 + 2e-5]), (1e-5, 0.0)) == (
-        "1 elements beyond atol 1e-05 + rtol 0, max |diff| 2e-05")
+        "response 0 output x: 1 of 1 elements beyond atol 1e-05 + rtol 0, max |diff| 2e-05")
     # either side floating makes it a floating comparison
     assert _same(np.array([1, 2], np.int64), np.array([1.0, 2.05]), (0.1, 0.0)) == ""
     assert _same(np.array([1.0, 2.05]), np.array([1, 2], np.int64), (0.1, 0.0)) == ""
     assert _same(np.array([1, 2, 3]), np.array([1, 2, 3]), (1.0, 1.0)) == ""
-    assert _same(np.array([1, 2, 3]), np.array([1, 5, 4]), (10.0, 10.0)) == "2 elements differ"  # no tolerance
-    assert _same(np.array([b"a", b"b"], object), np.array([b"a", b"c"], object), (0.0, 0.0)) == "1 elements differ"
+    assert _same(np.array([1, 2, 3]), np.array([1, 5, 4]), (10.0, 10.0)) == \
+        "response 0 output x: 2 of 3 elements differ"  # integers: no tolerance
+    assert _same(np.array([b"a", b"b"], object), np.array([b"a", b"c"], object), (0.0, 0.0)) == \
+        "response 0 output x: 1 elements differ"
 
 
 def test_compare_runs_counts_the_units_that_differ_and_names_the_first_difference():
@@ -42,7 +50,7 @@ def test_compare_runs_counts_the_units_that_differ_and_names_the_first_differenc
     assert compare_runs(got, expected, "sequence", "step") == (3, 7, "sequence 1: step 1: no output z")
     differ, compared, first = compare_runs(got[2:], expected[2:], "sequence", "step")
     assert (differ, compared) == (2, 3)
-    assert first == "sequence 0: step 0 output y: 1 elements beyond atol 1e-05 + rtol 1e-05, max |diff| 0.5"
+    assert first == "sequence 0: step 0 output y: 1 of 1 elements beyond atol 1e-05 + rtol 1e-05, max |diff| 0.5"
     assert compare_runs(got[3:], expected[3:], "request", "response") == (1, 1, "request 0: 2 responses vs 1")
     # a tolerance per output, the default for the others
     assert compare_runs(got[2:3], expected[2:3], "sequence", "step", {"y": (10.0, 0.0)}) == (0, 2, "")

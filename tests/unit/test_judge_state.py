@@ -47,7 +47,7 @@ def test_a_repeat_answered_otherwise_leaked_state_across_sequences():
     seen["after"] = [steps(1, 2.5, 3)]
     problems, _ = judge_state(**seen)
     assert problems == [f"the same sequence sent again after {2 * PAIRS + 2 * INTERLEAVED} others answered "
-                        "differently (sequence 0: step 1 output OUTPUT: 1 elements beyond atol 1e-05 + rtol 1e-05, "
+                        "differently (sequence 0: step 1 output OUTPUT: 1 of 1 elements beyond atol 1e-05 + rtol 1e-05, "
                         "max |diff| 0.5): state leaked across sequences"]
 
 
@@ -56,7 +56,7 @@ def test_sequences_interleaved_answered_otherwise_than_alone_fail():
     seen["together"] = [steps(0, 1, 2), steps(1, 2, 9)] + seen["alone"][2:]
     problems, evidence = judge_state(**seen)
     assert problems == [f"1/{INTERLEAVED} sequences interleaved answered otherwise than alone (sequence 1: step 2 "
-                        "output OUTPUT: 1 elements beyond atol 1e-05 + rtol 1e-05, max |diff| 6)"]
+                        "output OUTPUT: 1 of 1 elements beyond atol 1e-05 + rtol 1e-05, max |diff| 6)"]
     assert evidence["interleaved_differ"] == 1
 
 
@@ -81,15 +81,15 @@ def test_every_fault_at_once_is_named_in_order_with_the_whole_evidence():
         f"state INPUT_STATE <- OUTPUT_STATE: 2/{PAIRS} pairs of sequences answered their second request identically "
         f"after different first requests: the state the first left did not reach it",
         f"the same sequence sent again after {2 * PAIRS + 2 * INTERLEAVED} others answered differently (sequence 0: "
-        f"step 2 output OUTPUT: 1 elements beyond atol 1e-05 + rtol 1e-05, max |diff| 1): state leaked across "
+        f"step 2 output OUTPUT: 1 of 1 elements beyond atol 1e-05 + rtol 1e-05, max |diff| 1): state leaked across "
         f"sequences",
-        f"2/{INTERLEAVED} sequences interleaved answered otherwise than alone (sequence 2: step 2 output OUTPUT: 1 "
+        f"2/{INTERLEAVED} sequences interleaved answered otherwise than alone (sequence 2: step 2 output OUTPUT: 1 of 1 "
         f"elements beyond atol 1e-05 + rtol 1e-05, max |diff| 1)",
         "state input INPUT_STATE sent as a client tensor was answered: the served configuration takes it from the "
         "client"]
     assert evidence == {
         "pairs_same_second_answer": [1, 2],
-        "repeat_differs": "sequence 0: step 2 output OUTPUT: 1 elements beyond atol 1e-05 + rtol 1e-05, max |diff| 1",
+        "repeat_differs": "sequence 0: step 2 output OUTPUT: 1 of 1 elements beyond atol 1e-05 + rtol 1e-05, max |diff| 1",
         "interleaved_differ": 2, "interleaved_steps": 3 * INTERLEAVED, "state_sent_by_client": "answered",
         "repeat_answers": [[{"OUTPUT": [1.0], "INDEX": [4]}, {"OUTPUT": [2.0]}, {"OUTPUT": [4.0]}],
                            [{"OUTPUT": [1.0], "INDEX": [4]}, {"OUTPUT": [2.0]}, {"OUTPUT": [3.0]}]]}

@@ -3,6 +3,7 @@ length masking padding), and batched runs whose outputs are padded to one shape.
 accuracy scenario, accuracy under load and the module diagnosis all compare through here."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -170,3 +171,50 @@ def pad_to_common_shape(arrays: list[np.ndarray]) -> list[np.ndarray]:
         return arrays
     return [a if a.shape[1:] == tuple(target) else
             np.pad(a, [(0, 0)] + [(0, int(t) - d) for t, d in zip(target, a.shape[1:])]) for a in arrays]
+
+
+#: a floating output's (atol, rtol) by its name and dtype (the side that is floating)
+Tolerance = Callable[[str, np.dtype], tuple[float, float]]
+
+
+def answer_difference(got: list, want: list, item: str = "response",
+                      tolerance: Tolerance = lambda name, dtype: (0.0, 0.0), padded: Mapping[str, int] = {},
+                      against: str = "") -> tuple[float, str]:
+    """The one comparison of two answers (each a list of ``item``'s outputs: a decoupled model's responses, a
+    sequence's steps, else the one response): the largest |difference| and what is beyond tolerance ("" when none).
+    A count, a missing output, a shape or a string that differs is infinitely far; integers are compared exactly
+    (their difference told); floating outputs (either side) within ``tolerance(name, dtype)``, NaN equal to NaN. An
+    output padded within a batch (``padded``: its axis) is compared over the extent ``want`` has: past it, an answer
+    under load holds its batch-mates' padding. Outputs ``got`` has beyond ``want``'s are not compared. ``against``
+    follows the count of ``want`` in the reason (" alone")."""
+    if len(got) != len(want):
+        return math.inf, f"{len(got)} {item}s vs {len(want)}{against}"
+    worst = 0.0
+    for i, (g, w) in enumerate(zip(got, want)):
+        for name, expected in w.items():
+            if name not in g:
+                return math.inf, f"{item} {i}: no output {name}"
+            actual, axis = g[name], padded.get(name)
+            if axis is not None and np.ndim(actual) == np.ndim(expected) > axis:
+                actual = np.take(actual, range(min(np.shape(actual)[axis], np.shape(expected)[axis])), axis=axis)
+            if np.shape(actual) != np.shape(expected):
+                return math.inf, f"{item} {i} output {name}: shape {np.shape(actual)} vs {np.shape(expected)}"
+            a, e = np.asarray(actual), np.asarray(expected)
+            if a.dtype.kind not in "fiub" or e.dtype.kind not in "fiub":  # strings: exactly
+                if not np.array_equal(a, e):
+                    return math.inf, f"{item} {i} output {name}: {int(np.sum(a != e))} elements differ"
+                continue
+            if a.dtype.kind != "f" and e.dtype.kind != "f":  # integers: exactly, the difference told
+                worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - e), initial=0.0)))
+                if not np.array_equal(a, e):
+                    return worst, f"{item} {i} output {name}: {int(np.sum(a != e))} of {a.size} elements differ"
+                continue
+            atol, rtol = tolerance(name, e.dtype if e.dtype.kind == "f" else a.dtype)
+            a, e = a.astype(np.float64), e.astype(np.float64)
+            diff = np.where((a == e) | (np.isnan(a) & np.isnan(e)), 0.0, np.abs(a - e))
+            worst = max(worst, float(np.nan_to_num(diff, nan=math.inf, posinf=math.inf).max(initial=0.0)))
+            bad = ~np.isclose(a, e, atol=atol, rtol=rtol, equal_nan=True)
+            if bad.any():
+                return worst, (f"{item} {i} output {name}: {int(bad.sum())} of {bad.size} elements beyond atol "
+                               f"{atol:g} + rtol {rtol:g}, max |diff| {float(np.max(diff[bad])):.3g}")
+    return worst, ""

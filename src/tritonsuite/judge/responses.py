@@ -20,23 +20,11 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from tritonsuite.core.spec import Metric
+from tritonsuite.core.tensors import answer_difference
 from tritonsuite.judge.accuracy import AccuracyResult
 from tritonsuite.load.kinds import driver_for
 
 DEFAULT_TOLERANCE = (1e-5, 1e-5)  # floating outputs (an oldest batch may sum in another order); others: exact
-
-
-def _same(a: np.ndarray, b: np.ndarray, tolerance: tuple[float, float]) -> str:
-    """"" when equal, else what differs."""
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape:
-        return f"shape {a.shape} vs {b.shape}"
-    if a.dtype.kind == "f" or b.dtype.kind == "f":
-        atol, rtol = tolerance
-        bad = ~np.isclose(a.astype(np.float64), b.astype(np.float64), atol=atol, rtol=rtol, equal_nan=True)
-        return "" if not bad.any() else f"{int(bad.sum())} elements beyond atol {atol:g} + rtol {rtol:g}, max " \
-                                        f"|diff| {float(np.max(np.abs(a.astype(np.float64) - b)[bad])):.3g}"
-    return "" if np.array_equal(a, b) else f"{int(np.sum(a != b))} elements differ"
 
 
 def compare_runs(got: Sequence[Sequence[Mapping[str, np.ndarray]]],
@@ -47,18 +35,8 @@ def compare_runs(got: Sequence[Sequence[Mapping[str, np.ndarray]]],
     tolerances = tolerances or {}
     differ, compared, first = 0, 0, ""
     for u, (g, e) in enumerate(zip(got, expected)):
-        why = "" if len(g) == len(e) else f"{len(g)} {item}s vs {len(e)}"
-        for i, (gi, ei) in enumerate(zip(g, e)):
-            compared += 1
-            for name in ei:
-                if why:
-                    break
-                if name not in gi:
-                    why = f"{item} {i}: no output {name}"
-                    continue  # pragma: no mutate (equivalent: break, as the next name breaks on why)
-                found = _same(gi[name], ei[name], tolerances.get(name, DEFAULT_TOLERANCE))
-                if found:
-                    why = f"{item} {i} output {name}: {found}"
+        compared += min(len(g), len(e))
+        _, why = answer_difference(list(g), list(e), item, lambda name, dtype: tolerances.get(name, DEFAULT_TOLERANCE))
         if why:
             differ += 1
             first = first or f"{unit} {u}: {why}"

@@ -37,6 +37,7 @@ from collections.abc import Mapping
 import numpy as np
 
 
+from tritonsuite.core.tensors import answer_difference
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import (batch_first, counted, largest_batch, responses, settled_statistics,
                                                    stats_delta)
@@ -107,40 +108,9 @@ def _tolerance(dtype) -> tuple[float, float]:
 
 
 def _difference(got: list, want: list, item: str = "response", padded: Mapping[str, int] = {}) -> tuple[float, str]:
-    """The largest |difference| between two answers (each a list of ``item``'s outputs: a decoupled model's
-    responses, a sequence's steps, else the one response), and what is beyond tolerance ("" when none): a count,
-    output, shape or exact value that differs is infinitely far. An output padded within a batch (``padded``: its
-    axis) is compared over the extent it has alone: past it, the answer under load holds its batch-mates' padding."""
-    if len(got) != len(want):
-        return math.inf, f"{len(got)} {item}s vs {len(want)} alone"
-    worst = 0.0
-    for i, (g, w) in enumerate(zip(got, want)):
-        for name, expected in w.items():
-            actual = g.get(name)
-            axis = padded.get(name)
-            if axis is not None and actual is not None and np.ndim(actual) == np.ndim(expected) > axis:
-                actual = np.take(actual, range(min(np.shape(actual)[axis], np.shape(expected)[axis])), axis=axis)
-            if actual is None or np.shape(actual) != np.shape(expected):
-                return math.inf, f"{item} {i} output {name}: shape {np.shape(actual)} vs {np.shape(expected)}"
-            a, e = np.asarray(actual), np.asarray(expected)
-            if a.dtype.kind not in "fiub" or e.dtype.kind not in "fiub":  # strings: exactly
-                if not np.array_equal(a, e):
-                    return math.inf, f"{item} {i} output {name}: {int(np.sum(a != e))} elements differ"
-                continue
-            if a.dtype.kind != "f" and e.dtype.kind != "f":  # integers: exactly, the difference told
-                worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - e), initial=0.0)))
-                if not np.array_equal(a, e):
-                    return worst, f"{item} {i} output {name}: {int(np.sum(a != e))} of {a.size} elements differ"
-                continue
-            atol, rtol = _tolerance(e.dtype if e.dtype.kind == "f" else a.dtype)
-            a, e = a.astype(np.float64), e.astype(np.float64)
-            diff = np.where((a == e) | (np.isnan(a) & np.isnan(e)), 0.0, np.abs(a - e))
-            worst = max(worst, float(np.nan_to_num(diff, nan=math.inf, posinf=math.inf).max(initial=0.0)))
-            bad = ~np.isclose(a, e, atol=atol, rtol=rtol, equal_nan=True)
-            if bad.any():
-                return worst, (f"{item} {i} output {name}: {int(bad.sum())} of {bad.size} elements beyond atol "
-                               f"{atol:g} + rtol {rtol:g}, max |diff| {float(np.max(diff[bad])):.3g}")
-    return worst, ""
+    """:func:`tritonsuite.core.tensors.answer_difference` within TEST01's tolerance (half precision's for an output
+    of less than 4 bytes), a count told against the answer alone."""
+    return answer_difference(got, want, item, lambda name, dtype: _tolerance(dtype), padded, " alone")
 
 
 def _sequences(target: Target, runs: list, together: bool) -> list:
