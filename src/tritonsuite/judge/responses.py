@@ -201,32 +201,3 @@ def _by_streams(server, description, precision, samples, outputs, protocol, tole
 #: is judged, and what it is judged against in words
 _BY_EXCHANGES = {"sequences": (_by_sequences, "each sequence sent alone"),
                  "streams": (_by_streams, "each request sent alone")}
-
-
-def streamed(server, inner, precision: str) -> dict:
-    """The streaming example of a written and loaded deployment ``inner`` (a suite Deployment whose spec has a
-    ``stream``): ``<inner>_stream`` written beside it and loaded, then checked before it is measured: the streamed
-    responses of the spec's example requests must equal the deployment's own unary answer chunked the same way.
-    Returns the Deployment fields that differ from ``inner``'s (a stream fails in one line naming the request)."""
-    from tritonsuite.deploy.export import ExportUnsupported
-    from tritonsuite.deploy.streaming import chunked_reference, stream_deployment
-    from tritonsuite.load.client import served_infer
-
-    spec = inner.spec
-    if not spec.stream:
-        raise ExportUnsupported(f"{spec.key} has no streaming example (its spec names no stream)")
-    directory = stream_deployment(inner.directory, spec.stream)
-    name = server.load(directory)
-    client = server.client()
-    try:
-        unary = served_infer(client, inner.name, spec, batched=inner.batched)
-        check = stream_accuracy(server, name, precision, [spec.example_inputs(1, seed) for seed in range(4)],
-                                [t.name for t in spec.outputs],
-                                lambda inputs: chunked_reference(unary(inputs), spec.stream),
-                                dict((spec.tolerances or {}).get(precision, {})))
-    finally:
-        client.close()
-    if not check.passed:
-        raise ValueError(f"{name}: the streamed responses are not the unary answer chunked: {check.failures[0]}")
-    return {"name": name, "directory": directory, "served_by": server.backend_description(name),
-            "description": server.model_description(name)}

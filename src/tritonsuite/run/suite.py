@@ -17,7 +17,7 @@ from tritonsuite.deploy import export as export_mod
 from tritonsuite.deploy import userrepo, userserve
 from tritonsuite.deploy.backends import backend_for
 from tritonsuite.deploy.repository import build_deployment, deployment_name
-from tritonsuite.judge import responses as kinds  # sequences, decoupled, python/BLS, the streaming example
+from tritonsuite.judge import responses as kinds  # sequences, decoupled, python/BLS
 from tritonsuite.judge.accuracy import AccuracyResult
 from tritonsuite.judge.baselines import BaselineStore
 from tritonsuite.judge.compare import comparable, compare_points, point_key
@@ -26,6 +26,7 @@ from tritonsuite.judge.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE,
 from tritonsuite.load import sources as load_sources
 from tritonsuite.load.engine import LoadPoint, Measurement, Progress, SequenceSettings, Traffic
 from tritonsuite.load.kinds import driver_for
+from tritonsuite.run.streaming import streamed
 from tritonsuite.load.search import SearchResult, judge, remeasure_drift, search, stop_when_clearly_over
 from tritonsuite.models import Registry
 from tritonsuite.models.training import trained_checkpoint, weights_origin
@@ -171,7 +172,7 @@ class Suite:
     def _deploy(self, model: str, fmt: str, precision: str, scenario: str) -> Deployment:
         spec = self.spec(model)
         if scenario == "stream":  # the streaming example, beside the online deployment (deploy.streaming)
-            return replace(inner := self.deployment(model, fmt, precision, "online"), **kinds.streamed(
+            return replace(inner := self.deployment(model, fmt, precision, "online"), **streamed(
                 self.server, inner, precision))
         if userrepo.is_user_spec(spec):
             return self._deploy_user(spec, fmt, precision)
