@@ -69,6 +69,31 @@ def test_perf_analyzer_options_per_kind():
     assert driver_for(describe(_config())).arguments() == []
 
 
+def test_what_each_kind_tells_the_checks_the_tune_and_the_workers():
+    """The capabilities the stages ask the driver for instead of the kind (tests/unit/test_kind_seam.py)."""
+    plain = driver_for(describe(_config()))
+    sequence = driver_for(describe(_config(sequence_batching={"oldest": {}})))
+    stream = driver_for(describe(_config(model_transaction_policy={"decoupled": True})))
+    bls = driver_for(describe(_config(), lambda name: _config(name=name, backend="onnxruntime"), ("a", "b")))
+    steps = {"step": [{"model_name": "a", "model_version": -1, "input_map": {"X": "X"}, "output_map": {"Y": "Y"}}]}
+    ensemble = driver_for(describe(_config(platform="ensemble", backend="", ensemble_scheduling=steps),
+                                   lambda name: _config(name=name, backend="onnxruntime")))
+    batchless = driver_for(describe(_config(max_batch_size=0)))
+    assert [d.sequenced for d in (plain, sequence, stream, bls, ensemble)] == [False, True, False, False, False]
+    assert (plain.request_batch(8), sequence.request_batch(8), plain.request_batch(0)) == (8, 1, 1)
+    assert (plain.protocols, stream.protocols) == (("http", "grpc"), ("grpc",))
+    assert sequence.lacks("stateless requests").startswith("a sequence model refuses a request without a sequence id")
+    assert stream.lacks("cached responses") == "decoupled: Triton does not cache decoupled responses"
+    assert plain.lacks("stateless requests") == plain.lacks("cached responses") == stream.lacks("stateless requests")
+    assert plain.lacks("cached responses") == ""
+    assert (bls.loaded_beside(), ensemble.loaded_beside(), plain.loaded_beside()) == (["a", "b"], [], [])
+    assert sequence.unqueued().startswith("sequence_batching: Triton's sequence batcher has no queue policy")
+    assert ensemble.unqueued().startswith("ensemble: its scheduler has no queue") and plain.unqueued() == ""
+    assert ensemble.untunable() == ("is an ensemble: it has no instance group or batcher of its own; tune its "
+                                    "composing models (a)")
+    assert batchless.untunable().startswith("is batchless (max_batch_size 0)") and plain.untunable() == ""
+
+
 def test_bls_composing_models_option():
     known = ["bls", "a", "b"]
     assert parse_bls_composing(["a:3,b"], known) == (("", ("a:3", "b")),)
