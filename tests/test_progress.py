@@ -113,8 +113,8 @@ def test_a_point_on_a_terminal_shows_a_bar_that_gives_way_to_pytests_line(tmp_pa
     # the bar counted the windows of each point (the tiny profile: stable at the third of at most 8)
     for point in ("bert-onnx-fp32-concurrency1", "bert-onnx-fp32-concurrency2"):
         shown = [b for b in bars if b.startswith(point)]
-        assert any(re.match(rf"{point} 3/8 \|█{{7}}[^|]{{13}}\| \d\d:\d\d, window 3 of <=8, \d+ requests; ", b) for b in shown), \
-            "\n".join(shown)
+        third = rf"{point} 3/8 \|█{{7}}[^|]{{13}}\| \d\d:\d\d, window 3 of <=8, \d+ requests; "
+        assert any(re.match(third, b) for b in shown), "\n".join(shown)
         assert any(f"{point} 0/8 |" in b and "warming up" in b for b in shown), "\n".join(shown)
         assert all(len(b) <= 120 for b in shown)  # cut to the terminal's width: a wrapped line is never redrawn
     final = [line.rstrip() for line in screen.display if line.strip()]
@@ -176,7 +176,7 @@ def test_window_lines_only_at_verbose_and_only_where_the_test_runs(monkeypatch):
 
 def _report(name: str, outcome: str = "passed", **figures):
     return types.SimpleNamespace(when="call", nodeid=f"tests/test_online.py::{name}", outcome=outcome, duration=14.25,
-                                 user_properties=list(figures.items()))
+                                 longrepr=None, user_properties=list(figures.items()))
 
 
 def test_one_line_per_point_in_a_log_and_none_under_q(monkeypatch):
@@ -186,14 +186,17 @@ def test_one_line_per_point_in_a_log_and_none_under_q(monkeypatch):
                                                                  "status": "UNSTABLE", "measured_requests": 812})
     search = _report("test_online[bert-onnx-fp32-maxrate-p99le500ms]", "failed",
                      answer="no point within p99 <= 500 ms", points=3)
+    skipped = _report("test_offline[bert-trt-fp32-batch1]", "skipped")
+    skipped.longrepr = ("scenarios.py", 22, "Skipped: bert trt: TensorRT is not installed")
     others = [_report("test_accuracy[bert-onnx-fp16]", passed=True), types.SimpleNamespace(**{
         **vars(point), "when": "setup"})]
     for config in (log, quiet):
         display = config.pluginmanager.get_plugin("tritonsuite-progress")
         display.collected = 4
-        for report in (point, *others, search):
+        for report in (point, *others, search, skipped):
             display.pytest_runtest_logreport(report)
     assert log.lines == [
         "  [1/4] bert-onnx-fp32-concurrency8 passed in 14.2 s: 523.1 infer/s, p99 12.34 ms, 812 requests, UNSTABLE",
-        "  [2/4] bert-onnx-fp32-maxrate-p99le500ms failed in 14.2 s: no point within p99 <= 500 ms"]
+        "  [2/4] bert-onnx-fp32-maxrate-p99le500ms failed in 14.2 s: no point within p99 <= 500 ms",
+        "  [3/4] bert-trt-fp32-batch1 skipped in 14.2 s: bert trt: TensorRT is not installed"]
     assert quiet.lines == []

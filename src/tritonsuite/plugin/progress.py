@@ -66,8 +66,9 @@ class Display:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if report.when != "call" or display(self.config) != "lines" or reporter is None:
             return
+        why = report.longrepr[2].removeprefix("Skipped: ") if isinstance(report.longrepr, tuple) else ""  # a skip
         line = numbered_point_line(report.nodeid, report.outcome, report.duration, dict(report.user_properties),
-                                   self.reported + 1, self.collected)
+                                   self.reported + 1, self.collected, why)
         if line is not None:
             self.reported += 1
             reporter.write_line(line)

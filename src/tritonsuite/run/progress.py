@@ -78,17 +78,19 @@ POINT_TESTS = ("test_offline", "test_online", "test_mix", "test_tune")
 
 
 def numbered_point_line(nodeid: str, outcome: str = "", duration: float = 0.0, figures: dict | None = None,
-                        k: int = 0, n: int = 0) -> str | None:
+                        k: int = 0, n: int = 0, why: str = "") -> str | None:
     """``  [k/N] <point_line>`` of a point test's report (``[k]`` where N is not known), None for another test."""
     name, _, case = nodeid.rpartition("::")[2].partition("[")
     if name not in POINT_TESTS:
         return None
-    return f"  [{k}{f'/{n}' if n else ''}] {point_line(case.rstrip(']') or name, outcome, duration, figures or {})}"
+    line = point_line(case.rstrip(']') or name, outcome, duration, figures or {}, why)
+    return f"  [{k}{f'/{n}' if n else ''}] {line}"
 
 
-def point_line(case: str, outcome: str, duration: float, figures: dict) -> str:
+def point_line(case: str, outcome: str, duration: float, figures: dict, why: str = "") -> str:
     """``bert-onnx-fp32-concurrency8 passed in 14.2 s: 523.1 infer/s, p99 12.34 ms, 812 requests, OK`` for a
-    measured point (its figures: :mod:`tritonsuite.run.verdicts`); a search's, tune's or mix's answer otherwise."""
+    measured point (its figures: :mod:`tritonsuite.run.verdicts`); a search's, tune's or mix's answer otherwise;
+    ``why`` where it has neither (a skip's reason)."""
     head = f"{case} {outcome} in {duration:.1f} s"
     if "Inferences/Second" in figures:
         shown = [f"{figures['Inferences/Second']:.1f} infer/s"]
@@ -100,4 +102,4 @@ def point_line(case: str, outcome: str, duration: float, figures: dict) -> str:
     if figures.get("answer"):
         return f"{head}: {figures['answer']}"
     ratios = [f"{name[len('ratio '):]} {value}" for name, value in figures.items() if name.startswith("ratio ")]
-    return f"{head}: {'; '.join(ratios)}" if ratios else head
+    return f"{head}: {'; '.join(ratios) or why}" if ratios or why else head
