@@ -10,7 +10,9 @@ import pytest
 from tritonsuite.cli import main
 from tritonsuite.core.rows import Row
 from tritonsuite.core.store import RawWriter, StoreError, load_run, raw_path
-from tritonsuite.judge.compare import compare_points, compare_runs, mann_whitney_greater
+from tritonsuite.core.settings import LatencyBound
+from tritonsuite.judge.compare import (compare_points, compare_runs, compare_within_bound, mann_whitney_greater,
+                                       within_bound)
 from tritonsuite.report.comparison import render_comparison
 
 HOST = "AMD EPYC 7B13, 2 cores"
@@ -463,3 +465,77 @@ def test_points_of_one_run_only_are_listed_in_the_order_of_their_text_and_every_
 def test_points_of_the_later_run_only_are_listed_in_the_order_of_their_text():
     now = [perf_row(1000, latencies(1.0), batch=8), perf_row(1000, latencies(1.0), batch=16)]
     assert [k[2] for k in compare_runs([], now).only_now] == [16, 8]
+
+
+# ------------------------------------------------------------------------ throughput within a latency bound
+BOUND = LatencyBound.parse("p99 <= 100 ms")
+
+
+def bound_row(throughput: float, latency_ms, *, windows=(0.98, 1.0, 1.02), status="OK", seed=0) -> Row:
+    """A point measured at its load at the bound: its stable windows' throughput and its request latencies (ms):
+    given, or normal around a mean."""
+    lat = (np.random.default_rng(seed).normal(latency_ms, latency_ms * 0.1, 2000) if np.isscalar(latency_ms)
+           else latency_ms)
+    return perf_row(throughput, lat, concurrency=16, status=status, windows=windows)
+
+
+def test_a_clear_gain_within_the_bound_is_a_gain_where_latencies_barely_move():
+    """The tune's re-measure judged a pair by Mann-Whitney on request latencies. At one closed-loop load a batcher
+    that ends a long tail (a fifth of the requests at 60 ms, the rest at 20 ms) for 21 ms each gives +33% inferences/s
+    while most requests get a little slower: the latency test finds no significant change in any pair. Judged by the
+    objective, throughput within the bound over three interleaved rounds, it is a gain."""
+    rng = np.random.default_rng(0)
+    tail = [np.where(rng.random(2000) < 0.2, 60.0, 20.0) + rng.normal(0, 0.5, 2000) for _ in range(3)]
+    even = [rng.normal(21.0, 0.5, 2000) for _ in range(3)]
+    a = [bound_row(1000, lat) for lat in tail]
+    b = [bound_row(1000 * 28 / 21, lat) for lat in even]
+    found = compare_within_bound(a, b, BOUND)
+    assert found.verdict == "improvement" and found.delta_percent == pytest.approx(100 / 3)
+    assert found.rounds == 3 and found.over == (0, 0) and found.p_value < 1e-3
+    assert found.describe() == (f"improvement: 1000.0 -> 1333.3 inf/s within p99 <= 100 ms (+33.3%, minimum "
+                                f"effect 10.0%, p={found.p_value:.2g}, 3 rounds)")
+    assert compare_within_bound(b, a, BOUND).verdict == "regression"
+    assert {compare_points(x, y).verdict for x, y in zip(a, b)} == {"no significant change"}
+
+
+def test_the_same_configuration_within_the_bound_is_no_significant_change():
+    """Two measurements of one configuration: window noise of a few percent either way is no verdict, nor is a
+    difference under the minimum effect however consistent."""
+    a = [bound_row(1000, 20.0, windows=(0.96, 1.0, 1.04), seed=i) for i in range(3)]
+    b = [bound_row(1010, 20.0, windows=(1.03, 0.97, 1.0), seed=10 + i) for i in range(3)]
+    assert compare_within_bound(a, b, BOUND).verdict == "no significant change"
+    assert compare_within_bound(b, a, BOUND).verdict == "no significant change"
+    steady = [bound_row(1080, 20.0, seed=20 + i) for i in range(3)]  # +8%, every window above: under 10%
+    found = compare_within_bound(a, steady, BOUND)
+    assert found.verdict == "no significant change" and found.p_value < 0.01
+    assert compare_within_bound(a, steady, BOUND, min_effect=5).verdict == "improvement"
+
+
+def test_a_point_over_the_bound_gives_no_throughput_within_it():
+    """More inferences/s bought with a p99 over the bound is none within it: that round counts 0 for that side."""
+    a = [bound_row(1000, 20.0, seed=i) for i in range(3)]
+    fast_but_late = [bound_row(1500, 90.0, seed=10 + i) for i in range(3)]  # p99 about 111 ms: over 100 ms
+    assert within_bound(fast_but_late[0], BOUND)[0] is False
+    assert within_bound(a[0], BOUND) == (True, f"p99 {BOUND.value(a[0].measurement['latency_samples_ms']):.2f} ms")
+    found = compare_within_bound(a, fast_but_late, BOUND)
+    assert found.verdict == "regression" and found.now_throughput == 0.0 and found.over == (0, 3)
+    once = fast_but_late[:1] + [bound_row(1500, 20.0, seed=20 + i) for i in range(2)]  # over in one round of three
+    found = compare_within_bound(a, once, BOUND)
+    assert found.over == (0, 1) and found.now_throughput == pytest.approx(1000.0, rel=0.01)
+    assert found.verdict == "no significant change"
+
+
+def test_throughput_within_the_bound_needs_rounds_with_both_points_valid():
+    a = [bound_row(1000, 20.0, seed=i) for i in range(3)]
+    b = [bound_row(1300, 20.0, status="UNSTABLE", seed=10), bound_row(1300, 20.0, seed=11),
+         bound_row(1300, 20.0, status="UNSTABLE", seed=12)]
+    found = compare_within_bound(a, b, BOUND)
+    assert found.verdict == "not comparable" and found.reason == "1 of 3 rounds had both points valid (2 needed)"
+    assert found.describe() == "not comparable (1 of 3 rounds had both points valid (2 needed))"
+    assert within_bound(b[0], BOUND) == (False, "the point was UNSTABLE")
+    late = [bound_row(1000, 200.0, seed=i) for i in range(2)]
+    found = compare_within_bound(late, late[::-1], BOUND)
+    assert found.verdict == "no significant change" and found.reason == \
+        "neither point was within the bound in any round"
+    with pytest.raises(ValueError, match="3 rounds of A against 2 of B"):
+        compare_within_bound(a, late, BOUND)

@@ -142,6 +142,24 @@ def test_concurrency_search_steps_in_whole_requests():
                                  f"{len(result.steps)} points measured)")
 
 
+def test_a_ceiling_ends_the_bracket_where_the_bound_still_holds():
+    """Within the bound up to concurrency 6: with a ceiling of 4 the answer is 4 (measured again); a ceiling above the
+    answer changes nothing; the ceiling is never exceeded, even from a start above it."""
+    calls = []
+
+    def at(c):
+        calls.append(c)
+        return measured(1.5 * c)
+
+    bound = LatencyBound("p99", 10)
+    result = search(at, "concurrency", bound, 1, SETTINGS, highest=4)
+    assert result.best.load == 4 and calls == [1, 2, 4, 4]
+    assert [s.role for s in result.steps] == ["bracket", "bracket", "bracket", "re-measure"]
+    assert search(lambda c: measured(1.5 * c), "concurrency", bound, 1, SETTINGS, highest=64).best.load == 6
+    calls.clear()
+    assert search(at, "concurrency", bound, 16, SETTINGS, highest=5).best.load == 5 and max(calls) == 5
+
+
 def test_no_load_within_the_bound_is_an_answer_of_none_with_the_reason():
     result = search(lambda c: measured(50.0), "concurrency", LatencyBound("p99", 10), 1, SETTINGS)
     assert not result.found and result.reason == ("even concurrency 1 is not within it: p99 50.00 ms > 10 ms "

@@ -1,28 +1,30 @@
-"""The tune's answer from what it measured: ship the winner only when it beat the deployment's own configuration
-significantly in every comparable A B pair (at least two); else keep the own configuration, saying why. The pairs
-are judged by compare_points on rows built with the latencies each side would give."""
+"""The tune's answer from what it measured: ship the winner only when its throughput within the bound beat the
+deployment's own configuration significantly over the interleaved A B rounds (at least two rounds with both points
+valid); else keep the own configuration, saying why. The rounds are judged by compare_within_bound on rows built as
+each side would measure."""
 from __future__ import annotations
 
 from tritonsuite.core.settings import LatencyBound
-from tritonsuite.judge.compare import compare_points
+from tritonsuite.judge.compare import compare_within_bound
 from tritonsuite.profiles.tunespace import Candidate
 from tritonsuite.tune.runner import TuneResult, answer, settled
 from tritonsuite.tune.strategy import Evaluation, winner
-from tests.unit.test_compare import latencies, perf_row
+from tests.unit.test_compare import bound_row
 
 OWN = Candidate(1, 8, (), 0, 0)
 MORE = Candidate(2, 8, (), 0, 0)
+BOUND = LatencyBound.parse("p99 <= 50 ms")
 
 
 def _result(*evaluations: Evaluation) -> TuneResult:
-    return TuneResult("m", LatencyBound.parse("p99 <= 50 ms"), "search", 4, OWN, list(evaluations),
-                      best=winner(list(evaluations)))
+    return TuneResult("m", BOUND, "search", 4, OWN, list(evaluations), best=winner(list(evaluations)))
 
 
-def _pair(own: float, won: float, seed: int) -> object:
-    """One A B pair: the own configuration at ``own`` inf/s, the winner at ``won`` (latencies inverse to it)."""
-    return compare_points(perf_row(own, latencies(1000 / own, seed=seed)),
-                          perf_row(won, latencies(1000 / won, seed=seed + 100)))
+def _rounds(own: float, won: float, *, statuses=("OK",) * 3, latency_ms=(10.0, 10.0)):
+    """Three interleaved rounds: the own configuration at ``own`` inf/s, the winner at ``won``."""
+    a = [bound_row(own, latency_ms[0], seed=i) for i in range(3)]
+    b = [bound_row(won, latency_ms[1], status=status, seed=10 + i) for i, status in enumerate(statuses)]
+    return compare_within_bound(a, b, BOUND)
 
 
 def test_no_point_within_the_bound_keeps_the_own_configuration():
@@ -43,32 +45,37 @@ def test_another_winner_is_not_settled_before_it_is_measured_again():
     assert not settled(result) and result.reason == ""
 
 
-def test_a_winner_that_beats_the_own_configuration_in_every_pair_is_shipped():
+def test_a_winner_that_beats_the_own_configuration_within_the_bound_is_shipped():
     result = _result(Evaluation(OWN, 800.0, load=4), Evaluation(MORE, 1000.0, load=4))
-    answer(result, [_pair(800, 1000, seed) for seed in range(3)])
+    answer(result, _rounds(800, 1000))
     assert result.recommended and result.reason == "" and result.shipped == MORE
-    assert result.describe().startswith("ship ")
+    assert result.describe().startswith(f"ship {MORE.label()}: 1000.0 inf/s at concurrency 4; against the "
+                                        f"deployment's own configuration, interleaved A B x3: improvement: 800.0 -> "
+                                        f"1000.0 inf/s within p99 <= 50 ms (+25.0%")
 
 
-def test_a_winner_that_does_not_beat_it_in_one_pair_is_not_shipped():
+def test_a_winner_within_the_noise_of_the_own_configuration_is_not_shipped():
     result = _result(Evaluation(OWN, 800.0, load=4), Evaluation(MORE, 1000.0, load=4))
-    pairs = [_pair(800, 1000, 0), _pair(800, 1000, 1), _pair(900, 905, 2)]  # the last: no significant change
-    assert [p.verdict for p in pairs] == ["improvement", "improvement", "no significant change"]
-    answer(result, pairs)
+    answer(result, _rounds(900, 905))  # measured again, the winner's lead is gone
     assert not result.recommended and result.shipped == OWN
     assert result.reason.startswith(
-        f"the best configuration measured ({MORE.label()}, 1000.0 inf/s) did not beat it significantly in every "
-        "comparable pair (at least 2 needed) when measured again interleaved, 3 x A B: ")
+        f"the best configuration measured ({MORE.label()}, 1000.0 inf/s) did not beat it significantly in throughput "
+        "within the bound when measured again interleaved, 3 x A B: no significant change: 900.0 -> 905.0 inf/s")
     assert result.describe().startswith("keep the deployment's own configuration")
 
 
-def test_one_comparable_pair_is_too_few_to_ship():
+def test_a_winner_whose_gain_breaks_the_bound_is_not_shipped():
+    """More inferences/s, but every round's p99 over the bound: none of it counts."""
+    result = _result(Evaluation(OWN, 800.0, load=4), Evaluation(MORE, 1000.0, load=16))
+    answer(result, _rounds(800, 1200, latency_ms=(10.0, 60.0)))
+    assert not result.recommended and result.comparison.verdict == "regression"
+    assert result.comparison.over == (0, 3) and "B broke the bound in 3 of 3 rounds" in result.reason
+
+
+def test_one_comparable_round_is_too_few_to_ship():
     result = _result(Evaluation(OWN, 800.0, load=4), Evaluation(MORE, 1000.0, load=4))
-    unstable = perf_row(800, latencies(1.25), status="UNSTABLE")
-    unsampled = perf_row(1000, latencies(1.0))
-    unsampled.measurement["latency_samples_ms"] = []  # a row written before tritonsuite kept them
-    pairs = [_pair(800, 1000, 0), compare_points(unstable, perf_row(1000, latencies(1.0))),
-             compare_points(perf_row(800, latencies(1.25)), unsampled)]
-    assert [p.verdict for p in pairs] == ["improvement", "not comparable", "not comparable"]
-    answer(result, pairs)
-    assert not result.recommended and "did not beat it significantly in every comparable pair" in result.reason
+    answer(result, _rounds(800, 1000, statuses=("UNSTABLE", "OK", "UNSTABLE")))
+    assert not result.recommended and result.comparison.verdict == "not comparable"
+    assert result.reason.endswith("did not beat it significantly in throughput within the bound when measured again "
+                                  "interleaved, 3 x A B: not comparable (1 of 3 rounds had both points valid (2 "
+                                  "needed))")

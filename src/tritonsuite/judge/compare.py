@@ -11,6 +11,13 @@ Points are joined by scenario, deployment (model, size, format, precision), batc
   factor 1.1) and the two points' own window-to-window spread, so a difference inside a run's own variation is
   never an effect.
 
+**Throughput within a latency bound** (:func:`compare_within_bound`): two configurations, each measured at its own
+load at the bound (the most concurrency or request rate within it), interleaved A B A B over rounds. Their latencies
+are not comparable (each is near the bound by construction), so the objective itself is judged: the throughput
+within the bound, every stable window of a round counted (0 inf/s for a round whose point broke the bound), B above
+A by Mann-Whitney U on those windows (p < ``alpha``) and by more than the minimum effect. A round in which either
+point is not valid (unstable, failed) is not compared; at least ``MIN_ROUNDS`` must be.
+
 Points measured on another host, or by another Triton version, are never compared silently: another host does not
 join, and a different server is named at the top of the comparison. ``--perf-gate PCT`` (pytest) or
 ``tritonsuite compare THEN NOW --perf-gate PCT`` (:mod:`tritonsuite.report.commands`) turns significant regressions beyond PCT into failures; without it
@@ -34,25 +41,34 @@ REASON_NAMES = ("verdict",)
 REASON_FUNCTIONS = ("describe",)
 DEFAULT_MIN_EFFECT = 10.0  # percent
 DEFAULT_ALPHA = 0.01
+MIN_ROUNDS = 2  # rounds with both points valid, so that one unstable point on a busy host does not decide
 
 
 #: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
 REASONS = (
     reason("{}: {}: throughput {} -> {} inf/s ({}%, minimum effect {}%, p={}); p99 {} -> {} ms",
            "unit/test_compare.py::test_a_significant_drop_beyond_the_minimum_effect_is_a_regression"),
+    reason("{}: {} -> {} inf/s within {} ({}%, minimum effect {}%, p={}, {} rounds{})",
+           "unit/test_compare.py::test_a_clear_gain_within_the_bound_is_a_gain_where_latencies_barely_move"),
     reason("{} the point was {}",
            "unit/test_compare.py::test_invalid_points_and_rows_without_samples_are_not_comparable"),
     reason("a row has no latency samples (written before tritonsuite kept them)",
            "unit/test_compare.py::test_invalid_points_and_rows_without_samples_are_not_comparable"),
     reason("no significant change",
            "unit/test_compare.py::test_noise_is_not_a_verdict",
+           "unit/test_compare.py::test_the_same_configuration_within_the_bound_is_no_significant_change",
            "unit/test_compare.py::test_the_minimum_effect_and_alpha_decide_on_their_boundary"),
     reason("regression",
            "unit/test_compare.py::test_a_significant_drop_beyond_the_minimum_effect_is_a_regression",
            "unit/test_compare.py::test_the_minimum_effect_and_alpha_decide_on_their_boundary",
            "test_gates.py::test_benchmark_records_manifest_and_comparisons"),
+    reason("neither point was within the bound in any round",
+           "unit/test_compare.py::test_throughput_within_the_bound_needs_rounds_with_both_points_valid"),
+    reason("{} of {} rounds had both points valid ({} needed)",
+           "unit/test_compare.py::test_throughput_within_the_bound_needs_rounds_with_both_points_valid"),
     reason("improvement",
            "unit/test_compare.py::test_the_minimum_effect_and_alpha_decide_on_their_boundary",
+           "unit/test_compare.py::test_a_clear_gain_within_the_bound_is_a_gain_where_latencies_barely_move",
            "test_tune_accuracy.py::test_the_same_search_recommends_the_winner_of_a_correct_model"),
 )
 
@@ -211,4 +227,101 @@ def compare_runs(then_rows: Iterable[Row], now_rows: Iterable[Row], *, then_labe
                                       f"{', '.join(after)}{extra}")
     result.differences += [line for line in manifest_differences(then_manifest, now_manifest)
                            if not line.startswith(("host.", "server:"))]  # host and server are named above
+    return result
+
+
+def within_bound(row: Row, bound) -> tuple[bool, str]:
+    """(within ``bound``, why) for a measured row: valid, and the bound's statistic judged on counts over its latency
+    samples (:func:`tritonsuite.load.search.count_verdict`: over only when significantly above the share the
+    percentile allows, not within while undecided), or, without samples, the row's own column for the statistic."""
+    from tritonsuite.load.search import count_verdict
+
+    if not row.valid:
+        return False, f"the point was {row.status}"
+    samples = row.measurement.get("latency_samples_ms") or []
+    value = bound.value(samples) if samples else row.result.get(
+        "avg latency" if bound.statistic == "avg" else f"{bound.statistic} latency")
+    if value is None:
+        return False, f"the row has neither latency samples nor a {bound.statistic} column"
+    stat = f"{bound.statistic} {value:.2f} ms"
+    verdict = count_verdict(samples, bound) if samples else None
+    if verdict is not None and verdict.verdict != "within":
+        return False, f"{stat}, {verdict.verdict}: {verdict.describe(f'requests over {bound.ms:g} ms')}"
+    if verdict is None and value > bound.ms:
+        return False, f"{stat} > {bound.ms:g} ms"
+    return True, stat
+
+
+def _windows(row: Row) -> list[float]:
+    """The throughput of the point's stable windows (its row's figure when it kept none)."""
+    values = row.measurement.get("window_throughputs") or []
+    stable = [float(v) for v in values[-int(row.measurement.get("stable_windows") or 3):]]
+    return stable or [throughput_of(row)]
+
+
+@dataclass
+class BoundComparison:
+    """Throughput within a latency bound of configuration B (``now``) against A (``then``), each measured at its own
+    load at the bound in interleaved rounds (``then[i]`` and ``now[i]`` are round i)."""
+
+    bound: object  # LatencyBound
+    then: list[Row]
+    now: list[Row]
+    verdict: str  # improvement | regression | no significant change | not comparable
+    then_throughput: float | None = None  # mean inf/s within the bound over the compared rounds
+    now_throughput: float | None = None
+    delta_percent: float | None = None
+    p_value: float | None = None
+    min_effect_percent: float | None = None
+    rounds: int = 0  # rounds compared (both points valid)
+    over: tuple[int, int] = (0, 0)  # compared rounds in which A's, B's point broke the bound
+    reason: str = ""
+
+    def describe(self) -> str:
+        if self.delta_percent is None:
+            return f"{self.verdict} ({self.reason})"
+        broke = [f"{side} broke the bound in {n} of {self.rounds} rounds" for side, n in zip("AB", self.over) if n]
+        return (f"{self.verdict}: {self.then_throughput:.1f} -> {self.now_throughput:.1f} inf/s within {self.bound} "
+                f"({self.delta_percent:+.1f}%, minimum effect {self.min_effect_percent:.1f}%, p={self.p_value:.2g}, "
+                f"{self.rounds} rounds{'; ' + ', '.join(broke) if broke else ''})")
+
+
+def compare_within_bound(then: Sequence[Row], now: Sequence[Row], bound, min_effect: float = DEFAULT_MIN_EFFECT,
+                         alpha: float = DEFAULT_ALPHA) -> BoundComparison:
+    """Judge B (``now``) against A (``then``) by their throughput within ``bound`` over interleaved rounds (the
+    module docstring): every stable window of a compared round counts, 0 inf/s for a point over the bound;
+    improvement when B's windows are higher (one-sided Mann-Whitney U, p < ``alpha``) and its mean is more than
+    ``min_effect`` percent above A's, regression the other way round."""
+    if len(then) != len(now):
+        raise ValueError(f"{len(then)} rounds of A against {len(now)} of B: each round measures both")
+    pairs = [(a, b) for a, b in zip(then, now) if a.valid and b.valid]
+    result = BoundComparison(bound, list(then), list(now), "not comparable", rounds=len(pairs),
+                             min_effect_percent=min_effect)
+    if len(pairs) < MIN_ROUNDS:
+        result.reason = f"{len(pairs)} of {len(then)} rounds had both points valid ({MIN_ROUNDS} needed)"
+        return result
+    sides: list[list[float]] = [[], []]
+    over = [0, 0]
+    for pair in pairs:
+        for i, row in enumerate(pair):
+            within, _ = within_bound(row, bound)
+            windows = _windows(row)
+            sides[i] += windows if within else [0.0] * len(windows)
+            over[i] += not within
+    a, b = float(np.mean(sides[0])), float(np.mean(sides[1]))
+    result.then_throughput, result.now_throughput, result.over = a, b, (over[0], over[1])
+    if a <= 0 and b <= 0:
+        result.verdict = "no significant change"
+        result.reason = "neither point was within the bound in any round"
+        result.delta_percent, result.p_value = 0.0, 1.0
+        return result
+    result.delta_percent = (b / a - 1.0) * 100.0 if a > 0 else math.inf
+    if b >= a:
+        result.p_value = mann_whitney_greater(sides[0], sides[1])  # B higher?
+        gained = result.delta_percent > min_effect and result.p_value < alpha
+        result.verdict = "improvement" if gained else "no significant change"
+    else:
+        result.p_value = mann_whitney_greater(sides[1], sides[0])  # A higher?
+        lost = -result.delta_percent > min_effect and result.p_value < alpha
+        result.verdict = "regression" if lost else "no significant change"
     return result

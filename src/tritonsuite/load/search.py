@@ -3,7 +3,9 @@
 A search measures points through its caller's ``at(load)`` (the suite's: the case's load source,
 :mod:`tritonsuite.load.sources`, with a stop check after each window), one after another:
 1. bracket: from a start, the load doubles while the bound holds (or halves while it does not, three times at most
-   for a rate: sparse arrivals need long windows) until one point is within the bound and the next is over it;
+   for a rate: sparse arrivals need long windows) until one point is within the bound and the next is over it, or
+   the caller's ``highest`` load is within it (a ceiling: perf_analyzer runs a thread per concurrent request, and
+   beyond the server's saturation more of them add only latency and load on the client's own cores);
 2. bisect between them until the bracket is narrower than ``search_resolution_percent`` of its lower end (for
    concurrency: until the two are neighbours), within ``search_max_steps`` points in all;
 3. re-measure the highest point within the bound; if that one now breaks it (a noisy host), the next lower point
@@ -141,7 +143,8 @@ def stop_when_clearly_over(bound: LatencyBound) -> StopEarly:
 
 def search(measure_at: Callable[[float], Measurement], kind: str, bound: LatencyBound, start: float,
            settings: MeasurementSettings, measured_before: int = 0, progress: Progress | None = None,
-           judge_at: Callable[[object], tuple[bool, str]] | None = None) -> SearchResult:
+           judge_at: Callable[[object], tuple[bool, str]] | None = None,
+           highest: float | None = None) -> SearchResult:
     """Search for the highest load within ``bound``; ``measure_at(load)`` measures one point (a request rate in
     requests/s for ``kind`` "request_rate", an integer concurrency for "concurrency"). ``measured_before`` counts
     the points the caller measured to choose ``start``, so the answer's count of points measured includes them.
@@ -150,7 +153,8 @@ def search(measure_at: Callable[[float], Measurement], kind: str, bound: Latency
 
     Kind "scale" searches a factor (continuous, as a rate) applied to several deployments' traffic at once
     (:func:`tritonsuite.load.mix.max_mix`): ``measure_at`` then returns what ``judge_at`` judges (every
-    deployment's measurement against its own bound)."""
+    deployment's measurement against its own bound). ``highest``: the most load measured; within the bound there, it
+    is the answer (confirmed as any other)."""
     if kind not in ("request_rate", "concurrency", "scale"):
         raise ValueError(f"search kind {kind!r}; valid choices: request_rate, concurrency, scale")
     integer = kind == "concurrency"
@@ -182,13 +186,15 @@ def search(measure_at: Callable[[float], Measurement], kind: str, bound: Latency
     lo: float | None = None
     hi: float | None = None
     load = max(1.0, float(round(start))) if integer else float(start)
+    if highest is not None:
+        load = min(load, float(highest))
     lowest = 1.0 if integer else start / 2 ** LOWEST_HALVINGS
     while budget():  # bracket
         if probe(load, "bracket"):
             lo = load
-            if hi is not None:
+            if hi is not None or (highest is not None and load >= highest):
                 break
-            load = load * GROWTH
+            load = load * GROWTH if highest is None else min(load * GROWTH, float(highest))
         else:
             hi = load
             if lo is not None or load / GROWTH < lowest:
