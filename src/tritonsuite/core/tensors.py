@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -177,7 +177,7 @@ def pad_to_common_shape(arrays: list[np.ndarray]) -> list[np.ndarray]:
 Tolerance = Callable[[str, np.dtype], tuple[float, float]]
 
 
-def answer_difference(got: list, want: list, item: str = "response",
+def answer_difference(got: Sequence, want: Sequence, item: str = "response",
                       tolerance: Tolerance = lambda name, dtype: (0.0, 0.0), padded: Mapping[str, int] = {},
                       against: str = "") -> tuple[float, str]:
     """The one comparison of two answers (each a list of ``item``'s outputs: a decoupled model's responses, a

@@ -36,7 +36,7 @@ def compare_runs(got: Sequence[Sequence[Mapping[str, np.ndarray]]],
     differ, compared, first = 0, 0, ""
     for u, (g, e) in enumerate(zip(got, expected)):
         compared += min(len(g), len(e))
-        _, why = answer_difference(list(g), list(e), item, lambda name, dtype: tolerances.get(name, DEFAULT_TOLERANCE))
+        _, why = answer_difference(g, e, item, lambda name, dtype: tolerances.get(name, DEFAULT_TOLERANCE))
         if why:
             differ += 1
             first = first or f"{unit} {u}: {why}"

@@ -18,7 +18,7 @@ class Sequence(Kind):
         return description.sequence
 
     def refuse(self, point, probes) -> str:  # refused by Triton itself, on any server
-        return f"at batch {point.batch_size}: {BATCH_ONE}" if point.batch_size > 1 else ""
+        return f"at batch {point.batch_size}: {BATCH_ONE}" if point.batch_size > self.max_request_batch else ""
 
     def _settings(self, point=None) -> SequenceSettings:
         return self.sequences or (SequenceSettings(seed=point.seed) if point is not None else SequenceSettings())
