@@ -101,6 +101,11 @@ def interference(deployment: str, alone: Sequence[Row], together: Sequence[Row],
     return replace(loose, verdict="undecided", indicative=True)
 
 
+#: an effect within this (in log ratio) of the minimum is at it, not beyond: a ratio computed as exp of a mean of logs
+#: lands a rounding step either side of an exact boundary depending on the host's libm (0.5 came out 0.49999999999999994)
+BOUNDARY = 1e-9
+
+
 def _interference(deployment: str, alone: Sequence[Row], together: Sequence[Row], confidence: float, alpha: float,
                   min_effect: float) -> Interference:
     metric = metric_of((alone or together)[0]) if (alone or together) else "Inferences/Second"
@@ -113,7 +118,7 @@ def _interference(deployment: str, alone: Sequence[Row], together: Sequence[Row]
     effect = abs(math.log(ratio)) if ratio > 0 else math.inf
     if rounds < 2 or len(a) < 4 or len(t) < 4:
         verdict = "undecided"
-    elif p < alpha and effect > math.log1p(min_effect / 100.0):
+    elif p < alpha and effect > math.log1p(min_effect / 100.0) + BOUNDARY:
         verdict = "interference" if worse else "improvement"
     else:
         verdict = "no significant effect"
