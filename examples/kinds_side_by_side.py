@@ -16,7 +16,6 @@ from tritonsuite.core.settings import MeasurementSettings
 from tritonsuite.load.engine import measure, LoadPoint
 from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
-from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.server.embedded import EmbeddedServer
 repo = Path(tempfile.mkdtemp(prefix="kinds-"))
 sequence_model(repo, "seq_direct", work_ms=float(sys.argv[2]) if len(sys.argv) > 2 else 5.0, direct_delay_us=3000)
@@ -24,7 +23,6 @@ decoupled_model(repo)
 bls_models(repo)
 dense_ensemble(repo)
 st = MeasurementSettings(window_ms=1000, warmup_ms=300)
-seqs = SequenceSettings(length=20, variation_percent=20)
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 1
 with EmbeddedServer(repo, repo / "logs") as s:
     for name in ("seq_direct", "stream_n", "add_onnx", "bls_add", "dense_a", "dense_b", "dense_pipeline"):
@@ -32,12 +30,13 @@ with EmbeddedServer(repo, repo / "logs") as s:
     cases = [("seq_direct", {"INPUT": np.ones((1, 1), np.int32)}), ("stream_n", {"COUNT": np.full((1, 1), 4, np.int32), "DATA": np.ones((1, 4), np.float32)}),
              ("bls_add", {"X": np.ones((1, 4), np.float32)}), ("dense_pipeline", {"INPUT": np.ones((1, 4), np.float32)})]
     for model, inputs in (c for c in cases if len(sys.argv) < 4 or c[0] in sys.argv[3:]):
-        d = s.model_description(model, ["add_onnx"] if model == "bls_add" else [])
+        d = s.model_description(model, ["add_onnx"] if model == "bls_add" else []).with_sequences(length=20,
+                                                                                                  variation_percent=20)
         for c in (1, 2, 4):
             pt = LoadPoint(1, c, protocol="grpc")
             for r in range(rounds):
-                e = measure(s, model, inputs, d.outputs, pt, st, description=d, sequences=seqs)
-                p = measure_with_perf_analyzer(s, model, inputs, d.outputs, pt, st, extra=driver_for(d, seqs).arguments())
+                e = measure(s, model, inputs, d.outputs, pt, st, description=d)
+                p = measure_with_perf_analyzer(s, model, inputs, d.outputs, pt, st, extra=driver_for(d).arguments())
                 pr, er = p.result, e.result
                 print(model, "c%d" % c, "engine %.0f (%s, p50 %.2f)" % (er["Inferences/Second"], e.status, er["p50 latency"]),
                       "pa %s (%s %s, p50 %s)" % (pr["Inferences/Second"], p.status, p.reasons[:1], pr["p50 latency"]),

@@ -10,7 +10,6 @@ from tritonsuite.core.settings import MeasurementSettings
 from tritonsuite.load.engine import LoadPoint
 from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.perfanalyzer import measure_with_perf_analyzer
-from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.server.embedded import EmbeddedServer
 
 SETTINGS = MeasurementSettings(window_ms=400, warmup_ms=100, stability_percentage=90.0, max_trials=5)
@@ -35,7 +34,7 @@ def server(tmp_path_factory):
 ])
 def test_perf_analyzer_drives_the_kind(server, pa, model, inputs, flags):
     description = server.model_description(model)
-    extra = driver_for(description, SequenceSettings(length=5, id_start=100, id_end=200)).arguments()
+    extra = driver_for(description.with_sequences(length=5, id_start=100, id_end=200)).arguments()
     assert extra == flags
     found = measure_with_perf_analyzer(server, model, inputs, description.outputs, LoadPoint(1, 2, protocol="grpc"),
                                        SETTINGS, pa, extra=extra)

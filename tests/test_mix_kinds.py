@@ -7,7 +7,6 @@ import pytest
 from tests.kinds import FAST, decoupled_model, sequence_model, served
 from tritonsuite.core.description import describe
 from tritonsuite.load.engine import LoadPoint, Traffic, measure_together
-from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.load.streams import STREAM_COLUMNS
 
 @pytest.fixture(scope="module")
@@ -20,7 +19,7 @@ def test_sequence_and_stream_together(server):
     seq, stream = describe(server.model_config("seq_direct")), describe(server.model_config("stream_n"))
     assert seq.sequence and stream.decoupled
     traffic = [Traffic("seq_direct", {"INPUT": np.ones((1, 1), np.int32)}, seq.outputs, LoadPoint(1, 2),
-                       description=seq, sequences=SequenceSettings(length=4, id_start=100, id_end=200)),
+                       description=seq.with_sequences(length=4, id_start=100, id_end=200)),
                Traffic("stream_n", {"COUNT": np.full((1, 1), 3, np.int32), "DATA": np.ones((1, 4), np.float32)},
                        stream.outputs, LoadPoint(1, 2), description=stream)]
     first, second = measure_together(server, traffic, FAST)

@@ -11,7 +11,8 @@ from tests.kinds import FAST, sequence_model, served
 from tritonsuite.core.description import describe
 from tritonsuite.judge.responses import sequence_accuracy
 from tritonsuite.load.engine import LoadPoint, measure
-from tritonsuite.load.sequences import SequenceSettings, SequenceSettingsError, Sequences, draw_length
+from tritonsuite.core.description import SequenceSettings, SequenceSettingsError
+from tritonsuite.load.kinds.sequence import Sequences, draw_length
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
@@ -58,16 +59,16 @@ def test_closed_and_open_loop(server, model, protocol):
     desc = describe(server.model_config(model))
     assert desc.sequence and desc.sequence_batching.strategy == model.split("_")[1]
     inputs = {"INPUT": np.ones((1, 1), np.int32)}
-    settings = SequenceSettings(length=6, variation_percent=50, id_start=100, id_end=200)
+    desc = desc.with_sequences(length=6, variation_percent=50, id_start=100, id_end=200)
     closed = measure(server, model, inputs, desc.outputs, LoadPoint(1, 3, protocol=protocol), FAST,
-                     description=desc, sequences=settings)
+                     description=desc)
     seq = closed.meta["sequences"]
     assert "server counted" not in " ".join(closed.reasons)  # every request the server answered, the client sent
     assert closed.meta["server_fail_delta"] == 0 and seq["sequences_started"] == seq["sequences_ended"] > 3
     assert seq["sequence_id_range"] == [100, 200] and closed.meta["kind"] == [f"sequence ({model[4:]})", "python"]
     assert 0 <= seq["ended_when_the_point_ended"] <= 3
     opened = measure(server, model, inputs, desc.outputs, LoadPoint(1, request_rate=60, protocol=protocol), FAST,
-                     description=desc, sequences=settings)
+                     description=desc)
     assert opened.meta["server_fail_delta"] == 0
     assert opened.meta["sequences"]["sequences_started"] == opened.meta["sequences"]["sequences_ended"] > 0
 
@@ -80,7 +81,7 @@ def test_sequences_waiting_in_the_backlog_for_the_one_slot(server, concurrency):
     specify the START flag on the first request of the sequence"."""
     desc = describe(server.model_config("seq_one_slot"))
     point = measure(server, "seq_one_slot", {"INPUT": np.ones((1, 1), np.int32)}, desc.outputs,
-                    LoadPoint(1, concurrency), FAST, description=desc, sequences=SequenceSettings(length=5))
+                    LoadPoint(1, concurrency), FAST, description=desc.with_sequences(length=5))
     seq = point.meta["sequences"]
     assert point.meta["server_fail_delta"] == 0 and seq["sequences_started"] == seq["sequences_ended"] > concurrency
 
@@ -105,7 +106,7 @@ def test_interleaved_equals_alone(server, model):
     assert result.passed, result.failures
     assert result.samples == sum(len(s) for s in sequences) and result.metrics[0].value == 0
     # the outputs are the running sums (the model really kept per-sequence state)
-    from tritonsuite.load.sequences import send_sequences
+    from tritonsuite.load.kinds.sequence import send_sequences
 
     outs = send_sequences(server, model, sequences[:1], ["OUTPUT", "FLAGS"], "http", first_id=77)[0]
     assert [int(o["OUTPUT"][0, 0]) for o in outs] == list(np.cumsum([int(s["INPUT"][0, 0]) for s in sequences[0]]))

@@ -23,7 +23,6 @@ from tritonsuite.core.store import RawWriter, read_rows
 from tritonsuite.judge.compare import compare_points
 from tritonsuite.load import sources
 from tritonsuite.load.engine import LoadPoint, MeasurementError, Traffic
-from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.server import EmbeddedServer
 
 SLEEPY = '''
@@ -128,7 +127,7 @@ def test_open_loop_rate_splits_over_the_workers_and_probes_come_back_under_their
 def test_sequence_ids_are_partitioned_and_every_sequence_is_closed(sleepy):
     two = sources.get("suite", 2).measure(sleepy, Traffic(
         "seq_direct", {"INPUT": np.ones((1, 1), np.int32)}, [TensorSpec("OUTPUT", "int32", (1,))], LoadPoint(1, 4),
-        sleepy.model_description("seq_direct"), sequences=SequenceSettings(length=5, id_start=1, id_end=1001)), FAST)
+        sleepy.model_description("seq_direct").with_sequences(length=5, id_start=1, id_end=1001)), FAST)
     assert two.status == "OK", two.reasons
     ranges = [w["sequence_ids"] for w in two.meta["workers"]["per_worker"]]
     assert ranges == [[1, 501], [501, 1001]] == two.meta["sequences"]["worker_sequence_id_ranges"]

@@ -1,9 +1,8 @@
 """The kind is decided in one place (:mod:`tritonsuite.load.kinds`, from :mod:`tritonsuite.core.description`): an
 AST walk of the package finds every place outside them that decides behaviour on a deployment's kind (a
 ``.sequence``, ``.decoupled`` or ``.ensemble`` read in a condition, a comparison with a kind's word), and every
-check that imports another module's privates. Each site found must be in :data:`ALLOWED` with its reason, or in
-:data:`PENDING` (known, not yet behind the driver: issue 54); a new one fails, and so does an entry whose site is
-gone (the lists say what is true)."""
+check that imports another module's privates. Each site found must be in :data:`ALLOWED` with its reason; a new
+one fails, and so does an entry whose site is gone (the list says what is true)."""
 from __future__ import annotations
 
 import ast
@@ -33,16 +32,6 @@ ALLOWED = {
     ("judge/conformance/reload.py", "_failed", ".sequence"):
         "an answer's place in its sequence (load.exchange.Answer.sequence), not the deployment's kind",
 }
-
-#: sites known to decide on the kind outside the seam, and what they wait for
-PENDING = {
-    ("run/suite.py", "_deployment_key", "in (..stream..)"):
-        "the suite's streaming example is reached as a scenario 'stream', not as a decoupled deployment like a team's",
-    ("run/suite.py", "_label", "'stream'"): "likewise",
-    ("run/suite.py", "_label", "in (..stream..)"): "likewise",
-    ("run/suite.py", "_deploy", "'stream'"): "likewise",
-}
-
 
 def kind_decisions(package: Path = PACKAGE) -> dict[tuple[str, str, str], list[int]]:
     """(module, innermost function, what) -> the lines where a condition outside the seam reads the kind, or any
@@ -107,10 +96,9 @@ def private_imports(package: Path = PACKAGE, under: str = "judge/") -> list[str]
 
 def test_nothing_outside_the_seam_decides_on_the_kind_but_the_listed_sites():
     found = kind_decisions()
-    unlisted = {f"{k} at line(s) {lines}" for k, lines in found.items() if k not in ALLOWED and k not in PENDING}
+    unlisted = {f"{k} at line(s) {lines}" for k, lines in found.items() if k not in ALLOWED}
     assert not unlisted, "decides on the kind outside load/kinds: ask the driver (or list it with its reason)"
-    assert not set(ALLOWED) & set(PENDING)
-    gone = [k for k in (*ALLOWED, *PENDING) if k not in found]
+    gone = [k for k in ALLOWED if k not in found]
     assert not gone, f"listed but no longer there (remove it): {gone}"
 
 

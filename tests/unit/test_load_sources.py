@@ -104,8 +104,7 @@ def test_each_source_hands_the_point_to_its_generator_as_the_callers_did(monkeyp
     sources.get("suite").measure("server", t, settings, stop, told)
     args, kwargs = calls["engine"]
     assert args == ("server", t.model, t.inputs, t.outputs, t.point, settings, stop)
-    assert kwargs == dict(description=PLAIN, probes=t.probes, probe_share=0.5, probe_seed=0, progress=told,
-                          sequences=None)
+    assert kwargs == dict(description=PLAIN, probes=t.probes, probe_share=0.5, probe_seed=0, progress=told)
     plain = _traffic()
     sources.get("perf_analyzer").measure("server", plain, settings, None, told)
     assert calls["pa"] == (("server", plain.model, plain.inputs, plain.outputs, plain.point, settings), {"extra": []})

@@ -10,7 +10,7 @@ from tritonsuite.load.composing import parse_composing
 from tritonsuite.load.grpc import prepare_grpc_request
 from tritonsuite.load.http import prepare_request
 from tritonsuite.load.kinds import driver_for
-from tritonsuite.load.sequences import SequenceSettings, grpc_decorator, http_decorator
+from tritonsuite.load.kinds.sequence import grpc_decorator, http_decorator
 from tritonsuite.load.streams import StreamTiming, stream_columns
 from tritonsuite.run.checks import OptionError
 from tritonsuite.run.kindoptions import parse_bls_composing
@@ -61,7 +61,7 @@ def _config(**extra):
 
 def test_perf_analyzer_options_per_kind():
     sequence = describe(_config(sequence_batching={"oldest": {}}))
-    assert driver_for(sequence, SequenceSettings(length=7, variation_percent=10, id_start=5)).arguments() == [
+    assert driver_for(sequence.with_sequences(length=7, variation_percent=10, id_start=5)).arguments() == [
         "--sequence-length", "7", "--sequence-length-variation", "10", "--sequence-id-range", "5"]
     assert driver_for(describe(_config(model_transaction_policy={"decoupled": True}))).arguments() == ["--streaming"]
     bls = describe(_config(), lambda name: _config(name=name, backend="onnxruntime"), ("a", "b"))
@@ -131,7 +131,7 @@ def test_perf_analyzers_bls_composing_models_read_from_its_console():
 
 
 def test_sequences_are_sent_over_grpc_or_http_only():
-    from tritonsuite.load.sequences import send_sequences
+    from tritonsuite.load.kinds.sequence import send_sequences
 
     with pytest.raises(ValueError, match="^protocol 'HTTP': valid choices are 'grpc' and 'http'$"):
         send_sequences(object(), "seq", [[INPUTS]], ["OUTPUT"], protocol="HTTP")

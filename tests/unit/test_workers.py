@@ -11,7 +11,6 @@ from tritonsuite.core.settings import parse_workers
 from tritonsuite.core.spec import TensorSpec
 from tritonsuite.load import sources
 from tritonsuite.load.engine import LoadPoint, Traffic
-from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.load.sources.workers import WorkerSource, _Feed, choose, split
 
 
@@ -25,9 +24,9 @@ def _description(sequence: bool = False):
 
 def _traffic(point, sequence=False, probes=0, sequences=None):
     batch = {"INPUT": np.zeros((point.batch_size, 1), np.int32)}
-    return Traffic("m", batch, [TensorSpec("OUTPUT", "int32", (1,))], point, _description(sequence),
-                   probes=tuple(batch for _ in range(probes)), probe_share=0.5 if probes else 0.0, probe_seed=7,
-                   sequences=sequences)
+    return Traffic("m", batch, [TensorSpec("OUTPUT", "int32", (1,))], point,
+                   _description(sequence).with_sequences(**(sequences or {})),
+                   probes=tuple(batch for _ in range(probes)), probe_share=0.5 if probes else 0.0, probe_seed=7)
 
 
 @pytest.mark.parametrize("value", ["0", "two", "-1", "1.5", "", "257", True])
@@ -90,13 +89,13 @@ def test_a_point_splits_into_slots_rates_probes_and_disjoint_sequence_ids():
     assert [len(s.probes) for s in shares] == [2, 2, 1] and [s.probe_seed for s in shares] == [7, 8, 9]
     rates = split(_traffic(LoadPoint(1, request_rate=90.0, seed=5)), 3)
     assert [s.point.request_rate for s in rates] == [30.0, 30.0, 30.0] and [s.point.seed for s in rates] == [5, 6, 7]
-    seq = split(_traffic(LoadPoint(1, 4), sequence=True, sequences=SequenceSettings(id_start=10, id_end=30)), 2)
-    assert [(s.sequences.id_start, s.sequences.id_end) for s in seq] == [(10, 20), (20, 30)]
+    seq = split(_traffic(LoadPoint(1, 4), sequence=True, sequences={"id_start": 10, "id_end": 30}), 2)
+    assert [(s.description.sequences.id_start, s.description.sequences.id_end) for s in seq] == [(10, 20), (20, 30)]
     open_ended = split(_traffic(LoadPoint(1, 4), sequence=True), 2)
-    (a0, a1), (b0, b1) = [(s.sequences.id_start, s.sequences.id_end) for s in open_ended]
+    (a0, a1), (b0, b1) = [(s.description.sequences.id_start, s.description.sequences.id_end) for s in open_ended]
     assert a1 <= b0 and a1 - a0 == b1 - b0 > 1000
     with pytest.raises(ValueError, match="--sequence-id-range 1:5: 4 ids over 2 worker processes leave 2 each"):
-        split(_traffic(LoadPoint(1, 4), sequence=True, sequences=SequenceSettings(id_start=1, id_end=5)), 2)
+        split(_traffic(LoadPoint(1, 4), sequence=True, sequences={"id_start": 1, "id_end": 5}), 2)
 
 
 def _feed(n: int) -> _Feed:

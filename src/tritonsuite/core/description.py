@@ -42,6 +42,64 @@ class DescriptionError(ValueError):
     """A configuration that cannot be described; the message names the model and the problem."""
 
 
+DEFAULT_LENGTH = 20  # perf_analyzer's --sequence-length default
+DEFAULT_VARIATION = 20.0  # and its --sequence-length-variation (percent)
+
+
+class SequenceSettingsError(DescriptionError):
+    """A sequence option that cannot be used; the message names the value and what is valid."""
+
+
+@dataclass(frozen=True)
+class SequenceSettings:
+    """How a sequence model's sequences are sent (its description's ``sequences``): perf_analyzer's
+    ``--sequence-length``, ``--sequence-length-variation`` (percent) and ``--sequence-id-range`` (``id_end`` 0: no
+    end), and the seed their lengths are drawn from."""
+
+    length: int = DEFAULT_LENGTH
+    variation_percent: float = DEFAULT_VARIATION
+    id_start: int = 1
+    id_end: int = 0
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.length < 1:
+            raise SequenceSettingsError(f"--sequence-length {self.length}: expected a whole number >= 1")
+        if not 0.0 <= self.variation_percent <= 100.0:
+            raise SequenceSettingsError(f"--sequence-length-variation {self.variation_percent:g}: expected a "
+                                        f"percentage from 0 to 100")
+        if self.id_start < 1 or (self.id_end and self.id_end <= self.id_start):
+            raise SequenceSettingsError(f"--sequence-id-range {self.id_start}:{self.id_end}: expected START >= 1 and "
+                                        f"END > START (or no END)")
+
+    @staticmethod
+    def parse_id_range(text: str) -> tuple[int, int]:
+        """``START[:END]`` -> (start, end or 0)."""
+        start, _, end = str(text).partition(":")
+        try:
+            values = int(start), int(end) if end else 0
+        except ValueError:
+            raise SequenceSettingsError(f"--sequence-id-range {text!r}: expected START or START:END (whole "
+                                        f"numbers)") from None
+        return values
+
+    def describe(self) -> str:
+        ids = f"{self.id_start}:{self.id_end}" if self.id_end else f"{self.id_start}:"
+        return (f"sequence length {self.length} ± {self.variation_percent:g}%, ids {ids}, one live sequence per "
+                f"slot")
+
+    def to_json(self) -> dict:
+        return {"sequence_length": self.length, "sequence_length_variation": self.variation_percent,
+                "sequence_id_range": [self.id_start, self.id_end or None], "seed": self.seed}
+
+
+def sequence_options(length: int, variation_percent: float, id_range: str) -> SequenceSettings:
+    """The sequence settings of perf_analyzer's three options (``id_range``: ``START[:END]``), or
+    SequenceSettingsError (a DescriptionError) naming the bad value and what is valid."""
+    start, end = SequenceSettings.parse_id_range(id_range)
+    return SequenceSettings(length=length, variation_percent=variation_percent, id_start=start, id_end=end)
+
+
 @dataclass(frozen=True)
 class DynamicBatching:
     preferred_batch_sizes: tuple[int, ...] = ()
@@ -128,6 +186,17 @@ class ModelDescription:
     # each once, in the order first met
     composing: tuple["ModelDescription", ...] = ()
     config: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the configuration's JSON
+    # how its sequences are sent, where it is a sequence model (perf_analyzer's --sequence-* options; None: their
+    # defaults): not a fact of the configuration, the run's choice for this deployment
+    sequences: SequenceSettings | None = field(default=None, repr=False, compare=False)
+
+    def with_sequences(self, settings: SequenceSettings | None = None, **values) -> "ModelDescription":
+        """This description with its sequences sent as ``settings`` (or as the SequenceSettings ``values`` name)."""
+        return replace(self, sequences=settings if settings is not None or not values else SequenceSettings(**values))
+
+    def sequence_settings(self, seed: int = 0) -> SequenceSettings:
+        """How its sequences are sent: the run's settings, else perf_analyzer's defaults drawn with ``seed``."""
+        return self.sequences or SequenceSettings(seed=seed)
 
     @property
     def batching(self) -> bool:

@@ -131,7 +131,7 @@ def read_deployment(directory: str | Path) -> UserDeployment | Undrivable:
             return Undrivable(name, f"ensemble with step {bad[0].name} ({bad[0].platform or bad[0].backend}), which "
                                     f"the suite cannot drive yet")
         kind = leaves[0].platform or leaves[0].backend
-    # decoupled models (load.streams), sequence batching (load.sequences) and python/BLS models are driven: the
+    # decoupled models (load.streams), sequence batching (load.kinds.sequence) and python/BLS models are driven: the
     # description tells the engine and the judges which they are
     if kind not in DRIVABLE:
         return Undrivable(name, f"platform/backend {kind or '(none)'!r}: the suite drives "

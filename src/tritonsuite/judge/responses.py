@@ -49,7 +49,7 @@ def sequence_accuracy(server, model: str, precision: str, sequences: Sequence[Se
                       first_id: int = 1) -> AccuracyResult:
     """Every sequence sent together (interleaved, each on its own connection), then each alone; their outputs
     compared step by step."""
-    from tritonsuite.load.sequences import send_sequences
+    from tritonsuite.load.kinds.sequence import send_sequences
 
     t0 = time.perf_counter()
     together = send_sequences(server, model, sequences, outputs, protocol, together=True, first_id=first_id)
@@ -124,10 +124,10 @@ def _samples(inputs: Mapping[str, np.ndarray], batching: bool) -> list[dict[str,
     return [{k: (v[i:i + 1] if batching else v[i]) for k, v in inputs.items()} for i in range(count)]
 
 
-def kind_accuracy(server, description, spec, precision: str, data, protocol: str = "grpc",
-                  sequences=None) -> AccuracyResult:
+def kind_accuracy(server, description, spec, precision: str, data, protocol: str = "grpc") -> AccuracyResult:
     """The accuracy run of a sequence, decoupled or python deployment (see the module docstring); ``data`` is the
-    spec's AccuracyData (its inputs, one sample per request), ``sequences`` the run's sequence settings."""
+    spec's AccuracyData (its inputs, one sample per request); a sequence model's sequences are sent as its
+    description's settings say."""
     from tritonsuite.deploy.export import ExportUnsupported
 
     samples = _samples(data.inputs, description.batching)
@@ -142,8 +142,7 @@ def kind_accuracy(server, description, spec, precision: str, data, protocol: str
         reference = spec.build(None) if named else None
     judged = _BY_EXCHANGES.get(driver_for(description).accuracy)
     if judged is not None:  # by whole exchanges, as its kind says its answers come
-        return judged[0](server, description, precision, samples, outputs, protocol, tolerances, reference, data,
-                         sequences)
+        return judged[0](server, description, precision, samples, outputs, protocol, tolerances, reference, data)
     # a python model without a reference: its outputs against validation_data
     client = server.grpc_client() if protocol == "grpc" else server.client()
     try:
@@ -178,11 +177,11 @@ def reference_name(description, spec) -> str:
     return judged[1] + (" and the reference file" if judged[0] is _by_streams and spec.config.get("reference") else "")
 
 
-def _by_sequences(server, description, precision, samples, outputs, protocol, tolerances, reference, data,
-                  sequences) -> AccuracyResult:
-    from tritonsuite.load.sequences import SequenceSettings, draw_length
+def _by_sequences(server, description, precision, samples, outputs, protocol, tolerances, reference,
+                  data) -> AccuracyResult:
+    from tritonsuite.load.kinds.sequence import draw_length
 
-    settings = sequences or SequenceSettings()
+    settings = description.sequence_settings()
     rng = np.random.default_rng(settings.seed)
     runs = [[samples[(j + i) % len(samples)] for i in range(draw_length(rng, settings))]
             for j in range(ACCURACY_SEQUENCES)]
@@ -191,8 +190,8 @@ def _by_sequences(server, description, precision, samples, outputs, protocol, to
                              f"{data.description} sent interleaved, then each alone", first_id=settings.id_start)
 
 
-def _by_streams(server, description, precision, samples, outputs, protocol, tolerances, reference, data,
-                sequences) -> AccuracyResult:
+def _by_streams(server, description, precision, samples, outputs, protocol, tolerances, reference,
+                data) -> AccuracyResult:
     return stream_accuracy(server, description.name, precision, samples[:ACCURACY_REQUESTS], outputs, reference,
                            tolerances)
 

@@ -51,13 +51,12 @@ from tritonsuite.load.exchange import prepare
 from tritonsuite.load.interrupt import run_interruptible
 from tritonsuite.load.point import LoadPoint, Measurement, MeasurementError
 from tritonsuite.load.kinds import Driver, driver_for
-from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.load.telemetry import GpuSampler
 from tritonsuite.load.windows import LATENCY_SAMPLES, schedule_tolerance_ms, summarise
 from tritonsuite.server import TritonServer
 
 __all__ = ["LATENCY_SAMPLES", "LoadPoint", "Measurement", "MeasurementError", "MeasurementSettings", "StopEarly",
-           "Progress", "SequenceSettings", "Traffic", "arrival_gaps", "measure", "measure_together",
+           "Progress", "Traffic", "arrival_gaps", "measure", "measure_together",
            "schedule_tolerance_ms"]
 
 
@@ -65,8 +64,8 @@ __all__ = ["LATENCY_SAMPLES", "LoadPoint", "Measurement", "MeasurementError", "M
 class Traffic:
     """One deployment's share of a point measured together with others (:func:`measure_together`): the model, one
     request's tensors, its load point (a concurrency or a request rate), its description (what kind it is, read by
-    its driver: :func:`tritonsuite.load.kinds.driver_for`), optional accuracy probes and, for a sequence model,
-    perf_analyzer's sequence options (``sequences``)."""
+    its driver: :func:`tritonsuite.load.kinds.driver_for`; a sequence model's says how its sequences are sent) and
+    optional accuracy probes."""
 
     model: str
     inputs: Mapping[str, np.ndarray]
@@ -76,18 +75,17 @@ class Traffic:
     probes: Sequence[Mapping[str, np.ndarray]] = ()
     probe_share: float = 0.0
     probe_seed: int = 0
-    sequences: SequenceSettings | None = None  # a sequence model's pattern (their defaults when None)
 
     @property
     def driver(self) -> Driver:
-        return driver_for(self.description, self.sequences)
+        return driver_for(self.description)
 
 
 def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[TensorSpec],
             point: LoadPoint, settings: MeasurementSettings = MeasurementSettings(),
             stop_early: StopEarly | None = None, *, description: ModelDescription,
             probes: Sequence[Mapping[str, np.ndarray]] = (), probe_share: float = 0.0, probe_seed: int = 0,
-            progress: Progress | None = None, sequences: SequenceSettings | None = None) -> Measurement:
+            progress: Progress | None = None) -> Measurement:
     """Measure one load point of ``model`` with ``inputs`` (one request's tensors, batch first). ``stop_early``
     is asked after each window whether to give the point up (its row is then STOPPED, with the reason);
     ``progress`` is told after the warm-up starts and after each window how the point is going and what it waits
@@ -106,11 +104,11 @@ def measure(server: TritonServer, model: str, inputs: Mapping[str, np.ndarray], 
     gives each one's requests, queue and compute per request over the same windows; a decoupled one is driven over
     gRPC bidirectional streams (:mod:`tritonsuite.load.streams`: complete at the final response, the row adds time
     to first response, inter-response latency, responses per request and per second); a sequence model gets the
-    request pattern of :mod:`tritonsuite.load.sequences` (``sequences``: perf_analyzer's sequence options, their
-    defaults when None).
+    request pattern of :mod:`tritonsuite.load.kinds.sequence` (sent as the description's ``sequences`` say:
+    perf_analyzer's sequence options, their defaults when None).
     """
-    return _measure(server, [Traffic(model, inputs, outputs, point, description, probes, probe_share, probe_seed,
-                                     sequences)], settings, stop_early, progress)[0]
+    return _measure(server, [Traffic(model, inputs, outputs, point, description, probes, probe_share, probe_seed)],
+                    settings, stop_early, progress)[0]
 
 
 def measure_together(server: TritonServer, traffic: Sequence[Traffic],

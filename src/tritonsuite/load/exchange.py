@@ -24,7 +24,6 @@ from tritonsuite.load.http import HttpTransport, PreparedRequest, RequestOptions
 from tritonsuite.load.interrupt import within
 from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.point import Hang, LoadPoint
-from tritonsuite.load.sequences import SequenceSettings
 
 #: each request's bound when neither the caller nor the server gives one (a request unanswered for longer failed)
 TIMEOUT_S = 60.0
@@ -66,7 +65,7 @@ def prepare(host: str, model: str, tensors: Mapping[str, np.ndarray], outputs: S
 def flagged(request: PreparedRequest, grpc: bool, flags: tuple[int, bool, bool]) -> PreparedRequest:
     """``request`` with a sequence id and START/END flags as given (the driver's sequence pattern chooses them
     otherwise)."""
-    from tritonsuite.load.sequences import grpc_decorator, http_decorator
+    from tritonsuite.load.kinds.sequence import grpc_decorator, http_decorator
 
     return (grpc_decorator if grpc else http_decorator)(request)(*flags)
 
@@ -79,13 +78,12 @@ def first_line(exc: BaseException) -> str:
 def exchange(server, model: str, description: ModelDescription, requests: Sequence[Mapping[str, np.ndarray]],
              outputs: Sequence[str], concurrency: int = 1, *, count: int | None = None,
              stop: threading.Event | None = None, deadline_s: float = 120.0, protocol: str = "http",
-             sequences: SequenceSettings | None = None, timeout_s: float | None = None,
-             options: RequestOptions | None = None, flags: tuple[int, bool, bool] | None = None,
-             give_up: int = 0) -> list[Answer]:
+             timeout_s: float | None = None, options: RequestOptions | None = None,
+             flags: tuple[int, bool, bool] | None = None, give_up: int = 0) -> list[Answer]:
     """Send ``requests`` in turn (each one request's tensors, batch first where the deployment batches) from
     ``concurrency`` connections until ``count`` were sent, ``stop`` is set or ``deadline_s`` passed; every answer,
     in the order sent. ``protocol``: http or grpc for a stateless deployment (a decoupled one always streams);
-    ``sequences``: a sequence model's pattern (perf_analyzer's options, their defaults when None); ``timeout_s``:
+    a sequence model's sequences are sent as its description's ``sequences`` say; ``timeout_s``:
     one request's bound (default: the server's ``request_timeout_s``, which the suite sets from the profile; an
     unanswered request fails, and its connection is opened again); ``options``: the
     priority, queue timeout or classification every request carries; ``flags``: (sequence id, START, END) set on
@@ -95,7 +93,7 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
     if count is None and stop is None:
         raise ValueError("exchange needs a count of requests or a stop event: it never sends without an end")
     timeout_s = timeout_s or getattr(server, "request_timeout_s", None) or TIMEOUT_S
-    driver = driver_for(description, sequences)
+    driver = driver_for(description)
     batch = len(next(iter(requests[0].values()))) if description.batching and requests[0] else 1
     point, _ = driver.point(LoadPoint(batch_size=max(batch, 1), concurrency=concurrency, protocol=protocol))
     host, port = server.http_url.rsplit(":", 1)

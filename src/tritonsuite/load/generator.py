@@ -40,7 +40,7 @@ class LoadGenerator:
         self.server, self.model, self.request = server, model, request
         self.point, self.settings, self.stop_early = point, settings, stop_early
         self.on_progress = on_progress
-        # a sequence model's request pattern (load.sequences.Sequences): each slot's requests continue its sequence
+        # a sequence model's request pattern (load.kinds.sequence.Sequences): each slot's requests continue its sequence
         self.sequences = sequences
         # models the deployment calls (an ensemble's steps, a BLS model's callees): their statistics per window too
         self.composing = tuple(composing)

@@ -41,7 +41,7 @@ def run_accuracy_case(suite, case: Case) -> AccuracyResult:
         data = spec.accuracy_data(suite.datasets.get(case.model), suite.checkpoint(case.model))
         if kinds.judged_by_kind(deployment.description, spec):  # sequences, streams, python models
             return record_accuracy(suite, case, deployment, data, kinds.kind_accuracy(
-                suite.server, deployment.description, spec, case.precision, data, suite.protocol, suite.sequences))
+                suite.server, deployment.description, spec, case.precision, data, suite.protocol))
         reference = (suite.eager_module(case.model) if userrepo.is_user_spec(spec)  # the file, in-process
                      else export_mod.eager_runner(suite.eager_module(case.model), spec))
         client = suite.server.grpc_client() if suite.protocol == "grpc" else suite.server.client()

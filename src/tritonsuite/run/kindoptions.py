@@ -1,9 +1,9 @@
 """The options of the deployment kinds beyond one stateless model, with perf_analyzer's names and syntax:
 ``--sequence-length``, ``--sequence-length-variation``, ``--sequence-id-range`` (sequence models,
-:mod:`tritonsuite.load.sequences`) and ``--bls-composing-models`` (the models a BLS deployment calls)."""
+:mod:`tritonsuite.load.kinds.sequence`) and ``--bls-composing-models`` (the models a BLS deployment calls)."""
 from __future__ import annotations
 
-from tritonsuite.load.sequences import SequenceSettings, SequenceSettingsError
+from tritonsuite.core import description
 from tritonsuite.run.checks import OptionError
 
 
@@ -27,9 +27,8 @@ def parse_bls_composing(values, known) -> tuple[tuple[str, tuple[str, ...]], ...
 def kind_options(opt, registry) -> dict:
     """The Options fields of these kinds, or OptionError naming the bad value and what is valid."""
     try:
-        start, end = SequenceSettings.parse_id_range(opt.sequence_id_range)
-        sequences = SequenceSettings(length=opt.sequence_length, variation_percent=opt.sequence_length_variation,
-                                     id_start=start, id_end=end)
-    except SequenceSettingsError as exc:
+        sequences = description.sequence_options(opt.sequence_length, opt.sequence_length_variation,
+                                                 opt.sequence_id_range)
+    except description.DescriptionError as exc:
         raise OptionError(str(exc)) from None
     return {"sequences": sequences, "bls_composing": parse_bls_composing(opt.bls_composing_models, registry.names())}

@@ -65,14 +65,14 @@ def _setup(suite, name: str, progress: Progress | None, probes: bool = True):
         rate = member.rate(mix.total_rate)
         point = LoadPoint(online.batch_size, member.concurrency or 1, request_rate=rate,
                           distribution=online.distribution, seed=online.seed + i, protocol=suite.protocol)
-        driver = driver_for(dep.description, suite.sequences)
+        driver = driver_for(dep.description)
         point, _ = driver.point(point)
         found, alone = _probes(suite, member, dep, point) if probes and driver.probes else (None, None)
         deployments.append(dep)
         references.append((found, alone))
         traffic.append(Traffic(dep.name, dep.spec.example_inputs(point.batch_size, 0), dep.spec.outputs, point,
                                dep.description, found[0].requests if found else (),
-                               suite.load_probe_share if found else 0.0, suite.load_probe_seed, suite.sequences))
+                               suite.load_probe_share if found else 0.0, suite.load_probe_seed))
     return mix, deployments, traffic, references
 
 
@@ -178,7 +178,7 @@ def run_mix_tune(suite, name: str, progress: Progress | None = None):
 
     mix, deployments, traffic, _ = _setup(suite, name, progress, probes=False)
     targets = [TuneTarget(suite.server, d.name, d.spec, d.directory, d.config, suite.repository_dir, m.precision,
-                          t.point.batch_size, d.description, suite.sequences).check()
+                          t.point.batch_size, d.description).check()
                for d, m, t in zip(deployments, mix.members, traffic)]
     spaces = [space_for(suite.model_profile(m.model), Candidate.of(d.config)) for d, m in zip(deployments, mix.members)]
     bounds = [suite.model_profile(m.model).online.latency_bound for m in mix.members]

@@ -3,7 +3,10 @@ decoupled model written beside the online deployment (:mod:`tritonsuite.deploy.s
 before it is measured. Deploying happens here, on the run's floor; :mod:`tritonsuite.judge.responses` only judges."""
 from __future__ import annotations
 
+from tritonsuite.deploy.streaming import STREAM_SUFFIX, chunked_reference, stream_deployment
 from tritonsuite.judge.responses import stream_accuracy
+
+__all__ = ["STREAM_SUFFIX", "streamed"]
 
 
 def streamed(server, inner, precision: str) -> dict:
@@ -12,7 +15,6 @@ def streamed(server, inner, precision: str) -> dict:
     responses of the spec's example requests must equal the deployment's own unary answer chunked the same way.
     Returns the Deployment fields that differ from ``inner``'s (a stream fails in one line naming the request)."""
     from tritonsuite.deploy.export import ExportUnsupported
-    from tritonsuite.deploy.streaming import chunked_reference, stream_deployment
     from tritonsuite.load.client import served_infer
 
     spec = inner.spec

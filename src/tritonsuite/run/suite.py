@@ -4,6 +4,7 @@ What the pytest glue drives, and a plain script the same way (``examples/script_
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -24,16 +25,19 @@ from tritonsuite.judge.compare import comparable, compare_points, point_key
 from tritonsuite.judge.conformance import DEFAULT_CHECKS, CheckResult, Target, run_check
 from tritonsuite.judge.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
 from tritonsuite.load import sources as load_sources
-from tritonsuite.load.engine import LoadPoint, Measurement, Progress, SequenceSettings, Traffic
+from tritonsuite.load.engine import LoadPoint, Measurement, Progress, Traffic
 from tritonsuite.load.kinds import driver_for
-from tritonsuite.run.streaming import streamed
 from tritonsuite.load.search import SearchResult, judge, remeasure_drift, search, stop_when_clearly_over
 from tritonsuite.models import Registry
 from tritonsuite.models.training import trained_checkpoint, weights_origin
 from tritonsuite.profiles import ModelProfile, Profile
 from tritonsuite.report.parameters import deployment_parameters
+from tritonsuite.run.accuracycase import run_accuracy_case
 from tritonsuite.run.cases import Case, profile_cases
 from tritonsuite.run.isolation import Isolation, faults_path
+from tritonsuite.run.mixcase import run_mix_case, run_mix_search, run_mix_tune
+from tritonsuite.run.streaming import STREAM_SUFFIX, streamed
+from tritonsuite.run.tunecase import run_tune_case
 from tritonsuite.server import TritonServer
 
 
@@ -75,7 +79,7 @@ class Suite:
     load_probe_share: float = DEFAULT_PROBE_SHARE
     load_probe_seed: int = DEFAULT_PROBE_SEED
     protocol: str = "http"  # how every load generator and the accuracy run reach the server: http or grpc
-    sequences: SequenceSettings | None = None  # sequence models: perf_analyzer's --sequence-* options
+    sequences: object = None  # how sequence models' sequences are sent (--sequence-*: each description's)
     bls_composing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # BLS model ("": any) -> it calls
     workers: int | str = 1  # the engine's points over this many processes, or "auto" (load.sources.workers)
     _modules: dict = field(default_factory=dict, repr=False)
@@ -128,28 +132,32 @@ class Suite:
             self._modules[model] = self.spec(model).build(self.checkpoint(model))
         return self._modules[model]
 
-    def _deployment_key(self, model: str, fmt: str, precision: str, scenario: str) -> tuple[str, str, str, str]:
-        if userrepo.is_user_spec(self.spec(model)):
-            return model, fmt, precision, "served"  # a user's deployment: served once, its own config.pbtxt, every case
-        return model, fmt, precision, scenario if scenario in ("online", "stream") else "offline"  # accuracy: static
+    def _deployment_key(self, model: str, fmt: str, precision: str, scenario: str,
+                        streaming: bool = False) -> tuple[str, str, str, str, bool]:
+        """(model, format, precision, serving, streaming): a user's deployment "served" once, as given; the suite's
+        written "online" or "offline" (accuracy too); ``streaming``: the spec's streaming example (run.streaming)."""
+        serving = "served" if userrepo.is_user_spec(self.spec(model)) else "online" if scenario == "online" or \
+            streaming else "offline"
+        return model, fmt, precision, serving, streaming and serving != "served"
 
-    def deployed(self, model: str, fmt: str, precision: str, scenario: str) -> bool:
+    def deployed(self, model: str, fmt: str, precision: str, scenario: str, streaming: bool = False) -> bool:
         """Whether this session already deployed (or failed to deploy) a case's deployment."""
-        return self._deployment_key(model, fmt, precision, scenario) in self._deployments
+        return self._deployment_key(model, fmt, precision, scenario, streaming) in self._deployments
 
-    def deployment(self, model: str, fmt: str, precision: str, scenario: str) -> Deployment:
+    def deployment(self, model: str, fmt: str, precision: str, scenario: str, streaming: bool = False) -> Deployment:
         """Export (cached), write the model repository entry and load it on the server, once per session.
 
         A failure (export unsupported, mismatch, load error) is remembered and raised again for later cases of
         the same deployment, so they fail or skip at once."""
-        key = self._deployment_key(model, fmt, precision, scenario)
+        key = self._deployment_key(model, fmt, precision, scenario, streaming)
         label = self._label(key)
         if self.isolation.before(label):  # the server died and was started again: nothing is loaded on it now
             self._deployments = {k: v for k, v in self._deployments.items() if isinstance(v, Exception)}
             self._served.clear()
         if key not in self._deployments:
             try:
-                self._deployments[key] = self._deploy(*key)
+                made = self._deploy(*key)  # its description says how a sequence model's sequences are sent
+                self._deployments[key] = replace(made, description=made.description.with_sequences(self.sequences))
             except Exception as exc:
                 self._deployments[key] = exc
         self.isolation.driving = label  # again: a streamed deployment deploys its inner one first
@@ -159,19 +167,19 @@ class Suite:
         self._last = found
         return found
 
-    def _label(self, key: tuple[str, str, str, str]) -> str:  # a deployment key's deployment, as its rows name it
-        spec, (_, fmt, precision, scenario), streamed = self.spec(key[0]), key, key[3] == "stream"
-        served = "online" if scenario in ("online", "stream") else "offline"
-        return spec.name if scenario == "served" else deployment_name(spec, fmt, precision, served) + "_stream" * streamed
+    def _label(self, key: tuple[str, str, str, str, bool]) -> str:  # a deployment key's deployment, as rows name it
+        spec, (_, fmt, precision, serving, streaming) = self.spec(key[0]), key
+        return spec.name if serving == "served" else deployment_name(spec, fmt, precision, serving) + \
+            STREAM_SUFFIX * streaming
 
     def broke(self, exc: Exception | str) -> None:
         """A case of the deployment driven last failed with ``exc``: given up and unloaded if it cannot answer."""
         if self._last is not None and self.isolation.driving:
             self.isolation.broken(self.isolation.driving, self._last.directory.name, exc)
 
-    def _deploy(self, model: str, fmt: str, precision: str, scenario: str) -> Deployment:
+    def _deploy(self, model: str, fmt: str, precision: str, scenario: str, streaming: bool) -> Deployment:
         spec = self.spec(model)
-        if scenario == "stream":  # the streaming example, beside the online deployment (deploy.streaming)
+        if streaming:  # written beside the online deployment it calls; then served like any decoupled deployment
             return replace(inner := self.deployment(model, fmt, precision, "online"), **streamed(
                 self.server, inner, precision))
         if userrepo.is_user_spec(spec):
@@ -232,11 +240,11 @@ class Suite:
     def _identity(self, case: Case) -> dict:
         """What names a case's row, known before anything is deployed (so a failure still has a row)."""
         spec = self.spec(case.model)
-        scenario = case.serving or ("online" if case.scenario == "online" else "offline")
+        key = self._deployment_key(case.model, case.format, case.precision, case.serving or case.scenario,
+                                   case.stream)
         return {"scenario": case.scenario, "model": case.model, "title": spec.title or case.model,
                 "format": case.format, "precision": case.precision, "loadgen": case.loadgen,
-                "deployment": spec.name if userrepo.is_user_spec(spec) else
-                deployment_name(spec, case.format, case.precision, scenario) + "_stream" * case.stream}
+                "deployment": self._label(key)}
 
     def _record_failure(self, case: Case, exc: Exception, deployment: Deployment | None, **coordinates) -> None:
         """A FAILED row for a case that raised; its parameter table only while the server can still answer."""
@@ -259,11 +267,12 @@ class Suite:
         """One point of a case's deployment measured, and its row; a point that raises is recorded as FAILED at once."""
         deployment = None
         try:
-            if progress is not None and not self.deployed(case.model, case.format, case.precision, case.scenario):
+            where = case.model, case.format, case.precision, case.scenario, case.stream
+            if progress is not None and not self.deployed(*where):
                 progress(f"deploying {case.model} as {case.format} {case.precision}: export (cached across runs), "
                          f"verification against eager, model repository, load on the server")
-            deployment = self.deployment(case.model, case.format, case.precision, "stream" if case.stream else case.scenario)
-            driver = driver_for(deployment.description, self.sequences)
+            deployment = self.deployment(*where)
+            driver = driver_for(deployment.description)
             spec, (point, notes) = deployment.spec, driver.point(point)
             probing = self.probes_accuracy(case) and driver.probes  # a sequence or a stream is judged whole instead
             inputs = None if probing else spec.example_inputs(case.batch_size, 0)
@@ -276,7 +285,7 @@ class Suite:
                 result.accuracy_under_load = under_load
             else:  # the case's load source (--loadgen): the same point, tensors and settings, whoever sends them
                 result = load_sources.get(case.loadgen, self.workers).measure(self.server, Traffic(
-                    deployment.name, inputs, spec.outputs, point, deployment.description, sequences=self.sequences),
+                    deployment.name, inputs, spec.outputs, point, deployment.description),
                     self.profile.measurement, stop_early, progress)
         except export_mod.ExportUnsupported:
             raise  # not attempted: a skip with its reason
@@ -320,8 +329,6 @@ class Suite:
         then the answer, a copy of the re-measured point's row with role "result" (or of the last point when none
         was within the bound), carrying the answer line. A request-rate search starts at the rate one request in
         flight achieves (measured first, also evidence). ``progress`` is told each point's windows and verdict."""
-        import copy
-
         bound = LatencyBound.parse(case.bound)
         stop = stop_when_clearly_over(bound)
         rows: list[Row] = []
@@ -365,10 +372,7 @@ class Suite:
                 and self.spec(case.model).accuracy_data is not None)
 
     def run_accuracy(self, case: Case) -> AccuracyResult:
-        """Run the model's accuracy data through Triton at the max batch size and judge it against eager and its
-        baseline (:func:`tritonsuite.run.accuracycase.run_accuracy_case`)."""
-        from tritonsuite.run.accuracycase import run_accuracy_case
-
+        """The model's accuracy data through Triton, judged against eager and its baseline (run.accuracycase)."""
         return run_accuracy_case(self, case)
 
     def run_conformance(self, case: Case, allow_reload: bool = False) -> CheckResult:
@@ -389,12 +393,8 @@ class Suite:
     def run_mix(self, name: str, progress: Progress | None = None, search: str = ""):
         """A mix of the profile (:mod:`tritonsuite.run.mixcase`): rows of scenario ``mix`` and the ratios; ``search``
         "scale": the most mixed load within every bound, "tune": the configuration search for the set."""
-        from tritonsuite.run.mixcase import run_mix_case, run_mix_search, run_mix_tune
-
         return {"": run_mix_case, "scale": run_mix_search, "tune": run_mix_tune}[search](self, name, progress)
 
     def run_tune(self, case: Case, strategy: str = "search", budget: str = "", progress: Progress | None = None):
         """The configuration search of a case's online deployment (:func:`tritonsuite.run.tunecase.run_tune_case`)."""
-        from tritonsuite.run.tunecase import run_tune_case
-
         return run_tune_case(self, case, strategy, budget, progress)

@@ -46,7 +46,7 @@ def run_tune_case(suite, case, strategy: str = "search", budget: str = "", progr
 
     target = TuneTarget(suite.server, deployment.name, spec, deployment.directory, deployment.config,
                         suite.repository_dir, case.precision, case.batch_size, deployment.description,
-                        suite.sequences, load_sources.get("suite", suite.workers)).check()  # why not, in one line
+                        load_sources.get("suite", suite.workers)).check()  # why not, in one line
     space = space_for(suite.model_profile(case.model), Candidate.of(deployment.config))  # around its own batcher
     limit = Budget.parse(budget, space.budget) if budget else None
     data = (spec.accuracy_data(suite.datasets.get(case.model), suite.checkpoint(case.model))

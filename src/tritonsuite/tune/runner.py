@@ -39,7 +39,7 @@ from tritonsuite.core.settings import LatencyBound, MeasurementSettings
 from tritonsuite.core.spec import ModelSpec
 from tritonsuite.deploy.repository import copy_deployment
 from tritonsuite.load import sources as load_sources
-from tritonsuite.load.engine import LoadPoint, Measurement, SequenceSettings, Traffic
+from tritonsuite.load.engine import LoadPoint, Measurement, Traffic
 from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.search import judge, stop_when_clearly_over
 from tritonsuite.profiles.tunespace import Budget, Candidate, TuneError, TuneSpace
@@ -79,8 +79,7 @@ class TuneTarget:
     repository_dir: Path
     precision: str
     batch_size: int
-    description: ModelDescription  # the deployment's, as the server runs it: its kind drives the load
-    sequences: SequenceSettings | None = None  # a sequence model's pattern (perf_analyzer's options)
+    description: ModelDescription  # the deployment's, as the server runs it (a sequence model's sequences as sent)
     source: load_sources.LoadSource = field(default_factory=load_sources.get)  # who measures (the default source)
 
     @property
@@ -147,10 +146,10 @@ def dominated(incumbent: float, batch: int) -> Callable:
 
 def _load(target: TuneTarget, candidate: Candidate) -> ModelDescription:
     """Load the candidate (the deployment's files under its configuration); its description as the server runs it
-    (its kind drives its load)."""
+    (its kind drives its load; its sequences sent as the deployment's)."""
     config = {**candidate.config(target.config), "name": target.tune_name}
     target.server.load(copy_deployment(target.directory, target.repository_dir, config))
-    return target.server.model_description(target.tune_name)
+    return target.server.model_description(target.tune_name).with_sequences(target.description.sequences)
 
 
 def _evaluate(target: TuneTarget, space: TuneSpace, bound: LatencyBound, settings: MeasurementSettings,
@@ -164,8 +163,8 @@ def _evaluate(target: TuneTarget, space: TuneSpace, bound: LatencyBound, setting
         found = Evaluation(candidate, 0.0)
         for concurrency in space.concurrency:
             m = target.source.measure(target.server, Traffic(
-                target.tune_name, inputs, target.spec.outputs, LoadPoint(target.batch_size, concurrency), description,
-                sequences=target.sequences), settings, lambda windows: over(windows) or mine(windows))
+                target.tune_name, inputs, target.spec.outputs, LoadPoint(target.batch_size, concurrency),
+                description), settings, lambda windows: over(windows) or mine(windows))
             within, why = judge(m, bound)
             reason = m.meta.get("stopped_early") or ""  # the engine keeps the stop check's reason as it was given
             stopped = reason if m.status == "STOPPED" and reason.startswith("dominated") else ""
@@ -241,8 +240,7 @@ def _verify(target: TuneTarget, result: TuneResult, settings: MeasurementSetting
                                                 ("default", target.name, result.default, target.description,
                                                  own_point)):
             m = target.source.measure(target.server, Traffic(name, target.spec.example_inputs(target.batch_size, 0),
-                                                             target.spec.outputs, at, kind,
-                                                             sequences=target.sequences), settings)
+                                                             target.spec.outputs, at, kind), settings)
             rows[side].append(record(m, name, kind, {"role": f"abab-{side}", "candidate": candidate.to_dict(),
                                                      "label": candidate.label(), "bound": str(result.bound)}))
     answer(result, compare_within_bound(rows["default"], rows["winner"], result.bound))
@@ -279,7 +277,7 @@ def _winner_accuracy(target: TuneTarget, description: ModelDescription, accuracy
     probes ride in the load; else (None, AccuracyResult, the line) of its kind's whole exchanges judged
     (:func:`~tritonsuite.judge.responses.kind_accuracy`: sequences sent interleaved against each sent alone, a
     stream's responses multiplexed against each request sent alone)."""
-    driver = driver_for(description, target.sequences)
+    driver = driver_for(description)
     if driver.probes and target.source.can(load_sources.PROBES):
         from tritonsuite.judge.underload import accuracy_under_load
 
@@ -289,8 +287,7 @@ def _winner_accuracy(target: TuneTarget, description: ModelDescription, accuracy
         return m, under, f"accuracy under load {under.describe()}"
     from tritonsuite.judge.responses import kind_accuracy
 
-    found = kind_accuracy(target.server, description, target.spec, target.precision, accuracy_data,
-                          sequences=target.sequences)
+    found = kind_accuracy(target.server, description, target.spec, target.precision, accuracy_data)
     verdict = "passed" if found.passed else "FAILED (" + "; ".join(found.failures) + ")"
     return None, found, (f"accuracy {verdict}, judged by whole exchanges, not by probes under load (a "
                          f"{', '.join(description.kinds)} deployment takes none): {found.description}")

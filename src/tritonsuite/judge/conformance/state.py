@@ -49,7 +49,7 @@ def _differs(target: Target, seed: int, other: dict) -> dict:
 
 
 def check_state(target: Target) -> CheckResult:
-    from tritonsuite.load.sequences import send_sequences
+    from tritonsuite.load.kinds.sequence import send_sequences
 
     skipped = not_sequence(target, "state")
     if skipped:

@@ -114,7 +114,7 @@ def _difference(got: list, want: list, item: str = "response", padded: Mapping[s
 
 
 def _sequences(target: Target, runs: list, together: bool) -> list:
-    from tritonsuite.load.sequences import send_sequences
+    from tritonsuite.load.kinds.sequence import send_sequences
 
     return send_sequences(target.server, target.name, runs, target.output_names, "grpc", together=together,
                           first_id=next(_SEQUENCE_IDS))

@@ -12,14 +12,11 @@ from typing import Mapping
 import numpy as np
 
 from tritonsuite.load.exchange import Answer, exchange
-from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.load.windows import COUNT_WAIT_S
 
 #: the Prometheus counters the counters check reads (Triton's metric names)
 METRICS = ("nv_inference_request_success", "nv_inference_request_failure", "nv_inference_count",
            "nv_inference_exec_count", "nv_cache_num_hits_per_model", "nv_cache_num_misses_per_model")
-#: a sequence model's single request: a sequence of one (START and END on it)
-ONE_REQUEST = SequenceSettings(length=1, variation_percent=0.0)
 
 
 def load(target, concurrency: int, requests: int | None = None, stop: threading.Event | None = None,
@@ -39,11 +36,16 @@ def ask(target, request: Mapping[str, np.ndarray], version: str | int = "", opti
     every response until the final one), as the driver sends it; the answer, failed or not. ``options``:
     :class:`~tritonsuite.load.http.RequestOptions` it carries (a priority, a timeout, a classification)."""
     model = f"{target.name}:{version}" if version else target.name
-    answer = exchange(target.server, model, target.description, [batch_first(target, request)],
-                      target.output_names, count=1, sequences=ONE_REQUEST, options=options)[0]
+    answer = exchange(target.server, model, alone(target.description), [batch_first(target, request)],
+                      target.output_names, count=1, options=options)[0]
     if answer.ok and not target.description.batching:  # the outputs as the server sent them: no batch dimension
         answer.outputs = [{k: v[0] for k, v in r.items()} for r in responses(answer)]
     return answer
+
+
+def alone(description):
+    """``description`` with a sequence model's request sent as a sequence of one (START and END on it)."""
+    return description.with_sequences(length=1, variation_percent=0.0)
 
 
 def batch_first(target, request: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:

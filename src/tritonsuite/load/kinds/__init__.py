@@ -24,7 +24,6 @@ from tritonsuite.load.kinds.base import Driver, Kind
 from tritonsuite.load.kinds.composing import Composing
 from tritonsuite.load.kinds.sequence import Sequence
 from tritonsuite.load.kinds.stream import Stream
-from tritonsuite.load.sequences import SequenceSettings
 
 #: The kinds beyond stateless, in the order a driver composes them
 KINDS: tuple[type[Kind], ...] = (Sequence, Stream, Composing)
@@ -32,7 +31,7 @@ KINDS: tuple[type[Kind], ...] = (Sequence, Stream, Composing)
 __all__ = ["Driver", "KINDS", "Kind", "driver_for"]
 
 
-def driver_for(description: ModelDescription, sequences: SequenceSettings | None = None) -> Driver:
-    """The driver of a deployment: its description's kinds composed (``sequences``: perf_analyzer's sequence options
-    for a sequence model, their defaults when None)."""
-    return Driver(description, tuple(kind(description, sequences) for kind in KINDS if kind.applies(description)))
+def driver_for(description: ModelDescription) -> Driver:
+    """The driver of a deployment: its description's kinds composed (a sequence model's sequences sent as its
+    description's ``sequences`` say)."""
+    return Driver(description, tuple(kind(description) for kind in KINDS if kind.applies(description)))

@@ -8,8 +8,8 @@ from tritonsuite.load.point import LoadPoint
 class Kind:
     """What one kind changes. Every hook's default leaves the stateless behaviour as it is."""
 
-    def __init__(self, description: ModelDescription, sequences=None):
-        self.description, self.sequences = description, sequences
+    def __init__(self, description: ModelDescription):
+        self.description = description
 
     @staticmethod
     def applies(description: ModelDescription) -> bool:
@@ -126,7 +126,7 @@ class Driver:
         """Raise ValueError naming why the engine cannot drive this point of this deployment."""
         if probes and not self.probes:
             raise ValueError(f"{model} is {' and '.join(self.names)}: its accuracy is checked by whole sequences of "
-                             f"requests and responses (load.sequences, load.streams), not by probes")
+                             f"requests and responses (load.kinds.sequence, load.streams), not by probes")
         for kind in self.kinds:
             if reason := kind.refuse(point, probes):
                 raise ValueError(f"{model} {reason}")

@@ -20,7 +20,7 @@ class InProcessSource(LoadSource):
         t = traffic
         return engine.measure(server, t.model, t.inputs, t.outputs, t.point, settings, stop_early,
                               description=t.description, probes=t.probes, probe_share=t.probe_share,
-                              probe_seed=t.probe_seed, progress=progress, sequences=t.sequences)
+                              probe_seed=t.probe_seed, progress=progress)
 
     def measure_together(self, server, traffic: Sequence[Traffic],
                          settings: MeasurementSettings = MeasurementSettings(),

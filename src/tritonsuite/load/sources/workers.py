@@ -47,7 +47,6 @@ from tritonsuite.load.generator import LoadGenerator, run_together
 from tritonsuite.load.hostload import HostCpu
 from tritonsuite.load.interrupt import run_interruptible, within
 from tritonsuite.load.point import Hang, MeasurementError
-from tritonsuite.load.sequences import SequenceSettings
 from tritonsuite.load.sources.inprocess import SOURCE as IN_PROCESS
 from tritonsuite.load.sources.base import OPEN_LOOP, PROBES, PROGRESS, STOP_EARLY, LoadSource
 from tritonsuite.load.sources.processes import STOP_GRACE_S, Job, Pool, ended
@@ -85,7 +84,7 @@ def choose(asked: int | str, point, server_local: bool, cores: int | None = None
 def split(traffic: Traffic, n: int) -> list[Traffic]:
     """Each worker's share of the point: its slots or rate, its schedule's seed, its probes and sequence ids."""
     t, point = traffic, traffic.point
-    seq = t.sequences or SequenceSettings(seed=point.seed)
+    seq = t.description.sequence_settings(point.seed)
     span = (seq.id_end - seq.id_start) if seq.id_end else ID_SPAN
     part = span // n
     slots = [point.concurrency // n + (i < point.concurrency % n) for i in range(n)]
@@ -97,14 +96,15 @@ def split(traffic: Traffic, n: int) -> list[Traffic]:
         p = replace(point, request_rate=point.request_rate / n, seed=point.seed + i) if point.open_loop \
             else replace(point, concurrency=slots[i])
         ids = replace(seq, id_start=seq.id_start + i * part, id_end=seq.id_start + (i + 1) * part, seed=seq.seed + i)
-        shares.append(replace(t, point=p, probes=tuple(t.probes[i::n]), probe_seed=t.probe_seed + i, sequences=ids))
+        shares.append(replace(t, point=p, probes=tuple(t.probes[i::n]), probe_seed=t.probe_seed + i,
+                              description=t.description.with_sequences(ids)))
     return shares
 
 
 class _Sequences:
     """The workers' sequence summaries as one (the row's ``sequences``: counts summed, each worker's id range)."""
 
-    def __init__(self, summaries: list[dict], whole: SequenceSettings):
+    def __init__(self, summaries: list[dict], whole):  # whole: the point's sequence settings
         self.summaries, self.whole = summaries, whole
 
     def summary(self, closing: int) -> dict:
@@ -313,7 +313,7 @@ class WorkerSource(LoadSource):
                 windows, total, completed = run_interruptible(run_together([feed]))[0]
                 if driver.sequenced:
                     feed.sequences = _Sequences([f["sequences"] for f in feed.finals],
-                                                traffic.sequences or SequenceSettings(seed=point.seed))
+                                                traffic.description.sequence_settings(point.seed))
                 m = summarise(point, windows, total, completed, settings, driver.protocol(point, feed.transport),
                               gpu, feed.max_outstanding, feed.stopped_early, feed.pool)
         except Exception as exc:
@@ -361,7 +361,8 @@ def _merged_row(m: Measurement, feed: _Feed, windows, settings, shares, asked, w
         entry.update({"request_rate": share.point.request_rate, "seed": share.point.seed} if share.point.open_loop
                      else {"slots": share.point.concurrency})
         if share.driver.sequenced:
-            entry["sequence_ids"] = [share.sequences.id_start, share.sequences.id_end]
+            ids = share.description.sequences
+            entry["sequence_ids"] = [ids.id_start, ids.id_end]
         if cpu >= settings.client_bound_percent:
             behind.append(f"{feed.procs.name(i)}: its own CPU {cpu:.0f}% of a core "
                           f"(limit {settings.client_bound_percent:g}%)")
