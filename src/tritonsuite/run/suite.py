@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from tritonsuite.core.description import ModelDescription, as_served
+from tritonsuite.core.description import ModelDescription, as_served, describe
 from tritonsuite.core.rows import Row
 from tritonsuite.core.settings import LatencyBound
 from tritonsuite.core.spec import ModelSpec
@@ -50,6 +50,7 @@ class Deployment:
     directory: Path
     served_by: str  # the backend that serves it, as the server reports it
     description: ModelDescription  # as the server runs it (tritonsuite.core.description): its driver reads its kind
+    declared: ModelDescription  # what its config declares, Triton's defaults where silent: what conformance judges
 
     @property
     def batched(self) -> bool:  # False: batchless (max_batch_size 0), requests carry no batch dimension
@@ -168,9 +169,8 @@ class Suite:
         return found
 
     def _label(self, key: tuple[str, str, str, str, bool]) -> str:  # a deployment key's deployment, as rows name it
-        spec, (_, fmt, precision, serving, streaming) = self.spec(key[0]), key
-        return spec.name if serving == "served" else deployment_name(spec, fmt, precision, serving) + \
-            STREAM_SUFFIX * streaming
+        spec, (_, fmt, prec, serving, streaming) = self.spec(key[0]), key
+        return spec.name if serving == "served" else deployment_name(spec, fmt, prec, serving) + STREAM_SUFFIX*streaming
 
     def broke(self, exc: Exception | str) -> None:
         """A case of the deployment driven last failed with ``exc``: given up and unloaded if it cannot answer."""
@@ -198,8 +198,9 @@ class Suite:
         backend.check_artifact(artifact, self.server)  # e.g. a plan's TensorRT version against the server's
         directory = build_deployment(self.repository_dir, config, artifact)
         self.server.load(directory)
-        return Deployment(name, spec, artifact, config, directory, self.server.backend_description(name),
-                          self.server.model_description(name))
+        served = self.server.model_description(name)
+        return Deployment(name, spec, artifact, config, directory, self.server.backend_description(name), served,
+                          as_served(describe(config), served))
 
     def _deploy_user(self, spec: ModelSpec, fmt: str, precision: str) -> Deployment:
         """A user's deployment: its whole directory (an ensemble's steps too) copied unchanged and loaded, once."""
@@ -218,10 +219,11 @@ class Suite:
                                        max_abs_error={}, max_rel_error={}, verified_batch_sizes=(), versions={},
                                        export_seconds=0.0)
         # a python model's kind as the server runs it (model.py may complete it); another's file, Triton's defaults
-        running = self.server.model_description(dep.name, composing)
-        description = running if dep.backend == "python" else as_served(dep.description, running)
-        return Deployment(spec.name, spec, artifact, dict(dep.config), served,
-                          self.server.backend_description(dep.name), description)
+        running = self.server.model_description(dep.name, composing)  # a BLS model's callees: as served
+        declared = running if dep.auto_completed else as_served(  # shipped no config.pbtxt: what the server completed
+            replace(dep.description, composing=dep.description.composing or running.composing), running)
+        return Deployment(spec.name, spec, artifact, dict(dep.config), served, self.server.backend_description(
+            dep.name), running if dep.backend == "python" else declared, declared)
 
     def parameters(self, deployment: Deployment) -> dict:
         """The report's "Parameter Name | Parameter Value" table for a deployment."""
@@ -232,19 +234,17 @@ class Suite:
     def record(self, row: Row) -> None:
         """Append a row to ``reports/raw`` the moment it exists (durable when this returns)."""
         if row.scenario not in self._writers:
-            self._writers[row.scenario] = RawWriter(raw_path(self.reports_dir, row.scenario, self.run_id,
-                                                             self.worker))
+            self._writers[row.scenario] = RawWriter(raw_path(self.reports_dir, row.scenario, self.run_id, self.worker))
         row.run_id = row.run_id or self.run_id
         self._writers[row.scenario].append(row)
 
     def _identity(self, case: Case) -> dict:
         """What names a case's row, known before anything is deployed (so a failure still has a row)."""
-        spec = self.spec(case.model)
-        key = self._deployment_key(case.model, case.format, case.precision, case.serving or case.scenario,
-                                   case.stream)
+        spec, serving = self.spec(case.model), case.serving or case.scenario
         return {"scenario": case.scenario, "model": case.model, "title": spec.title or case.model,
                 "format": case.format, "precision": case.precision, "loadgen": case.loadgen,
-                "deployment": self._label(key)}
+                "deployment": self._label(self._deployment_key(case.model, case.format, case.precision, serving,
+                                                               case.stream))}
 
     def _record_failure(self, case: Case, exc: Exception, deployment: Deployment | None, **coordinates) -> None:
         """A FAILED row for a case that raised; its parameter table only while the server can still answer."""
@@ -384,7 +384,7 @@ class Suite:
         callees = tuple(m.name for m in deployment.description.composing) if deployment.description.python else ()
         padded = {o.name: o.valid_length[1] + deployment.batched for o in deployment.spec.outputs if o.valid_length}
         result = run_check(Target(self.server, deployment.directory, request, case.batch_size or 1, allow_reload,
-                                  callees, padded), case.check)
+                                  callees, padded, deployment.declared), case.check)
         if result.verdict == "fail":
             self.broke(result.reason)
         self.record(result.to_row(**self._identity(case), parameters=self.parameters(deployment)))

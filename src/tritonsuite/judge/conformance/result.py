@@ -87,26 +87,29 @@ class Target:
     #: ``valid_length``): frames of an answer past its request's own extent there are padding, not its result
     padded_axes: Mapping[str, int] = field(default_factory=dict)
     #: what the deployment declares: its config.pbtxt with Triton's defaults where it is silent (instance counts:
-    #: core.description.as_served), or without one the configuration the server completed
-    description: ModelDescription = field(init=False)
+    #: core.description.as_served), or without one the configuration the server completed. A caller that holds it
+    #: (the suite's Deployment.declared) gives it; else it is read from ``directory`` and the server
+    description: ModelDescription | None = None
 
     def __post_init__(self):
+        self.directory = Path(self.directory)
+        self.description = self.description or self._read()
+        if self.inputs is None:
+            self.inputs = lambda batch, seed: declared_inputs(self.description, batch, seed)
+
+    def _read(self) -> ModelDescription:
+        """What the deployment declares, read from its directory (and the server's defaults where it is silent)."""
         from tritonsuite.core.description import as_served
         from tritonsuite.deploy.repository import describe_deployment
 
-        self.directory = Path(self.directory)
         if not self.declared:
-            self.description = self.server.model_description(self.directory.name, tuple(self.composing))
-        else:
-            self.description = describe_deployment(self.directory, tuple(self.composing))
-            try:
-                served = self.server.model_description(self.directory.name, tuple(self.composing))
-            except Exception:  # not loaded (a check that starts its own server), no server: the file alone
-                served = None
-            if served is not None:
-                self.description = as_served(self.description, served)
-        if self.inputs is None:
-            self.inputs = lambda batch, seed: declared_inputs(self.description, batch, seed)
+            return self.server.model_description(self.directory.name, tuple(self.composing))
+        found = describe_deployment(self.directory, tuple(self.composing))
+        try:
+            served = self.server.model_description(self.directory.name, tuple(self.composing))
+        except Exception:  # not loaded (a check that starts its own server), no server: the file alone
+            return found
+        return as_served(found, served)
 
     def load_requests(self, count: int = 32) -> list[dict[str, np.ndarray]]:
         """The requests a check's load cycles through: one, or ``count`` distinct ones (never sent before by this
