@@ -265,7 +265,7 @@ def test_a_gpu_profiles_rows_name_their_profile_and_published_tables(tmp_path):
     config = model_config(name, spec, "onnx", max_batch_size=4, instance_kind="KIND_GPU")
     deployment = Deployment(name, spec, SimpleNamespace(format="onnx", precision="fp16", key="0" * 64,
                                                         max_abs_error={}), config, tmp_path, "onnxruntime",
-                            describe(config))
+                            describe(config), describe(config))
     for profile, expected in ((load_profile("mine", tmp_path), "a100"), (load_profile("cpu"), None)):
         suite = Suite(profile, registry, server, tmp_path, tmp_path, tmp_path, run_id="r")
         params = suite.parameters(deployment)
