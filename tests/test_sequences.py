@@ -102,19 +102,21 @@ def _sequences(count=6, seed=0):
 @pytest.mark.parametrize("model", ["seq_direct", "seq_oldest"])
 def test_interleaved_equals_alone(server, model):
     sequences = _sequences()
-    result = sequence_accuracy(server, model, "fp32", sequences, ["OUTPUT", "FLAGS"], protocol="grpc")
+    result = sequence_accuracy(server, server.model_description(model), "fp32", sequences, ["OUTPUT", "FLAGS"],
+                               protocol="grpc")
     assert result.passed, result.failures
     assert result.samples == sum(len(s) for s in sequences) and result.metrics[0].value == 0
     # the outputs are the running sums (the model really kept per-sequence state)
-    from tritonsuite.load.kinds.sequence import send_sequences
+    from tritonsuite.load.exchange import send_sequences
 
-    outs = send_sequences(server, model, sequences[:1], ["OUTPUT", "FLAGS"], "http", first_id=77)[0]
+    outs = send_sequences(server, server.model_description(model), sequences[:1], ["OUTPUT", "FLAGS"], "http", first_id=77)[0]
     assert [int(o["OUTPUT"][0, 0]) for o in outs] == list(np.cumsum([int(s["INPUT"][0, 0]) for s in sequences[0]]))
     assert outs[0]["FLAGS"][0].tolist()[:2] == [1, 0] and outs[-1]["FLAGS"][0].tolist()[:2] == [0, 1]
 
 
 def test_a_model_that_mixes_sequences_fails(server):
-    result = sequence_accuracy(server, "seq_broken", "fp32", _sequences(), ["OUTPUT"], protocol="grpc")
+    result = sequence_accuracy(server, server.model_description("seq_broken"), "fp32", _sequences(), ["OUTPUT"],
+                               protocol="grpc")
     assert not result.passed and result.metrics[0].value > 0
     assert "sequence" in result.metrics[0].worst and "OUTPUT" in result.metrics[0].worst
 

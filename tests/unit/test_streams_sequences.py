@@ -131,7 +131,7 @@ def test_perf_analyzers_bls_composing_models_read_from_its_console():
 
 
 def test_sequences_are_sent_over_grpc_or_http_only():
-    from tritonsuite.load.kinds.sequence import send_sequences
+    from tritonsuite.load.exchange import send_sequences
 
     with pytest.raises(ValueError, match="^protocol 'HTTP': valid choices are 'grpc' and 'http'$"):
         send_sequences(object(), "seq", [[INPUTS]], ["OUTPUT"], protocol="HTTP")

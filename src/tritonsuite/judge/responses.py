@@ -43,18 +43,19 @@ def compare_runs(got: Sequence[Sequence[Mapping[str, np.ndarray]]],
     return differ, compared, first
 
 
-def sequence_accuracy(server, model: str, precision: str, sequences: Sequence[Sequence[Mapping[str, np.ndarray]]],
+def sequence_accuracy(server, deployment, precision: str, sequences: Sequence[Sequence[Mapping[str, np.ndarray]]],
                       outputs: Sequence[str], protocol: str = "grpc",
                       tolerances: Mapping[str, tuple[float, float]] | None = None, description: str = "",
                       first_id: int = 1) -> AccuracyResult:
     """Every sequence sent together (interleaved, each on its own connection), then each alone; their outputs
-    compared step by step."""
-    from tritonsuite.load.kinds.sequence import send_sequences
+    compared step by step. ``deployment``: the sequence model's description."""
+    from tritonsuite.load.exchange import send_sequences
 
     t0 = time.perf_counter()
-    together = send_sequences(server, model, sequences, outputs, protocol, together=True, first_id=first_id)
-    alone = send_sequences(server, model, sequences, outputs, protocol, together=False,
+    together = send_sequences(server, deployment, sequences, outputs, protocol, together=True, first_id=first_id)
+    alone = send_sequences(server, deployment, sequences, outputs, protocol, together=False,
                            first_id=first_id + len(sequences))
+    model = deployment.name
     differ, steps, first = compare_runs(together, alone, "sequence", "step", tolerances)
     metric = Metric("sequences whose outputs interleaved under load differ from the sequence sent alone",
                     float(differ), 0.0, higher_is_better=False, worst=first)
@@ -185,7 +186,7 @@ def _by_sequences(server, description, precision, samples, outputs, protocol, to
     rng = np.random.default_rng(settings.seed)
     runs = [[samples[(j + i) % len(samples)] for i in range(draw_length(rng, settings))]
             for j in range(ACCURACY_SEQUENCES)]
-    return sequence_accuracy(server, description.name, precision, runs, outputs, protocol, tolerances,
+    return sequence_accuracy(server, description, precision, runs, outputs, protocol, tolerances,
                              f"{len(runs)} sequences ({sum(map(len, runs))} steps, {settings.describe()}) of "
                              f"{data.description} sent interleaved, then each alone", first_id=settings.id_start)
 

@@ -27,6 +27,8 @@ from tritonsuite.load.point import Hang, LoadPoint
 
 #: each request's bound when neither the caller nor the server gives one (a request unanswered for longer failed)
 TIMEOUT_S = 60.0
+#: whole sequences (:func:`send_sequences`) are all sent within this, whatever their number (each step has its bound)
+DEADLINE_S = 600.0
 
 
 @dataclass
@@ -79,7 +81,9 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
              outputs: Sequence[str], concurrency: int = 1, *, count: int | None = None,
              stop: threading.Event | None = None, deadline_s: float = 120.0, protocol: str = "http",
              timeout_s: float | None = None, options: RequestOptions | None = None,
-             flags: tuple[int, bool, bool] | None = None, give_up: int = 0) -> list[Answer]:
+             flags: tuple[int, bool, bool] | None = None, give_up: int = 0,
+             script: Sequence[Sequence[Mapping[str, np.ndarray]]] = (), together: bool = False,
+             first_id: int = 1) -> list[Answer]:
     """Send ``requests`` in turn (each one request's tensors, batch first where the deployment batches) from
     ``concurrency`` connections until ``count`` were sent, ``stop`` is set or ``deadline_s`` passed; every answer,
     in the order sent. ``protocol``: http or grpc for a stateless deployment (a decoupled one always streams);
@@ -89,11 +93,19 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
     priority, queue timeout or classification every request carries; ``flags``: (sequence id, START, END) set on
     every request as given instead of the sequence pattern ((0, False, False): a request to a sequence model
     without a correlation id); ``give_up``: send no more once this many requests went unanswered within their bound
-    (a hanging deployment's verdict needs no more of them; 0: never)."""
+    (a hanging deployment's verdict needs no more of them; 0: never). ``script``: a sequence model's whole sequences
+    as given (each step one request's tensors) instead of ``requests`` and the drawn pattern, with ids from
+    ``first_id``: ``together`` each on its own connection at once, else one after another on one
+    (:func:`send_sequences`)."""
+    if script:
+        concurrency, count, requests = len(script) if together else 1, sum(map(len, script)), [script[0][0]]
     if count is None and stop is None:
         raise ValueError("exchange needs a count of requests or a stop event: it never sends without an end")
     timeout_s = timeout_s or getattr(server, "request_timeout_s", None) or TIMEOUT_S
     driver = driver_for(description)
+    if script and not driver.sequenced:
+        raise ValueError(f"{model} is not a sequence model ({', '.join(driver.names)}): whole sequences are sent to "
+                         f"a deployment with sequence_batching only")
     batch = len(next(iter(requests[0].values()))) if description.batching and requests[0] else 1
     point, _ = driver.point(LoadPoint(batch_size=max(batch, 1), concurrency=concurrency, protocol=protocol))
     host, port = server.http_url.rsplit(":", 1)
@@ -103,10 +115,17 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
         transport = driver.transport(server, timeout_s, point)
         grpc = transport is not None
         transport = transport or HttpTransport.of(server)
-        prepared = [prepare(host, model, {k: np.ascontiguousarray(v) for k, v in r.items()}, names, grpc,
-                            driver.batched, options=options) for r in requests]
-        pattern = None
-        if flags is not None:
+        def made(r) -> PreparedRequest:
+            return prepare(host, model, {k: np.ascontiguousarray(v) for k, v in r.items()}, names, grpc,
+                           driver.batched, options=options)
+
+        prepared, pattern = [made(r) for r in requests], None
+        if script:
+            from tritonsuite.load.kinds.sequence import Scripted, grpc_decorator, http_decorator
+
+            pattern = Scripted([[made(step) for step in steps] for steps in script],
+                               grpc_decorator if grpc else http_decorator, first_id, together)
+        elif flags is not None:
             prepared = [flagged(r, grpc, flags) for r in prepared]
         else:
             pattern = driver.pattern(prepared[0], grpc, point)
@@ -141,7 +160,7 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
         async def worker(slot: int) -> None:
             conn = await transport.open()
             try:
-                while (request := more()) is not None:
+                while (pattern is None or pattern.has_more(slot)) and (request := more()) is not None:
                     sequence = None
                     if pattern is not None:
                         request = pattern.request(slot)
@@ -165,3 +184,27 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
         return sorted(answers, key=lambda a: a.start)
 
     return asyncio.run(run())
+
+
+def send_sequences(server, description: ModelDescription, sequences: Sequence[Sequence[Mapping[str, np.ndarray]]],
+                   outputs: Sequence[str], protocol: str = "grpc", together: bool = False, first_id: int = 1,
+                   timeout_s: float | None = None) -> list[list[dict[str, np.ndarray]]]:
+    """Whole sequences of a sequence model (each a list of one request's tensors per step, batch first where it
+    batches), sent through :func:`exchange` as its driver sends any: each step's decoded outputs, by sequence.
+    ``together``: every sequence at once, each on its own connection, so their requests interleave on the server;
+    else one after another, alone. Sequence ids run from ``first_id``. A step that fails or is not answered within
+    ``timeout_s`` (default: the server's bound) raises, naming the sequence and the step."""
+    if protocol not in ("grpc", "http"):
+        raise ValueError(f"protocol {protocol!r}: valid choices are 'grpc' and 'http'")
+    answers = exchange(server, description.name, description, (), outputs, protocol=protocol, timeout_s=timeout_s,
+                       script=sequences, together=together, first_id=first_id, deadline_s=DEADLINE_S)
+    failed = next((a for a in answers if not a.ok), None)
+    if failed is not None:
+        where = "sequence {}, step {}".format(*failed.sequence)  # every scripted answer has its place
+        raise (Hang if failed.error.startswith("no answer within") else RuntimeError)(f"{failed.error} ({where})")
+    found: dict[int, list] = {}
+    for answer in sorted(answers, key=lambda a: a.sequence):
+        found.setdefault(answer.sequence[0], []).append(answer.outputs)
+    if sum(map(len, found.values())) < sum(map(len, sequences)):
+        raise Hang(f"{sum(map(len, found.values()))} of {sum(map(len, sequences))} steps sent within {DEADLINE_S:g} s")
+    return [found.get(first_id + i, []) for i in range(len(sequences))]

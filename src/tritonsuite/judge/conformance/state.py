@@ -49,7 +49,7 @@ def _differs(target: Target, seed: int, other: dict) -> dict:
 
 
 def check_state(target: Target) -> CheckResult:
-    from tritonsuite.load.kinds.sequence import send_sequences
+    from tritonsuite.load.exchange import send_sequences
 
     skipped = not_sequence(target, "state")
     if skipped:
@@ -63,7 +63,7 @@ def check_state(target: Target) -> CheckResult:
         first = next(SEQUENCE_IDS)
         for _ in range(len(sequences)):
             next(SEQUENCE_IDS)
-        return send_sequences(target.server, target.name, sequences, target.output_names, "http", together, first,
+        return send_sequences(target.server, target.description, sequences, target.output_names, "http", together, first,
                               BOUND_S)
 
     repeated = [target.request(1, 100 + i) for i in range(STEPS)]

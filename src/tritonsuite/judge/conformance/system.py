@@ -114,9 +114,9 @@ def _difference(got: list, want: list, item: str = "response", padded: Mapping[s
 
 
 def _sequences(target: Target, runs: list, together: bool) -> list:
-    from tritonsuite.load.kinds.sequence import send_sequences
+    from tritonsuite.load.exchange import send_sequences
 
-    return send_sequences(target.server, target.name, runs, target.output_names, "grpc", together=together,
+    return send_sequences(target.server, target.description, runs, target.output_names, "grpc", together=together,
                           first_id=next(_SEQUENCE_IDS))
 
 

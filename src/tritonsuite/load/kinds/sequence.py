@@ -31,7 +31,6 @@ import numpy as np
 
 from tritonsuite.core.description import SequenceSettings, SequenceSettingsError
 from tritonsuite.load.http import PreparedRequest
-from tritonsuite.load.interrupt import within
 from tritonsuite.load.kinds.base import Kind
 
 #: why a sequence model is sent batch 1 alone: Triton refuses more, on any server ("inference request to model ...
@@ -124,6 +123,9 @@ class Sequences:
         raise SequenceSettingsError(f"--sequence-id-range {s.id_start}:{s.id_end}: {span} ids, all live; give a "
                                     f"range wider than the concurrency")
 
+    def has_more(self, slot: int) -> bool:  # a drawn sequence follows every one that ends
+        return True
+
     def free_slot(self) -> int:
         """Open loop: a slot whose sequence has no request in flight (a new slot when all are waiting)."""
         for slot, live in self.live.items():
@@ -168,51 +170,35 @@ class Sequences:
                 "ended_when_the_point_ended": closing}
 
 
-def send_sequences(server, model: str, sequences, outputs, protocol: str = "grpc", together: bool = False,
-                   first_id: int = 1, timeout_s: float | None = None) -> list[list[dict[str, np.ndarray]]]:
-    """Send whole sequences (each a list of one request's tensors per step) and return each step's decoded outputs.
-    ``together``: every sequence at once, each on its own connection, so their requests interleave on the server
-    (under the load they make); else one sequence after another, alone. Sequence ids run from ``first_id``."""
-    import asyncio
+class Scripted:
+    """Whole sequences given step by step (each step one prepared request), sent as :class:`Sequences` sends any: a
+    slot's requests continue its sequence, each with its id and START/END flags. ``together``: slot i sends sequence
+    i; else slot 0 sends them one after another. Ids run from ``first_id``, in the given order."""
 
-    from tritonsuite.load.grpc import GrpcTransport, prepare_grpc_request
-    from tritonsuite.load.http import HttpTransport, prepare_request
-    from tritonsuite.load.point import Hang
+    def __init__(self, script: list[list[PreparedRequest]], decorator: Callable[[PreparedRequest], Decorate],
+                 first_id: int = 1, together: bool = False):
+        self.script, self.decorator, self.first_id = script, decorator, first_id
+        self.todo = {i: [i] for i in range(len(script))} if together else {0: list(range(len(script)))}
+        self.live: dict[int, _Live] = {}
+        self._index: dict[int, int] = {}  # slot -> the sequence it sends now
 
-    if protocol not in ("grpc", "http"):
-        raise ValueError(f"protocol {protocol!r}: valid choices are 'grpc' and 'http'")
-    timeout_s = timeout_s or server.request_timeout_s
-    host, port = server.http_url.rsplit(":", 1)
-    transport = (GrpcTransport(server.grpc_url, timeout_s, access=server.access) if protocol == "grpc"
-                 else HttpTransport.of(server))
+    def has_more(self, slot: int) -> bool:
+        return slot in self.live or bool(self.todo.get(slot))
 
-    def prepared(step) -> PreparedRequest:
-        tensors = {k: np.ascontiguousarray(v) for k, v in step.items()}
-        return (prepare_grpc_request(model, tensors, outputs) if protocol == "grpc"
-                else prepare_request(host, model, tensors, outputs))
+    def request(self, slot: int) -> PreparedRequest:
+        if slot not in self.live:
+            index = self._index[slot] = self.todo[slot].pop(0)
+            self.live[slot] = _Live(self.first_id + index, len(self.script[index]))
+        live = self.live[slot]
+        step = self.script[self._index[slot]][live.sent]
+        start, end = live.sent == 0, live.sent == live.length - 1
+        live.sent, live.in_flight = live.sent + 1, True
+        return self.decorator(step)(live.sequence_id, start, end)
 
-    decorator = grpc_decorator if protocol == "grpc" else http_decorator
+    done = Sequences.done
 
-    async def one(index: int, steps) -> list[dict[str, np.ndarray]]:
-        conn = await transport.open()
-        try:
-            found = []
-            for i, step in enumerate(steps):
-                request = decorator(prepared(step))(first_id + index, i == 0, i == len(steps) - 1)
-                try:
-                    found.append((await within(transport.exchange(conn, request), timeout_s))[2])
-                except asyncio.TimeoutError:
-                    raise Hang(f"no response within {timeout_s:.0f} s (sequence {first_id + index}, step {i})") from None
-            return found
-        finally:
-            conn.close()
-
-    async def run():
-        if together:
-            return list(await asyncio.gather(*(one(i, s) for i, s in enumerate(sequences))))
-        return [await one(i, s) for i, s in enumerate(sequences)]
-
-    return asyncio.run(run())
+    def closing(self, slot: int | None = None) -> list[PreparedRequest]:
+        return []  # every sequence's last step carries its END
 
 
 class Sequence(Kind):
