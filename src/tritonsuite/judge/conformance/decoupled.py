@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 from tritonsuite.core.access import PLAIN, Access
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import batch_first
 from tritonsuite.core.reasons import reason
+from tritonsuite.load.client import batch_first
 from tritonsuite.load.interrupt import within
 
 #: reasons are also written to these names (tritonsuite.core.reasons)
@@ -87,7 +87,7 @@ def _requests(target: Target, grpc_url: str) -> list[bytes]:
     batched = target.driver.batched
     found = []
     for seed in range(REQUESTS):
-        tensors = batch_first(target, target.request(target.batch_size, seed))
+        tensors = batch_first(target.request(target.batch_size, seed), target.description.batching)
         request = prepare(grpc_url, target.name, tensors, target.output_names, True, batched)
         if target.driver.sequenced:  # a sequence model's request: a sequence of one, its own correlation id
             request = flagged(request, True, (90_000 + seed, True, True))

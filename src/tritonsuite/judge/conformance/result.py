@@ -72,8 +72,9 @@ class Target:
     """A deployment loaded on a running server: ``directory`` is its repository directory as served (the checks
     read its config.pbtxt, or without one the configuration the server completed, and its version directories; the
     reload check adds a version there and restores it).
-    ``inputs(batch_size, seed)`` gives one request's tensors (default: :meth:`generated`); ``batch_size`` is the load requests' batch; ``allow_reload`` lets the reload check change a
-    server the suite did not start (remote)."""
+    ``inputs(batch_size, seed)`` gives one request's tensors (default: :meth:`generated`); ``batch_size`` is the
+    load requests' batch; ``allow_reload`` lets the reload check change a server the suite did not start
+    (remote)."""
 
     server: Any  # tritonsuite.server.TritonServer
     directory: Path
@@ -145,12 +146,12 @@ class Target:
         the suite's one input generator; a variable dim 1), drawn from ``seed``: a step of its own per row of the
         batch, so the rows differ; a batchless deployment's request is one step (no batch dimension)."""
         from tritonsuite.core.inputdata import generated
+        from tritonsuite.load.client import as_sent
 
-        inputs = self.description.inputs
+        inputs, batched = self.description.inputs, self.description.batching
         shapes = {t.name: tuple(max(d, 1) for d in t.shape) for t in inputs}
-        if not self.description.batching:
-            return dict(generated("random", inputs, shapes, seed).steps[0])
-        return generated("random", inputs, shapes, seed, steps=batch_size).batch(batch_size)
+        rows = batch_size if batched else 1
+        return as_sent(generated("random", inputs, shapes, seed, steps=rows).batch(rows), batched)
 
     def request(self, batch_size: int = 1, seed: int = 0) -> dict[str, np.ndarray]:
         """One request's tensors of ``batch_size`` (no batch dimension for a batchless deployment)."""
