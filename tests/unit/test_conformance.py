@@ -209,17 +209,18 @@ def test_every_check_runs_its_own_function_in_the_order_named():
                      "shutdown": "shutdown:check_shutdown", "reload": "reload:check_reload"}
 
 
-def test_declared_inputs_of_a_bf16_input_are_float32_whatever_was_imported_first():
+def test_generated_inputs_of_a_bf16_input_are_bfloat16_whatever_was_imported_first():
     """numpy knows no bfloat16 unless something registered it (tritonclient's import does, through ml_dtypes): in a
     fresh process the conformance data of a BF16 input failed with "data type 'bfloat16' not understood"."""
     import subprocess
     import sys
 
-    script = ("import sys\nfrom tritonsuite.core.description import describe\n"
-              "from tritonsuite.judge.conformance.result import declared_inputs\n"
+    script = ("import sys\nfrom types import SimpleNamespace\nfrom tritonsuite.core.description import describe\n"
+              "from tritonsuite.judge.conformance.result import Target\n"
               "d = describe({'name': 'm', 'backend': 'python', 'max_batch_size': 2, 'input': [{'name': 'X', "
               "'data_type': 'TYPE_BF16', 'dims': [3]}], 'output': [{'name': 'Y', 'data_type': 'TYPE_FP32', "
-              "'dims': [3]}]})\nx = declared_inputs(d, 2)['X']\nprint(x.dtype, x.shape)")
+              "'dims': [3]}]})\nx = Target.generated(SimpleNamespace(description=d), 2)['X']\n"
+              "print(x.dtype, x.shape)")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "float32 (2, 3)"
+    assert out.stdout.strip() == "bfloat16 (2, 3)"

@@ -58,6 +58,21 @@ def test_random_zero_directory_and_shape():
         inputdata.load("nonsense", [X], [Y])
 
 
+def test_random_data_is_one_reused_step_or_steps_of_their_own_drawn_from_the_seed():
+    shapes = inputdata.parse_shapes(["x:4"])
+    one = inputdata.generated("random", [X, IDS], shapes, seed=3)
+    assert len(one.steps) == 1 and np.array_equal(one.batch(2)["x"][0], one.batch(2)["x"][1])  # perf_analyzer's
+    three = inputdata.generated("random", [X, IDS], shapes, seed=3, steps=3)
+    assert len(three.steps) == 3 and all(np.array_equal(three.steps[0][k], one.steps[0][k]) for k in ("x", "ids"))
+    rows = three.batch(3)["x"]
+    assert rows.shape == (3, 4) and len({r.tobytes() for r in rows}) == 3  # a batch of them: rows that differ
+    again = inputdata.generated("random", [X, IDS], shapes, seed=3, steps=3)
+    assert all(np.array_equal(a[k], b[k]) for a, b in zip(three.steps, again.steps) for k in a)  # deterministic
+    assert set(np.unique(three.batch(3)["ids"])) <= {0, 1} and 0 <= rows.min() and rows.max() < 1
+    zero = inputdata.generated("zero", [X, IDS], shapes, steps=2)
+    assert len(zero.steps) == 2 and not zero.batch(2)["x"].any()
+
+
 def test_directory_form(tmp_path):
     np.array([1, 2, 3], "<f4").tofile(tmp_path / "x")
     np.array([3, 5, 7], "<f4").tofile(tmp_path / "y")

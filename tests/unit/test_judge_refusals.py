@@ -129,7 +129,7 @@ def test_the_probes_of_a_batching_deployment_each_change_one_thing_of_the_good_r
                           {"name": "s", "data_type": "TYPE_STRING", "dims": [2]}])
     request = t.request(1)
     xb, yb = request["x"].tobytes(), request["y"].tobytes()
-    sb = b"\x0b\x00\x00\x00conformance" * 2
+    sb = b"".join(len(v).to_bytes(4, "little") + v for v in request["s"].ravel())  # Triton's BYTES wire form
     x, y, s = Tensor("x", "FP32", [1, 1, 3], xb), Tensor("y", "INT64", [1, 1], yb), Tensor("s", "BYTES", [1, 2], sb)
     outputs = ["z", "w"]
     assert probes(t) == [

@@ -1,6 +1,7 @@
 """What a conformance check takes and gives (tritonsuite.judge.conformance.result): a CheckResult's line and its row
 of scenario ``conformance`` whole, the Target a deployment directory makes (read as Triton would, without a
-server) and the requests it builds, and the seeded data of the declared dtypes and dims (declared_inputs)."""
+server) and the requests it builds, and its default data: the one input generator's of the declared dtypes and dims
+(Target.generated)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +10,8 @@ import tritonclient.utils  # noqa: F401 (registers bfloat16 with numpy, as in ev
 
 from tritonsuite.core.description import describe
 from tritonsuite.core.rows import Row
-from tritonsuite.judge.conformance.result import _LOAD_SEEDS, CheckResult, Target, declared_inputs
+from tritonsuite.core import inputdata
+from tritonsuite.judge.conformance.result import _LOAD_SEEDS, CheckResult, Target
 from tritonsuite.load.kinds import driver_for
 
 BATCHING = {"name": "m", "platform": "onnxruntime_onnx", "max_batch_size": 8,
@@ -90,44 +92,53 @@ def test_a_passed_or_skipped_result_is_an_ok_or_skipped_row_named_by_its_deploym
     assert (row.status, row.reasons) == ("SKIPPED", ["not enabled"])
 
 
-# ---------------------------------------------------------------------------------------------- declared_inputs
-def test_declared_inputs_are_seeded_data_of_the_declared_dims_a_variable_dim_one_with_the_batch_first():
-    found = declared_inputs(describe(BATCHING), 2, 5)
-    rng = np.random.default_rng(5)
-    x, y = rng.standard_normal((2, 4)).astype("float32"), rng.integers(0, 8, (2, 1, 3)).astype("int64")
+# ------------------------------------------------------------------------------------------------ Target.generated
+def generated(cfg: dict, batch_size: int, seed: int = 0) -> dict:
+    """A target's default request data without a directory (its description alone)."""
+    from types import SimpleNamespace
+
+    return Target.generated(SimpleNamespace(description=describe(cfg)), batch_size, seed)
+
+
+def test_generated_inputs_are_the_one_generators_random_data_of_the_declared_dims_a_row_per_step():
+    found = generated(BATCHING, 2, 5)
+    # core.inputdata.generated, a variable dim 1, one step per row drawn one after another from the seed
+    data = inputdata.generated("random", describe(BATCHING).inputs, {"x": (4,), "y": (1, 3)}, 5, steps=2)
     assert list(found) == ["x", "y"]
-    assert found["x"].dtype == np.float32 and found["x"].shape == (2, 4) and np.array_equal(found["x"], x)
-    assert found["y"].dtype == np.int64 and found["y"].shape == (2, 1, 3) and np.array_equal(found["y"], y)
-    assert not np.array_equal(declared_inputs(describe(BATCHING), 2, 6)["x"], x)  # another seed, other data
-    assert np.array_equal(declared_inputs(describe(BATCHING), 2)["x"],
-                          declared_inputs(describe(BATCHING), 2, 0)["x"])  # seed 0 by default
+    assert found["x"].dtype == np.float32 and found["x"].shape == (2, 4)
+    assert found["y"].dtype == np.int64 and found["y"].shape == (2, 1, 3)
+    assert all(np.array_equal(found[k], np.stack([data.steps[0][k], data.steps[1][k]])) for k in found)
+    assert not np.array_equal(found["x"][0], found["x"][1])  # the rows of a batch differ
+    assert np.array_equal(generated(BATCHING, 1, 5)["x"][0], found["x"][0])  # the first row whatever the batch
+    assert not np.array_equal(generated(BATCHING, 2, 6)["x"], found["x"])  # another seed, other data
+    assert np.array_equal(generated(BATCHING, 2)["x"], generated(BATCHING, 2, 0)["x"])  # seed 0 by default
 
 
-def test_declared_integers_span_zero_to_seven():
-    cfg = config(input=[{"name": "y", "data_type": "TYPE_INT32", "dims": [4096]}])
-    values = declared_inputs(describe(cfg), 1, 0)["y"]
-    assert values.dtype == np.int32 and set(np.unique(values)) == set(range(8))
+def test_generated_values_are_perf_analyzers_floats_in_0_1_and_integers_0_1_valid_as_indices():
+    cfg = config(input=[{"name": "y", "data_type": "TYPE_INT32", "dims": [4096]},
+                        {"name": "x", "data_type": "TYPE_FP32", "dims": [4096]}])
+    found = generated(cfg, 1, 0)
+    assert found["y"].dtype == np.int32 and set(np.unique(found["y"])) == {0, 1}
+    assert 0.0 <= found["x"].min() and found["x"].max() < 1.0
 
 
-def test_declared_inputs_of_a_batchless_model_have_no_batch_dim():
+def test_generated_inputs_of_a_batchless_model_have_no_batch_dim():
     cfg = config(max_batch_size=0, input=[{"name": "x", "data_type": "TYPE_FP16", "dims": [1, -1, 3]}])
-    (x,) = declared_inputs(describe(cfg), 4, 0).values()
+    (x,) = generated(cfg, 4, 0).values()
     assert x.shape == (1, 1, 3) and x.dtype == np.float16
-    assert np.array_equal(x, np.random.default_rng(0).standard_normal((1, 1, 3)).astype("float16"))
+    assert np.array_equal(x, inputdata.generated("random", describe(cfg).inputs, {"x": (1, 1, 3)}, 0).steps[0]["x"])
 
 
-def test_declared_strings_are_the_word_conformance_booleans_seeded_and_bf16_sent_as_float32():
+def test_generated_strings_are_perf_analyzers_booleans_seeded_and_bf16_as_tritonclient_takes_it():
     cfg = config(input=[{"name": "s", "data_type": "TYPE_STRING", "dims": [2]},
                         {"name": "b", "data_type": "TYPE_BOOL", "dims": [64]},
                         {"name": "h", "data_type": "TYPE_BF16", "dims": [3]}])
-    found = declared_inputs(describe(cfg), 3, 7)
-    rng = np.random.default_rng(7)  # the strings draw nothing
-    booleans, halves = rng.integers(0, 2, (3, 64)).astype(bool), rng.standard_normal((3, 3)).astype("float32")
+    found = generated(cfg, 3, 7)
     assert found["s"].dtype == object and found["s"].shape == (3, 2)
-    assert found["s"].tolist() == [[b"conformance"] * 2] * 3
-    assert found["b"].dtype == np.bool_ and np.array_equal(found["b"], booleans)
+    assert all(isinstance(v, bytes) and len(v) == inputdata.STRING_LENGTH for v in found["s"].ravel())
+    assert found["b"].dtype == np.bool_ and found["b"].shape == (3, 64)
     assert found["b"].any() and not found["b"].all()
-    assert found["h"].dtype == np.float32 and np.array_equal(found["h"], halves)
+    assert found["h"].dtype.name == "bfloat16" and found["h"].shape == (3, 3)
 
 
 # ------------------------------------------------------------------------------------------------------- Target
@@ -149,11 +160,11 @@ def test_a_bls_target_resolves_its_callees_from_its_repository(tmp_path):
 def test_a_request_is_the_declared_data_of_its_batch_and_seed(tmp_path):
     t = target(tmp_path)
     request = t.request(3, 4)
-    expected = declared_inputs(describe(BATCHING), 3, 4)
+    expected = generated(BATCHING, 3, 4)
     assert list(request) == ["x", "y"] and all(np.array_equal(request[k], expected[k]) for k in expected)
     assert all(v.flags["C_CONTIGUOUS"] for v in request.values())
     default = t.request()  # batch 1, seed 0
-    expected = declared_inputs(describe(BATCHING), 1, 0)
+    expected = generated(BATCHING, 1, 0)
     assert all(np.array_equal(default[k], expected[k]) for k in expected)
 
 

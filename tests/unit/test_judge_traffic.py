@@ -1,7 +1,6 @@
 """What the checks read and compare (tritonsuite.judge.conformance.traffic), on the server's own answers as data: the
 statistics extension's answer summed over versions, its deltas, the Prometheus text, outputs compared bit for bit,
-a decoupled answer's responses, a batchless deployment's request. The requests themselves are sent in the
-server-based tests."""
+a decoupled answer's responses. The requests themselves are sent in the server-based tests."""
 from __future__ import annotations
 
 import time
@@ -9,8 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from tritonsuite.judge.conformance.traffic import (METRICS, batch_first, _counters, _summed, ms_per_execution,
-                                                   poll, responses, same, stats_delta)
+from tritonsuite.judge.conformance.traffic import (METRICS, _counters, _summed, ms_per_execution, poll, responses,
+                                                   same, stats_delta)
 from tritonsuite.load.exchange import Answer
 
 
@@ -93,24 +92,6 @@ def test_an_answers_responses_are_a_decoupled_models_list_or_the_one_response():
     one = {"OUT": np.zeros(2)}
     assert responses(Answer(0.0, 0.1, True, outputs=one)) == [one]
     assert responses(Answer(0.0, 0.1, True, outputs=[one, {}])) == [one, {}]
-
-
-def test_a_batchless_deployments_request_is_sent_as_a_batch_of_one(tmp_path):
-    from tritonsuite.judge.conformance.result import Target
-
-    for name, batch in (("batched", 4), ("batchless", 0)):
-        directory = tmp_path / name
-        directory.mkdir()
-        (directory / "config.pbtxt").write_text(
-            f'name: "{name}" backend: "python" max_batch_size: {batch} '
-            'input [{ name: "X" data_type: TYPE_FP32 dims: [3] }] output [{ name: "Y" data_type: TYPE_FP32 dims: [3] }]')
-    batched = Target(server=None, directory=tmp_path / "batched")
-    request = batched.request(1)
-    assert batch_first(batched, request) is request and request["X"].shape == (1, 3)
-    batchless = Target(server=None, directory=tmp_path / "batchless")
-    request = batchless.request(1)
-    sent = batch_first(batchless, request)
-    assert request["X"].shape == (3,) and sent["X"].shape == (1, 3) and np.array_equal(sent["X"][0], request["X"])
 
 
 def test_poll_takes_the_first_read_that_agrees_with_the_next_and_does_not_wait_out_its_deadline():

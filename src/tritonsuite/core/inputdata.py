@@ -113,28 +113,35 @@ def _shape_of(t: TensorSpec, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int
 
 
 def generated(mode: str, inputs: Sequence[TensorSpec], shapes: Mapping[str, tuple[int, ...]] | None = None,
-              seed: int = 0) -> InputData:
-    """perf_analyzer's ``random`` (one tensor per input, reused) or ``zero`` data."""
+              seed: int = 0, steps: int = 1) -> InputData:
+    """perf_analyzer's ``random`` (one tensor per input, reused) or ``zero`` data. ``steps`` above 1 draws that many
+    steps one after another from ``seed``, so a batch of them has rows that differ (a conformance check's request:
+    a row answered in another's place shows); the first step is the same whatever ``steps`` is."""
     if mode not in MODES:
         raise InputDataError(f"--input-data {mode!r}: valid choices: {', '.join(MODES)}, a JSON file or a directory")
     rng = np.random.default_rng(seed)
-    step = {}
-    for t in inputs:
-        shape = _shape_of(t, shapes or {})
-        if t.dtype == "bytes":  # perf_analyzer: random strings of --string-length (128) characters, or ""
-            letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz", dtype=np.uint8)
-            count = int(np.prod(shape, dtype=np.int64))
-            words = [b"" if mode == "zero" else rng.choice(letters, STRING_LENGTH).tobytes() for _ in range(count)]
-            step[t.name] = np.array(words, dtype=object).reshape(shape)
-        elif mode == "zero":
-            step[t.name] = np.zeros(shape, dtype=t.numpy_dtype)
-        elif np.issubdtype(np.dtype(t.dtype), np.floating) or t.dtype == "bfloat16":
-            step[t.name] = rng.random(shape).astype(t.numpy_dtype)
-        elif t.dtype == "bool":
-            step[t.name] = rng.integers(0, 2, shape).astype(bool)
-        else:  # perf_analyzer's random integers are small non-negative values; keep them valid as indices too
-            step[t.name] = rng.integers(0, 2, shape).astype(t.dtype)
-    return InputData(mode, (step,))
+    dims = {t.name: _shape_of(t, shapes or {}) for t in inputs}
+    found = []
+    for _ in range(steps):
+        step = {}
+        for t in inputs:
+            shape = dims[t.name]
+            if t.dtype == "bytes":  # perf_analyzer: random strings of --string-length (128) characters, or ""
+                letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz", dtype=np.uint8)
+                count = int(np.prod(shape, dtype=np.int64))
+                words = [b"" if mode == "zero" else rng.choice(letters, STRING_LENGTH).tobytes()
+                         for _ in range(count)]
+                step[t.name] = np.array(words, dtype=object).reshape(shape)
+            elif mode == "zero":
+                step[t.name] = np.zeros(shape, dtype=t.numpy_dtype)
+            elif t.dtype == "bfloat16" or np.issubdtype(np.dtype(t.dtype), np.floating):  # numpy alone knows no bf16
+                step[t.name] = rng.random(shape).astype(t.numpy_dtype)
+            elif t.dtype == "bool":
+                step[t.name] = rng.integers(0, 2, shape).astype(bool)
+            else:  # perf_analyzer's random integers are small non-negative values; keep them valid as indices too
+                step[t.name] = rng.integers(0, 2, shape).astype(t.dtype)
+        found.append(step)
+    return InputData(mode, tuple(found))
 
 
 def _tensor(value, t: TensorSpec, shapes: Mapping[str, tuple[int, ...]], where: str,

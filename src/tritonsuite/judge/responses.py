@@ -22,6 +22,7 @@ import numpy as np
 from tritonsuite.core.spec import Metric
 from tritonsuite.core.tensors import answer_difference
 from tritonsuite.judge.accuracy import AccuracyResult
+from tritonsuite.load.client import as_sent
 from tritonsuite.load.kinds import driver_for
 
 DEFAULT_TOLERANCE = (1e-5, 1e-5)  # floating outputs (an oldest batch may sum in another order); others: exact
@@ -121,8 +122,9 @@ def judged_by_kind(description, spec) -> bool:
 
 
 def _samples(inputs: Mapping[str, np.ndarray], batching: bool) -> list[dict[str, np.ndarray]]:
+    """Each sample of ``inputs`` (batch first) as one request sends it (:func:`tritonsuite.load.client.as_sent`)."""
     count = len(next(iter(inputs.values())))
-    return [{k: (v[i:i + 1] if batching else v[i]) for k, v in inputs.items()} for i in range(count)]
+    return [as_sent({k: v[i:i + 1] for k, v in inputs.items()}, batching) for i in range(count)]
 
 
 def kind_accuracy(server, description, spec, precision: str, data, protocol: str = "grpc") -> AccuracyResult:

@@ -24,6 +24,27 @@ class ClientError(ValueError):
 PROTOCOLS = ("http", "grpc")
 
 
+def batch_first(tensors: Mapping[str, np.ndarray], batched: bool) -> dict[str, np.ndarray]:
+    """``tensors`` as the suite holds every request and answer: batch first. A batchless deployment's
+    (``batched`` false, ``max_batch_size: 0``: on the wire its configuration's dims alone) become a batch of one;
+    a batching deployment's already are batch first. The inverse of :func:`as_sent`."""
+    if batched:
+        return dict(tensors)
+    return {name: np.asarray(array)[None] for name, array in tensors.items()}
+
+
+def as_sent(tensors: Mapping[str, np.ndarray], batched: bool) -> dict[str, np.ndarray]:
+    """``tensors`` (batch first) as the wire carries them for the deployment: a batching deployment's as they are;
+    a batchless deployment's batch of one without its batch dimension, as its configuration's dims declare it
+    (``ClientError`` for any other batch). The inverse of :func:`batch_first`."""
+    if batched:
+        return dict(tensors)
+    if any(len(a) != 1 for a in tensors.values()):
+        raise ClientError(f"a batchless deployment (max_batch_size 0) takes one sample per request; got "
+                          f"{sorted({len(a) for a in tensors.values()})}")
+    return {name: array[0] for name, array in tensors.items()}
+
+
 def infer_tensors(inputs: Mapping[str, np.ndarray], outputs: Sequence[str], shm: "SharedMemoryRegions | None" = None,
                   protocol: str = "http", batched: bool = True,
                   class_counts: Mapping[str, int] | None = None):
@@ -31,9 +52,10 @@ def infer_tensors(inputs: Mapping[str, np.ndarray], outputs: Sequence[str], shm:
     body, or, with ``shm``, references into its registered regions. The one place the suite builds them.
 
     ``inputs`` are batch first; a batchless deployment's (``batched`` false, ``max_batch_size: 0``) is a batch of
-    one sent without its batch dimension, as the configuration's dims declare it. ``class_counts``: {output: count}
-    for outputs asked for as the classification extension's top classes (``score:index[:label]`` strings); only
-    those, never every output (a BYTES one among them kills tritonserver 2.51 with a divide error)."""
+    one sent without its batch dimension, as the configuration's dims declare it (:func:`as_sent`).
+    ``class_counts``: {output: count} for outputs asked for as the classification extension's top classes
+    (``score:index[:label]`` strings); only those, never every output (a BYTES one among them kills tritonserver
+    2.51 with a divide error)."""
     import importlib
 
     from tritonclient.utils import np_to_triton_dtype
@@ -44,12 +66,7 @@ def infer_tensors(inputs: Mapping[str, np.ndarray], outputs: Sequence[str], shm:
     binary = {"binary_data": True} if protocol == "http" else {}
 
     infer_inputs, infer_outputs = [], []
-    if not batched:
-        if any(len(a) != 1 for a in inputs.values()):
-            raise ClientError(f"a batchless deployment (max_batch_size 0) takes one sample per request; got "
-                              f"{sorted({len(a) for a in inputs.values()})}")
-        inputs = {name: array[0] for name, array in inputs.items()}
-    for name, array in inputs.items():
+    for name, array in as_sent(inputs, batched).items():
         tensor = httpclient.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
         if shm is not None:
             tensor.set_shared_memory(shm.input_name, array.nbytes, offset=shm.input_offsets[name])
@@ -168,6 +185,6 @@ def served_infer(client, model_name: str, spec: ModelSpec, *, batched: bool,
                 bound = f"{timeout_s:.0f} s" if timeout_s else "the client's timeout"
                 raise Hang(f"no response within {bound} from {model_name} ({exc})") from None
             raise
-        return {n: result.as_numpy(n) if batched else result.as_numpy(n)[None] for n in names}
+        return batch_first({n: result.as_numpy(n) for n in names}, batched)
 
     return infer

@@ -12,7 +12,7 @@ from typing import Mapping, NamedTuple, Sequence
 import numpy as np
 
 from tritonsuite.core.access import PLAIN, Access
-from tritonsuite.load.client import SharedMemoryRegions, infer_tensors
+from tritonsuite.load.client import SharedMemoryRegions, batch_first, infer_tensors
 from tritonsuite.load.point import MeasurementError
 
 
@@ -216,8 +216,8 @@ class PreparedRequest:
     batched: bool = True  # False: a batchless deployment's; decoded outputs get a batch dimension of one
 
     def decode(self, result) -> "Outputs":
-        return Outputs({n: result.as_numpy(n) if self.batched else result.as_numpy(n)[None]
-                        for n in self.decode_outputs}, response_version(result))
+        return Outputs(batch_first({n: result.as_numpy(n) for n in self.decode_outputs}, self.batched),
+                       response_version(result))
 
 
 class Outputs(dict):

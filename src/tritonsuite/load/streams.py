@@ -1,12 +1,13 @@
 """Decoupled models as a transport of the engine: gRPC bidirectional streams (``ModelStreamInfer``).
 
 A decoupled model (``model_transaction_policy { decoupled: true }``) answers a request with any number of responses,
-HTTP and unary gRPC refuse it. Each connection of the load generator is one stream (closed loop: one per
-concurrency slot, one request in flight; open loop: one stream multiplexing every request in flight); each request
-carries a unique ``id`` (appended to the request serialised once: protobuf merges concatenated messages) and
+HTTP and unary gRPC refuse it. :class:`ModelStream` is the suite's one client of such a stream (this transport and
+the decoupled conformance check speak through it). Each connection of the load generator is one stream (closed loop:
+one per concurrency slot, one request in flight; open loop: one stream multiplexing every request in flight); each
+request carries a unique ``id`` (appended to the request serialised once: protobuf merges concatenated messages) and
 ``triton_enable_empty_final_response``, so the server always closes a request with a response flagged
-``triton_final_response`` even when the model sends the final flag alone. Responses are matched to their request
-by that id; a request is complete at its final response (its latency runs to it, as perf_analyzer measures).
+``triton_final_response`` even when the model sends the final flag alone. Responses are matched to their request by
+that id; a request is complete at its final response (its latency runs to it, as perf_analyzer measures).
 
 Per request the transport keeps when each response arrived: time to first response (the first response carrying
 outputs, else the final one), the gaps between successive responses (inter-response latency), and how many
@@ -30,7 +31,8 @@ from tritonsuite.load.http import PreparedRequest
 from tritonsuite.load.interrupt import within
 from tritonsuite.load.point import Hang, MeasurementError
 
-__all__ = ["STREAM_COLUMNS", "StreamTiming", "StreamTransport", "exchange_alone", "stream_columns", "summarise_streams"]
+__all__ = ["STREAM_COLUMNS", "ModelStream", "StreamTiming", "StreamTransport", "StreamedResponse", "exchange_alone",
+           "stream_columns", "summarise_streams"]
 
 MODEL_STREAM_INFER = "/inference.GRPCInferenceService/ModelStreamInfer"
 
@@ -60,57 +62,106 @@ class _Pending:
     responses: list = field(default_factory=list)
 
 
-def final_request_parameters() -> bytes:
-    from tritonclient.grpc import service_pb2
+@dataclass(frozen=True)
+class StreamedResponse:
+    """One message read from a stream: when it arrived (perf_counter seconds), the request id it answers, the error
+    Triton sent for that request ('' when none) and the response itself (``ModelInferResponse``)."""
 
-    extra = service_pb2.ModelInferRequest()
-    extra.parameters["triton_enable_empty_final_response"].bool_param = True
-    return extra.SerializeToString()
+    at: float
+    request_id: str
+    error: str
+    infer: object
+
+    @property
+    def final(self) -> bool:
+        """Whether the response carries ``triton_final_response`` true (read without adding the key to the map)."""
+        parameters = self.infer.parameters
+        return parameters["triton_final_response"].bool_param if "triton_final_response" in parameters else False
+
+
+class ModelStream:
+    """The one gRPC stream client: a ``ModelStreamInfer`` call to Triton on its own channel (tritonclient's message
+    limits, reached as ``access`` says), requests written one at a time with their id and
+    ``triton_enable_empty_final_response`` (so every request ends with a response flagged final, even when the model
+    sends the flag alone), responses read as they come. The load's transport and the decoupled conformance check
+    both speak through it; what they make of the responses is their own."""
+
+    def __init__(self, url: str, access: Access = PLAIN):
+        from tritonclient.grpc import service_pb2
+
+        extra = service_pb2.ModelInferRequest()
+        extra.parameters["triton_enable_empty_final_response"].bool_param = True
+        self._final_parameters = extra.SerializeToString()
+        self.channel = access.grpc_channel(url, CHANNEL_OPTIONS)
+        self.call = self.channel.stream_stream(MODEL_STREAM_INFER)(metadata=access.grpc_metadata() or None)
+        self._write_lock = asyncio.Lock()  # a stream takes one write at a time
+
+    async def send(self, body: bytes, request_id: str) -> None:
+        """Write the serialised ``ModelInferRequest`` ``body`` with ``request_id`` (appended to the bytes: protobuf
+        merges concatenated messages, so the request is serialised once however often it is sent)."""
+        from tritonclient.grpc import service_pb2
+
+        suffix = service_pb2.ModelInferRequest(id=request_id).SerializeToString()
+        async with self._write_lock:
+            await self.call.write(body + self._final_parameters + suffix)
+
+    async def receive(self) -> StreamedResponse | None:
+        """The next message; None when the server closed the stream (``grpc.aio.AioRpcError`` when gRPC failed it:
+        each user says so in its own words)."""
+        import grpc
+        from tritonclient.grpc import service_pb2
+
+        message = await self.call.read()
+        if message is grpc.aio.EOF:
+            return None
+        at = time.perf_counter()
+        response = service_pb2.ModelStreamInferResponse.FromString(message)
+        return StreamedResponse(at, response.infer_response.id, response.error_message, response.infer_response)
+
+    def cancel(self) -> None:
+        """End the call at once (no loop needed); :meth:`close` also closes the channel."""
+        self.call.cancel()
+
+    async def close(self) -> None:
+        self.call.cancel()
+        await self.channel.close()
 
 
 class StreamConnection:
-    """One gRPC stream; a reader task hands each response to the request it answers."""
+    """One :class:`ModelStream` of the load; a reader task hands each response to the request it answers."""
 
     def __init__(self, url: str, timeout_s: float, access: Access = PLAIN):
-        self.channel = access.grpc_channel(url, CHANNEL_OPTIONS)
-        self.call = self.channel.stream_stream(MODEL_STREAM_INFER)(metadata=access.grpc_metadata() or None)
+        self.stream = ModelStream(url, access)
         self.timeout_s = timeout_s
         self.pending: dict[str, _Pending] = {}
         self.users = 1
         self.error: BaseException | None = None
-        self.write_lock = asyncio.Lock()  # a stream takes one write at a time
         self.reader = asyncio.get_running_loop().create_task(self._read())
 
     async def _read(self) -> None:
         import grpc
-        from tritonclient.grpc import InferResult, service_pb2
+        from tritonclient.grpc import InferResult
 
         try:
             while True:
-                message = await self.call.read()
-                if message is grpc.aio.EOF:
+                response = await self.stream.receive()
+                if response is None:
                     raise MeasurementError("the server closed the stream")
-                now = time.perf_counter()
-                response = service_pb2.ModelStreamInferResponse.FromString(message)
-                infer = response.infer_response
-                pending = self.pending.get(infer.id)
+                pending = self.pending.get(response.request_id)
                 if pending is None:
-                    raise MeasurementError(f"a streamed response for unknown request id {infer.id!r}"
-                                           + (f": {response.error_message}" if response.error_message else ""))
-                if response.error_message:
-                    self.pending.pop(infer.id)
-                    pending.done.set_exception(MeasurementError(f"streamed inference failed: "
-                                                                f"{response.error_message}"))
+                    raise MeasurementError(f"a streamed response for unknown request id {response.request_id!r}"
+                                           + (f": {response.error}" if response.error else ""))
+                if response.error:
+                    self.pending.pop(response.request_id)
+                    pending.done.set_exception(MeasurementError(f"streamed inference failed: {response.error}"))
                     continue
-                if infer.outputs:
-                    pending.timing.arrivals.append(now)
+                if response.infer.outputs:
+                    pending.timing.arrivals.append(response.at)
                     if pending.request.decode_outputs:
-                        pending.responses.append(pending.request.decode(InferResult(infer)))
-                final = infer.parameters["triton_final_response"].bool_param if "triton_final_response" in \
-                    infer.parameters else False
-                if final:
-                    pending.timing.final = now
-                    self.pending.pop(infer.id)
+                        pending.responses.append(pending.request.decode(InferResult(response.infer)))
+                if response.final:
+                    pending.timing.final = response.at
+                    self.pending.pop(response.request_id)
                     pending.done.set_result(pending)
         except BaseException as exc:  # noqa: BLE001 - every waiting request learns why
             if isinstance(exc, grpc.aio.AioRpcError):
@@ -126,9 +177,9 @@ class StreamConnection:
         if self.users > 0:
             return
         self.reader.cancel()
-        self.call.cancel()
+        self.stream.cancel()
         try:
-            asyncio.get_running_loop().create_task(self.channel.close())
+            asyncio.get_running_loop().create_task(self.stream.close())
         except RuntimeError:
             pass
 
@@ -143,7 +194,6 @@ class StreamTransport:
         self.url, self.timeout_s, self.shared, self.access = url, timeout_s, shared, access
         self._stream: StreamConnection | None = None
         self._ids = itertools.count(1)
-        self._suffix = final_request_parameters()
 
     async def open(self) -> StreamConnection:
         if not self.shared:
@@ -156,17 +206,13 @@ class StreamTransport:
 
     async def exchange(self, conn: StreamConnection, request: PreparedRequest):
         """Send ``request``; return (time written, time of the final response, decoded responses or None, timing)."""
-        from tritonclient.grpc import service_pb2
-
         if conn.error is not None:
             raise MeasurementError(f"the stream failed: {conn.error}")
         request_id = str(next(self._ids))
-        extra = service_pb2.ModelInferRequest(id=request_id).SerializeToString()
         pending = _Pending(StreamTiming(time.perf_counter()), asyncio.get_running_loop().create_future(), request)
         conn.pending[request_id] = pending
         try:
-            async with conn.write_lock:
-                await conn.call.write(request.data + self._suffix + extra)
+            await conn.stream.send(request.data, request_id)
         except Exception as exc:
             conn.pending.pop(request_id, None)
             raise MeasurementError(f"writing to the stream failed: {exc}") from None

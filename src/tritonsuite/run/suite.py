@@ -25,6 +25,7 @@ from tritonsuite.judge.compare import comparable, compare_points, point_key
 from tritonsuite.judge.conformance import DEFAULT_CHECKS, CheckResult, Target, run_check
 from tritonsuite.judge.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
 from tritonsuite.load import sources as load_sources
+from tritonsuite.load.client import as_sent
 from tritonsuite.load.engine import LoadPoint, Measurement, Progress, Traffic
 from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.search import SearchResult, judge, remeasure_drift, search, stop_when_clearly_over
@@ -378,9 +379,8 @@ class Suite:
     def run_conformance(self, case: Case, allow_reload: bool = False) -> CheckResult:
         """One conformance check (:mod:`tritonsuite.judge.conformance`) of a case's deployment; its row recorded."""
         deployment = self.deployment(case.model, case.format, case.precision, case.serving or "served")
-        inputs = deployment.spec.example_inputs  # batch first; a batchless deployment's request is one sample
-        request = (lambda b, seed=0: inputs(b, seed)) if deployment.batched else \
-            (lambda b, seed=0: {k: v[0] for k, v in inputs(1, seed).items()})
+        inputs, batched = deployment.spec.example_inputs, deployment.batched  # batch first
+        request = (lambda b, seed=0: as_sent(inputs(b if batched else 1, seed), batched))  # a batchless one: a sample
         callees = tuple(m.name for m in deployment.description.composing) if deployment.description.python else ()
         padded = {o.name: o.valid_length[1] + deployment.batched for o in deployment.spec.outputs if o.valid_length}
         result = run_check(Target(self.server, deployment.directory, request, case.batch_size or 1, allow_reload,

@@ -29,11 +29,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from tritonsuite.judge.conformance.fields import declared_fields
-from tritonsuite.judge.conformance.result import (STATUS, VERDICTS, CheckResult, ConformanceError, Target,
-                                                  declared_inputs)
+from tritonsuite.judge.conformance.result import STATUS, VERDICTS, CheckResult, ConformanceError, Target
 from tritonsuite.load.kinds import driver_for
 
-__all__ = ["CHECKS", "DEFAULT_CHECKS", "ENTRIES", "OFFLINE_CHECKS", "Entry", "STATUS", "VERDICTS", "CheckResult", "ConformanceError", "Target", "declared_inputs",
+__all__ = ["CHECKS", "DEFAULT_CHECKS", "ENTRIES", "OFFLINE_CHECKS", "Entry", "STATUS", "VERDICTS", "CheckResult", "ConformanceError", "Target",
            "parse_checks", "run_check", "run_checks"]
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 A decoupled model answers a request with any number of responses on a gRPC stream (``ModelStreamInfer``) and ends
 it with a response flagged ``triton_final_response``. The load's transport (:mod:`tritonsuite.load.streams`) stops
-listening for a request at its first final response; this check keeps listening. It opens one stream, sends
+listening for a request at its first final response; this check, on the same stream client
+(:class:`~tritonsuite.load.streams.ModelStream`), keeps listening. It opens one stream, sends
 :data:`REQUESTS` requests at once (seeds 0, 1, ...: a test's ``Target.inputs`` may make some of them ask for no
 response at all), each with its own ``id`` and ``triton_enable_empty_final_response`` (so a final flag the model
 sends alone still reaches the client), and records every message until each request has had its final flag and
@@ -27,8 +28,8 @@ from dataclasses import dataclass, field
 
 from tritonsuite.core.access import PLAIN, Access
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import batch_first
 from tritonsuite.core.reasons import reason
+from tritonsuite.load.client import batch_first
 from tritonsuite.load.interrupt import within
 
 #: reasons are also written to these names (tritonsuite.core.reasons)
@@ -86,7 +87,7 @@ def _requests(target: Target, grpc_url: str) -> list[bytes]:
     batched = target.driver.batched
     found = []
     for seed in range(REQUESTS):
-        tensors = batch_first(target, target.request(target.batch_size, seed))
+        tensors = batch_first(target.request(target.batch_size, seed), target.description.batching)
         request = prepare(grpc_url, target.name, tensors, target.output_names, True, batched)
         if target.driver.sequenced:  # a sequence model's request: a sequence of one, its own correlation id
             request = flagged(request, True, (90_000 + seed, True, True))
@@ -96,54 +97,47 @@ def _requests(target: Target, grpc_url: str) -> list[bytes]:
 
 async def _exchange(url: str, bodies: list[bytes], access: Access = PLAIN) -> tuple[dict[str, _Stream], list[str],
                                                                                     float]:
-    """Send every request on one stream and keep every message (see the module docstring); returns each request's
-    stream by id, the stream's own errors, and the seconds it took."""
+    """Send every request on one stream (the suite's one stream client, :class:`tritonsuite.load.streams.ModelStream`)
+    and keep every message (see the module docstring); returns each request's stream by id, the stream's own errors,
+    and the seconds it took."""
     import grpc
-    from tritonclient.grpc import service_pb2
 
-    from tritonsuite.load.streams import MODEL_STREAM_INFER, final_request_parameters
+    from tritonsuite.load.streams import ModelStream
 
-    channel = access.grpc_channel(url)
-    call = channel.stream_stream(MODEL_STREAM_INFER)(metadata=access.grpc_metadata() or None)
+    client = ModelStream(url, access)
     streams: dict[str, _Stream] = {}
     stray: list[str] = []
     start = time.monotonic()
     try:
         for i, body in enumerate(bodies):
             request_id = f"conformance-{i}"
-            streams[request_id] = _Stream(time.monotonic())
-            await call.write(body + final_request_parameters()
-                             + service_pb2.ModelInferRequest(id=request_id).SerializeToString())
+            streams[request_id] = _Stream(time.perf_counter())
+            await client.send(body, request_id)
         quiet_until = None
         while time.monotonic() - start < TOTAL_S:
             if quiet_until is None and all(s.finals for s in streams.values()):
                 quiet_until = time.monotonic() + LINGER_S  # every final flag came: LINGER_S more, then done
             wait = IDLE_S if quiet_until is None else max(quiet_until - time.monotonic(), 0.0)
             try:
-                message = await within(call.read(), wait)
+                response = await within(client.receive(), wait)
             except asyncio.TimeoutError:
                 break
-            if message is grpc.aio.EOF:
+            if response is None:
                 stray.append("the server closed the stream")
                 break
-            now = time.monotonic()
-            response = service_pb2.ModelStreamInferResponse.FromString(message)
-            infer = response.infer_response
-            stream = streams.get(infer.id)
+            stream = streams.get(response.request_id)
             if stream is None:
-                stray.append(f"a response for unknown request id {infer.id!r}: {response.error_message}"[:200])
+                stray.append(f"a response for unknown request id {response.request_id!r}: {response.error}"[:200])
                 continue
-            if response.error_message:
-                stream.errors.append(response.error_message.splitlines()[0][:200])
+            if response.error:
+                stream.errors.append(response.error.splitlines()[0][:200])
                 continue
-            final = infer.parameters["triton_final_response"].bool_param \
-                if "triton_final_response" in infer.parameters else False
-            stream.responses.append((round(now - stream.sent, 4), sorted(o.name for o in infer.outputs), final))
+            names = sorted(o.name for o in response.infer.outputs)
+            stream.responses.append((round(response.at - stream.sent, 4), names, response.final))
     except grpc.aio.AioRpcError as exc:
         stray.append(f"the stream failed with gRPC {exc.code().name}: {exc.details()}"[:200])
     finally:
-        call.cancel()
-        await channel.close()
+        await client.close()
     return streams, stray, time.monotonic() - start
 
 

@@ -30,7 +30,8 @@ import threading
 import time
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import batch_first, counted, settled_statistics, stats_delta
+from tritonsuite.judge.conformance.traffic import counted, settled_statistics, stats_delta
+from tritonsuite.load.client import batch_first
 from tritonsuite.load.exchange import Answer, exchange
 from tritonsuite.core.reasons import reason
 
@@ -67,7 +68,7 @@ def _burst(target: Target) -> list[Answer]:
     begin = time.monotonic() + 0.05
 
     def send(i: int) -> None:
-        request = batch_first(target, target.request(target.batch_size, i))
+        request = batch_first(target.request(target.batch_size, i), target.description.batching)
         time.sleep(max(begin + i * SPACING_MS / 1e3 - time.monotonic(), 0.0))
         answers[i] = exchange(target.server, target.name, target.description, [request], target.output_names,
                               count=1)[0]

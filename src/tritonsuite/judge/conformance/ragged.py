@@ -28,7 +28,8 @@ import time
 import numpy as np
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import batch_first, counted, settled_statistics, stats_delta
+from tritonsuite.judge.conformance.traffic import counted, settled_statistics, stats_delta
+from tritonsuite.load.client import batch_first
 from tritonsuite.load.exchange import exchange
 from tritonsuite.core.reasons import reason
 
@@ -104,7 +105,7 @@ def check_ragged(target: Target) -> CheckResult:
     lock = threading.Lock()
 
     def client(c: int) -> None:
-        request = batch_first(target, _shaped(target, names, c + 1, c))
+        request = batch_first(_shaped(target, names, c + 1, c), target.description.batching)
         found = exchange(target.server, target.name, d, [request], target.output_names, count=PER_CLIENT)
         with lock:
             answers.extend(found)

@@ -72,9 +72,9 @@ class Target:
     """A deployment loaded on a running server: ``directory`` is its repository directory as served (the checks
     read its config.pbtxt, or without one the configuration the server completed, and its version directories; the
     reload check adds a version there and restores it).
-    ``inputs(batch_size, seed)`` gives one request's tensors (default: seeded random data of the declared dims, a
-    variable dim 1); ``batch_size`` is the load requests' batch; ``allow_reload`` lets the reload check change a
-    server the suite did not start (remote)."""
+    ``inputs(batch_size, seed)`` gives one request's tensors (default: :meth:`generated`); ``batch_size`` is the
+    load requests' batch; ``allow_reload`` lets the reload check change a server the suite did not start
+    (remote)."""
 
     server: Any  # tritonsuite.server.TritonServer
     directory: Path
@@ -95,7 +95,7 @@ class Target:
         self.directory = Path(self.directory)
         self.description = self.description or self._read()
         if self.inputs is None:
-            self.inputs = lambda batch, seed: declared_inputs(self.description, batch, seed)
+            self.inputs = self.generated
 
     def _read(self) -> ModelDescription:
         """What the deployment declares, read from its directory (and the server's defaults where it is silent)."""
@@ -144,6 +144,18 @@ class Target:
         declared is then what the server completed)."""
         return (self.directory / "config.pbtxt").is_file()
 
+    def generated(self, batch_size: int, seed: int = 0) -> dict[str, np.ndarray]:
+        """perf_analyzer's random data of the declared dtypes and dims (:func:`tritonsuite.core.inputdata.generated`,
+        the suite's one input generator; a variable dim 1), drawn from ``seed``: a step of its own per row of the
+        batch, so the rows differ; a batchless deployment's request is one step (no batch dimension)."""
+        from tritonsuite.core.inputdata import generated
+        from tritonsuite.load.client import as_sent
+
+        inputs, batched = self.description.inputs, self.description.batching
+        shapes = {t.name: tuple(max(d, 1) for d in t.shape) for t in inputs}
+        rows = batch_size if batched else 1
+        return as_sent(generated("random", inputs, shapes, seed, steps=rows).batch(rows), batched)
+
     def request(self, batch_size: int = 1, seed: int = 0) -> dict[str, np.ndarray]:
         """One request's tensors of ``batch_size`` (no batch dimension for a batchless deployment)."""
         found = {k: np.ascontiguousarray(v) for k, v in self.inputs(max(batch_size, 1), seed).items()}
@@ -151,21 +163,3 @@ class Target:
             return found
         return {k: v[:batch_size] for k, v in found.items()}
 
-
-def declared_inputs(description: ModelDescription, batch_size: int, seed: int = 0) -> dict[str, np.ndarray]:
-    """Seeded data of the declared dtypes and dims (a variable dim 1), with a batch dim when the model batches."""
-    rng = np.random.default_rng(seed)
-    found = {}
-    for t in description.inputs:
-        shape = ((batch_size,) if description.batching else ()) + tuple(max(d, 1) for d in t.shape)
-        if t.dtype == "bytes":
-            found[t.name] = np.array([b"conformance"] * int(np.prod(shape)), dtype=object).reshape(shape)
-        elif t.dtype == "bool":
-            found[t.name] = rng.integers(0, 2, shape).astype(bool)
-        elif t.dtype == "bfloat16":  # numpy has no such type: float32, which tritonclient sends as BF16
-            found[t.name] = rng.standard_normal(shape).astype("float32")
-        elif np.issubdtype(np.dtype(t.dtype), np.integer):
-            found[t.name] = rng.integers(0, 8, shape).astype(t.dtype)
-        else:
-            found[t.name] = rng.standard_normal(shape).astype(t.dtype)
-    return found

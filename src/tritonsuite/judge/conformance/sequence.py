@@ -35,7 +35,7 @@ import time
 import numpy as np
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import batch_first
+from tritonsuite.load.client import batch_first
 from tritonsuite.load.exchange import exchange, first_line, flagged, prepare
 from tritonsuite.core.reasons import reason
 from tritonsuite.load.interrupt import within
@@ -112,8 +112,8 @@ class _Wire:
         self.grpc = found is not None
         host, port = target.server.http_url.rsplit(":", 1)
         self.transport = found or HttpTransport.of(target.server)
-        self.request = prepare(host, target.name, batch_first(target, target.request(1)), target.output_names,
-                               self.grpc, driver.batched)
+        self.request = prepare(host, target.name, batch_first(target.request(1), target.description.batching),
+                               target.output_names, self.grpc, driver.batched)
 
     async def open(self):
         return await self.transport.open()
@@ -134,8 +134,9 @@ class _Wire:
 def one_request(target: Target, flags, extra=None) -> str:
     """One request with ``flags`` (id, START, END) through the driver: "" when answered, else its error."""
     request = {**target.request(1), **(extra or {})}
-    answer = exchange(target.server, target.name, target.description, [batch_first(target, request)],
-                      target.output_names, count=1, flags=flags, timeout_s=BOUND_S)[0]
+    answer = exchange(target.server, target.name, target.description,
+                      [batch_first(request, target.description.batching)], target.output_names, count=1, flags=flags,
+                      timeout_s=BOUND_S)[0]
     return "" if answer.ok else answer.error
 
 

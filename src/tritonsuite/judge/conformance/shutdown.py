@@ -18,7 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import alone, batch_first, load, statistics
+from tritonsuite.judge.conformance.traffic import alone, load, statistics
+from tritonsuite.load.client import batch_first
 from tritonsuite.load.exchange import Answer, exchange
 from tritonsuite.core.reasons import reason
 
@@ -162,8 +163,8 @@ def _late(target: Target, protocol: str) -> Answer:
     """One request over ``protocol`` just after the signal (its refusal or its answer)."""
     try:
         return exchange(target.server, target.name, alone(target.description),
-                        [batch_first(target, target.request(target.batch_size))], target.output_names, count=1,
-                        protocol=protocol, timeout_s=BOUND_S)[0]
+                        [batch_first(target.request(target.batch_size), target.description.batching)],
+                        target.output_names, count=1, protocol=protocol, timeout_s=BOUND_S)[0]
     except Exception as exc:  # noqa: BLE001 - a refused connection is the answer
         now = time.monotonic()
         return Answer(now, now, False, error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)

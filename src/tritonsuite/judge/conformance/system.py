@@ -39,8 +39,8 @@ import numpy as np
 
 from tritonsuite.core.tensors import answer_difference
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import (batch_first, counted, largest_batch, responses, settled_statistics,
-                                                   stats_delta)
+from tritonsuite.judge.conformance.traffic import counted, largest_batch, responses, settled_statistics, stats_delta
+from tritonsuite.load.client import batch_first
 from tritonsuite.load.exchange import exchange
 from tritonsuite.core.reasons import reason
 
@@ -147,7 +147,7 @@ def _requests_compared(target: Target, concurrency: int) -> dict:
     """Distinct inputs under closed-loop load; a seeded share of the answers compared with the inputs sent alone."""
     d = target.description
     count = max(LOAD_REQUESTS, 4 * concurrency)
-    requests = [batch_first(target, target.fresh_request(target.batch_size)) for _ in range(count)]
+    requests = [batch_first(target.fresh_request(target.batch_size), d.batching) for _ in range(count)]
     before = {m: settled_statistics(target.server, m) for m in _judged(target)}
     # one request per input: the answers, sorted by when each was sent, are in the inputs' order
     answers = exchange(target.server, target.name, d, requests, target.output_names, concurrency, count=count,
@@ -220,9 +220,9 @@ def _send(target: Target, requests: list) -> tuple[int, list[str]]:
     if target.driver.sequenced:
         _sequences(target, [requests[i::ROUND_CONCURRENCY] for i in range(ROUND_CONCURRENCY)], together=True)
         return len(requests), []
-    answers = exchange(target.server, target.name, target.description, [batch_first(target, r) for r in requests],
-                       target.output_names, ROUND_CONCURRENCY, count=len(requests), deadline_s=ROUND_DEADLINE_S,
-                       give_up=ROUND_CONCURRENCY)
+    answers = exchange(target.server, target.name, target.description,
+                       [batch_first(r, target.description.batching) for r in requests], target.output_names,
+                       ROUND_CONCURRENCY, count=len(requests), deadline_s=ROUND_DEADLINE_S, give_up=ROUND_CONCURRENCY)
     return sum(a.ok for a in answers), [a.error for a in answers if not a.ok]
 
 

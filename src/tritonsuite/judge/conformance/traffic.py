@@ -11,6 +11,7 @@ from typing import Mapping
 
 import numpy as np
 
+from tritonsuite.load.client import as_sent, batch_first
 from tritonsuite.load.exchange import Answer, exchange
 from tritonsuite.load.windows import COUNT_WAIT_S
 
@@ -26,7 +27,7 @@ def load(target, concurrency: int, requests: int | None = None, stop: threading.
     ``requests`` were sent or ``stop`` is set (or a round of them went unanswered: a hanging deployment's verdict
     needs no more); every answer kept. ``timeout_s``: one request's bound (default: the server's)."""
     return exchange(target.server, target.name, target.description,
-                    [batch_first(target, r) for r in target.load_requests()], target.output_names,
+                    [batch_first(r, target.description.batching) for r in target.load_requests()], target.output_names,
                     concurrency, count=requests, stop=stop, deadline_s=deadline_s, give_up=concurrency,
                     timeout_s=timeout_s)
 
@@ -36,22 +37,17 @@ def ask(target, request: Mapping[str, np.ndarray], version: str | int = "", opti
     every response until the final one), as the driver sends it; the answer, failed or not. ``options``:
     :class:`~tritonsuite.load.http.RequestOptions` it carries (a priority, a timeout, a classification)."""
     model = f"{target.name}:{version}" if version else target.name
-    answer = exchange(target.server, model, alone(target.description), [batch_first(target, request)],
-                      target.output_names, count=1, options=options)[0]
+    answer = exchange(target.server, model, alone(target.description),
+                      [batch_first(request, target.description.batching)], target.output_names, count=1,
+                      options=options)[0]
     if answer.ok and not target.description.batching:  # the outputs as the server sent them: no batch dimension
-        answer.outputs = [{k: v[0] for k, v in r.items()} for r in responses(answer)]
+        answer.outputs = [as_sent(r, False) for r in responses(answer)]
     return answer
 
 
 def alone(description):
     """``description`` with a sequence model's request sent as a sequence of one (START and END on it)."""
     return description.with_sequences(length=1, variation_percent=0.0)
-
-
-def batch_first(target, request: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
-    """A check's request as the engine takes every request, batch first: a batchless deployment's (no batch
-    dimension on the wire) as a batch of one, which the codec sends without it."""
-    return request if target.description.batching else {k: np.asarray(v)[None] for k, v in request.items()}
 
 
 def answered(target, request: Mapping[str, np.ndarray], version: str | int = "",

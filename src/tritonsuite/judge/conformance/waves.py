@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.traffic import (batch_first, counted, ms_per_execution, settled_statistics,
-                                                   stats_delta)
+from tritonsuite.judge.conformance.traffic import counted, ms_per_execution, settled_statistics, stats_delta
+from tritonsuite.load.client import batch_first
 from tritonsuite.load.exchange import Answer, exchange
 from tritonsuite.load.http import RequestOptions
 
@@ -52,7 +52,7 @@ def waves(target: Target, plan: list[tuple[int, RequestOptions, float]]) -> list
     """Each (count, options, at seconds) sent at once over ``count`` connections, each wave in its own thread from its
     start time; every wave's answers."""
     found: list = [[] for _ in plan]
-    requests = [batch_first(target, r) for r in target.load_requests()]
+    requests = [batch_first(r, target.description.batching) for r in target.load_requests()]
     t0 = time.monotonic()
 
     def run(i: int, count: int, options: RequestOptions, at: float) -> None:
@@ -82,7 +82,7 @@ def pace(target: Target) -> float | None:
     batcher can leave a request queued until its next 500 ms wake-up, past a shorter timeout. It is sent again, at most
     :data:`ALONE` requests in all."""
     before = settled_statistics(target.server, target.name)
-    requests, served = [batch_first(target, r) for r in target.load_requests()], 0
+    requests, served = [batch_first(r, target.description.batching) for r in target.load_requests()], 0
     for _ in range(ALONE):
         (answer,) = exchange(target.server, target.name, target.description, requests, target.output_names, 1, count=1)
         if not answer.ok and TIMED_OUT not in answer.error:
