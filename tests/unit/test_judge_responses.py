@@ -90,8 +90,8 @@ def _description(**config):
 
 
 def test_which_deployments_are_judged_by_whole_exchanges_and_what_against():
-    plain = SimpleNamespace(config={})
-    referenced = SimpleNamespace(config={"reference": "ref.py"})
+    plain = SimpleNamespace(served_from=None)
+    referenced = SimpleNamespace(served_from=SimpleNamespace(reference="ref.py"))
     onnx = _description()
     assert not judged_by_kind(onnx, plain) and reference_name(onnx, plain) == "fp32 eager model on the CPU"
     sequence = _description(sequence_batching={})
@@ -101,6 +101,6 @@ def test_which_deployments_are_judged_by_whole_exchanges_and_what_against():
     assert reference_name(decoupled, referenced) == "each request sent alone and the reference file"
     python = _description(backend="python")
     assert judged_by_kind(python, plain) and reference_name(python, plain) == "validation_data"
-    assert judged_by_kind(python, SimpleNamespace(config=None))
+    assert judged_by_kind(python, SimpleNamespace(served_from=SimpleNamespace(reference=None)))
     assert not judged_by_kind(python, referenced)  # its reference runs in-process: the eager comparison
     assert reference_name(python, referenced) == "fp32 eager model on the CPU"

@@ -146,6 +146,21 @@ class AccuracyData:
 
 
 @dataclass(frozen=True)
+class RepositoryEntry:
+    """Where a team's deployment comes from (``--model-repository``, :mod:`tritonsuite.deploy.userrepo`): its
+    directory, served as given (never exported), and what the suite read of it."""
+
+    directory: Path  # the team's <repository>/<name>
+    version: str  # the version this entry drives
+    versions: tuple[str, ...]  # every version directory its policy serves, ascending
+    model_file_digest: str | None  # sha256 of the version's model file (None: an ensemble, no file of its own)
+    reference: str | None = None  # --reference NAME=FILE: the file its answers are judged against
+    auto_completed: bool = False  # shipped without config.pbtxt: the server completes it
+    max_batch_size: int = 0  # as the suite read it (an auto-completed one's, checked against the server's)
+    composing: tuple[str, ...] = ()  # every model it composes (an ensemble's steps, nested ones included)
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """Everything the suite needs to know about one model at one size.
 
@@ -188,6 +203,8 @@ class ModelSpec:
     # the streaming example (tritonsuite.deploy.streaming): which output streams in chunks, along which axis (batch
     # included), of what size, up to which valid-length output; {} when the model has none
     stream: Mapping[str, Any] = field(default_factory=dict)
+    # a team's deployment (--model-repository): where it is read from and served as given; None for the suite's own
+    served_from: "RepositoryEntry | None" = None
 
     @property
     def key(self) -> str:

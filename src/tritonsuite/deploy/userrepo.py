@@ -22,7 +22,7 @@ from typing import Mapping
 import numpy as np
 
 from tritonsuite.core.description import DescriptionError, ModelDescription, describe
-from tritonsuite.core.spec import AccuracyData, ModelSpec, TensorSpec, file_digest
+from tritonsuite.core.spec import AccuracyData, ModelSpec, RepositoryEntry, TensorSpec, file_digest
 from tritonsuite.deploy.repository import NotUtf8
 from tritonsuite.deploy.userserve import (RepositoryError, config_json, parse_input_data, parse_tolerances,
                                           repository_lookup, version_directories)
@@ -269,10 +269,9 @@ def user_spec(dep: UserDeployment, data, tolerances: Mapping[str, tuple[float, f
         example_inputs=lambda batch_size, seed: data.batch(batch_size, seed % len(data.steps)),
         formats=(dep.format,), precisions=(dep.precision,),
         tolerances={dep.precision: {k: v for k, v in tolerances.items()}}, accuracy_data=accuracy,
-        config={"user_repository": str(dep.directory), "version": dep.version, "versions": dep.versions,
-                "model_file_digest": digest,
-                "reference": str(reference) if reference else None, "auto_completed": dep.auto_completed,
-                "max_batch_size": dep.max_batch_size, "composing": tuple(m.name for m in dep.description.all_composing())},
+        served_from=RepositoryEntry(dep.directory, dep.version, tuple(dep.versions), digest,
+                                    str(reference) if reference else None, dep.auto_completed, dep.max_batch_size,
+                                    tuple(m.name for m in dep.description.all_composing())),
         parameters={"Model repository": str(dep.directory.parent), "Model file": f"{dep.version}/{dep.model_file.name} "
                     f"(served as given, sha256 {str(digest)[:12]})" if digest else "ensemble of " + ", ".join(
                         m.name for m in dep.description.all_composing()), "Export format": "none (the user's file)",
@@ -294,5 +293,5 @@ def _kind_parameters(dep: UserDeployment) -> dict[str, str]:
 
 
 def is_user_spec(spec: ModelSpec) -> bool:
-    return "user_repository" in spec.config
+    return spec.served_from is not None
 

@@ -124,13 +124,14 @@ def serve(spec: ModelSpec, repository_dir: str | Path, skip=()) -> dict[str, Pat
     resource files, every version directory its policy selects (:func:`~tritonsuite.deploy.userserve.
     serve_directory`); for an ensemble, its composing models' directories too (nested ones included). Directories
     in ``skip`` (already copied) are not copied again. Returns {user directory: its copy} of those copied."""
-    source = Path(spec.config["user_repository"])
+    entry = spec.served_from
+    source = Path(entry.directory)
     copied = {}
     try:
         if str(source) not in skip:
-            copied[str(source)] = serve_directory(source, repository_dir, spec.config.get("versions") or (
-                spec.config["version"],), [spec.config["model_file_digest"] or ""])
-        for name in spec.config.get("composing", ()):
+            copied[str(source)] = serve_directory(source, repository_dir, entry.versions or (entry.version,),
+                                                  [entry.model_file_digest or ""])
+        for name in entry.composing:
             step = source.parent / name
             if str(step) not in skip:
                 policy = describe(config_json(step), repository_lookup(source.parent)).version_policy
@@ -148,12 +149,13 @@ def load(spec: ModelSpec, server, repository_dir: str | Path, served: dict) -> P
     A deployment shipped without config.pbtxt is checked against the configuration the server auto-completed, read
     back from it (as Model Analyzer does): the tensors the run drives must be the ones the server serves."""
     served.update(copied := serve(spec, repository_dir, skip=served))
-    name = Path(spec.config["user_repository"]).name
-    if spec.config["user_repository"] in copied:
+    entry = spec.served_from
+    name = Path(entry.directory).name
+    if str(entry.directory) in copied:
         server.load(Path(repository_dir) / name)
-    if spec.config.get("auto_completed"):
+    if entry.auto_completed:
         completed = describe(server.model_config(name))
-        expected = (spec.config["max_batch_size"], spec.inputs, spec.outputs)
+        expected = (entry.max_batch_size, spec.inputs, spec.outputs)
         if (completed.max_batch_size, completed.inputs, tuple(dataclasses.replace(t, max_shape=None)
                                                               for t in completed.outputs)) != (
                 expected[0], expected[1], tuple(dataclasses.replace(t, max_shape=None) for t in expected[2])):

@@ -117,8 +117,12 @@ def judged_by_kind(description, spec) -> bool:
     """Whether a deployment's accuracy is this module's: one its driver judges by whole exchanges (a sequence or
     decoupled model), or a python model with no reference file (nothing runs its model.py in-process: its
     validation_data judge it)."""
-    return bool(driver_for(description).accuracy) or (description.python and
-                                                      not (spec.config or {}).get("reference"))
+    return bool(driver_for(description).accuracy) or (description.python and not reference_file(spec))
+
+
+def reference_file(spec) -> str | None:
+    """The file a team named to judge its deployment's answers against (``--reference NAME=FILE``), if any."""
+    return spec.served_from.reference if spec.served_from is not None else None
 
 
 def _samples(inputs: Mapping[str, np.ndarray], batching: bool) -> list[dict[str, np.ndarray]]:
@@ -136,7 +140,7 @@ def kind_accuracy(server, description, spec, precision: str, data, protocol: str
     samples = _samples(data.inputs, description.batching)
     outputs = [t.name for t in spec.outputs]
     tolerances = dict((spec.tolerances or {}).get(precision, {}))
-    named = (spec.config or {}).get("reference")
+    named = reference_file(spec)
     if named and str(named).endswith(".py"):  # its responses as the user's reference(inputs) gives them
         from tritonsuite.deploy.pyreference import reference_callable
 
@@ -177,7 +181,7 @@ def reference_name(description, spec) -> str:
     judged = _BY_EXCHANGES.get(driver_for(description).accuracy)
     if judged is None:
         return "validation_data"
-    return judged[1] + (" and the reference file" if judged[0] is _by_streams and spec.config.get("reference") else "")
+    return judged[1] + (" and the reference file" if judged[0] is _by_streams and reference_file(spec) else "")
 
 
 def _by_sequences(server, description, precision, samples, outputs, protocol, tolerances, reference,

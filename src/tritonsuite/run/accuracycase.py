@@ -72,7 +72,7 @@ def record_accuracy(suite, case: Case, deployment, data, result: AccuracyResult)
     row = result.to_row(**suite._identity(case), parameters=suite.parameters(deployment))
     weights = suite.weights(case.model)  # which weights, and their and the data's sha256: what a baseline records
     known = {"weights": weights, "dataset_sha256": data.data_sha256 or path_digest(suite.datasets.get(case.model))
-             or "", "weights_sha256": spec.config.get("model_file_digest") or ""
+             or "", "weights_sha256": spec.served_from.model_file_digest or ""
              if userrepo.is_user_spec(spec)  # its model file is its weights (a python model may have no reference)
              else weights_sha256(suite.checkpoint(case.model), suite.eager_module(case.model)) or ""}
     row.extra.update(known)

@@ -205,7 +205,7 @@ class Suite:
 
     def _deploy_user(self, spec: ModelSpec, fmt: str, precision: str) -> Deployment:
         """A user's deployment: its whole directory (an ensemble's steps too) copied unchanged and loaded, once."""
-        dep = userrepo.read_deployment(spec.config["user_repository"])
+        dep, entry = userrepo.read_deployment(spec.served_from.directory), spec.served_from
         backend = backend_for(fmt)
         if reason := backend.refuses(dep.config) or self.server.refuses(backend, dep.config):
             raise export_mod.ExportUnsupported(f"{spec.name} ({dep.platform}) on the {self.server.name} server: "
@@ -215,8 +215,8 @@ class Suite:
                            self._served)
         userserve.load(spec, self.server, self.repository_dir, self._served)
         artifact = export_mod.Artifact(model=spec.name, size=spec.size, format=fmt, precision=precision,
-                                       path=(served := self.repository_dir / dep.name) / spec.config["version"]
-                                       / dep.model_file.name, key=spec.config["model_file_digest"] or "",
+                                       path=(served := self.repository_dir / dep.name) / entry.version
+                                       / dep.model_file.name, key=entry.model_file_digest or "",
                                        max_abs_error={}, max_rel_error={}, verified_batch_sizes=(), versions={},
                                        export_seconds=0.0)
         # a python model's kind as the server runs it (model.py may complete it); another's file, Triton's defaults
