@@ -110,7 +110,7 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
         pattern = None
         if flags is not None:
             prepared = [flagged(r, grpc, flags) for r in prepared]
-        else:
+        elif driver.sequenced:  # the callers' requests are sent as given, only a sequence's flags are added
             pattern = driver.pattern(prepared[0], grpc, point)
         answers: list[Answer] = []
         sent, hung = [0], [0]
