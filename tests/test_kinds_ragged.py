@@ -114,3 +114,17 @@ def test_shared_memory_is_refused_naming_why(server):
                                          "shared-memory region fits one shape"):
         measure(server, "ragged", {"INPUT0": np.ones((1, 4), np.float32)}, description.outputs,
                 LoadPoint(1, 1, shared_memory=True), FAST, description=description)
+
+
+def test_accuracy_probes_ride_in_the_varied_load_as_given(server):
+    description = describe(server.model_config("ragged"))
+    inputs = {"INPUT0": np.arange(16, dtype=np.float32).reshape(1, 16)}
+    probes = [{"INPUT0": np.ones((1, n), np.float32)} for n in (5, 16)]  # lengths the load's variants never take
+    found = measure(server, "ragged", inputs, description.outputs, LoadPoint(1, 2, seed=1), FAST,
+                    description=description, probes=probes, probe_share=0.3, probe_seed=2)
+    assert found.status == "OK", found.reasons
+    answered = found.probe_responses
+    assert answered and {index for index, _ in answered} == {0, 1}
+    for index, outputs in answered:  # each probe answered with its own element count, as sent
+        assert outputs["OUTPUT0"].tolist() == [[float(probes[index]["INPUT0"].size)]]
+    assert found.meta["accuracy_probes"]["answered"] == len(answered)

@@ -69,11 +69,10 @@ def test_shared_memory_is_dropped_with_a_note_and_refused_when_asked_for_directl
         driver.check("rag", LoadPoint(1, 1, shared_memory=True), ())
 
 
-def test_probes_are_refused_where_the_load_is_varied():
-    with pytest.raises(ValueError, match="^rag is ragged: its load requests differ in element count and carry no "
-                                         "accuracy probes"):
-        driver_for(config()).check("rag", LoadPoint(1, 1), [tensors(1)])
-    driver_for(config(dims=(16,))).check("rag", LoadPoint(1, 1), [tensors(1)])  # nothing varied: probes ride
+def test_probes_ride_in_its_load():
+    driver = driver_for(config())
+    assert driver.probes and not driver.sequenced
+    driver.check("rag", LoadPoint(1, 1), [tensors(1)])  # each probe as given, in place of a varied load request
 
 
 def test_a_batch_input_of_an_unknown_kind_is_refused_naming_it_and_the_valid_kinds():

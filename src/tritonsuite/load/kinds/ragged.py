@@ -11,7 +11,8 @@ What the kind changes in how the suite drives it:
 - a ``batch_input`` target is the server's: Triton refuses a request that carries it ("expected 1 inputs but got 2
   inputs"); a request holding one is refused here first, naming it;
 - shared memory is not used (each region is sized for one shape): the point goes over the network, with a note;
-- accuracy probes cannot ride in its load (the generator sends the pattern's requests, not probes): refused.
+- accuracy probes ride in its load as they are given (each in place of a load request), their answers judged as a
+  stateless deployment's: a request's answer does not depend on the others in its execution.
 perf_analyzer has no option that varies shapes (only its ``--input-data`` steps, written from the engine's tensors
 by :mod:`tritonsuite.load.perfanalyzer`), so :meth:`Ragged.arguments` adds none.
 
@@ -99,9 +100,6 @@ class Ragged(Kind):
         if point.shared_memory:
             return ("is ragged: its requests differ in element count, and a shared-memory region fits one shape "
                     "(send it over the network)")
-        if probes and self.varied:
-            return ("is ragged: its load requests differ in element count and carry no accuracy probes; judge its "
-                    "accuracy apart from the load (the accuracy scenario)")
         return ""
 
     def pattern(self, request, grpc: bool, point):
