@@ -128,3 +128,19 @@ def test_accuracy_probes_ride_in_the_varied_load_as_given(server):
     for index, outputs in answered:  # each probe answered with its own element count, as sent
         assert outputs["OUTPUT0"].tolist() == [[float(probes[index]["INPUT0"].size)]]
     assert found.meta["accuracy_probes"]["answered"] == len(answered)
+
+
+def test_worker_processes_vary_their_own_requests(server, log):
+    from tritonsuite.load import sources
+    from tritonsuite.load.engine import Traffic
+
+    description = describe(server.model_config("ragged"))
+    log.unlink(missing_ok=True)
+    found = sources.get("suite", 2).measure(server, Traffic(
+        "ragged", {"INPUT0": np.arange(16, dtype=np.float32).reshape(1, 16)}, description.outputs, LoadPoint(1, 4),
+        description), FAST)
+    assert found.status == "OK", found.reasons
+    assert found.meta["workers"]["processes"] == 2 and found.meta["kind"][-1] == "ragged"
+    assert found.meta["ragged"]["batch_inputs"] == [{"target": "COUNT", "kind": "BATCH_ELEMENT_COUNT",
+                                                     "source_input": ["INPUT0"]}]
+    assert {n for e in executions(log) for n in e["counts"]} == {2, 4, 6, 8, 10, 12, 14, 16}

@@ -115,9 +115,8 @@ class Ragged(Kind):
         found = {"inputs": declared_ragged(self.description.config),
                  "batch_inputs": [{"target": t, "kind": k, "source_input": list(s)}
                                   for t, k, s in batch_inputs(self.description.config)]}
-        if isinstance(pattern, Varied):
-            found["lengths"] = [dict(v.lengths) for v in pattern.variants]  # along each input's variable dim
-            found["requests_sent_by_variant"] = list(pattern.sent)  # warm-up included
+        if isinstance(pattern, Varied):  # (worker processes: each its own, not merged into the row)
+            found.update(pattern.summary(0))
         measurement.meta["ragged"] = found
 
 
@@ -131,7 +130,7 @@ class Variant:
 @dataclass
 class Varied:
     """The load requests of a ragged deployment: each send takes a seeded choice of its variants (the generator's
-    request-pattern interface: ``free_slot``, ``request``, ``done``, ``closing``)."""
+    request-pattern interface: ``free_slot``, ``request``, ``done``, ``closing``, ``summary``)."""
 
     variants: list[Variant]
     seed: int = 0
@@ -154,6 +153,11 @@ class Varied:
 
     def closing(self, slot: int | None = None) -> list:
         return []
+
+    def summary(self, closing: int) -> dict:
+        """Each variant's lengths along its inputs' variable dims, and the requests sent of each (warm-up
+        included); ``closing`` (a sequence pattern's requests that ended the point) is always 0 here."""
+        return {"lengths": [dict(v.lengths) for v in self.variants], "requests_sent_by_variant": list(self.sent)}
 
 
 def _numpy(datatype: str, blob: bytes, shape: list[int]) -> np.ndarray:
