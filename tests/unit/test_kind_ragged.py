@@ -67,6 +67,9 @@ def test_shared_memory_is_dropped_with_a_note_and_refused_when_asked_for_directl
     with pytest.raises(ValueError, match=r"^rag is ragged: its requests differ in element count, and a shared-memory "
                                          r"region fits one shape \(send it over the network\)$"):
         driver.check("rag", LoadPoint(1, 1, shared_memory=True), ())
+    fixed = driver_for(config(dims=(16,)))  # nothing varies: its one shape fits the regions
+    assert fixed.point(LoadPoint(1, 1, shared_memory=True))[0].shared_memory
+    fixed.check("rag", LoadPoint(1, 1, shared_memory=True), ())
 
 
 def test_probes_ride_in_its_load():

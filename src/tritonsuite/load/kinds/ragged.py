@@ -10,7 +10,8 @@ What the kind changes in how the suite drives it:
   say nothing about what the deployment was written for. Inputs without ``allow_ragged_batch`` are sent as given;
 - a ``batch_input`` target is the server's: Triton refuses a request that carries it ("expected 1 inputs but got 2
   inputs"); a request holding one is refused here first, naming it;
-- shared memory is not used (each region is sized for one shape): the point goes over the network, with a note;
+- where it cuts inputs, shared memory is not used (each region is sized for one shape): the point goes over the
+  network, with a note;
 - accuracy probes ride in its load as they are given (each in place of a load request), their answers judged as a
   stateless deployment's: a request's answer does not depend on the others in its execution.
 perf_analyzer has no option that varies shapes (only its ``--input-data`` steps, written from the engine's tensors
@@ -89,15 +90,15 @@ class Ragged(Kind):
                     f"variable dim: every request carries the same element count (no ragged batch is made)")
         if filled:
             note += f"; batch_input {filled} is the server's to fill, never sent"
-        if point.shared_memory:
+        if point.shared_memory and varied:
             note += "; inputs and outputs travel over the network, not shared memory (its regions fit one shape)"
-        return replace(point, shared_memory=False), note
+        return replace(point, shared_memory=point.shared_memory and not varied), note
 
     def refuse(self, point, probes) -> str:
         bad = [(t, k) for t, k, _ in batch_inputs(self.description.config) if k not in BATCH_INPUT_KINDS]
         if bad:
             return (f"batch_input {bad[0][0]} has kind {bad[0][1]!r}: expected one of {', '.join(BATCH_INPUT_KINDS)}")
-        if point.shared_memory:
+        if point.shared_memory and self.varied:
             return ("is ragged: its requests differ in element count, and a shared-memory region fits one shape "
                     "(send it over the network)")
         return ""
@@ -108,6 +109,12 @@ class Ragged(Kind):
             return None
         targets = [t for t, _, _ in batch_inputs(self.description.config)]
         return Varied(variants(request, grpc, varied, targets), point.seed)
+
+    def arguments(self) -> list[str]:
+        """None: perf_analyzer has no option that varies a request's shape; its ``--input-data`` steps (one shape
+        per step) are written from the engine's tensors by :mod:`tritonsuite.load.perfanalyzer`, so a row it
+        measures sends one element count."""
+        return []
 
     def summarise(self, measurement, windows, generator) -> None:
         measurement.meta["kind"] = [*measurement.meta.get("kind", []), "ragged"]
