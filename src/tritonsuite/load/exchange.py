@@ -127,7 +127,7 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
                                grpc_decorator if grpc else http_decorator, first_id, together)
         elif flags is not None:
             prepared = [flagged(r, grpc, flags) for r in prepared]
-        else:
+        elif driver.sequenced:  # the callers' requests are sent as given, only a sequence's flags are added
             pattern = driver.pattern(prepared[0], grpc, point)
         answers: list[Answer] = []
         sent, hung = [0], [0]

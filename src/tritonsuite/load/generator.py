@@ -100,15 +100,16 @@ class LoadGenerator:
     async def _send(self, conn: Connection, t_scheduled: float | None = None, slot: int | None = None) -> None:
         """One request on an idle connection: the load request, or an accuracy probe in its place (a sequence
         model: the next request of the slot's sequence; open loop, of a sequence with none in flight). Closed loop,
-        its latency runs from the send; open loop, from ``t_scheduled``."""
-        if self.sequences is not None:
+        its latency runs from the send; open loop, from ``t_scheduled``. A pattern's load takes probes where its
+        kind lets them ride (a ragged one's: each probe as given, in place of a request cut to another length)."""
+        probe, request = self._next_request()
+        patterned = self.sequences is not None and probe is None
+        if patterned:
             slot = self.sequences.free_slot() if slot is None else slot
-            probe, request = None, self.sequences.request(slot)
-        else:
-            probe, request = self._next_request()
+            request = self.sequences.request(slot)
         t_sent = time.perf_counter()
         t_written, t_head, decoded, *timing = await self.transport.exchange(conn, request)
-        if self.sequences is not None:
+        if patterned:
             self.sequences.done(slot)
         if decoded is not None and probe is not None:
             self.probe_responses.append((probe, decoded))

@@ -22,11 +22,12 @@ from __future__ import annotations
 from tritonsuite.core.description import ModelDescription
 from tritonsuite.load.kinds.base import Driver, Kind
 from tritonsuite.load.kinds.composing import Composing
+from tritonsuite.load.kinds.ragged import Ragged
 from tritonsuite.load.kinds.sequence import Sequence
 from tritonsuite.load.kinds.stream import Stream
 
 #: The kinds beyond stateless, in the order a driver composes them
-KINDS: tuple[type[Kind], ...] = (Sequence, Stream, Composing)
+KINDS: tuple[type[Kind], ...] = (Sequence, Stream, Composing, Ragged)
 
 __all__ = ["Driver", "KINDS", "Kind", "driver_for"]
 
