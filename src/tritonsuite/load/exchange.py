@@ -115,6 +115,7 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
         transport = driver.transport(server, timeout_s, point)
         grpc = transport is not None
         transport = transport or HttpTransport.of(server)
+
         def made(r) -> PreparedRequest:
             return prepare(host, model, {k: np.ascontiguousarray(v) for k, v in r.items()}, names, grpc,
                            driver.batched, options=options)
