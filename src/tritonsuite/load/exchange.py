@@ -27,6 +27,8 @@ from tritonsuite.load.point import Hang, LoadPoint
 
 #: each request's bound when neither the caller nor the server gives one (a request unanswered for longer failed)
 TIMEOUT_S = 60.0
+#: a staggered burst's first request is sent this long after the burst begins (its connections open meanwhile)
+STAGGER_LEAD_S = 0.05
 #: whole sequences (:func:`send_sequences`) are all sent within this, whatever their number (each step has its bound)
 DEADLINE_S = 600.0
 
@@ -83,7 +85,7 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
              timeout_s: float | None = None, options: RequestOptions | None = None,
              flags: tuple[int, bool, bool] | None = None, give_up: int = 0,
              script: Sequence[Sequence[Mapping[str, np.ndarray]]] = (), together: bool = False,
-             first_id: int = 1) -> list[Answer]:
+             first_id: int = 1, stagger_ms: float = 0.0) -> list[Answer]:
     """Send ``requests`` in turn (each one request's tensors, batch first where the deployment batches) from
     ``concurrency`` connections until ``count`` were sent, ``stop`` is set or ``deadline_s`` passed; every answer,
     in the order sent. ``protocol``: http or grpc for a stateless deployment (a decoupled one always streams);
@@ -96,7 +98,8 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
     (a hanging deployment's verdict needs no more of them; 0: never). ``script``: a sequence model's whole sequences
     as given (each step one request's tensors) instead of ``requests`` and the drawn pattern, with ids from
     ``first_id``: ``together`` each on its own connection at once, else one after another on one
-    (:func:`send_sequences`)."""
+    (:func:`send_sequences`). ``stagger_ms``: each connection sends one request, the k-th k x ``stagger_ms`` after
+    the first, all from this one event loop (a burst whose send and answer times no thread scheduling skews)."""
     if script:
         concurrency, count, requests = len(script) if together else 1, sum(map(len, script)), [script[0][0]]
     if count is None and stop is None:
@@ -158,9 +161,13 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
                                   sequence=sequence))
             return True
 
+        begin = time.monotonic() + STAGGER_LEAD_S
+
         async def worker(slot: int) -> None:
             conn = await transport.open()
             try:
+                if stagger_ms:
+                    await asyncio.sleep(max(begin + slot * stagger_ms / 1e3 - time.monotonic(), 0.0))
                 while (pattern is None or pattern.has_more(slot)) and (request := more()) is not None:
                     sequence = None
                     if pattern is not None:
@@ -170,6 +177,8 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
                     usable = await one(conn, request, sequence=sequence)
                     if pattern is not None:
                         pattern.done(slot)
+                    if stagger_ms:
+                        break  # one request per connection
                     if not usable:
                         conn.close()
                         conn = await transport.open()
