@@ -151,7 +151,7 @@ def test_a_backend_directory_serves_the_users_libraries_and_stand_ins_for_the_re
     import shutil
 
     from tritonsuite.deploy.backends import native_backends
-    from tritonsuite.server.embedded import backend_directory, pytriton_paths
+    from tritonsuite.server.embedded import backend_directory, library_dirs, pytriton_paths
 
     user = tmp_path / "backends"
     (user / "onnxruntime").mkdir(parents=True)
@@ -165,5 +165,16 @@ def test_a_backend_directory_serves_the_users_libraries_and_stand_ins_for_the_re
         assert (made / "onnxruntime").is_symlink() and (made / "onnxruntime").resolve() == (user / "onnxruntime")
         assert sorted(p.name for p in (made / "pytorch").iterdir()) == ["model.py", "stockchecks.py"]
         assert not (made / "python").is_symlink() and (made / "python" / "triton_python_backend_stub").is_file()
+        # a backend built for a stock server asks for libtritonserver.so: linked to the wheel's renamed core, first
+        # on the server's library path (without it: "unable to load shared library: libtritonserver.so")
+        core = made / ".core" / "libtritonserver.so"
+        assert core.resolve().name.startswith("libtritonserver-") and core.resolve().is_file()
+        assert library_dirs(pytriton_paths(), made)[0] == str(core.parent)
     finally:
         shutil.rmtree(made)
+    alone = backend_directory(pytriton_paths(), None)  # the stand-ins alone: nothing links against the core
+    try:
+        assert not (alone / ".core").exists() and library_dirs(pytriton_paths(), alone)[0] == str(
+            pytriton_paths()["libs"])
+    finally:
+        shutil.rmtree(alone)

@@ -42,7 +42,6 @@ import os
 import shutil
 import socket
 import sys
-import sysconfig
 import threading
 import time
 import urllib.error
@@ -159,15 +158,14 @@ class ContainerServer(TritonServer):
     def _run_spec(self, launch: int) -> dict:
         from docker.types import Ulimit
 
-        from tritonsuite.server.embedded import pytriton_paths
+        from tritonsuite.server.embedded import library_dirs, pytriton_paths
 
         binary, environment, volumes, user = "tritonserver", {}, {}, None
         if self._image_runtime == "host":
             paths = pytriton_paths()
             binary = str(paths["binary"])
-            libdirs = [str(paths["libs"]), sysconfig.get_config_var("LIBDIR") or ""]
             environment = {
-                "LD_LIBRARY_PATH": os.pathsep.join(d for d in libdirs if d),
+                "LD_LIBRARY_PATH": os.pathsep.join(library_dirs(paths, self._backend_dir)),
                 # the python-backend stub finds its prefix through the python3 first on PATH (see embedded.py)
                 "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
                 "HOME": "/tmp",

@@ -66,6 +66,7 @@ def pytriton_paths() -> dict[str, Path]:
     return paths
 
 
+CORE_DIR = ".core"  # in the backend directory: libtritonserver.so, linked to the wheel's (library_dirs)
 BACKENDS_PREFIX = "tritonsuite-backends-"  # + "<owner pid>-": each launch's backend directory, under the temp dir
 
 
@@ -93,6 +94,10 @@ def backend_directory(paths: dict[str, Path], backends_from: str | Path | None =
     native = native_backends(backends_from)
     for name in native:
         (backend_dir / name).symlink_to(Path(backends_from).resolve() / name, target_is_directory=True)
+    core = sorted(Path(paths["libs"]).glob("libtritonserver-*.so"))
+    if native and core:  # a backend built for a stock server needs libtritonserver.so: the wheel's, renamed
+        (backend_dir / CORE_DIR).mkdir()
+        (backend_dir / CORE_DIR / "libtritonserver.so").symlink_to(core[0].resolve())
     for name in standin_backends():
         if name in native:
             continue
@@ -100,6 +105,16 @@ def backend_directory(paths: dict[str, Path], backends_from: str | Path | None =
         shutil.copy2(STANDIN_FILE, backend_dir / name / "model.py")
         shutil.copy2(STOCKCHECKS_FILE, backend_dir / name / STOCKCHECKS_FILE.name)
     return backend_dir
+
+
+def library_dirs(paths: dict[str, Path], backend_dir: Path | None) -> list[str]:
+    """The server's LD_LIBRARY_PATH: the wheel's libraries, this Python's, and where a backend built for a stock
+    server (an NGC image's, or one's own build) finds ``libtritonserver.so``: the wheel links its core under another
+    name (``libtritonserver-<hash>.so``), so such a backend fails to load ("unable to load shared library:
+    libtritonserver.so") without this link to it; the dynamic loader sees the same file already loaded and reuses it."""
+    core = Path(backend_dir) / CORE_DIR if backend_dir is not None else None
+    return [d for d in (str(core) if core is not None and core.is_dir() else "", str(paths["libs"]),
+                        sysconfig.get_config_var("LIBDIR") or "") if d]
 
 
 class EmbeddedServer(TritonServer):
@@ -136,8 +151,8 @@ class EmbeddedServer(TritonServer):
 
     def _environment(self, paths: dict[str, Path]) -> dict[str, str]:
         env = dict(os.environ)
-        libdirs = [str(paths["libs"]), sysconfig.get_config_var("LIBDIR") or ""]
-        env["LD_LIBRARY_PATH"] = os.pathsep.join([d for d in libdirs if d] + [env.get("LD_LIBRARY_PATH", "")]).strip(os.pathsep)
+        libdirs = library_dirs(paths, self._backend_dir)
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(libdirs + [env.get("LD_LIBRARY_PATH", "")]).strip(os.pathsep)
         # The python-backend stub embeds Python in isolated mode (PYTHONPATH is ignored) and finds its prefix
         # through the "python3" first on PATH: this interpreter's bin directory first makes the stub use this
         # environment (a venv included), so the stand-ins import onnxruntime, torch and numpy from here.
