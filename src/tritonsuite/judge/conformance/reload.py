@@ -13,11 +13,11 @@ team's server unasked.
 """
 from __future__ import annotations
 
-import shutil
 import threading
 import time
 
 from tritonsuite.core.stats import percentile_estimate
+from tritonsuite.deploy.changes import Changes
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import ask, load, statistics
 from tritonsuite.load.exchange import first_line
@@ -92,10 +92,11 @@ def _under_load(target: Target, action) -> tuple[list, float, float, object]:
     return found, begin, end, returned
 
 
-def _restore(target: Target) -> str:
-    """Load the deployment as it is on disk again; "" when that worked, else the first line of why not."""
+def _restore(target: Target, changes: Changes) -> str:
+    """The deployment as it was (the added version removed, its configuration as written), loaded once more; ""
+    when that worked, else the first line of why not."""
     try:
-        target.server.load(target.directory)
+        changes.restore()
     except Exception as exc:
         if not target.server.is_alive():
             raise
@@ -159,27 +160,25 @@ def _describe(name: str, answers, latency: dict, failed: list, cut: list[int]) -
             f"({d['samples']} samples)")
 
 
-def _new_version(target: Target, evidence: dict) -> list[str]:
+def _new_version(target: Target, changes: Changes, evidence: dict) -> list[str]:
     d = target.description
-    on_disk = sorted(int(p.name) for p in target.directory.iterdir() if p.is_dir() and p.name.isdigit())
     if d.version_policy.kind == "specific":
         evidence["new_version"] = "not tried: a specific version policy serves no new version"
         return []
-    old = str(max(d.version_policy.served(on_disk)))
-    new = target.directory / str(max(on_disk) + 1)
-    shutil.copytree(target.directory / old, new)  # removed by check_reload, which restores the deployment
-    evidence["added"] = str(new)
-    answers, begin, end, refused = _under_load(target, lambda: target.server.load(target.directory))
+    old = str(max(d.version_policy.served(changes.versions_on_disk())))
+    new = changes.add_version(old)  # removed by check_reload, which restores the deployment
+    evidence["added"] = str(changes.added)
+    answers, begin, end, refused = _under_load(target, changes.load)
     latency = _latency(answers, begin, end)
     versions = [a.version for a in answers if a.ok]
-    late_old = _switch(answers, old, new.name)[1]
+    late_old = _switch(answers, old, new)[1]
     failed, cut = _failed(answers, end)
-    evidence["new_version"] = {"old": old, "new": new.name, "answers_by_version": {
+    evidence["new_version"] = {"old": old, "new": new, "answers_by_version": {
         v: versions.count(v) for v in sorted(set(versions))}, "old_after_new": len(late_old),
         "failed": len(failed), "sequences_cut": len(cut), "reload_s": round(end - begin, 3), "latency": latency,
         "errors": sorted({a.error for a in answers if not a.ok})[:3]}
-    evidence["observed_new_version"] = _describe(f"version {old} -> {new.name}", answers, latency, failed, cut)
-    return judge_new_version(answers, old, new.name, end, _refusal(refused))
+    evidence["observed_new_version"] = _describe(f"version {old} -> {new}", answers, latency, failed, cut)
+    return judge_new_version(answers, old, new, end, _refusal(refused))
 
 
 def _refusal(returned) -> str:
@@ -213,27 +212,19 @@ def judge_new_version(answers, old: str, new: str, end: float, refused: str) -> 
     return problems
 
 
-def _changed_config(target: Target, evidence: dict) -> list[str]:
-    from google.protobuf import text_format
-
-    from tritonsuite.deploy.repository import read_config
-
-    path = target.directory / "config.pbtxt"
+def _changed_config(target: Target, changes: Changes, evidence: dict) -> list[str]:
     if not target.declared:
         evidence["changed_config"] = "not tried: no config.pbtxt to change (the server auto-completes it)"
         return []
-    original = path.read_text()
-    changed = read_config(target.directory)
-    changed.parameters[MARK].string_value = "1"
-    path.write_text(text_format.MessageToString(changed))
+    changes.mark_config(MARK)
     try:
-        answers, begin, end, refused = _under_load(target, lambda: target.server.load(target.directory))
+        answers, begin, end, refused = _under_load(target, changes.load)
         try:
             served = target.server.model_config(target.name).get("parameters", {})
         except Exception:
             served = {}
     finally:
-        path.write_text(original)  # loaded again by check_reload
+        changes.unmark_config()  # loaded again by check_reload
     latency = _latency(answers, begin, end)
     failed, cut = _failed(answers, end)
     evidence["changed_config"] = {"failed": len(failed), "sequences_cut": len(cut), "requests": len(answers),
@@ -271,13 +262,12 @@ def check_reload(target: Target) -> CheckResult:
         return CheckResult(target.name, "reload", declared, f"one request sent alone: {why}", "fail",
                            f"a request sent alone before any reload failed: {why[:200]}", {"alone_error": why[:200]})
     evidence: dict = {}
+    changes = Changes(target.server, target.directory)
     try:
-        problems = _new_version(target, evidence)
-        problems += _changed_config(target, evidence)
+        problems = _new_version(target, changes, evidence)
+        problems += _changed_config(target, changes, evidence)
     finally:  # the deployment as it was: the added version removed, the configuration as written, loaded once
-        if evidence.get("added"):
-            shutil.rmtree(evidence["added"], ignore_errors=True)
-        restored = _restore(target)
+        restored = _restore(target, changes)
     problems += restoring(restored)
     observed = "; ".join(evidence[k] for k in ("observed_new_version", "observed_changed_config") if k in evidence)
     return CheckResult(target.name, "reload", declared, observed, "fail" if problems else "pass",

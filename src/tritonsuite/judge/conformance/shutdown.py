@@ -17,6 +17,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from tritonsuite.deploy.changes import Changes
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import alone, load, statistics
 from tritonsuite.load.client import batch_first
@@ -58,10 +59,10 @@ def check_shutdown(target: Target) -> CheckResult:
         twin = twin_of(Path(logs))
         try:
             twin.start()
-            for callee in target.driver.loaded_beside():  # a BLS model's callees (an ensemble's steps load with it)
-                if (target.directory.parent / callee).is_dir():
-                    twin.load(target.directory.parent / callee)
-            twin.load(target.directory)
+            changes = Changes(target.server, target.directory)
+            # a BLS model's callees first (an ensemble's steps load with it), then the deployment
+            changes.load_beside(target.driver.loaded_beside(), twin)
+            changes.load(twin)
             twin.request_timeout_s = BOUND_S
             other = replace(target, server=twin)
             answers: list[Answer] = []

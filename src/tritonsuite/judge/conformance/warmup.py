@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import statistics as stats_lib
 
+from tritonsuite.deploy.changes import Changes
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import ask, counted, settled_statistics, stats_delta
 from tritonsuite.load.exchange import first_line
@@ -48,11 +49,7 @@ REASONS = (
 
 
 def _load(target: Target, config: dict) -> None:
-    conn = target.server.client(timeout=600.0)
-    try:
-        conn.load_model(target.name, config=json.dumps(config))
-    finally:
-        conn.close()
+    Changes(target.server, target.directory).load_config(target.name, config)
 
 
 def _compute_ms(target: Target, seed: int) -> float:
