@@ -69,9 +69,9 @@ def prepare(host: str, model: str, tensors: Mapping[str, np.ndarray], outputs: S
 def flagged(request: PreparedRequest, grpc: bool, flags: tuple[int, bool, bool]) -> PreparedRequest:
     """``request`` with a sequence id and START/END flags as given (the driver's sequence pattern chooses them
     otherwise)."""
-    from tritonsuite.load.kinds.sequence import grpc_decorator, http_decorator
+    from tritonsuite.load.kinds.sequence import decorator
 
-    return (grpc_decorator if grpc else http_decorator)(request)(*flags)
+    return decorator(grpc)(request)(*flags)
 
 
 def first_line(exc: BaseException) -> str:
@@ -125,10 +125,10 @@ def exchange(server, model: str, description: ModelDescription, requests: Sequen
 
         prepared, pattern = [made(r) for r in requests], None
         if script:
-            from tritonsuite.load.kinds.sequence import Scripted, grpc_decorator, http_decorator
+            from tritonsuite.load.kinds.sequence import Scripted, decorator
 
-            pattern = Scripted([[made(step) for step in steps] for steps in script],
-                               grpc_decorator if grpc else http_decorator, first_id, together)
+            pattern = Scripted([[made(step) for step in steps] for steps in script], decorator(grpc), first_id,
+                               together)
         elif flags is not None:
             prepared = [flagged(r, grpc, flags) for r in prepared]
         elif driver.sequenced:  # the callers' requests are sent as given, only a sequence's flags are added
@@ -215,6 +215,6 @@ def send_sequences(server, description: ModelDescription, sequences: Sequence[Se
     found: dict[int, list] = {}
     for answer in sorted(answers, key=lambda a: a.sequence):
         found.setdefault(answer.sequence[0], []).append(answer.outputs)
-    if sum(map(len, found.values())) < sum(map(len, sequences)):
-        raise Hang(f"{sum(map(len, found.values()))} of {sum(map(len, sequences))} steps sent within {DEADLINE_S:g} s")
+    if len(answers) < (steps := sum(map(len, sequences))):  # the deadline ran out before every step was sent
+        raise Hang(f"{len(answers)} of {steps} steps sent within {DEADLINE_S:g} s")
     return [found.get(first_id + i, []) for i in range(len(sequences))]

@@ -48,6 +48,11 @@ def draw_length(rng: np.random.Generator, settings: SequenceSettings) -> int:
 Decorate = Callable[[int, bool, bool], PreparedRequest]
 
 
+def decorator(grpc: bool) -> Callable[[PreparedRequest], Decorate]:
+    """The encoder of a sequence's id and flags for a request serialised for gRPC or for HTTP."""
+    return grpc_decorator if grpc else http_decorator
+
+
 def grpc_decorator(request: PreparedRequest) -> Decorate:
     """Sequence parameters for a request serialised by :func:`tritonsuite.load.grpc.prepare_grpc_request`."""
     from tritonclient.grpc import service_pb2
@@ -219,7 +224,7 @@ class Sequence(Kind):
         return self.description.sequence_settings(point.seed if point is not None else 0)
 
     def pattern(self, request, grpc: bool, point):
-        return Sequences(self._settings(point), (grpc_decorator if grpc else http_decorator)(request))
+        return Sequences(self._settings(point), decorator(grpc)(request))
 
     def summarise(self, measurement, windows, generator) -> None:
         measurement.meta["sequences"] = generator.sequences.summary(generator.closing_sent)
