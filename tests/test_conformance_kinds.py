@@ -94,6 +94,20 @@ def test_a_sequence_model_batches_across_its_slots_and_runs_its_instances(repo, 
     assert instances.verdict == "pass" and instances.evidence["overlap"] > 1.2, instances.line()
 
 
+def test_batching_keeps_an_oldest_batcher_s_load_within_its_candidate_sequences(repo, server):
+    """Two candidates under max_batch_size 8: the load keeps two sequences live, not sixteen, so no request's queue
+    time is spent in the backlog where no execution could group it (16 live sequences queued ~0.1 s each there,
+    past the bound of the queue delay plus the executions ahead, a false red on a sound deployment)."""
+    sound = sequence_model(repo, "seq_two_candidates", "oldest", work_ms=WORK_MS)
+    config = sound / "config.pbtxt"
+    config.write_text(config.read_text().replace("max_candidate_sequences: 8", "max_candidate_sequences: 2"))
+    server.load(sound)
+    result = check(server, sound, "batching")
+    assert result.verdict == "pass", result.line()
+    assert result.evidence["concurrency"] == 2 and max(result.evidence["batch_stats"]) == 2, result.evidence
+    assert result.evidence["queue_ms_per_request"] <= result.evidence["queue_bound_ms"] * 1.25, result.evidence
+
+
 def test_batching_catches_a_sequence_model_served_with_one_slot(repo, server):
     broken = sequences(repo, "seq_one_slot")
     load_with(server, broken, max_batch_size=1)  # declares 8 slots, served with one: sequences wait in the backlog

@@ -107,6 +107,23 @@ def test_sequence_decoupled_and_python_kinds(tmp_path):
     assert found.inputs[0].dtype == "bfloat16" and found.outputs[0].dtype == "bool"
 
 
+def test_a_sequence_batcher_s_slots_are_counted_as_triton_s_scheduler_counts_them(tmp_path):
+    """Per instance: oldest's max_candidate_sequences, else max_batch_size (at least 1); none without a batcher."""
+    two = STATEFUL.replace("sequence_batching {", "instance_group [{ kind: KIND_CPU count: 2 }]\nsequence_batching {")
+    no_candidates = two.replace("oldest { max_candidate_sequences: 4 }", "oldest { }")
+    direct = two.replace("oldest { max_candidate_sequences: 4 }", "direct { }")
+    repo = _repository(tmp_path, stateful=STATEFUL, two=two, no_candidates=no_candidates,
+                       direct=direct.replace("max_batch_size: 4", "max_batch_size: 3"),
+                       batchless=direct.replace("max_batch_size: 4", "max_batch_size: 0"), preprocess=PREPROCESS)
+    found = {name: describe_deployment(repo / name) for name in
+             ("stateful", "two", "no_candidates", "direct", "batchless", "preprocess")}
+    assert found["stateful"].sequence_batching.max_candidate_sequences == 4
+    assert found["stateful"].sequence_slots == 4 * found["stateful"].instance_count
+    assert found["no_candidates"].sequence_batching.max_candidate_sequences == 0
+    assert {name: d.sequence_slots for name, d in found.items()} == {
+        "stateful": 4, "two": 8, "no_candidates": 8, "direct": 6, "batchless": 2, "preprocess": 0}
+
+
 def test_a_bls_model_names_its_composing_models_from_the_user(tmp_path):
     repo = _repository(tmp_path, preprocess=PREPROCESS, classifier=CLASSIFIER)
     bls = describe_deployment(repo / "preprocess", composing=("classifier",))

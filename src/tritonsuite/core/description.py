@@ -122,6 +122,7 @@ class SequenceBatching:
     states: tuple[tuple[str, str], ...] = ()  # implicit state: (input_name, output_name)
     max_queue_delay_microseconds: int = 0  # the strategy's (direct or oldest) wait for a fuller batch
     preferred_batch_sizes: tuple[int, ...] = ()  # oldest only (direct has none)
+    max_candidate_sequences: int = 0  # oldest only: its slots per instance (0: max_batch_size's)
 
 
 @dataclass(frozen=True)
@@ -215,6 +216,16 @@ class ModelDescription:
             sb = self.sequence_batching
             return DynamicBatching(sb.preferred_batch_sizes, sb.max_queue_delay_microseconds)
         return self.dynamic_batching
+
+    @property
+    def sequence_slots(self) -> int:
+        """The sequences its sequence batcher schedules at once (0 without one): per instance, ``oldest``'s
+        ``max_candidate_sequences``, else ``max_batch_size`` (at least 1), as Triton's scheduler counts them. A
+        sequence beyond them waits in the backlog, its requests queued where no execution can group them."""
+        if self.sequence_batching is None:
+            return 0
+        per = self.sequence_batching.max_candidate_sequences or max(1, self.max_batch_size)
+        return per * self.instance_count
 
     @property
     def ensemble(self) -> bool:
@@ -331,7 +342,8 @@ def describe(config: Mapping[str, Any], lookup: Callable[[str], Mapping[str, Any
             controls=tuple(controls),
             states=tuple((str(s.get("input_name", "")), str(s.get("output_name", ""))) for s in sb.get("state", [])),
             max_queue_delay_microseconds=_int(chosen.get("max_queue_delay_microseconds")),
-            preferred_batch_sizes=tuple(int(b) for b in chosen.get("preferred_batch_size", [])))
+            preferred_batch_sizes=tuple(int(b) for b in chosen.get("preferred_batch_size", [])),
+            max_candidate_sequences=_int(chosen.get("max_candidate_sequences")) if strategy == "oldest" else 0)
     groups = tuple(InstanceGroup(str(g.get("kind", "KIND_AUTO")), _int(g.get("count"), 1) or 1,
                                  tuple(int(d) for d in g.get("gpus", []))) for g in config.get("instance_group", []))
     policy_json = config.get("version_policy") or {}

@@ -4,7 +4,10 @@ The load is sent as the deployment's driver sends it (:func:`tritonsuite.load.ex
 in sequences, one live per connection; a decoupled model's on streams). What is judged is each scheduler that
 executes the requests (``Driver.scheduled``): the deployment's own, or an ensemble's steps, each against its own
 configuration (an ensemble's scheduler only passes tensors between them). A sequence batcher is judged as a batcher:
-``direct`` batches the slots with a request ready, ``oldest`` up to its preferred sizes within its queue delay.
+``direct`` batches the slots with a request ready, ``oldest`` up to its preferred sizes within its queue delay; its
+load keeps no more sequences live than its slots (``ModelDescription.sequence_slots``), since a sequence in the
+backlog queues where no execution can group it, and its queue time would count as waiting that was never
+groupable (seen on a busy host: ``oldest`` with 4 candidates under 16 sequences, every execution of one request).
 
 Batching: the statistics' batch-size histogram (executions per batch size, ``batch_stats``) over the load. Queue
 time is the server's own (``queue`` ns per request), bounded by the queue delay plus the executions a request can
@@ -107,13 +110,16 @@ def check_batching(target: Target) -> CheckResult:
                            "max_batch_size 0: no batch dimension, nothing to batch")
     b = target.batch_size
     models = target.driver.scheduled()  # an ensemble's steps, else the deployment itself
-    concurrency = max([2] + [math.ceil(2 * largest_batch(m) / b) for m in models if m.batcher is not None])
+    # a sequence beyond its batcher's slots waits in the backlog, queued where no execution can group it: the load
+    # keeps at most as many sequences live as the slots declared (a server with fewer queues the rest and fails)
+    cap = min([m.sequence_slots for m in models if m.sequence_slots] or [MAX_CONCURRENCY])
+    concurrency = min(cap, max([2] + [math.ceil(2 * largest_batch(m) / b) for m in models if m.batcher is not None]))
     requests = max(MIN_REQUESTS, REQUESTS_PER_CLIENT * concurrency)
     deltas, answers, elapsed = judged_load(target, concurrency, requests, [m.name for m in models])
     if any(_unmet(m, deltas[m.name]["batch_stats"], b) for m in models):
         # on a busy host the client may not keep every request in flight at the server: once more at twice the
-        # load before a verdict (one short round never decides it), the histograms pooled
-        concurrency *= 2
+        # load (within the slots) before a verdict (one short round never decides it), the histograms pooled
+        concurrency = min(cap, 2 * concurrency)
         more, more_answers, more_elapsed = judged_load(target, concurrency, 2 * requests, [m.name for m in models])
         deltas = {m: _pooled(v, more[m]) for m, v in deltas.items()}
         answers, elapsed = answers + more_answers, elapsed + more_elapsed

@@ -83,14 +83,6 @@ REASONS = (
 )
 
 
-def slots(target: Target) -> int:
-    """The sequence slots the configuration declares: per instance, ``max_batch_size`` (at least 1), or ``oldest``'s
-    ``max_candidate_sequences``."""
-    sb = target.description.config.get("sequence_batching") or {}
-    per = int((sb.get("oldest") or {}).get("max_candidate_sequences") or 0) if "oldest" in sb else 0
-    return (per or max(1, target.description.max_batch_size)) * target.description.instance_count
-
-
 def not_sequence(target: Target, check: str) -> CheckResult | None:
     if target.description.sequence_batching is None:
         return CheckResult(target.name, check, "-", "-", "skipped", f"no sequence_batching declared "
@@ -359,7 +351,7 @@ def check_sequence(target: Target, idle_bound_s: float = IDLE_BOUND_S) -> CheckR
     if skipped:
         return skipped
     sb = target.description.sequence_batching
-    declared, idle_s = slots(target), sb.max_sequence_idle_microseconds / 1e6
+    declared, idle_s = target.description.sequence_slots, sb.max_sequence_idle_microseconds / 1e6
     evidence: dict = {"slots": declared, "idle_s": idle_s, "refusals": {}, "controls": {},
                       "declared_controls": [f"{c.name}: {c.kind} {c.datatype}" for c in sb.controls]}
     wire = _Wire(target)
