@@ -18,6 +18,7 @@ from tritonsuite.models import default_registry
 from tritonsuite.profiles.tunespace import Budget, Candidate, parse_space
 from tritonsuite.server import EmbeddedServer
 from tritonsuite.tune.mix import JointCandidate, JointSpace, MixTuneResult, _verify, tune_set, write_configs
+from tritonsuite.deploy.deployment import Deployment
 from tritonsuite.tune.runner import TuneTarget
 from tritonsuite.tune.strategy import Evaluation
 
@@ -44,8 +45,9 @@ def setup(tmp_path_factory):
             config = model_config(name, spec, artifact.format, **SLOW_DEFAULT)
             directory = build_deployment(repo, config, artifact)
             server.load(directory)
-            targets.append(TuneTarget(server, name, spec, directory, config, repo, "fp32", 1,
-                                      server.model_description(name)))
+            served = server.model_description(name)
+            targets.append(TuneTarget(server, Deployment(name, spec, artifact, config, directory, "onnxruntime",
+                                                         served, served), repo, 1))
         yield server, spec, targets
 
 

@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 
 from tests.kinds import FAST, sequence_model, served
-from tritonsuite.core.description import describe
+from tritonsuite.core.description import SequenceSettings, SequenceSettingsError, describe, sequence_options
 from tritonsuite.judge.responses import sequence_accuracy
 from tritonsuite.load.engine import LoadPoint, measure
-from tritonsuite.core.description import SequenceSettings, SequenceSettingsError
 from tritonsuite.load.kinds.sequence import Sequences, draw_length
 
 @pytest.fixture(scope="module")
@@ -27,7 +26,10 @@ def test_settings_follow_perf_analyzer():
     lengths = [draw_length(rng, SequenceSettings(length=10, variation_percent=20)) for _ in range(500)]
     assert min(lengths) >= 8 and max(lengths) <= 12 and len(set(lengths)) > 2
     assert {draw_length(rng, SequenceSettings(length=5, variation_percent=0)) for _ in range(20)} == {5}
-    assert SequenceSettings.parse_id_range("5:9") == (5, 9) and SequenceSettings.parse_id_range("7") == (7, 0)
+    assert (sequence_options(4, 0, "5:9").id_start, sequence_options(4, 0, "5:9").id_end) == (5, 9)
+    assert (sequence_options(4, 0, "7").id_start, sequence_options(4, 0, "7").id_end) == (7, 0)
+    with pytest.raises(SequenceSettingsError, match=r"--sequence-id-range '5:x': expected START or START:END"):
+        sequence_options(4, 0, "5:x")
     with pytest.raises(SequenceSettingsError, match="--sequence-id-range"):
         SequenceSettings(id_start=9, id_end=5)
     with pytest.raises(SequenceSettingsError, match="--sequence-length 0"):

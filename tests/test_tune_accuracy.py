@@ -12,6 +12,7 @@ from tritonsuite.core.settings import LatencyBound
 from tritonsuite.deploy.repository import build_deployment, model_config
 from tritonsuite.server import EmbeddedServer
 from tritonsuite.tune import parse_space
+from tritonsuite.deploy.deployment import Deployment
 from tritonsuite.tune.runner import TuneTarget, tune
 
 SLOW = dict(max_batch_size=8, intra_op_threads=1, dynamic_batching=True, preferred_batch_sizes=(8,),
@@ -31,12 +32,13 @@ def served(tmp_path_factory):
         targets = {}
         for kind in ("mixing", "correct"):
             onnx.save(_graph(kind), models / f"{kind}.onnx")
-            artifact = SimpleNamespace(path=models / f"{kind}.onnx", format="onnx")
+            artifact = SimpleNamespace(path=models / f"{kind}.onnx", format="onnx", precision="fp32")
             config = model_config(kind, _spec(kind), artifact.format, **SLOW)
             directory = build_deployment(repo, config, artifact)
             server.load(directory)
-            targets[kind] = TuneTarget(server, kind, _spec(kind), directory, config, repo, "fp32", 1,
-                                       server.model_description(kind))
+            served = server.model_description(kind)
+            targets[kind] = TuneTarget(server, Deployment(kind, _spec(kind), artifact, config, directory, "onnxruntime",
+                                                          served, served), repo, 1)
         yield targets
 
 

@@ -126,15 +126,18 @@ def test_an_ensemble_or_a_batchless_deployment_is_refused_in_one_line_saying_why
 
     from tritonsuite.core.description import describe
     from tritonsuite.tune import TuneError
+    from tritonsuite.deploy.deployment import Deployment
     from tritonsuite.tune.runner import TuneTarget
 
     config = {"name": "ens", "platform": "ensemble", "max_batch_size": 8, "ensemble_scheduling": {
         "step": [{"model_name": "add_onnx", "model_version": -1}]}}
     description = describe(config, lambda name: {"name": name, "platform": "onnxruntime_onnx", "max_batch_size": 8})
-    target = TuneTarget(SimpleNamespace(), "ens", None, tmp_path, config, tmp_path, "fp32", 1, description)
+    target = TuneTarget(SimpleNamespace(), Deployment("ens", None, None, config, tmp_path, "", description, description),
+                        tmp_path, 1)
     assert target.refuses() == ("ens is an ensemble: it has no instance group or batcher of its own; tune its "
                                 "composing models (add_onnx)")
     batchless = describe({"name": "b", "platform": "onnxruntime_onnx"})
     with pytest.raises(TuneError, match=r"^b is batchless \(max_batch_size 0\): Triton batches none of its requests, so "
                                         r"neither a batcher's settings nor max_batch_size can vary$"):
-        TuneTarget(SimpleNamespace(), "b", None, tmp_path, {}, tmp_path, "fp32", 1, batchless).check()
+        TuneTarget(SimpleNamespace(), Deployment("b", None, None, {}, tmp_path, "", batchless, batchless), tmp_path,
+                   1).check()

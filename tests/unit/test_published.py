@@ -251,7 +251,8 @@ def test_a_gpu_profiles_rows_name_their_profile_and_published_tables(tmp_path):
 
     from tritonsuite.models import default_registry
     from tritonsuite.profiles import load_profile
-    from tritonsuite.run.suite import Deployment, Suite
+    from tritonsuite.deploy.deployment import Deployment
+    from tritonsuite.run.suite import Suite
 
     (tmp_path / "mine.yaml").write_text("device: gpu\ngpu: NVIDIA A100 80GB\npublished: a100\nmodels: {bert: {size: "
                                         "tiny, formats: [onnx], precisions: [fp16], max_batch_size: 4}}\n")

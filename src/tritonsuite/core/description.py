@@ -11,8 +11,7 @@ and an ensemble's steps with the composing models resolved recursively (nested e
 ``lookup`` of configurations by name. A BLS model's configuration does not name the models it calls: they come
 from the user (perf_analyzer's ``--bls-composing-models``) as ``composing``.
 
-A leaf of the typed core: it imports only :mod:`tritonsuite.core.spec`. Reading ``config.pbtxt`` files is
-:mod:`tritonsuite.deploy`'s; asking a server is :mod:`tritonsuite.server`'s.
+A leaf of the typed core (it imports only :mod:`tritonsuite.core.spec`): files are ``deploy``'s, servers ``server``'s.
 """
 from __future__ import annotations
 
@@ -72,17 +71,6 @@ class SequenceSettings:
             raise SequenceSettingsError(f"--sequence-id-range {self.id_start}:{self.id_end}: expected START >= 1 and "
                                         f"END > START (or no END)")
 
-    @staticmethod
-    def parse_id_range(text: str) -> tuple[int, int]:
-        """``START[:END]`` -> (start, end or 0)."""
-        start, _, end = str(text).partition(":")
-        try:
-            values = int(start), int(end) if end else 0
-        except ValueError:
-            raise SequenceSettingsError(f"--sequence-id-range {text!r}: expected START or START:END (whole "
-                                        f"numbers)") from None
-        return values
-
     def describe(self) -> str:
         ids = f"{self.id_start}:{self.id_end}" if self.id_end else f"{self.id_start}:"
         return (f"sequence length {self.length} ± {self.variation_percent:g}%, ids {ids}, one live sequence per "
@@ -96,7 +84,12 @@ class SequenceSettings:
 def sequence_options(length: int, variation_percent: float, id_range: str) -> SequenceSettings:
     """The sequence settings of perf_analyzer's three options (``id_range``: ``START[:END]``), or
     SequenceSettingsError (a DescriptionError) naming the bad value and what is valid."""
-    start, end = SequenceSettings.parse_id_range(id_range)
+    start, _, end = str(id_range).partition(":")
+    try:
+        start, end = int(start), int(end) if end else 0
+    except ValueError:
+        raise SequenceSettingsError(f"--sequence-id-range {id_range!r}: expected START or START:END (whole "
+                                    f"numbers)") from None
     return SequenceSettings(length=length, variation_percent=variation_percent, id_start=start, id_end=end)
 
 
@@ -183,9 +176,7 @@ class ModelDescription:
     response_cache: bool = False
     default_model_filename: str = ""
     steps: tuple[Step, ...] = ()
-    # an ensemble's step models (resolved through the lookup), or the models a BLS model calls (given by the user),
-    # each once, in the order first met
-    composing: tuple["ModelDescription", ...] = ()
+    composing: tuple["ModelDescription", ...] = ()  # an ensemble's step models or a BLS model's callees, once each
     config: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the configuration's JSON
     # how its sequences are sent, where it is a sequence model (perf_analyzer's --sequence-* options; None: their
     # defaults): not a fact of the configuration, the run's choice for this deployment
@@ -219,13 +210,10 @@ class ModelDescription:
 
     @property
     def sequence_slots(self) -> int:
-        """The sequences its sequence batcher schedules at once (0 without one): per instance, ``oldest``'s
-        ``max_candidate_sequences``, else ``max_batch_size`` (at least 1), as Triton's scheduler counts them. A
-        sequence beyond them waits in the backlog, its requests queued where no execution can group them."""
-        if self.sequence_batching is None:
-            return 0
-        per = self.sequence_batching.max_candidate_sequences or max(1, self.max_batch_size)
-        return per * self.instance_count
+        """The sequences its sequence batcher schedules at once, as Triton counts them (0 without one): per instance,
+        ``oldest``'s ``max_candidate_sequences``, else ``max_batch_size`` (at least 1); others wait in the backlog."""
+        sb = self.sequence_batching
+        return (sb.max_candidate_sequences or max(1, self.max_batch_size)) * self.instance_count if sb else 0
 
     @property
     def ensemble(self) -> bool:

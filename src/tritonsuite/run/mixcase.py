@@ -177,9 +177,8 @@ def run_mix_tune(suite, name: str, progress: Progress | None = None):
     from tritonsuite.profiles.tunespace import Budget, Candidate, space_for
 
     mix, deployments, traffic, _ = _setup(suite, name, progress, probes=False)
-    targets = [TuneTarget(suite.server, d.name, d.spec, d.directory, d.config, suite.repository_dir, m.precision,
-                          t.point.batch_size, d.description).check()
-               for d, m, t in zip(deployments, mix.members, traffic)]
+    targets = [TuneTarget(suite.server, d, suite.repository_dir, t.point.batch_size).check()
+               for d, t in zip(deployments, traffic)]
     spaces = [space_for(suite.model_profile(m.model), Candidate.of(d.config)) for d, m in zip(deployments, mix.members)]
     bounds = [suite.model_profile(m.model).online.latency_bound for m in mix.members]
     rows: list[Row] = []

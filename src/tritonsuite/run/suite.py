@@ -17,6 +17,7 @@ from tritonsuite.core.store import RawWriter, raw_path
 from tritonsuite.deploy import export as export_mod
 from tritonsuite.deploy import userrepo, userserve
 from tritonsuite.deploy.backends import backend_for
+from tritonsuite.deploy.deployment import Deployment
 from tritonsuite.deploy.repository import build_deployment, deployment_name
 from tritonsuite.judge import responses as kinds  # sequences, decoupled, python/BLS
 from tritonsuite.judge.accuracy import AccuracyResult
@@ -25,7 +26,6 @@ from tritonsuite.judge.compare import comparable, compare_points, point_key
 from tritonsuite.judge.conformance import DEFAULT_CHECKS, CheckResult, Target, run_check
 from tritonsuite.judge.underload import DEFAULT_PROBE_SEED, DEFAULT_PROBE_SHARE, accuracy_under_load
 from tritonsuite.load import sources as load_sources
-from tritonsuite.load.client import as_sent
 from tritonsuite.load.engine import LoadPoint, Measurement, Progress, Traffic
 from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.search import SearchResult, judge, remeasure_drift, search, stop_when_clearly_over
@@ -40,22 +40,6 @@ from tritonsuite.run.mixcase import run_mix_case, run_mix_search, run_mix_tune
 from tritonsuite.run.streaming import STREAM_SUFFIX, streamed
 from tritonsuite.run.tunecase import run_tune_case
 from tritonsuite.server import TritonServer
-
-
-@dataclass
-class Deployment:
-    name: str
-    spec: ModelSpec
-    artifact: export_mod.Artifact
-    config: Mapping  # its configuration as written (JSON): what the profile produced, or the user's config.pbtxt
-    directory: Path
-    served_by: str  # the backend that serves it, as the server reports it
-    description: ModelDescription  # as the server runs it (tritonsuite.core.description): its driver reads its kind
-    declared: ModelDescription  # what its config declares, Triton's defaults where silent: what conformance judges
-
-    @property
-    def batched(self) -> bool:  # False: batchless (max_batch_size 0), requests carry no batch dimension
-        return self.description.batching
 
 
 @dataclass
@@ -379,12 +363,7 @@ class Suite:
     def run_conformance(self, case: Case, allow_reload: bool = False) -> CheckResult:
         """One conformance check (:mod:`tritonsuite.judge.conformance`) of a case's deployment; its row recorded."""
         deployment = self.deployment(case.model, case.format, case.precision, case.serving or "served")
-        inputs, batched = deployment.spec.example_inputs, deployment.batched  # batch first
-        request = (lambda b, seed=0: as_sent(inputs(b if batched else 1, seed), batched))  # a batchless one: a sample
-        callees = tuple(m.name for m in deployment.description.composing) if deployment.description.python else ()
-        padded = {o.name: o.valid_length[1] + deployment.batched for o in deployment.spec.outputs if o.valid_length}
-        result = run_check(Target(self.server, deployment.directory, request, case.batch_size or 1, allow_reload,
-                                  callees, padded, deployment.declared), case.check)
+        result = run_check(Target.of(self.server, deployment, case.batch_size or 1, allow_reload), case.check)
         if result.verdict == "fail":
             self.broke(result.reason)
         self.record(result.to_row(**self._identity(case), parameters=self.parameters(deployment)))

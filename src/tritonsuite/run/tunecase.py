@@ -44,8 +44,7 @@ def run_tune_case(suite, case, strategy: str = "search", budget: str = "", progr
                                   f"{verdict}", len(labels), (limit or space.budget).configurations))
         return row
 
-    target = TuneTarget(suite.server, deployment.name, spec, deployment.directory, deployment.config,
-                        suite.repository_dir, case.precision, case.batch_size, deployment.description,
+    target = TuneTarget(suite.server, deployment, suite.repository_dir, case.batch_size,
                         load_sources.get("suite", suite.workers)).check()  # why not, in one line
     space = space_for(suite.model_profile(case.model), Candidate.of(deployment.config))  # around its own batcher
     limit = Budget.parse(budget, space.budget) if budget else None

@@ -37,6 +37,7 @@ from typing import Mapping
 from tritonsuite.core.description import ModelDescription
 from tritonsuite.core.settings import LatencyBound, MeasurementSettings
 from tritonsuite.core.spec import ModelSpec
+from tritonsuite.deploy.deployment import Deployment
 from tritonsuite.deploy.repository import copy_deployment
 from tritonsuite.load import sources as load_sources
 from tritonsuite.load.engine import LoadPoint, Measurement, Traffic
@@ -68,19 +69,38 @@ REASONS = (
 
 @dataclass(frozen=True)
 class TuneTarget:
-    """What is tuned: a deployment already loaded with its own configuration (``name``), and what a candidate
-    deployment is made from: the files of ``directory`` under the candidate's configuration."""
+    """What is tuned: a deployment already loaded with its own configuration, and what a candidate deployment is
+    made from: the files of its directory under the candidate's configuration, in ``repository_dir``."""
 
     server: object  # a TritonServer with explicit model control
-    name: str
-    spec: ModelSpec
-    directory: Path  # the deployment's directory as loaded (its model file, a python model's model.py)
-    config: Mapping  # its own configuration (JSON): the profile's online one, or a user's config.pbtxt
+    deployment: Deployment  # as the run serves it (a sequence model's description: its sequences as sent)
     repository_dir: Path
-    precision: str
     batch_size: int
-    description: ModelDescription  # the deployment's, as the server runs it (a sequence model's sequences as sent)
     source: load_sources.LoadSource = field(default_factory=load_sources.get)  # who measures (the default source)
+
+    @property
+    def name(self) -> str:
+        return self.deployment.name
+
+    @property
+    def spec(self) -> ModelSpec:
+        return self.deployment.spec
+
+    @property
+    def directory(self) -> Path:  # the deployment's directory as loaded (its model file, a python model's model.py)
+        return self.deployment.directory
+
+    @property
+    def config(self) -> Mapping:  # its own configuration (JSON): the profile's online one, or a user's config.pbtxt
+        return self.deployment.config
+
+    @property
+    def precision(self) -> str:
+        return self.deployment.precision
+
+    @property
+    def description(self) -> ModelDescription:
+        return self.deployment.description
 
     @property
     def tune_name(self) -> str:

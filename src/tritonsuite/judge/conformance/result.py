@@ -91,6 +91,19 @@ class Target:
     #: (the suite's Deployment.declared) gives it; else it is read from ``directory`` and the server
     description: ModelDescription | None = None
 
+    @classmethod
+    def of(cls, server, deployment, batch_size: int = 1, allow_reload: bool = False) -> "Target":
+        """The target of a deployment the run serves (``tritonsuite.deploy.deployment.Deployment``): its directory
+        and what it declares as the run holds them, its spec's example inputs (a batchless one's as one sample), its
+        callees where it is a python model, its outputs' padded axes."""
+        from tritonsuite.load.client import as_sent
+
+        inputs, batched = deployment.spec.example_inputs, deployment.batched  # batch first
+        callees = tuple(m.name for m in deployment.description.composing) if deployment.description.python else ()
+        padded = {o.name: o.valid_length[1] + batched for o in deployment.spec.outputs if o.valid_length}
+        return cls(server, deployment.directory, lambda b, seed=0: as_sent(inputs(b if batched else 1, seed), batched),
+                   batch_size, allow_reload, callees, padded, deployment.declared)
+
     def __post_init__(self):
         self.directory = Path(self.directory)
         self.description = self.description or self._read()
