@@ -55,6 +55,22 @@ def test_settings_follow_perf_analyzer():
         long.request(2)
 
 
+def test_open_loop_sends_to_the_sequence_that_waited_longest():
+    """Answers come back before the next request is due, but once two were in flight at once: both live sequences
+    must go on being sent to in turn. Sending to the first free slot starved the second past the server's idle
+    timeout (its END then refused: "must specify the START flag", CI under three xdist workers, 2026-11-29)."""
+    sent = []
+    seqs = Sequences(SequenceSettings(length=1000, variation_percent=0, id_start=1), lambda i, s, e: sent.append(i))
+    seqs.request(seqs.free_slot())  # slot 0, in flight
+    seqs.request(seqs.free_slot())  # every live sequence busy: slot 1 begins a second sequence
+    seqs.done(0), seqs.done(1)
+    for _ in range(10):  # from now on, one request at a time, each answered before the next
+        slot = seqs.free_slot()
+        seqs.request(slot)
+        seqs.done(slot)
+    assert sent == [1, 2] + [1, 2] * 5 and len(seqs.live) == 2
+
+
 @pytest.mark.parametrize("model", ["seq_direct", "seq_oldest"])
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_closed_and_open_loop(server, model, protocol):

@@ -12,8 +12,9 @@ description's :class:`~tritonsuite.core.description.SequenceSettings`):
 - ``--sequence-id-range START[:END]`` (1): ids from START upwards, wrapping to START after END - 1 when an end is
   given; an id still live is skipped, so two live sequences never share one;
 - closed loop: one live sequence per concurrency slot (a slot's next request continues its sequence, and a new one
-  starts when it ends); open loop: each scheduled request goes to a sequence with no request in flight (a new one
-  when every live sequence is waiting), so a sequence's requests stay in order;
+  starts when it ends); open loop: each scheduled request goes to the sequence that has waited longest with no
+  request in flight (a new one when every live sequence is waiting), so a sequence's requests stay in order and
+  none waits past the server's idle timeout while others are sent;
 - when a point ends, every sequence still open gets one more request carrying ``sequence_end`` (outside the
   measured windows), so no sequence is left for the server's idle timeout.
 
@@ -97,6 +98,7 @@ class _Live:
     length: int
     sent: int = 0
     in_flight: bool = False
+    answered: int = 0  # when its last request was answered, in the pattern's count of answers (0: never)
 
 
 @dataclass
@@ -110,6 +112,7 @@ class Sequences:
     started: int = 0  # sequences begun
     ended: int = 0  # sequences whose end request was sent
     _next_id: int = 0
+    _answers: int = 0  # requests answered so far (the order free_slot serves waiting sequences in)
 
     def __post_init__(self):
         self._rng = np.random.default_rng(self.settings.seed)
@@ -132,11 +135,12 @@ class Sequences:
         return True
 
     def free_slot(self) -> int:
-        """Open loop: a slot whose sequence has no request in flight (a new slot when all are waiting)."""
-        for slot, live in self.live.items():
-            if not live.in_flight:
-                return slot
-        return max(self.live, default=-1) + 1
+        """Open loop: the slot whose sequence has waited longest with no request in flight (a new slot when all are
+        waiting). The longest-waiting, not the first: with fast answers the first free slot is nearly always the
+        same, and a sequence begun while it was busy would wait past the server's idle timeout, which then forgets
+        it (its next request refused for want of START; seen on a busy host at 60 requests/s)."""
+        free = [(live.answered, slot) for slot, live in self.live.items() if not live.in_flight]
+        return min(free)[1] if free else max(self.live, default=-1) + 1
 
     def request(self, slot: int) -> PreparedRequest:
         live = self.live.get(slot)
@@ -158,6 +162,8 @@ class Sequences:
         if live is None:
             return
         live.in_flight = False
+        self._answers += 1
+        live.answered = self._answers
         if live.sent >= live.length:
             del self.live[slot]
 
@@ -186,6 +192,7 @@ class Scripted:
         self.todo = {i: [i] for i in range(len(script))} if together else {0: list(range(len(script)))}
         self.live: dict[int, _Live] = {}
         self._index: dict[int, int] = {}  # slot -> the sequence it sends now
+        self._answers = 0  # as Sequences counts them (its done is this pattern's)
 
     def has_more(self, slot: int) -> bool:
         return slot in self.live or bool(self.todo.get(slot))
