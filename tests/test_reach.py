@@ -257,8 +257,13 @@ def test_the_suite_runs_through_the_proxy_and_over_mutual_tls_and_writes_no_secr
         measured = [r for r in rows if r["scenario"] in ("offline", "online")]
         assert measured and all(r["measurement"]["protocol"] == ("grpc" if name == "grpc" else "http")
                                 for r in measured)
-        # nginx ended keep-alive connections at their 1000th request: reopened, said in the row
-        assert name == "grpc" or any(r["measurement"].get("http_reconnects", 0) >= 1 for r in measured)
+        # nginx ends a keep-alive connection at its 1000th request: a point that sent more than that on its one
+        # connection reopened it, said in the row. How many a point sends in its windows depends on the host's
+        # speed (beside two other busy xdist workers one sent fewer than 1000), so only such points are held to it
+        # here; test_a_keep_alive_connection_the_proxy_ends_... sends over 1000 by count, on any host
+        long = [r for r in measured if name == "https" and r["loadgen"] == "suite" and r["concurrency"] == 1
+                and r["measurement"].get("requests_sent", 0) > 1000]
+        assert all(r["measurement"].get("http_reconnects", 0) >= 1 for r in long), long
         assert {r["loadgen"] for r in measured} == ({"suite", "perf_analyzer"} if name == "https" else {"suite"})
         assert TOKEN not in run.stdout + run.stderr and KEY not in run.stdout + run.stderr
         assert "Reached with HTTPS (certificate verified against ca.crt)" in \
