@@ -4,7 +4,7 @@ The load itself runs on the server in tests/test_conformance_checks.py and tests
 from __future__ import annotations
 
 from tritonsuite.core.description import describe
-from tritonsuite.judge.conformance.batching import _pooled, _unmet, judge_batching, judge_instances
+from tritonsuite.judge.conformance.batching import _pooled, _unmet, judge_batching, judge_instances, load_concurrency
 from tritonsuite.judge.conformance.traffic import largest_batch
 from tritonsuite.load.exchange import Answer
 
@@ -452,3 +452,15 @@ def test_a_skipped_instances_result_names_the_deployment_and_the_check():
     # compute with no execution counted: taken as one execution's
     assert result.reason == ("executions too short here (190.00 ms each) to show overlap against the client's own "
                              "time")
+
+
+def test_the_load_keeps_a_sequence_batcher_within_its_slots_and_nothing_else_bounded():
+    """Twice the largest batch in flight; a sequence batcher's load within its declared slots (a sequence in the
+    backlog queues where no execution can group it), a dynamic batcher's unbounded by them."""
+    big = model(max_batch_size=64, dynamic_batching={})
+    assert load_concurrency([big], 1) == (128, float("inf")) and load_concurrency([big], 4)[0] == 32
+    oldest = model(dynamic_batching=None, max_batch_size=4,
+                   sequence_batching={"oldest": {"max_candidate_sequences": 2}})
+    assert load_concurrency([oldest], 1) == (2, 2)
+    direct = model(dynamic_batching=None, instances=2, max_batch_size=4, sequence_batching={"direct": {}})
+    assert load_concurrency([direct], 1) == (8, 8) and load_concurrency([model(dynamic_batching=None)], 1)[0] == 2

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from tritonsuite.core.description import ModelDescription, as_served, describe
+from tritonsuite.core.description import as_served, describe
 from tritonsuite.core.rows import Row
 from tritonsuite.core.settings import LatencyBound
 from tritonsuite.core.spec import ModelSpec

@@ -110,10 +110,7 @@ def check_batching(target: Target) -> CheckResult:
                            "max_batch_size 0: no batch dimension, nothing to batch")
     b = target.batch_size
     models = target.driver.scheduled()  # an ensemble's steps, else the deployment itself
-    # a sequence beyond its batcher's slots waits in the backlog, queued where no execution can group it: the load
-    # keeps at most as many sequences live as the slots declared (a server with fewer queues the rest and fails)
-    cap = min([m.sequence_slots for m in models if m.sequence_slots] or [MAX_CONCURRENCY])
-    concurrency = min(cap, max([2] + [math.ceil(2 * largest_batch(m) / b) for m in models if m.batcher is not None]))
+    concurrency, cap = load_concurrency(models, b)
     requests = max(MIN_REQUESTS, REQUESTS_PER_CLIENT * concurrency)
     deltas, answers, elapsed = judged_load(target, concurrency, requests, [m.name for m in models])
     if any(_unmet(m, deltas[m.name]["batch_stats"], b) for m in models):
@@ -124,6 +121,16 @@ def check_batching(target: Target) -> CheckResult:
         deltas = {m: _pooled(v, more[m]) for m, v in deltas.items()}
         answers, elapsed = answers + more_answers, elapsed + more_elapsed
     return judge_batching(target.name, models, deltas, answers, elapsed, concurrency, b)
+
+
+def load_concurrency(models, b: int) -> tuple[int, float]:
+    """The batching load's concurrency for requests of batch ``b`` (twice the largest batch a batcher puts in one
+    execution, at least 2), and the most a second round may use. A sequence beyond its batcher's slots waits in the
+    backlog, queued where no execution can group it: the load keeps at most as many sequences live as the slots
+    declared (a server with fewer queues the rest and fails). Nothing else bounds it."""
+    cap = min((m.sequence_slots for m in models if m.sequence_slots), default=math.inf)
+    wanted = max([2] + [math.ceil(2 * largest_batch(m) / b) for m in models if m.batcher is not None])
+    return min(cap, wanted), cap
 
 
 def judge_batching(name: str, models, deltas: dict, answers: list, elapsed: float, concurrency: int,
