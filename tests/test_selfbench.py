@@ -42,9 +42,12 @@ def test_ceiling_side_by_side_with_perf_analyzer(here, shared_export_cache, pa, 
 
 
 def test_ceiling_over_worker_processes_is_a_row_per_number_of_workers(here, shared_export_cache, capsys):
-    assert selfbench._ceiling_only(shared_export_cache, ("suite",), (2,), SHORT, workers=(1, 2)) == 0
+    # 4 workers at concurrency 2 run as 2 (no more than the slots), 2 and 4 at concurrency 1 in process: each once
+    assert selfbench._ceiling_only(shared_export_cache, ("suite",), (1, 2), SHORT, workers=(1, 2, 4)) == 0
     out = capsys.readouterr().out
-    rows = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines() if line.startswith("| 2 |")]
+    table = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines() if line.startswith("| ")]
+    assert [r[1] for r in table if r[0] == "1"] == ["in process"], out
+    rows = [r for r in table if r[0] == "2"]
     assert [r[1] for r in rows] == ["in process", "2 worker processes"], out
     for r in rows:
         assert float(r[2]) > 0 and r[3] == "-" and float(r[10].split(" / ")[0]) > 0, out

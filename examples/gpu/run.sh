@@ -2,13 +2,14 @@
 # The whole GPU run, prepared on the CPU (docs/containers-and-gpus.md, "A lent GPU machine"): on the lent machine,
 # from the repository root, with .gpu/ carried (bash examples/gpu/kit.sh makes .gpu/kit.tar.xz here first):
 #
-#   bash examples/gpu/run.sh diagnose accuracy                                 # first call
-#   bash examples/gpu/run.sh offline online crosscheck selfbench conformance   # second call, same machine
+#   BUDGET_S=380 bash examples/gpu/run.sh diagnose accuracy                  # first call
+#   BUDGET_S=... bash examples/gpu/run.sh offline online selfbench conformance crosscheck
+#                                    # second call, same machine: what the session's device time leaves
 #
 # Steps, in the order given: diagnose (fp16-diagnose: CPU fp32 against GPU fp16, GPU fp16 with cuDNN off and GPU
 # fp32 with TF32 off, module by module), accuracy (fp32, fp16, mixed), offline and online (each deployment's first
-# and last point of its sweep, concurrency up to 16), crosscheck (perf_analyzer beside the engine), selfbench (what
-# serving and measuring cost) and conformance (each deployment against its config.pbtxt). All five seed models,
+# and last point of its sweep, concurrency up to 16), crosscheck (perf_analyzer beside the engine), selfbench (the
+# identity ceiling: the engine in process and over 4 and 8 worker processes beside perf_analyzer) and conformance (each deployment against its config.pbtxt). All five seed models,
 # TorchScript only: the lent machine's onnxruntime has no CUDA provider and TensorRT cannot be installed there. The
 # reports put the seeds' published figures beside the measured ones, with ratios.
 #
@@ -37,8 +38,8 @@ if [ "$profile" = cpu ]; then  # tried on a CPU host: its onnx too
 fi
 order="diagnose accuracy offline online crosscheck selfbench conformance"
 # caps that fit both calls, the machine's start and the transfers into the session's 15 minutes of device time
-declare -A cap=([diagnose]=150 [accuracy]=260 [offline]=100 [online]=100 [crosscheck]=60 [selfbench]=120
-                [conformance]=90)
+declare -A cap=([diagnose]=130 [accuracy]=230 [offline]=80 [online]=80 [crosscheck]=50 [selfbench]=110
+                [conformance]=70)
 
 finish() {
     tar -C "$RUN_WORK" -czf "$out/results.tar.gz" . 2>/dev/null
@@ -107,9 +108,9 @@ step() {
         crosscheck) exec python3 -m pytest -m "offline or online" "${common[@]}" --models "$crosscheck_models" \
                         --formats ts-trace --batch-sizes 1 --concurrency 1,8 -k "not rate and not stream" \
                         --loadgen suite,perf_analyzer --reports-dir "$work/crosscheck" ;;
-        # selfbench serves ONNX, which the lent machine's onnxruntime runs on its CPUs only: the cpu profile's TFT;
-        # the identity ceiling by the engine in process and over 4 and 8 worker processes, beside perf_analyzer
-        selfbench) exec python3 -m tritonsuite.cli selfbench --gpu cpu --model tft --rounds 2 --workers 1,4,8 \
+        # selfbench's identity ceiling (ONNX on the CPUs: the lent machine's onnxruntime has no CUDA provider) by
+        # the engine in process and over 4 and 8 worker processes, beside perf_analyzer, on that machine's cores
+        selfbench) exec python3 -m tritonsuite.cli selfbench --ceiling-only --workers 1,4,8 \
                        --loadgen suite,perf_analyzer --cache-dir "$work/selfbench" ;;
         conformance) exec python3 -m pytest -m conformance "${common[@]}" --reports-dir "$work/conformance" ;;
     esac

@@ -68,8 +68,9 @@ def rounds(*costs: float, wall: float = 5.0) -> list[dict]:
              "inferences_per_s": 100.0} for c in costs]
 
 
-def judged04(a: list[dict], b: list[dict], errors=()):
-    return _verdict("m", "test04", "no response_cache", NAMES, {"A": a, "B": b}, list(errors), failing="A", why=WHY)
+def judged04(a: list[dict], b: list[dict], errors=(), again=None):
+    return _verdict("m", "test04", "no response_cache", NAMES, {"A": a, "B": b}, list(errors), failing="A", why=WHY,
+                    again=again)
 
 
 def test_repeats_computed_as_fast_as_fresh_inputs_pass():
@@ -99,6 +100,58 @@ def test_a_seed_stream_decisively_cheaper_fails_test05_either_way():
     assert result.reason == ("throughput depends on the input seed: seed 1000000 inputs cost 1 ms per inference "
                              "against 3 ms for seed 0 inputs (server compute): 200% apart, beyond 2x the rounds' own "
                              "spread (0%), every round of one beyond every round of the other")
+
+
+def test_a_decisive_gap_the_second_set_does_not_repeat_passes_and_says_so():
+    result = judged04(rounds(1.0, 1.0, 1.0, 1.0), rounds(2.0, 2.0, 2.0, 2.0),
+                      again={"A": rounds(1.0, 1.1, 1.0, 0.9), "B": rounds(1.05, 0.95, 1.0, 1.1)})
+    assert (result.verdict, result.reason) == ("pass", "")
+    assert result.evidence["decisive"] and result.evidence["second_set"]["confirmed"] is False
+    assert result.observed.endswith("; a second set of 8 rounds: one input repeated 1 ms, inputs never sent before "
+                                    "1.02 ms, gap 2%, spread 20%, not decisive the same way (the first set's gap was "
+                                    "the host's, not the model's)")
+
+
+def test_a_decisive_gap_repeated_the_same_way_fails_naming_both_sets():
+    result = judged04(rounds(1.0, 1.0, 1.0, 1.0), rounds(2.0, 2.0, 2.0, 2.0),
+                      again={"A": rounds(1.0, 1.0, 1.0, 1.0), "B": rounds(3.0, 3.0, 3.0, 3.0)})
+    assert result.verdict == "fail" and result.evidence["second_set"]["confirmed"] is True
+    assert result.reason == ("one input repeated cost 1 ms per inference against 2 ms for inputs never sent before "
+                             "(server compute): 100% apart, beyond 2x the rounds' own spread (0%), every round of one "
+                             "beyond every round of the other, and again in a second set of rounds (200% apart): no "
+                             "response_cache is declared, so something answers repeats without computing them")
+
+
+def test_a_second_set_decisive_the_other_way_passes():
+    names = {"A": "seed 0 inputs", "B": "seed 1000000 inputs"}
+    result = _verdict("m", "test05", "-", names, {"A": rounds(3.0, 3.0, 3.0, 3.0), "B": rounds(1.0, 1.0, 1.0, 1.0)},
+                      [], failing=None, why=("throughput depends on the input seed: ", ""),
+                      again={"A": rounds(1.0, 1.0, 1.0, 1.0), "B": rounds(3.0, 3.0, 3.0, 3.0)})
+    assert result.verdict == "pass" and result.evidence["second_set"]["faster"] == "A"
+
+
+@pytest.mark.parametrize("first, failing, repeated", [
+    ((rounds(1.0, 1.0, 1.0, 1.0), rounds(2.0, 2.0, 2.0, 2.0)), "A", True),   # decisive, the failing label faster
+    ((rounds(2.0, 2.0, 2.0, 2.0), rounds(1.0, 1.0, 1.0, 1.0)), "A", False),  # decisive the way that passes
+    ((rounds(2.0, 2.0, 2.0, 2.0), rounds(1.0, 1.0, 1.0, 1.0)), None, True),  # test05: either way fails
+    ((rounds(1.0, 1.1, 1.0, 0.9), rounds(1.05, 0.95, 1.0, 1.1)), None, False),  # not decisive
+])
+def test_a_second_set_is_taken_only_where_the_first_would_fail(monkeypatch, first, failing, repeated):
+    from tritonsuite.judge.conformance import system
+
+    sets = iter([({"A": first[0], "B": first[1]}, []), ({"A": rounds(1.0), "B": rounds(1.0)}, ["HTTP 500: late"])])
+    monkeypatch.setattr(system, "_rounds", lambda target, make: next(sets))
+    found, errors, again = system._judged_rounds(None, None, failing)
+    assert found == {"A": first[0], "B": first[1]}
+    assert (again is not None, errors) == ((True, ["HTTP 500: late"]) if repeated else (False, []))
+
+
+def test_no_second_set_after_a_first_with_failed_requests(monkeypatch):
+    from tritonsuite.judge.conformance import system
+
+    sets = iter([({"A": rounds(1.0, 1.0, 1.0, 1.0), "B": rounds(2.0, 2.0, 2.0, 2.0)}, ["HTTP 500: gone"])])
+    monkeypatch.setattr(system, "_rounds", lambda target, make: next(sets))
+    assert system._judged_rounds(None, None, "A")[1:] == (["HTTP 500: gone"], None)
 
 
 @pytest.mark.parametrize("slower, decisive", [(1 + MIN_GAP, False), (1.26, True)])

@@ -191,7 +191,11 @@ def ceiling_points(server, repo: Path, cache_dir, loadgens=("suite",), concurren
     measured = []
     for c in concurrency:
         for g in loadgens:
+            ran = set()  # the engine runs no more worker processes than the point has slots: each count once
             for n in (workers if g == load_sources.DEFAULT else (1,)):
+                if min(n, c) in ran:
+                    continue
+                ran.add(min(n, c))
                 label = g if n == 1 else f"{g} x{n}"
                 traffic = Traffic(trivial_name, inputs, trivial.outputs, LoadPoint(1, c), description)
                 try:
@@ -255,6 +259,8 @@ def _print_side_by_side(measured) -> None:
         a = by.get(("perf_analyzer", c))
         for engine in engines or ["-"]:
             s = by.get((engine, c))
+            if s is None and engine != (engines or ["-"])[0]:
+                continue  # more workers than this point's slots: measured once, at the slots
             asked = int(engine.split(" x")[1]) if " x" in engine else 1
             ran = (s.meta.get("workers") or {}).get("processes", asked) if s is not None else asked
             workers = (f"{ran} worker processes" if ran > 1 else "in process") + \

@@ -50,8 +50,10 @@ def pytriton_paths() -> dict[str, Path]:
     """Locations inside the nvidia-pytriton wheel: the binary, its libraries, the python backend and stubs."""
     try:
         import pytriton
-    except ImportError:
-        raise ServerError("the embedded server needs the nvidia-pytriton package (pip install nvidia-pytriton)") from None
+    except ImportError as exc:  # not installed, or one of its own dependencies missing: say which
+        missing = f" ({exc})" if getattr(exc, "name", None) not in (None, "pytriton") else ""
+        raise ServerError("the embedded server needs the nvidia-pytriton package (pip install nvidia-pytriton)"
+                          + missing) from None
     root = Path(pytriton.__file__).parent / "tritonserver"
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     paths = {
