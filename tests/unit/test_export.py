@@ -182,3 +182,16 @@ def test_half_torchscript_takes_and_gives_the_declared_dtypes(tmp_path, fmt):
     assert out.dtype == torch.float32 == getattr(torch, np.dtype(spec.outputs[0].dtype).name)
     reference = eager_runner(module, spec)(sample)[spec.outputs[0].name]
     np.testing.assert_allclose(out.numpy(), reference, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("model", ["bert", "wide_deep", "fastpitch", "nnunet", "tft"])
+def test_a_cpu_traced_export_fixes_no_device_in_its_graph(cache, model):
+    """fp32 exports are traced on the CPU and serve on KIND_GPU instances too: a device in the graph (a trace records
+    torch.arange(device=...)'s, and any .to()'s, as a constant) fails every request there with "Expected all tensors
+    to be on the same device" (FastPitch's positions and BERT's mask from transformers did, on an H200)."""
+    import torch
+
+    artifact = export(default_registry().get(model, "tiny"), "ts-trace", "fp32", cache)
+    graph = str(torch.jit.load(str(artifact.path), map_location="cpu").inlined_graph)
+    fixed = [line.strip() for line in graph.splitlines() if "Device = prim::Constant" in line]
+    assert not fixed, f"{model}: {fixed[:3]}"

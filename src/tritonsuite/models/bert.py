@@ -63,8 +63,16 @@ def _wrapper_class():  # defined lazily so importing this module does not import
             self.model = model
 
         def forward(self, input_ids, token_type_ids, attention_mask):
-            out = self.model(input_ids=input_ids.long(), token_type_ids=token_type_ids.long(),
-                             attention_mask=attention_mask.long(), return_dict=False)
+            # the 4D mask transformers would build, built here: its own builder calls torch.arange(device=...), which
+            # a trace records as a constant, so a CPU-traced fp32 export failed every request on a KIND_GPU instance
+            # (found on an H200, 2026-11-30); a 4D mask is taken as it is. sdpa takes a boolean one (True: attend),
+            # eager attention an additive one in the weights' dtype
+            keep = attention_mask[:, None, None, :] != 0  # [B, 1, 1, K]
+            if self.model.config._attn_implementation != "sdpa":
+                dtype = self.model.get_input_embeddings().weight.dtype
+                keep = (1.0 - keep.to(dtype)) * torch.finfo(dtype).min
+            out = self.model(input_ids=input_ids.long(), token_type_ids=token_type_ids.long(), attention_mask=keep,
+                             return_dict=False)
             return out[0], out[1]
 
     return BertQA

@@ -126,9 +126,16 @@ def _classes():  # defined lazily so importing this module does not import torch
     import torch
     from torch import nn
 
-    def sinusoid(positions: torch.Tensor, d_model: int) -> torch.Tensor:
-        inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
-        angles = positions.float()[:, None] * inv_freq[None, :].to(positions.device)
+    # A trace records a device as a constant (torch.arange's, and any .to()'s, even .to(a tensor)): an fp32 export
+    # traced on the CPU then failed every request on a KIND_GPU instance ("Expected all tensors to be on the same
+    # device", measured on an H200, 2026-11-30). So the forward passes build index tensors from their inputs alone
+    # (ones_like, repeat_interleave), and the frequencies are a buffer, which moves with the module.
+    def steps(like: torch.Tensor) -> torch.Tensor:
+        """0, 1, ..., len(like) - 1 (long) on ``like``'s device, however the module was traced."""
+        return torch.ones_like(like, dtype=torch.long).cumsum(0) - 1
+
+    def sinusoid(positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
+        angles = positions.float()[:, None] * inv_freq[None, :]
         return torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
 
     class SelfAttention(nn.Module):
@@ -177,12 +184,14 @@ def _classes():  # defined lazily so importing this module does not import torch
         def __init__(self, n_layers: int, d_model: int, n_heads: int, filter_size: int, kernel_size: int):
             super().__init__()
             self.d_model = d_model
+            inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+            self.register_buffer("inv_freq", inv_freq, persistent=False)
             self.layers = nn.ModuleList([FFTLayer(d_model, n_heads, filter_size, kernel_size)
                                          for _ in range(n_layers)])
 
         def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-            positions = torch.arange(x.size(1), device=x.device)
-            x = (x + sinusoid(positions, self.d_model).to(x.dtype)[None]) * mask.unsqueeze(-1).to(x.dtype)
+            positions = steps(mask[0])
+            x = (x + sinusoid(positions, self.inv_freq).to(x.dtype)[None]) * mask.unsqueeze(-1).to(x.dtype)
             for layer in self.layers:
                 x = layer(x, mask)
             return x
@@ -241,7 +250,7 @@ def _classes():  # defined lazily so importing this module does not import torch
             energy = self.energy_predictor(encoded, mask)
             encoded = (encoded + self.energy_embedding(energy.unsqueeze(1)).transpose(1, 2)) * keep.to(encoded.dtype)
             frames, lengths = self.regulate_length(encoded, durations)
-            frame_mask = torch.arange(frames.size(1), device=text.device)[None, :] < lengths[:, None]
+            frame_mask = steps(frames[0, :, 0])[None, :] < lengths[:, None]
             decoded = self.decoder(frames, frame_mask)
             mel = self.projection(decoded) * frame_mask.unsqueeze(-1).to(decoded.dtype)
             return mel.transpose(1, 2), lengths.unsqueeze(1), durations, pitch, energy
@@ -256,7 +265,8 @@ def _classes():  # defined lazily so importing this module does not import torch
             ends = torch.cumsum(durations, dim=1)  # [B, N]
             starts = ends - durations
             lengths = ends[:, -1]
-            t = torch.arange(lengths.max(), device=encoded.device)[None, :, None]  # [1, T, 1]
+            longest = torch.repeat_interleave(torch.ones_like(lengths[:1]), lengths.max().reshape(1))  # T ones
+            t = steps(longest)[None, :, None]  # [1, T, 1]
             select = (starts[:, None, :] <= t) & (t < ends[:, None, :])  # [B, T, N]
             return torch.matmul(select.to(encoded.dtype), encoded), lengths
 
