@@ -63,3 +63,39 @@ def test_selfbench_refuses_a_workers_value_in_one_line(value, named, capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert f"--workers {named}: valid choices: " in err and "from 1 to" in err, err
+
+
+def test_a_ceiling_stopped_by_sigterm_prints_what_it_measured_and_leaves_no_server(tmp_path, shared_export_cache):
+    """A step's timeout (examples/gpu/run.sh) stops the command with SIGTERM: it ends like Ctrl-C, its server
+    stopped, and the table holds the points measured so far (on the H200 the 110 s step printed none)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    script = ("import sys; from pathlib import Path; from tritonsuite import cli; from tritonsuite.run import selfbench;"
+              f"selfbench.ROOT = Path({str(tmp_path)!r}); sys.exit(cli.main(['selfbench', '--ceiling-only', "
+              f"'--cache-dir', {str(shared_export_cache)!r}]))")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        deadline, line = time.monotonic() + 240, ""
+        while time.monotonic() < deadline and not line.startswith("measured: concurrency 1 "):
+            line = proc.stderr.readline()
+            assert line or proc.poll() is None, "the command ended before its first point"
+        servers = [c for c in psutil.Process(proc.pid).children(recursive=True) if c.name() == "tritonserver"]
+        assert servers, "no tritonserver under the command"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    assert proc.returncode == 130, err[-2000:]
+    assert "stopped after 1 points (interrupted)" in out or "stopped after 2 points (interrupted)" in out, out
+    rows = [line for line in out.splitlines() if line.startswith("concurrency 1: ")]
+    assert len(rows) == 1 and rows[0].endswith(", OK") and float(rows[0].split()[2]) > 0, out
+    assert not any(s.is_running() and s.status() != psutil.STATUS_ZOMBIE for s in servers), "tritonserver outlived it"

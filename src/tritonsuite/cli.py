@@ -18,6 +18,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from tritonsuite.load.interrupt import end_like_ctrl_c_on_sigterm
+
 #: subcommand -> (module holding add_arguments/run, one line of help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("tritonsuite.report.commands", "compare two stored runs point by point; --perf-gate fails on a "
@@ -58,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    end_like_ctrl_c_on_sigterm()  # a command stopped by SIGTERM stops its server and reports what it measured
     return args._run(args, args._parser)
 
 

@@ -88,3 +88,15 @@ def run_interruptible(coro):
         if signalled:
             raise KeyboardInterrupt(f"interrupted by signal {signalled[0]}") from None
         raise
+
+
+def _terminated(signum, frame):
+    raise KeyboardInterrupt(f"terminated by signal {signum}")
+
+
+def end_like_ctrl_c_on_sigterm() -> None:
+    """SIGTERM (a CI runner cancelling a job, a step's timeout) ends the process like Ctrl-C, so servers are stopped
+    and what was measured is reported; Python's default is to die on the spot. Only from the main thread, and only
+    where nothing else handles SIGTERM."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminated)

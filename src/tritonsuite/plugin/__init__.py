@@ -12,6 +12,7 @@ import re
 import pytest
 
 from tritonsuite.core.access import redact, secrets_known
+from tritonsuite.load.interrupt import end_like_ctrl_c_on_sigterm
 from tritonsuite.plugin.fixtures import (OPTIONS_KEY, SERVER_KEY, XdistRunId, session_reports, suite, suite_options,
                                          triton)
 from tritonsuite.plugin import progress
@@ -35,20 +36,11 @@ def pytest_load_initial_conftests(early_config, parser, args):
     correct_rootdir(early_config, args)
 
 
-def _terminated(signum, frame):
-    raise KeyboardInterrupt(f"terminated by signal {signum}")
-
-
 def pytest_configure(config):
     for marker, description in MARKERS.items():
         config.addinivalue_line("markers", f"{marker}: {description}")
-    # SIGTERM (a CI runner cancelling the job, a timeout) ends the run like Ctrl-C: fixtures stop the server and
-    # the report is written from what was measured. Python's default for SIGTERM is to die on the spot.
-    import signal
-    import threading
-
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _terminated)
+    # SIGTERM ends the run like Ctrl-C: fixtures stop the server and the report is written from what was measured
+    end_like_ctrl_c_on_sigterm()
     try:
         config.stash[OPTIONS_KEY] = resolve_options(config.option, output_root(config),
                                                     getattr(config, "workerinput", None))

@@ -16,6 +16,7 @@ named by ``--loadgen``): (a) and (b) by the default one, the suite's engine.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -177,18 +178,20 @@ CEILING_SETTINGS = MeasurementSettings(window_ms=1000, stability_percentage=10, 
 
 
 def ceiling_points(server, repo: Path, cache_dir, loadgens=("suite",), concurrency=CEILING_CONCURRENCY,
-                   settings: MeasurementSettings = CEILING_SETTINGS, workers=(1,)) -> list[tuple[str, object]]:
+                   settings: MeasurementSettings = CEILING_SETTINGS, workers=(1,),
+                   measured: list | None = None) -> list[tuple[str, object]]:
     """(c): the identity model behind dynamic batching, batch 1, each ``concurrency`` (CEILING_CONCURRENCY; a test
     passes fewer, with shorter ``settings``) measured by each load generator (a load source's name; the engine once
     per entry of ``workers``, its worker processes: 1 in this process) back to back; [(label, Measurement)], the
-    label the source's name and, for the engine over N processes, ``suite xN``."""
+    label the source's name and, for the engine over N processes, ``suite xN``; each appended to ``measured`` as it
+    ends, so an interrupted caller keeps what was measured."""
     trivial = default_registry().get("identity", "tiny")
     trivial_artifact = export(trivial, "onnx", "fp32", cache_dir)
     trivial_name = deployment_name(trivial, "onnx", "fp32", "online")
     config = model_config(trivial_name, trivial, "onnx", max_batch_size=64, dynamic_batching=True, intra_op_threads=1)
     server.load(build_deployment(repo, config, trivial_artifact))
     inputs, description = trivial.example_inputs(1, 0), server.model_description(trivial_name)
-    measured = []
+    measured = [] if measured is None else measured
     for c in concurrency:
         for g in loadgens:
             ran = set()  # the engine runs no more worker processes than the point has slots: each count once
@@ -203,6 +206,9 @@ def ceiling_points(server, repo: Path, cache_dir, loadgens=("suite",), concurren
                 except MeasurementError as exc:  # the point failed (a timeout, a refused request): a FAILED line
                     server.check_alive()
                     measured.append((label, Measurement(LoadPoint(1, c), {}, {}, "FAILED", [str(exc)])))
+                m = measured[-1][1]
+                print(f"measured: concurrency {c} by {label}: {m.result.get('Inferences/Second') or 0:.0f} req/s, "
+                      f"{m.status}", file=sys.stderr, flush=True)  # progress; the table comes at the end
     return measured
 
 
@@ -211,9 +217,15 @@ def _ceiling_only(cache_dir, loadgens, concurrency=CEILING_CONCURRENCY, settings
     print(f"tritonsuite self-benchmark (c) on {cpu_name()} ({os.cpu_count()} cores): identity onnx, batch 1, "
           f"dynamic batching; load generators {', '.join(loadgens)}"
           + (f"; the engine over {', '.join(map(str, workers))} worker processes" if tuple(workers) != (1,) else ""))
-    with tempfile.TemporaryDirectory(prefix="tritonsuite-selfbench-") as tmp, \
-            EmbeddedServer(Path(tmp) / "repo", ROOT / "reports" / "logs") as server:
-        measured = ceiling_points(server, Path(tmp) / "repo", cache_dir, loadgens, concurrency, settings, workers)
+    measured: list = []
+    stopped = False
+    try:
+        with tempfile.TemporaryDirectory(prefix="tritonsuite-selfbench-") as tmp, \
+                EmbeddedServer(Path(tmp) / "repo", ROOT / "reports" / "logs") as server:
+            ceiling_points(server, Path(tmp) / "repo", cache_dir, loadgens, concurrency, settings, workers, measured)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (a step's timeout): what was measured is still printed
+        stopped = True
+        print(f"stopped after {len(measured)} points (interrupted): the table holds what was measured")
     if len(loadgens) > 1 or tuple(workers) != (1,):
         _print_side_by_side(measured)
     else:
@@ -223,7 +235,7 @@ def _ceiling_only(cache_dir, loadgens, concurrency=CEILING_CONCURRENCY, settings
                 continue
             print(f"concurrency {m.point.concurrency}: {m.result['Inferences/Second']:.0f} req/s, p50 "
                   f"{m.result['p50 latency']:.2f} ms, client CPU {m.meta['client_cpu_percent']:.0f}%, {m.status}")
-    return 0
+    return 130 if stopped else 0
 
 
 def _print_side_by_side(measured) -> None:
