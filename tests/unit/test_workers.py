@@ -132,3 +132,52 @@ def test_the_workers_cpu_is_counted_from_where_the_windows_begin():
     feed._cpu_mark = 0.0  # what run_together does where the windows begin
     assert feed.cpu_at_cut == [1.2, 1.3]
 
+
+
+def test_a_watched_pipe_end_stays_blocking_so_a_full_pipe_waits_instead_of_failing():
+    """uvloop's add_reader makes a descriptor non-blocking; a worker's report larger than the pipe's buffer, sent
+    while the parent read slowly, then raised BlockingIOError and the worker died ("exit status 1", 8 workers on 2
+    cores). Through watch() the send waits for the reader."""
+    import asyncio
+    import multiprocessing
+    import os
+    import threading
+    import time
+
+    from tritonsuite.load.interrupt import run
+    from tritonsuite.load.sources.processes import watch
+
+    ours, theirs = multiprocessing.Pipe()
+    report = np.zeros(1 << 20)  # 8 MiB: far more than a pipe holds
+
+    async def main():
+        watch(asyncio.get_running_loop(), ours, lambda: None)
+        blocking = os.get_blocking(ours.fileno())
+        asyncio.get_running_loop().remove_reader(ours.fileno())
+        return blocking
+
+    sent, got = [], []
+
+    def send():
+        try:
+            ours.send(report)
+            sent.append("sent")
+        except OSError as exc:  # before the fix: BlockingIOError once the pipe is full
+            sent.append(repr(exc))
+
+    def read():
+        time.sleep(0.3)  # a slow parent
+        if theirs.poll(30):
+            got.append(theirs.recv())
+
+    try:
+        assert run(main()) is True
+        threads = [threading.Thread(target=send, daemon=True), threading.Thread(target=read, daemon=True)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    finally:
+        ours.close()  # a reader left waiting for the rest of a message sees the end of the pipe
+        theirs.close()
+    assert sent == ["sent"] and len(got) == 1 and got[0].shape == report.shape, sent

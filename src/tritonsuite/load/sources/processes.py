@@ -60,6 +60,15 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG: the kernel kills it when the parent dies
 
 
+def watch(loop, conn, callback, *args) -> None:
+    """``loop.add_reader`` on a pipe end that stays blocking: uvloop's add_reader makes the descriptor non-blocking,
+    and ``Connection.send`` on a full pipe then raises BlockingIOError (8 worker processes on 2 cores: the parent
+    read their reports slower than they sent them, and a worker died mid-point with "exit status 1"). A send then
+    waits for the other end to read, as Connection promises."""
+    loop.add_reader(conn.fileno(), callback, *args)
+    os.set_blocking(conn.fileno(), True)
+
+
 def _child(conn, job: Job) -> None:
     """A worker process's main: Ctrl-C is the parent's to handle (it stops the workers)."""
     _die_with_parent()
@@ -100,7 +109,7 @@ async def _serve(conn, job: Job) -> None:
             loop.remove_reader(conn.fileno())
             inbox.put_nowait(("gone",))
 
-    loop.add_reader(conn.fileno(), readable)
+    watch(loop, conn, readable)
     conn.send(("ready", os.getpid()))
     message = await inbox.get()
     if message[0] != "go":

@@ -49,7 +49,7 @@ from tritonsuite.load.interrupt import run_interruptible, within
 from tritonsuite.load.point import Hang, MeasurementError
 from tritonsuite.load.sources.inprocess import SOURCE as IN_PROCESS
 from tritonsuite.load.sources.base import OPEN_LOOP, PROBES, PROGRESS, STOP_EARLY, LoadSource
-from tritonsuite.load.sources.processes import STOP_GRACE_S, Job, Pool, ended
+from tritonsuite.load.sources.processes import STOP_GRACE_S, Job, Pool, ended, watch
 from tritonsuite.load.telemetry import GpuSampler
 from tritonsuite.load.windows import Window, delta, late_verdict, summarise
 
@@ -165,7 +165,7 @@ class _Feed(LoadGenerator):
         self.at_length[len(self.samples)] = go
         for i, conn in enumerate(conns):
             conn.send(("go", go))
-            loop.add_reader(conn.fileno(), self._readable, i)
+            watch(loop, conn, self._readable, i)
         try:
             while not all(self.finals):
                 with contextlib.suppress(asyncio.TimeoutError):
