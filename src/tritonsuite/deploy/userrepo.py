@@ -291,7 +291,3 @@ def _kind_parameters(dep: UserDeployment) -> dict[str, str]:
         found["Ensemble steps"] = " -> ".join(s.model for s in desc.steps)
     return found
 
-
-def is_user_spec(spec: ModelSpec) -> bool:
-    return spec.served_from is not None
-

@@ -9,13 +9,12 @@ from __future__ import annotations
 from tritonsuite.core.rows import Row
 from tritonsuite.core.spec import path_digest
 from tritonsuite.deploy import export as export_mod
-from tritonsuite.deploy import userrepo
 from tritonsuite.judge import responses as kinds
 from tritonsuite.judge.accuracy import AccuracyResult, evaluate
 from tritonsuite.judge.baselines import provenance
 from tritonsuite.load.client import served_infer
-from tritonsuite.models.training import weights_sha256
 from tritonsuite.run.cases import Case
+from tritonsuite.run.deploysources import source_of
 from tritonsuite.core.reasons import reason
 
 #: names this module writes failure reasons to, beside ``problems`` and ``reason`` (tritonsuite.core.reasons)
@@ -42,8 +41,7 @@ def run_accuracy_case(suite, case: Case) -> AccuracyResult:
         if kinds.judged_by_kind(deployment.description, spec):  # sequences, streams, python models
             return record_accuracy(suite, case, deployment, data, kinds.kind_accuracy(
                 suite.server, deployment.description, spec, case.precision, data, suite.protocol))
-        reference = (suite.eager_module(case.model) if userrepo.is_user_spec(spec)  # the file, in-process
-                     else export_mod.eager_runner(suite.eager_module(case.model), spec))
+        reference = source_of(spec).reference(suite, case.model, spec)
         client = suite.server.grpc_client() if suite.protocol == "grpc" else suite.server.client()
         try:
             result = evaluate(spec, deployment.name, case.precision, data,
@@ -72,9 +70,7 @@ def record_accuracy(suite, case: Case, deployment, data, result: AccuracyResult)
     row = result.to_row(**suite._identity(case), parameters=suite.parameters(deployment))
     weights = suite.weights(case.model)  # which weights, and their and the data's sha256: what a baseline records
     known = {"weights": weights, "dataset_sha256": data.data_sha256 or path_digest(suite.datasets.get(case.model))
-             or "", "weights_sha256": spec.served_from.model_file_digest or ""
-             if userrepo.is_user_spec(spec)  # its model file is its weights (a python model may have no reference)
-             else weights_sha256(suite.checkpoint(case.model), suite.eager_module(case.model)) or ""}
+             or "", "weights_sha256": source_of(spec).weights_sha256(suite, case.model, spec)}
     row.extra.update(known)
     if suite.baselines is not None:
         row = against_baseline(suite, case, result, row)

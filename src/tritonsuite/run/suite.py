@@ -9,16 +9,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from tritonsuite.core.description import as_served, describe
 from tritonsuite.core.rows import Row
 from tritonsuite.core.settings import LatencyBound
 from tritonsuite.core.spec import ModelSpec
 from tritonsuite.core.store import RawWriter, raw_path
 from tritonsuite.deploy import export as export_mod
-from tritonsuite.deploy import userrepo, userserve
-from tritonsuite.deploy.backends import backend_for
 from tritonsuite.deploy.deployment import Deployment
-from tritonsuite.deploy.repository import build_deployment, deployment_name
+from tritonsuite.deploy.repository import deployment_name
 from tritonsuite.judge import responses as kinds  # sequences, decoupled, python/BLS
 from tritonsuite.judge.accuracy import AccuracyResult
 from tritonsuite.judge.baselines import BaselineStore
@@ -30,11 +27,12 @@ from tritonsuite.load.engine import LoadPoint, Measurement, Progress, Traffic
 from tritonsuite.load.kinds import driver_for
 from tritonsuite.load.search import SearchResult, judge, remeasure_drift, search, stop_when_clearly_over
 from tritonsuite.models import Registry
-from tritonsuite.models.training import trained_checkpoint, weights_origin
+from tritonsuite.models.training import trained_checkpoint
 from tritonsuite.profiles import ModelProfile, Profile
 from tritonsuite.report.parameters import deployment_parameters
 from tritonsuite.run.accuracycase import run_accuracy_case
 from tritonsuite.run.cases import Case, profile_cases
+from tritonsuite.run.deploysources import source_of
 from tritonsuite.run.isolation import Isolation, faults_path
 from tritonsuite.run.mixcase import run_mix_case, run_mix_search, run_mix_tune
 from tritonsuite.run.streaming import STREAM_SUFFIX, streamed
@@ -106,12 +104,7 @@ class Suite:
         sha256), one trained here, weights shipped in another package, or seeded random (a verdict on those says
         how a deployment treats these numbers, not a trained model's quality)."""
         spec = self.spec(model)
-        if userrepo.is_user_spec(spec):  # a --model-repository deployment: its own model file, served as given
-            return "the deployment's own model file"
-        if model not in self.checkpoints and spec.train is None:
-            files = list(spec.weights_files())
-            return f"shipped weights ({', '.join(p.name for p in files)})" if files else "seeded random"
-        return weights_origin(self.checkpoint(model), user=model in self.checkpoints)
+        return source_of(spec).weights(self, model, spec)
 
     def eager_module(self, model: str):
         if model not in self._modules:
@@ -122,8 +115,7 @@ class Suite:
                         streaming: bool = False) -> tuple[str, str, str, str, bool]:
         """(model, format, precision, serving, streaming): a user's deployment "served" once, as given; the suite's
         written "online" or "offline" (accuracy too); ``streaming``: the spec's streaming example (run.streaming)."""
-        serving = "served" if userrepo.is_user_spec(self.spec(model)) else "online" if scenario == "online" or \
-            streaming else "offline"
+        serving = source_of(self.spec(model)).serving(scenario, streaming)
         return model, fmt, precision, serving, streaming and serving != "served"
 
     def deployed(self, model: str, fmt: str, precision: str, scenario: str, streaming: bool = False) -> bool:
@@ -167,48 +159,7 @@ class Suite:
         if streaming:  # written beside the online deployment it calls; then served like any decoupled deployment
             return replace(inner := self.deployment(model, fmt, precision, "online"), **streamed(
                 self.server, inner, precision))
-        if userrepo.is_user_spec(spec):
-            return self._deploy_user(spec, fmt, precision)
-        export_mod.check_supported(spec, fmt, precision)
-        profile = self.model_profile(model)
-        name = deployment_name(spec, fmt, precision, scenario)
-        config = profile.model_config(scenario, name, spec, fmt, precision)
-        backend = backend_for(fmt)
-        reason = backend.refuses(config) or self.server.refuses(backend, config)
-        if reason:  # known before any work: the case skips with the reason
-            raise export_mod.ExportUnsupported(f"{spec.key} as {fmt} on the {self.server.name} server: {reason}")
-        artifact = export_mod.export(spec, fmt, precision, self.cache_dir, checkpoint=self.checkpoint(model),
-                                     module=self.eager_module(model) if precision == "fp32" else None,
-                                     batch_sizes=profile.batch_sizes())
-        backend.check_artifact(artifact, self.server)  # e.g. a plan's TensorRT version against the server's
-        directory = build_deployment(self.repository_dir, config, artifact)
-        self.server.load(directory)
-        served = self.server.model_description(name)
-        return Deployment(name, spec, artifact, config, directory, self.server.backend_description(name), served,
-                          as_served(describe(config), served))
-
-    def _deploy_user(self, spec: ModelSpec, fmt: str, precision: str) -> Deployment:
-        """A user's deployment: its whole directory (an ensemble's steps too) copied unchanged and loaded, once."""
-        dep, entry = userrepo.read_deployment(spec.served_from.directory), spec.served_from
-        backend = backend_for(fmt)
-        if reason := backend.refuses(dep.config) or self.server.refuses(backend, dep.config):
-            raise export_mod.ExportUnsupported(f"{spec.name} ({dep.platform}) on the {self.server.name} server: "
-                                               f"{reason}")
-        for name in (composing := kinds.composing_models(dep, self.bls_composing)):  # a BLS model's callees first
-            userserve.load(self.registry.get(name.split(":")[0], spec.size), self.server, self.repository_dir,
-                           self._served)
-        userserve.load(spec, self.server, self.repository_dir, self._served)
-        artifact = export_mod.Artifact(model=spec.name, size=spec.size, format=fmt, precision=precision,
-                                       path=(served := self.repository_dir / dep.name) / entry.version
-                                       / dep.model_file.name, key=entry.model_file_digest or "",
-                                       max_abs_error={}, max_rel_error={}, verified_batch_sizes=(), versions={},
-                                       export_seconds=0.0)
-        # a python model's kind as the server runs it (model.py may complete it); another's file, Triton's defaults
-        running = self.server.model_description(dep.name, composing)  # a BLS model's callees: as served
-        declared = running if dep.auto_completed else as_served(  # shipped no config.pbtxt: what the server completed
-            replace(dep.description, composing=dep.description.composing or running.composing), running)
-        return Deployment(spec.name, spec, artifact, dict(dep.config), served, self.server.backend_description(
-            dep.name), running if dep.backend == "python" else declared, declared)
+        return source_of(spec).deploy(self, model, spec, fmt, precision, scenario)
 
     def parameters(self, deployment: Deployment) -> dict:
         """The report's "Parameter Name | Parameter Value" table for a deployment."""
