@@ -352,3 +352,45 @@ def test_squad_scores_percent_and_per_example():
         squad.squad_scores(preds[:2], refs)
     with pytest.raises(ValueError):
         squad.squad_scores([], [])
+
+
+@pytest.mark.parametrize("samples, share, allowed", [
+    (48, 0.99, 2), (48, 0.999, 0), (10570, 0.99, 123), (1, 0.99, 0), (48, 1.0, 0), (0, 0.9, 0), (10, 0.0, 10)])
+def test_the_differences_chance_allows_are_a_binomial_quantile(samples, share, allowed):
+    from tritonsuite.core.spec import chance_differences
+
+    assert chance_differences(samples, share) == allowed
+
+
+def test_more_samples_or_a_looser_share_allow_more_and_the_confidence_is_the_quantile():
+    from math import comb
+
+    from tritonsuite.core.spec import chance_differences
+
+    assert chance_differences(48, 0.99) <= chance_differences(96, 0.99) <= chance_differences(96, 0.98)
+    k = chance_differences(48, 0.99)  # the smallest count whose cumulative probability reaches 0.95
+    cdf = [sum(comb(48, i) * 0.01 ** i * 0.99 ** (48 - i) for i in range(j + 1)) for j in (k - 1, k)]
+    assert cdf[0] < 0.95 <= cdf[1]
+
+
+@pytest.mark.parametrize("flipped, verdict", [(0, True), (1, True), (2, True), (3, False)])
+def test_bert_fp16_against_fp32_fails_only_beyond_the_flips_its_48_questions_allow(flipped, verdict):
+    """The H200's false red: one argmax of 48 flipped on flat random-weight logits failed every reference metric.
+    A deployment agreeing at 0.99 flips up to 2 of 48 by chance (95%); 3 fail, naming the worst question."""
+    from tritonsuite.models import default_registry
+
+    data = default_registry().get("bert", "tiny").accuracy_data()
+    n, seq = data.inputs["input__2"].shape
+    rng = np.random.default_rng(0)
+    reference = {k: rng.normal(size=(n, seq)).astype(np.float32) for k in ("output__0", "output__1")}
+    served = {k: v.copy() for k, v in reference.items()}
+    for i in range(flipped):  # another context token becomes the answer: the argmax and the answer both move
+        context = np.flatnonzero(data.inputs["input__1"][i] == 1)
+        target = context[1] if reference["output__0"][i].argmax() != context[1] else context[2]
+        for k in served:
+            served[k][i, target] = 100.0
+    metrics = {m.name: m for m in data.score(served, reference, "fp16")}
+    judged = ("start_end_argmax_agreement", "exact_match_vs_reference", "f1_vs_reference")
+    assert metrics["start_end_argmax_agreement"].value == pytest.approx(1 - flipped / n)
+    assert metrics["exact_match_vs_reference"].threshold == pytest.approx(100 * (n - 2) / n)
+    assert all(metrics[m].passed is verdict for m in judged), [metrics[m].describe() for m in judged]

@@ -7,6 +7,7 @@ and its accuracy task (data plus the metrics that compare a deployment with its 
 from __future__ import annotations
 
 import dataclasses
+import math
 import hashlib
 import inspect
 import json
@@ -130,6 +131,25 @@ class Metric:
         op = ">=" if self.higher_is_better else "<="
         text = f"{self.name} = {self.value:.4f} (threshold {op} {self.threshold:.4f})"
         return f"{text}; worst example: {self.worst}" if self.worst else text
+
+
+def chance_differences(samples: int, share: float, confidence: float = 0.95) -> int:
+    """How many of ``samples`` answers may differ from the reference's, by chance alone, in a deployment that agrees
+    with it at ``share``: the ``confidence`` quantile of a binomial count (each answer differing with probability
+    1 - share). A share rule judged on few samples fails only beyond it, so no single answer decides a verdict the
+    sample count cannot show: 48 questions at 0.99 allow 2; 10,570 (SQuAD's dev set) allow 123."""
+    p = 1.0 - share
+    if samples <= 0 or p <= 0.0:
+        return 0
+    if p >= 1.0:
+        return samples
+    log_p, log_q, cdf = math.log(p), math.log1p(-p), 0.0
+    for k in range(samples + 1):
+        cdf += math.exp(math.lgamma(samples + 1) - math.lgamma(k + 1) - math.lgamma(samples - k + 1)
+                        + k * log_p + (samples - k) * log_q)
+        if cdf >= confidence:
+            return k
+    return samples
 
 
 @dataclass
