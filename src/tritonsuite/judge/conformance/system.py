@@ -25,9 +25,9 @@ once, an ensemble's steps summed) over the samples the client sent, so a request
 lowers it too; the wall time per inference where the server counts no execution time. A gap is decisive, and fails,
 only when every round of the cheaper condition beats every round of the other, the medians differ by more than
 :data:`MIN_GAP` and by more than :data:`CLEAR` times the rounds' own relative spread (a busy host widens the spread,
-never the verdict), and by more than :data:`FLOOR_MS` per inference; and then a second set of rounds, taken only when the first is
-decisive, must be decisive the same way (on a busy host a neighbour's bursts can line up with one condition's rounds
-once; a model whose cost follows its data does it every time).
+never the verdict), and by more than :data:`FLOOR_MS` per inference; and then a second set of rounds, taken only
+when the first is decisive, must be decisive the same way (on a busy host a neighbour's bursts can line up with one
+condition's rounds once; a model whose cost follows its data does it every time).
 """
 from __future__ import annotations
 
