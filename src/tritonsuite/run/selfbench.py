@@ -29,6 +29,7 @@ from tritonsuite.deploy.export import artifact_session, export
 from tritonsuite.deploy.repository import build_deployment, deployment_name, model_config
 from tritonsuite.load import sources as load_sources
 from tritonsuite.load.engine import LoadPoint, Measurement, MeasurementError, MeasurementSettings, Traffic
+from tritonsuite.load.sources.workers import choose
 from tritonsuite.models import default_registry
 from tritonsuite.profiles import load_profile
 from tritonsuite.server import EmbeddedServer
@@ -194,11 +195,11 @@ def ceiling_points(server, repo: Path, cache_dir, loadgens=("suite",), concurren
     measured = [] if measured is None else measured
     for c in concurrency:
         for g in loadgens:
-            ran = set()  # the engine runs no more worker processes than the point has slots: each count once
+            ran = set()  # each number of processes the workers source would run at this point, once
             for n in (workers if g == load_sources.DEFAULT else (1,)):
-                if min(n, c) in ran:
+                if (processes := choose(n, LoadPoint(1, c), server.local)[0]) in ran:
                     continue
-                ran.add(min(n, c))
+                ran.add(processes)
                 label = g if n == 1 else f"{g} x{n}"
                 traffic = Traffic(trivial_name, inputs, trivial.outputs, LoadPoint(1, c), description)
                 try:
