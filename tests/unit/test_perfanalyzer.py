@@ -28,6 +28,7 @@ from tritonsuite.load.perfanalyzer import (
     output_region_bytes,
     parse_csv,
     parse_export,
+    parse_request_count,
     parse_passes,
     unstable_message,
     write_input_data,
@@ -86,10 +87,32 @@ def test_recorded_unstable_output_is_perf_analyzers_own_line():
 def test_recorded_profile_export_gives_request_latencies():
     data = json.loads((DATA / "identity_online_c2_export_first20.json").read_text())
     requests = data["experiments"][0]["requests"]
-    latencies = parse_export(json.dumps(data))
-    assert len(latencies) == len(requests) == 20
+    exported = parse_export(json.dumps(data))
+    latencies = exported.latencies
+    assert exported.whole and len(latencies) == len(requests) == 20
     expected = [(r["response_timestamps"][-1] - r["timestamp"]) / 1e9 for r in requests]
     assert np.allclose(latencies, expected) and (latencies > 0).all()
+
+
+@pytest.mark.parametrize("records", [0, 1, 7, 19])
+def test_a_cut_export_gives_the_latencies_of_its_complete_records(records):
+    """perf_analyzer 2.51's writer stops at a value it cannot write (tests/test_perfanalyzer.py makes it happen):
+    the file ends anywhere, here inside the record after the last complete one."""
+    data = json.loads((DATA / "identity_online_c2_export_first20.json").read_text())
+    requests = data["experiments"][0]["requests"]
+    requests[3]["request_inputs"] = {"TEXT": 'a BYTES value saying "timestamp":5,"response_timestamps":[9]'}
+    text = json.dumps(data, separators=(",", ":"))  # as perf_analyzer writes it: no spaces
+    cut = text.index('"response_timestamps"', text.index(f'"timestamp":{requests[records]["timestamp"]}'))
+    exported = parse_export(text[:cut + 25])  # mid-way through the next record's response times
+    expected = [(r["response_timestamps"][-1] - r["timestamp"]) / 1e9 for r in requests[:records]]
+    assert not exported.whole and exported.cut == f"its export stops at byte {cut + 25}, mid-record"
+    assert np.allclose(exported.latencies, expected) and len(exported.latencies) == records
+
+
+def test_the_request_count_is_perf_analyzers_own_summary():
+    log = (DATA / "identity_online_c2.log").read_text()
+    assert parse_request_count(log) == 6264
+    assert parse_request_count(log.replace("Request count", "Requests")) is None
 
 
 def test_input_data_holds_exactly_the_engines_tensors(tmp_path):

@@ -180,19 +180,56 @@ def parse_passes(output: str) -> list[tuple[float, float]]:
     return [(float(m.group(2)), int(m.group(3)) / 1000.0) for m in _PASS.finditer(output)]
 
 
-def parse_export(text: str) -> np.ndarray | None:
-    """Request latencies (s) of the measured windows from ``--profile-export-file`` (send to last response); None
-    when 2.51 left the file truncated (seen at 64 KiB with ``--streaming``): the row then has no latency samples."""
+_REQUEST_COUNT = re.compile(r"^\s*Request count: (\d+)\s*$", re.M)
+#: a request record's send time and its response times, in the export's own order (a JSON string holds no
+#: unescaped quote, so a tensor's BYTES value cannot imitate them)
+_EXPORT_TIMES = re.compile(r'"(timestamp|response_timestamps)"\s*:\s*(\d+|\[[0-9,\s]*\])')
+
+
+def parse_request_count(output: str) -> int | None:
+    """The requests perf_analyzer measured, as its summary counts them (``Client: Request count: N``), or None."""
+    counts = _REQUEST_COUNT.findall(output)
+    return int(counts[-1]) if counts else None
+
+
+@dataclass(frozen=True)
+class ExportedLatencies:
+    """Request latencies (s, send to last response) of the measured windows from ``--profile-export-file``.
+
+    ``whole`` is False when perf_analyzer 2.51 left the file cut short. Its export holds each request's input and
+    output values, and its JSON writer stops at the first value that is not finite, losing what it had not yet
+    flushed (64 KiB at a time). With shared memory those values are not the tensors but whatever the client read
+    in their place (a heap address's bytes: 1.08e31 on this host), so now and then one reads as NaN; a model whose
+    inputs or outputs hold a NaN or an infinity cuts it every time. The latencies are then those of the complete
+    records before the cut, the first ones in time."""
+    latencies: np.ndarray
+    whole: bool
+    cut: str = ""  # what became of the file, when not whole
+
+
+def parse_export(text: str) -> ExportedLatencies:
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
-        return None
+        return ExportedLatencies(_salvaged_latencies(text), whole=False,
+                                 cut=f"its export stops at byte {len(text.encode())}, mid-record")
     latencies = []
     for experiment in data.get("experiments", []):
         for request in experiment.get("requests", []):
             responses = request.get("response_timestamps") or []
             if responses:
                 latencies.append((responses[-1] - request["timestamp"]) / 1e9)
+    return ExportedLatencies(np.asarray(latencies, dtype=np.float64), whole=True)
+
+
+def _salvaged_latencies(text: str) -> np.ndarray:
+    latencies, sent = [], None
+    for key, value in (m.groups() for m in _EXPORT_TIMES.finditer(text)):
+        if key == "timestamp":
+            sent = int(value)
+        elif sent is not None and value[1:-1].strip():
+            latencies.append((int(value[1:-1].split(",")[-1]) - sent) / 1e9)
+            sent = None
     return np.asarray(latencies, dtype=np.float64)
 
 
@@ -329,10 +366,11 @@ def measure_with_perf_analyzer(server, model: str, inputs: Mapping[str, np.ndarr
             if not result_csv.is_file():
                 raise MeasurementError(f"perf_analyzer wrote no CSV: {_last_line(run.output)}")
             result = parse_csv(result_csv.read_text(encoding="utf-8"), point.batch_size)
-            latencies = parse_export(export.read_text(encoding="utf-8", errors="replace")) if export.is_file() else None
+            exported = (parse_export(export.read_text(encoding="utf-8", errors="replace")) if export.is_file() else
+                        ExportedLatencies(np.empty(0), whole=False, cut="perf_analyzer wrote no export file"))
         else:
-            result, latencies = _unstable_figures(point, passes[-STABLE_WINDOWS:]), None
-    return _measurement(point, settings, pa, argv, result, latencies, passes, factors, factor, runs,
+            result, exported = _unstable_figures(point, passes[-STABLE_WINDOWS:]), None
+    return _measurement(point, settings, pa, argv, result, exported, passes, factors, factor, runs,
                         {k: end[k] - begin[k] for k in end}, unstable)
 
 
@@ -346,7 +384,7 @@ def _unstable_figures(point: LoadPoint, last: Sequence[tuple[float, float]]) -> 
     return result
 
 
-def _measurement(point, settings, pa, argv, result, latencies, passes, factors, factor, runs, counts,
+def _measurement(point, settings, pa, argv, result, exported, passes, factors, factor, runs, counts,
                  unstable) -> Measurement:
     stable_passes = passes[-STABLE_WINDOWS:]
     t_spread = spread([t for t, _ in stable_passes]) if stable_passes else float("nan")
@@ -358,6 +396,9 @@ def _measurement(point, settings, pa, argv, result, latencies, passes, factors, 
     if factor > 1:
         window += f", lengthened x{factor} after perf_analyzer found no stable measurement"
     command = [Path(argv[0]).name, *(redact(a) for a in argv[1:])]  # a header's value never in the row
+    measured = None if exported is None else parse_request_count(last.output)
+    if exported is not None and measured is None:
+        measured = len(exported.latencies)
     meta = {
         "loadgen": LOADGEN_DESCRIPTION,
         "loadgen_command": shlex.join(command),
@@ -372,7 +413,9 @@ def _measurement(point, settings, pa, argv, result, latencies, passes, factors, 
                      "stability percentage",
         "throughput_spread_percent": round(t_spread, 2),
         "latency_spread_percent": round(l_spread, 2),
-        "measured_requests": len(latencies) if latencies is not None else None,
+        # perf_analyzer's own count; the latency samples are its export's records, all of them unless it was cut
+        "measured_requests": measured,
+        "exported_requests": len(exported.latencies) if exported is not None else None,
         # perf_analyzer's CPU over its whole run (warm-up and every window), % of one core
         "client_cpu_percent": round(client_cpu, 1),
         "client_bound": client_cpu >= settings.client_bound_percent,
@@ -384,7 +427,11 @@ def _measurement(point, settings, pa, argv, result, latencies, passes, factors, 
         "window_throughputs": [round(t, 3) for t, _ in passes],
         **({"composing": steps} if (steps := parse_composing(last.output)) else {}),  # an ensemble's steps
     }
-    if latencies is not None and len(latencies):
+    latencies = exported.latencies if exported is not None and len(exported.latencies) else None  # none: no rounds
+    if exported is not None and not exported.whole:
+        meta["latency_export"] = (f"{exported.cut}: the latencies of {meta['exported_requests']} of the "
+                                  f"{meta['measured_requests']} requests, the first in time (docs/perf-analyzer.md)")
+    if latencies is not None:
         ms = latencies * 1e3
         meta["latency_samples_ms"] = [round(float(v), 4) for v in ms[even_subsample(len(ms), LATENCY_SAMPLES)]]
     status, reasons = perf_analyzer_status(meta, unstable, t_spread, l_spread, client_cpu, settings)
