@@ -3,9 +3,13 @@ latency bound, both tools' answers verified by perf_analyzer (docs/tune.md, "Sid
 
     PYTHONPATH=src python examples/tune_vs_model_analyzer.py [--models tft,bert] [--model-analyzer PATH]
         [--backend-directory DIR] [--tools walk,grid,ma-quick,ma-brute] [--rounds 3] [--out DIR]
+        [--model-repository DIR --profiles-dir DIR --profile NAME]
 
-Per model (its online deployment of the profile in the first format, onnx for the cpu profile), on one embedded
-server (the stand-ins, or the backends of ``--backend-directory``):
+Per model (its online deployment of the profile in the first format, onnx for the cpu profile; or a deployment of a
+team's ``--model-repository``, as given, its latency bound and ``tune:`` block from the team's profile, which names
+it: ``models: <deployment>: {size: repository, ...}``), on one embedded server (the stand-ins, or the backends of
+``--backend-directory``). A sequence model's space is its own sequence batcher's (Triton refuses dynamic batching
+beside it), for Model Analyzer's brute search too:
 
 1. the suite's tune: the walk within the profile's budget (``--budget``, default its ``tune:`` block's), and the grid
    (the whole space, Model Analyzer's brute force);
@@ -53,6 +57,7 @@ from tritonsuite.load.point import MeasurementError
 from tritonsuite.load.search import search
 from tritonsuite.models import default_registry
 from tritonsuite.profiles import load_profile, narrow
+from tritonsuite.profiles.repooptions import add_repositories
 from tritonsuite.profiles.tunespace import Budget, Candidate, space_for
 from tritonsuite.run.suite import Suite
 from tritonsuite.server import EmbeddedServer
@@ -131,13 +136,16 @@ def ma_profile_config(tool: str, deployment, server, space, bound: LatencyBound,
                        "run_config_search_max_model_batch_size": max(space.max_batch_size),
                        "run_config_search_max_concurrency": max(space.concurrency)})
     else:  # brute over the suite's space, at the suite's loads
-        dynamic = {"max_queue_delay_microseconds": list(space.max_queue_delay_microseconds)}
-        preferred = [list(p) for p in space.preferred_batch_sizes]
-        dynamic["preferred_batch_size"] = preferred
+        batcher = {"max_queue_delay_microseconds": list(space.max_queue_delay_microseconds)}
+        if space.scheduler != "direct":  # the sequence batcher's direct strategy has no preferred sizes
+            batcher["preferred_batch_size"] = [list(p) for p in space.preferred_batch_sizes]
         spec["model_config_parameters"] = {
             "max_batch_size": list(space.max_batch_size),
             "instance_group": [[{"kind": "KIND_CPU", "count": list(space.instance_count)}]],
-            "dynamic_batching": dynamic}
+            # the batcher the suite's space varies: Triton's dynamic one, or a sequence model's own (Model Analyzer
+            # sets these keys in the deployment's configuration, its control inputs kept)
+            **({"dynamic_batching": batcher} if space.scheduler == "dynamic" else
+               {"sequence_batching": {space.scheduler: batcher}})}
         spec["parameters"] = {"concurrency": sorted(space.concurrency), "batch_sizes": [1]}
         config["run_config_search_mode"] = "brute"
     config["profile_models"] = {deployment.name: spec}
@@ -309,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="tft,bert")
     parser.add_argument("--profile", default="cpu")
+    parser.add_argument("--profiles-dir", default=None, help="where --profile is (a team's own profiles)")
+    parser.add_argument("--model-repository", action="append", default=[], metavar="DIR",
+                        help="a team's repository: its deployments named in --models, as pytest runs them")
     parser.add_argument("--tools", default=",".join(TOOLS))
     parser.add_argument("--model-analyzer", default="model-analyzer", help="the model-analyzer command")
     parser.add_argument("--backend-directory", default=None, help="Triton's own backends (stand-ins for the rest)")
@@ -339,12 +350,15 @@ def main(argv: list[str] | None = None) -> int:
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    profile = load_profile(args.profile)
+    registry = default_registry()
+    profile, _ = add_repositories(registry, load_profile(args.profile, args.profiles_dir),
+                                  [str(Path(r).resolve()) for r in args.model_repository], only=models,
+                                  user_profile=args.profiles_dir is not None)
     profile = narrow(profile, models=models, formats=[profile.models[models[0]].formats[0]])
     summary, sections = [], []
     repo = out / "model_repository"
     with EmbeddedServer(repo, out / "logs", backend_directory=args.backend_directory) as server:
-        suites = {tool: Suite(profile, default_registry(), server, repo, Path(args.cache_dir), out / tool, run_id=tool)
+        suites = {tool: Suite(profile, registry, server, repo, Path(args.cache_dir), out / tool, run_id=tool)
                   for tool in ("walk", "grid", "verify")}
         for case in suites["verify"].cases("tune"):
             suite = suites["verify"]

@@ -269,3 +269,31 @@ def test_the_hang_bound_is_derived_from_the_windows_unless_set():
     assert MeasurementSettings(request_timeout_s=7).timeout_s == 7  # the profile's own bound wins
     with pytest.raises(ValueError, match="request_timeout_s -1"):
         MeasurementSettings(request_timeout_s=-1)
+
+
+def test_a_team_profile_names_a_python_deployment_of_its_repository(tmp_path):
+    """A deployment of a team's repository is served as given, in its backend's format: a python model's profile
+    entry (its bound and tune space) loads, and a format no deployment has names every valid choice."""
+    from tests.kinds import sequence_model
+    from tritonsuite.profiles.repooptions import add_repositories
+
+    sequence_model(tmp_path / "repo", "seq_direct", "direct")
+    entry = ("  seq_direct:\n    size: repository\n    formats: [{fmt}]\n    precisions: [fp32]\n"
+             "    max_batch_size: 8\n    online: {{concurrency: [4], latency_bound: p99 <= 200 ms}}\n"
+             "    tune: {{instance_count: [1, 2], max_queue_delay_microseconds: [0, 2000]}}\n")
+    (tmp_path / "team.yaml").write_text("device: cpu\nmodel_repository: repo\nmodels:\n" + entry.format(fmt="python"))
+    registry = default_registry()
+    profile, undrivable = add_repositories(registry, load_profile("team", tmp_path), [], only=["seq_direct"],
+                                           user_profile=True)
+    assert not undrivable and registry.get("seq_direct", "repository").formats == ("python",)
+    named = profile.models["seq_direct"]
+    assert named.formats == ("python",) and named.tune["instance_count"] == [1, 2]
+    assert [c.bound for c in profile_cases(profile, "tune")] == ["p99 <= 200 ms"]
+    (tmp_path / "team.yaml").write_text("device: cpu\nmodels:\n" + entry.format(fmt="pyhton"))
+    with pytest.raises(ProfileError, match=r"^team.yaml:seq_direct.formats \['pyhton'\]: valid choices: ts-trace, "
+                                           r"ts-script, onnx, trt, python$"):
+        load_profile("team", tmp_path)
+    (tmp_path / "team.yaml").write_text("device: cpu\nmodels:\n" + entry.format(fmt="python").replace(
+        "size: repository", "size: tiny"))  # a shipped model's size: exported, so its formats are the exports'
+    with pytest.raises(ProfileError, match=r"formats \['python'\]: valid choices: ts-trace, ts-script, onnx, trt$"):
+        load_profile("team", tmp_path)

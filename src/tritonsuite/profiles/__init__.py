@@ -131,7 +131,10 @@ def available_profiles(directory: str | Path | None = None) -> list[str]:
 
 def _model_profile(name: str, data: Any, where: str, instance_kind: str) -> ModelProfile:
     from tritonsuite.deploy.formats import FORMATS
+    from tritonsuite.deploy.userrepo import DRIVABLE, SIZE as REPOSITORY_SIZE
     from tritonsuite.core.spec import PRECISIONS
+
+    REPOSITORY_FORMATS = sorted({fmt for fmt, _ in DRIVABLE.values()} - set(FORMATS))
 
     data = _mapping(data, where)
     _unknown(data, MODEL_KEYS, where)
@@ -153,7 +156,9 @@ def _model_profile(name: str, data: Any, where: str, instance_kind: str) -> Mode
         too_big = [v for v in values if v > max_batch]
         if too_big:
             raise ProfileError(f"{where}.{key} {too_big}: valid range 1..{max_batch} (max_batch_size)")
-    formats = _choices(data["formats"], f"{where}.formats", list(FORMATS))
+    # a deployment of a team's repository is served as given: its format is its backend's (a python model's too)
+    formats = _choices(data["formats"], f"{where}.formats",
+                       list(FORMATS) + (REPOSITORY_FORMATS if data["size"] == REPOSITORY_SIZE else []))
     accelerator = _choices(data.get("backend_accelerator", "none"), f"{where}.backend_accelerator",
                            BACKEND_ACCELERATORS)[0]
     if accelerator == "none":
