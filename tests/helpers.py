@@ -123,11 +123,15 @@ def kinds_fixture():
 BUSY_HOST_BAND = 0.25
 
 
-def assert_same_point(verdict: str, why: str, throughputs) -> None:
+def same_point(verdict: str, why: str, throughputs) -> bool:
     """Two rows of one point (one process against workers or actors) agree: the comparison statistics find no
     significant change, or the host was busy and the throughput is within BUSY_HOST_BAND of the first."""
     first, second = throughputs
-    assert verdict == "no significant change" or abs(second / first - 1.0) <= BUSY_HOST_BAND, (why, throughputs)
+    return verdict == "no significant change" or abs(second / first - 1.0) <= BUSY_HOST_BAND
+
+
+def assert_same_point(verdict: str, why: str, throughputs) -> None:
+    assert same_point(verdict, why, throughputs), (why, throughputs)
 
 
 def points_of(rows) -> list:

@@ -3,11 +3,15 @@ where a test network is asked for, a veth on a bridge with an address of the tes
 is killed and they are removed on exit, also on failure."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
+
+import psutil
 
 USABLE = os.geteuid() == 0 and shutil.which("ip") is not None
 WHY_NOT = "network namespaces need root and iproute2's ip"
@@ -32,6 +36,7 @@ class Namespaces:
         return f"{self.tag}-{host}"
 
     def __enter__(self) -> "Namespaces":
+        self.children_before = {c.pid for c in psutil.Process().children()}
         _subreaper(True)  # what dies in the namespaces is reaped here, not left a zombie under a PID 1 that never reaps
         try:
             if self.linked:
@@ -78,17 +83,40 @@ class Namespaces:
             _kill(lambda: proc.wait(10))
         for pid in inside:  # orphans re-parented here (a subreaper): reaped
             _kill(lambda: os.waitpid(pid, 0))
+        self._reap_orphans()
         _subreaper(False)
         for host in self.hosts:
             subprocess.run(["ip", "netns", "delete", self.ns(host)], capture_output=True)
         if self.linked:
             subprocess.run(["ip", "link", "delete", self.bridge], capture_output=True)
 
+    def _reap_orphans(self, within_s: float = 5.0) -> None:
+        """Orphans that died before the namespaces were listed (a Ray worker, a python backend stub whose server
+        ended) came here as zombies, which ``ip netns pids`` no longer lists: reap every zombie child this block
+        gained, waiting a bounded while for the ones still dying."""
+        deadline = time.monotonic() + within_s
+        while True:
+            gained = [c for c in psutil.Process().children() if c.pid not in self.children_before]
+            for child in gained:
+                with contextlib.suppress(psutil.Error, OSError):
+                    if child.status() == psutil.STATUS_ZOMBIE:
+                        os.waitpid(child.pid, os.WNOHANG)
+            if not [c for c in gained if c.is_running() and _zombie(c)] or time.monotonic() > deadline:
+                return
+            time.sleep(0.1)
+
     def gone(self) -> bool:
         """Whether every namespace (and the bridge) is removed."""
         listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
         links = subprocess.run(["ip", "link", "show"], capture_output=True, text=True).stdout
         return not any(self.ns(h) in listed for h in self.hosts) and self.bridge not in links
+
+
+def _zombie(process) -> bool:
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _kill(step) -> None:

@@ -35,11 +35,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import csv
-import io
 import json
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -61,27 +58,12 @@ from tritonsuite.load.perfanalyzer_binary import (  # noqa: F401 - the binary's 
     LIBRARIES, BINARY_ENV, PerfAnalyzer, PerfAnalyzerUnavailable, check_starts, default, fetch_binary,
     library_dir, locate, pytriton_libs, unavailable_reason)
 from tritonsuite.load.point import LoadPoint, Measurement, MeasurementError
+from tritonsuite.load.perfanalyzer_output import (  # noqa: F401 - what it writes, read; re-exported
+    CSV_COLUMNS, UNSTABLE_MARK, ExportedLatencies, last_line, parse_csv, parse_export, parse_passes,
+    parse_request_count, unstable_message)
 from tritonsuite.load.windows import LATENCY_SAMPLES, even_subsample, perf_analyzer_status, spread
 
 POLL_S = 0.2
-UNSTABLE_MARK = "Failed to obtain stable measurement"
-#: perf_analyzer's CSV header -> the seeds' column (its values are usec; the suite's are ms)
-CSV_COLUMNS = {
-    "Inferences/Second": "Inferences/Second",
-    "Client Send": "Client Send",
-    "Network+Server Send/Recv": "Network+Server Send/Recv",
-    "Server Queue": "Server Queue",
-    "Server Compute Input": "Server Compute Input",
-    "Server Compute Infer": "Server Compute Infer",
-    "Server Compute Output": "Server Compute Output",
-    "Client Recv": "Client Recv",
-    "p50 latency": "p50 latency",
-    "p90 latency": "p90 latency",
-    "p95 latency": "p95 latency",
-    "p99 latency": "p99 latency",
-    "Avg latency": "avg latency",
-}
-_PASS = re.compile(r"Pass \[(\d+)\] throughput: ([0-9.eE+-]+) infer/sec\. Avg latency: (\d+) usec")
 
 
 #: names this module would write failure reasons to, beside ``problems`` and ``reason`` (tritonsuite.core.reasons)
@@ -155,98 +137,6 @@ def build_command(pa: PerfAnalyzer, model: str, url: str, point: LoadPoint, sett
     return argv
 
 
-# ------------------------------------------------------------------------------------------------------ parsing
-def parse_csv(text: str, batch_size: int) -> dict[str, float]:
-    """perf_analyzer's ``-f`` CSV (one concurrency row) -> the seeds' columns in ms (its values are usec)."""
-    rows = list(csv.DictReader(io.StringIO(text)))
-    if len(rows) != 1:
-        raise MeasurementError(f"perf_analyzer's CSV holds {len(rows)} result rows, expected 1")
-    row = rows[0]
-    missing = [c for c in ("Concurrency", *CSV_COLUMNS) if c not in row]
-    if missing:
-        raise MeasurementError(f"perf_analyzer's CSV lacks {', '.join(missing)}; it has {', '.join(row)}")
-    try:
-        result: dict[str, float] = {"Batch": batch_size, "Concurrency": int(row["Concurrency"])}
-        for theirs, ours in CSV_COLUMNS.items():
-            value = float(row[theirs])
-            result[ours] = value if ours == "Inferences/Second" else value / 1000.0
-    except ValueError as exc:
-        raise MeasurementError(f"perf_analyzer's CSV has a value that is not a number: {exc}") from None
-    return {c: result[c] for c in RESULT_COLUMNS}
-
-
-def parse_passes(output: str) -> list[tuple[float, float]]:
-    """Every measurement window ``-v`` printed: (throughput inf/s, average latency ms)."""
-    return [(float(m.group(2)), int(m.group(3)) / 1000.0) for m in _PASS.finditer(output)]
-
-
-_REQUEST_COUNT = re.compile(r"^\s*Request count: (\d+)\s*$", re.M)
-#: a request record's send time and its response times, in the export's own order (a JSON string holds no
-#: unescaped quote, so a tensor's BYTES value cannot imitate them)
-_EXPORT_TIMES = re.compile(r'"(timestamp|response_timestamps)"\s*:\s*(\d+|\[[0-9,\s]*\])')
-
-
-def parse_request_count(output: str) -> int | None:
-    """The requests perf_analyzer measured, as its summary counts them (``Client: Request count: N``), or None."""
-    counts = _REQUEST_COUNT.findall(output)
-    return int(counts[-1]) if counts else None
-
-
-@dataclass(frozen=True)
-class ExportedLatencies:
-    """Request latencies (s, send to last response) of the measured windows from ``--profile-export-file``.
-
-    ``whole`` is False when perf_analyzer 2.51 left the file cut short. Its export holds each request's input and
-    output values, and its JSON writer stops at the first value that is not finite, losing what it had not yet
-    flushed (64 KiB at a time). With shared memory those values are not the tensors but whatever the client read
-    in their place (a heap address's bytes: 1.08e31 on this host), so now and then one reads as NaN; a model whose
-    inputs or outputs hold a NaN or an infinity cuts it every time. The latencies are then those of the complete
-    records before the cut, the first ones in time."""
-    latencies: np.ndarray
-    whole: bool
-    cut: str = ""  # what became of the file, when not whole
-
-
-def parse_export(text: str) -> ExportedLatencies:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return ExportedLatencies(_salvaged_latencies(text), whole=False,
-                                 cut=f"its export stops at byte {len(text.encode())}, mid-record")
-    latencies = []
-    for experiment in data.get("experiments", []):
-        for request in experiment.get("requests", []):
-            responses = request.get("response_timestamps") or []
-            if responses:
-                latencies.append((responses[-1] - request["timestamp"]) / 1e9)
-    return ExportedLatencies(np.asarray(latencies, dtype=np.float64), whole=True)
-
-
-def _salvaged_latencies(text: str) -> np.ndarray:
-    latencies, sent = [], None
-    for key, value in (m.groups() for m in _EXPORT_TIMES.finditer(text)):
-        if key == "timestamp":
-            sent = int(value)
-        elif sent is not None and value[1:-1].strip():
-            latencies.append((int(value[1:-1].split(",")[-1]) - sent) / 1e9)
-            sent = None
-    return np.asarray(latencies, dtype=np.float64)
-
-
-def unstable_message(output: str) -> str | None:
-    """perf_analyzer's own line saying it found no stable measurement, or None."""
-    for line in output.splitlines():
-        if UNSTABLE_MARK in line and "within" in line:
-            return line.strip()
-    return next((ln.strip() for ln in output.splitlines() if UNSTABLE_MARK in ln), None)
-
-
-def _last_line(output: str) -> str:
-    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.lower().startswith(("error", "failed", "unable")) or "error" in ln.lower()]
-    return (errors or lines or ["no output"])[-1][:300]
-
-
 # ------------------------------------------------------------------------------------------------------ running
 def _die_with_parent() -> None:  # in the child between fork and exec: perf_analyzer dies with this process
     import ctypes
@@ -294,7 +184,7 @@ def _run(argv: list[str], env: dict, server, timeout_s: float, log: Path) -> _Ru
                 if server.gone():
                     raise server.died(f"while perf_analyzer measured ({shlex.join(argv[1:5])})")
                 if time.perf_counter() - start > timeout_s:
-                    tail = _last_line(log.read_text(encoding="utf-8", errors="replace"))
+                    tail = last_line(log.read_text(encoding="utf-8", errors="replace"))
                     raise MeasurementError(f"perf_analyzer did not finish within {timeout_s:.0f} s (its last line: "
                                            f"{tail})")
                 time.sleep(POLL_S)
@@ -355,7 +245,7 @@ def measure_with_perf_analyzer(server, model: str, inputs: Mapping[str, np.ndarr
             factors += [factor] * len(these)
             unstable = unstable_message(run.output) if run.returncode != 0 else None
             if run.returncode != 0 and unstable is None:
-                raise MeasurementError(f"perf_analyzer exited {run.returncode}: {_last_line(run.output)}")
+                raise MeasurementError(f"perf_analyzer exited {run.returncode}: {last_line(run.output)}")
             if unstable is None or factor * 2 > settings.max_window_factor:
                 break
             factor *= 2  # as the engine does on a busy host, and Model Analyzer does with perf_analyzer
@@ -364,7 +254,7 @@ def measure_with_perf_analyzer(server, model: str, inputs: Mapping[str, np.ndarr
         export = work / f"export-{factor}.json"
         if unstable is None:
             if not result_csv.is_file():
-                raise MeasurementError(f"perf_analyzer wrote no CSV: {_last_line(run.output)}")
+                raise MeasurementError(f"perf_analyzer wrote no CSV: {last_line(run.output)}")
             result = parse_csv(result_csv.read_text(encoding="utf-8"), point.batch_size)
             exported = (parse_export(export.read_text(encoding="utf-8", errors="replace")) if export.is_file() else
                         ExportedLatencies(np.empty(0), whole=False, cut="perf_analyzer wrote no export file"))
