@@ -7,8 +7,10 @@ from tests.helpers import TINY_PROFILE, raw_rows, run_pytest
 
 def test_request_rates_and_the_most_concurrency_within_a_bound(tmp_path):
     # a bound every point here meets (tiny BERT answers in milliseconds) and a three-point search: the answer is
-    # found by construction, on any host; a bound no point meets is the next test's
-    profile = TINY_PROFILE.replace("max_trials: 8,", "max_trials: 8, search_max_steps: 3,")
+    # found by construction, on any host; a bound no point meets is the next test's. The rate point's plumbing, not
+    # its schedule: any share of late sends is kept (beside CI's other workers 2 of its 31 requests once left more
+    # than 5 ms late and made it INVALID; tests/test_engine.py makes a missed schedule happen on purpose)
+    profile = TINY_PROFILE.replace("max_trials: 8,", "max_trials: 8, search_max_steps: 3, max_late_percent: 100,")
     result = run_pytest(["--gpu", "tiny", "-m", "online", "-q", "-p", "no:warnings", "--formats", "onnx",
                          "--concurrency", "1", "--request-rates", "20", "--latency-bound", "p99<=2000ms",
                          "--search", "concurrency", f"--junitxml={tmp_path / 'junit.xml'}"], tmp_path, profile)
