@@ -214,7 +214,8 @@ def test_a_team_directory_without_test_files_runs_the_scenarios(tmp_path):
     team = tmp_path / "team"
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:warnings",
-               "--model-repository", str(repo), "--models", "scale", "--batch-sizes", "1"]
+               "--model-repository", str(repo), "--models", "scale", "--batch-sizes", "1",
+               "--stability-percentage", "100"]  # collection, not this host's noise (CI once: 10.4% > 10%)
     ran = subprocess.run(command + ["-m", "offline"], cwd=team, env=env, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0 and "1 passed" in ran.stdout, ran.stdout[-3000:] + ran.stderr[-2000:]
     assert raw_rows(team / "reports")[0]["deployment"] == "scale"

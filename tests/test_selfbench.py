@@ -3,6 +3,7 @@ embedded server, with the identity model, short: two concurrencies, 200 ms windo
 ``measure()`` call without the deployment's description, 2026-11); these keep its path run."""
 import pytest
 
+from tritonsuite.core.rows import STATUSES
 from tritonsuite.core.settings import MeasurementSettings
 from tritonsuite.run import selfbench
 
@@ -97,5 +98,6 @@ def test_a_ceiling_stopped_by_sigterm_prints_what_it_measured_and_leaves_no_serv
     assert proc.returncode == 130, err[-2000:]
     assert "stopped after 1 points (interrupted)" in out or "stopped after 2 points (interrupted)" in out, out
     rows = [line for line in out.splitlines() if line.startswith("concurrency 1: ")]
-    assert len(rows) == 1 and rows[0].endswith(", OK") and float(rows[0].split()[2]) > 0, out
+    # the point as measured, with its status: on a busy host (CI's other workers) it may be UNSTABLE, still printed
+    assert len(rows) == 1 and rows[0].rsplit(", ", 1)[1] in STATUSES and float(rows[0].split()[2]) > 0, out
     assert not any(s.is_running() and s.status() != psutil.STATUS_ZOMBIE for s in servers), "tritonserver outlived it"
