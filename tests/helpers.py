@@ -134,6 +134,17 @@ def assert_same_point(verdict: str, why: str, throughputs) -> None:
     assert same_point(verdict, why, throughputs), (why, throughputs)
 
 
+def pairs_until_alike(measure_pair, tries: int = 2) -> list:
+    """``measure_pair()`` -> (first, second, (verdict, why, throughputs)), measured again only while the pair
+    disagrees (a busy spell), at most ``tries`` times: a real gap between the two ways shows in every pair."""
+    pairs = []
+    for _ in range(tries):
+        pairs.append(measure_pair())
+        if same_point(*pairs[-1][-1]):
+            break
+    return pairs
+
+
 def points_of(rows) -> list:
     """Rows (or their JSON records) as the report's typed points (tritonsuite.report.points.Point), which the
     performance pages and plots take."""

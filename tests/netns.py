@@ -8,7 +8,6 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
@@ -90,33 +89,21 @@ class Namespaces:
         if self.linked:
             subprocess.run(["ip", "link", "delete", self.bridge], capture_output=True)
 
-    def _reap_orphans(self, within_s: float = 5.0) -> None:
+    def _reap_orphans(self) -> None:
         """Orphans that died before the namespaces were listed (a Ray worker, a python backend stub whose server
         ended) came here as zombies, which ``ip netns pids`` no longer lists: reap every zombie child this block
-        gained, waiting a bounded while for the ones still dying."""
-        deadline = time.monotonic() + within_s
-        while True:
-            gained = [c for c in psutil.Process().children() if c.pid not in self.children_before]
-            for child in gained:
+        gained."""
+        for child in psutil.Process().children():
+            if child.pid not in self.children_before:
                 with contextlib.suppress(psutil.Error, OSError):
                     if child.status() == psutil.STATUS_ZOMBIE:
                         os.waitpid(child.pid, os.WNOHANG)
-            if not [c for c in gained if c.is_running() and _zombie(c)] or time.monotonic() > deadline:
-                return
-            time.sleep(0.1)
 
     def gone(self) -> bool:
         """Whether every namespace (and the bridge) is removed."""
         listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
         links = subprocess.run(["ip", "link", "show"], capture_output=True, text=True).stdout
         return not any(self.ns(h) in listed for h in self.hosts) and self.bridge not in links
-
-
-def _zombie(process) -> bool:
-    try:
-        return process.status() == psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 def _kill(step) -> None:

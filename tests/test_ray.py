@@ -30,11 +30,10 @@ SCENARIO = textwrap.dedent('''
     import json, os, signal, subprocess, sys, threading, time
     from pathlib import Path
     import psutil, ray
-    from tests.helpers import same_point
+    from tests.helpers import pairs_until_alike
     from tests.kinds import _write
-    from tests.test_workers import CONFIG, FAST, SLEEPY, _row, _traffic
+    from tests.test_workers import CONFIG, FAST, SLEEPY, _pair, _traffic
     from tritonsuite.core.settings import MeasurementSettings, RayWorkers
-    from tritonsuite.judge.compare import compare_points
     from tritonsuite.load import sources
     from tritonsuite.load.engine import LoadPoint, MeasurementError
     from tritonsuite.server import EmbeddedServer
@@ -71,20 +70,14 @@ SCENARIO = textwrap.dedent('''
                                          if c.status == psutil.CONN_LISTEN and c.pid in ours})
             traffic = _traffic(server, LoadPoint(1, 4))
             two_actors = sources.get("suite", RayWorkers(address, 2))
-            found["pairs"] = []
-            for _ in range(2):  # a second pair only when the first disagrees (a busy spell): a real gap shows twice
-                one = sources.get("suite").measure(server, traffic, FAST)
-                two = two_actors.measure(server, traffic, FAST)
-                if not found["pairs"]:
-                    found["one"], found["two"] = [one.status, one.reasons], [two.status, two.reasons, two.meta]
-                    found["two"][2] = {k: two.meta[k] for k in ("workers", "loadgen", "measured_requests",
-                                                                "requests_sent", "server_success_delta")}
-                    found["samples"] = len(two.latencies_s)
-                verdict = compare_points(_row(one, "one"), _row(two, "ray"))
-                throughputs = [one.result["Inferences/Second"], two.result["Inferences/Second"]]
-                found["pairs"].append([verdict.verdict, verdict.describe(), throughputs])
-                if same_point(*found["pairs"][-1]):
-                    break
+            pairs = pairs_until_alike(lambda: _pair(sources.get("suite").measure(server, traffic, FAST),
+                                                    two_actors.measure(server, traffic, FAST), "ray"))
+            one, two, _ = pairs[0]
+            found["one"], found["two"] = [one.status, one.reasons], [two.status, two.reasons, two.meta]
+            found["two"][2] = {k: two.meta[k] for k in ("workers", "loadgen", "measured_requests", "requests_sent",
+                                                        "server_success_delta")}
+            found["samples"] = len(two.latencies_s)
+            found["pairs"] = [list(compared) for _, _, compared in pairs]
             found["actors_after_point"] = len(actors(10.0))
 
             killed = []

@@ -51,11 +51,10 @@ SERVER = textwrap.dedent('''
 DRIVER = textwrap.dedent('''
     import json, sys
     import numpy as np
-    from tests.helpers import same_point
-    from tests.test_workers import FAST, _row
+    from tests.helpers import pairs_until_alike
+    from tests.test_workers import FAST, _pair
     from tritonsuite.core.settings import RayWorkers
     from tritonsuite.core.spec import TensorSpec
-    from tritonsuite.judge.compare import compare_points
     from tritonsuite.load import sources
     from tritonsuite.load.engine import LoadPoint, Traffic
     from tritonsuite.server import RemoteServer
@@ -66,20 +65,12 @@ DRIVER = textwrap.dedent('''
                       LoadPoint(1, 6), server.model_description("sleepy"))
     source = sources.get("suite", RayWorkers(head))
     assert source.unavailable() is None
-    found = {"pairs": []}
-    for _ in range(2):  # a second pair only when the first disagrees (a busy spell): a real gap shows twice
-        one = sources.get("suite").measure(server, traffic, FAST)
-        many = source.measure(server, traffic, FAST)
-        if not found["pairs"]:
-            found.update({"one": [one.status, one.reasons], "many": [
-                many.status, many.reasons, many.meta["workers"], many.meta["measured_requests"],
-                many.meta["requests_sent"], many.meta["server_success_delta"]]})
-        verdict = compare_points(_row(one, "one"), _row(many, "ray"))
-        found["pairs"].append([verdict.verdict, verdict.describe(),
-                               [one.result["Inferences/Second"], many.result["Inferences/Second"]]])
-        if same_point(*found["pairs"][-1]):
-            break
-    json.dump(found, open(out, "w"), default=str)
+    pairs = pairs_until_alike(lambda: _pair(sources.get("suite").measure(server, traffic, FAST),
+                                            source.measure(server, traffic, FAST), "ray"))
+    one, many, _ = pairs[0]
+    json.dump({"one": [one.status, one.reasons], "many": [many.status, many.reasons, many.meta["workers"],
+               many.meta["measured_requests"], many.meta["requests_sent"], many.meta["server_success_delta"]],
+               "pairs": [list(compared) for _, _, compared in pairs]}, open(out, "w"), default=str)
 ''')
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import psutil
 import pytest
 
-from tests.helpers import assert_same_point, same_point
+from tests.helpers import assert_same_point, pairs_until_alike
 from tests.kinds import _write, sequence_model
 from tritonsuite.core.rows import Row
 from tritonsuite.core.settings import MeasurementSettings
@@ -82,17 +82,17 @@ def _row(m, loadgen_note: str) -> Row:
     return m.to_row(scenario="online", model="sleepy", deployment="sleepy", run_id=loadgen_note)
 
 
+def _pair(one, two, label: str):
+    """(one process's measurement, the other way's, their comparison as tests.helpers.same_point reads it)."""
+    verdict = compare_points(_row(one, "one"), _row(two, label))
+    return one, two, (verdict.verdict, verdict.describe(),
+                      [one.result["Inferences/Second"], two.result["Inferences/Second"]])
+
+
 def test_two_worker_processes_and_one_give_consistent_merged_rows(sleepy):
     traffic = _traffic(sleepy, LoadPoint(1, 4))
-    pairs = []
-    for _ in range(2):  # a second pair only when the first disagrees (a busy spell): a real gap shows twice
-        one = sources.get("suite").measure(sleepy, traffic, FAST)
-        two = sources.get("suite", 2).measure(sleepy, traffic, FAST)
-        verdict = compare_points(_row(one, "one"), _row(two, "two"))
-        pairs.append((one, two, (verdict.verdict, verdict.describe(),
-                                 [one.result["Inferences/Second"], two.result["Inferences/Second"]])))
-        if same_point(*pairs[-1][2]):
-            break
+    pairs = pairs_until_alike(lambda: _pair(sources.get("suite").measure(sleepy, traffic, FAST),
+                                            sources.get("suite", 2).measure(sleepy, traffic, FAST), "two"))
     one, two, _ = pairs[0]  # the first pair's rows: what they hold
     assert one.status == two.status == "OK", (one.reasons, two.reasons)
     workers = two.meta["workers"]
