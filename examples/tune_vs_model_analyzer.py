@@ -23,7 +23,8 @@ beside it), for Model Analyzer's brute search too:
    perf_analyzer at the bound: the most concurrency within it up to ``--max-concurrency`` (default twice the
    space's highest: perf_analyzer runs a thread per request in flight, and past the server's saturation more add only
    latency and load on the client's cores), found by the suite's search with every point perf_analyzer's, then at
-   that load in ``--rounds`` interleaved rounds; each answer judged against the deployment's own
+   that load in ``--rounds`` interleaved rounds (a step lower in a round where that load is over the bound then:
+   :func:`tritonsuite.judge.compare.at_the_bound`); each answer judged against the deployment's own
    configuration and against the walk's by throughput within the bound
    (:func:`tritonsuite.judge.compare.compare_within_bound`).
 
@@ -49,7 +50,7 @@ import yaml
 
 from tritonsuite.core.settings import LatencyBound
 from tritonsuite.deploy.repository import config_of, copy_deployment
-from tritonsuite.judge.compare import compare_within_bound, within_bound
+from tritonsuite.judge.compare import at_the_bound, compare_within_bound, within_bound
 from tritonsuite.load import perfanalyzer
 from tritonsuite.load import sources as load_sources
 from tritonsuite.load.engine import LoadPoint, Measurement, Traffic
@@ -264,7 +265,10 @@ def verify(suite: Suite, case, deployment, space, bound: LatencyBound, answers: 
                 print(f"  {arm['name']} ({', '.join(arm['tools'])}): {found.describe()}", flush=True)
             for r in range(rounds):  # A B C ..., each round starting one further along
                 for arm in arms[r % len(arms):] + arms[:r % len(arms)]:
-                    arm["rows"].append(keep(arm, measure(arm, arm["load"]), f"round {r + 1}"))
+                    # a step lower where the load found is over the bound now (judge.compare.at_the_bound)
+                    arm["rows"].append(at_the_bound(lambda c, arm=arm, r=r: keep(arm, measure(arm, c),
+                                                                                f"round {r + 1}"),
+                                                    arm["load"], bound)[-1])
     finally:
         for arm in arms:
             suite.server.unload(arm["name"])
@@ -285,8 +289,10 @@ def judged(arms: list[dict], bound: LatencyBound, tool: str, against: str) -> st
 def verified_figure(arm: dict, bound: LatencyBound) -> str:
     within = [r for r in arm["rows"] if within_bound(r, bound)[0]]
     mean = sum(float(r.result["Inferences/Second"]) for r in within) / len(arm["rows"]) if arm["rows"] else 0.0
+    lower = [r.concurrency for r in arm["rows"] if r.concurrency != arm["load"]]  # rounds that stepped down
+    stepped = f"; {len(lower)} at {', '.join(map(str, lower))}" if lower else ""
     return (f"{mean:.1f} inf/s at concurrency {arm['load']} ({len(within)} of {len(arm['rows'])} rounds within "
-            f"the bound)")
+            f"the bound{stepped})")
 
 
 def table(model: str, deployment: str, bound: LatencyBound, budget: Budget, answers: list[Answer],

@@ -11,8 +11,8 @@ from tritonsuite.cli import main
 from tritonsuite.core.rows import Row
 from tritonsuite.core.store import RawWriter, StoreError, load_run, raw_path
 from tritonsuite.core.settings import LatencyBound
-from tritonsuite.judge.compare import (compare_points, compare_runs, compare_within_bound, mann_whitney_greater,
-                                       within_bound)
+from tritonsuite.judge.compare import (at_the_bound, compare_points, compare_runs, compare_within_bound,
+                                       mann_whitney_greater, within_bound)
 from tritonsuite.report.comparison import render_comparison
 
 HOST = "AMD EPYC 7B13, 2 cores"
@@ -523,6 +523,45 @@ def test_a_point_over_the_bound_gives_no_throughput_within_it():
     found = compare_within_bound(a, once, BOUND)
     assert found.over == (0, 1) and found.now_throughput == pytest.approx(1000.0, rel=0.01)
     assert found.verdict == "no significant change"
+
+
+def test_a_round_over_the_bound_at_the_load_found_measures_a_step_lower():
+    """The sequence deployment of 2026-11-30: two configurations of the same throughput, one found within the bound
+    at concurrency 31 with its p99 at the bound's edge, the other at 30 with a margin. Measured at 31 in three rounds
+    the first broke the bound in one, which counted 0 and made it lose to a tie. A round now measures a step lower
+    where the load found is over the bound: the edge costs that round a step's throughput, not the round."""
+    def edge(late_at: set):  # the edge configuration: over the bound at 31 in the rounds named, within a step lower
+        calls = []
+
+        def measure(concurrency: int) -> Row:
+            calls.append(concurrency)
+            over = concurrency >= 31 and len(calls) in late_at
+            return perf_row(36.0 * concurrency, latencies(108.0 if over else 80.0, seed=len(calls)),
+                            concurrency=concurrency, windows=(0.98, 1.0, 1.02))
+        return measure, calls
+
+    measure, calls = edge({1})
+    rows = at_the_bound(measure, 31, BOUND)
+    assert calls == [31, 26] and [r.concurrency for r in rows] == [31, 26]
+    assert not within_bound(rows[0], BOUND)[0] and within_bound(rows[1], BOUND)[0]
+    rows = at_the_bound(measure, 31, BOUND)  # within at the load found: one point
+    assert calls == [31, 26, 31] and len(rows) == 1
+
+    margin = [perf_row(1110.0, latencies(75.0, seed=50 + i), concurrency=30, windows=(0.98, 1.0, 1.02))
+              for i in range(3)]
+    measure, calls = edge({1})
+    rounds = [at_the_bound(measure, 31, BOUND)[-1] for _ in range(3)]
+    found = compare_within_bound(margin, rounds, BOUND)
+    assert found.verdict == "no significant change" and found.over == (0, 0), found.describe()
+    at_load_only = [measure(31) if i else perf_row(1116.0, latencies(108.0), concurrency=31) for i in range(3)]
+    assert compare_within_bound(margin, at_load_only, BOUND).over == (0, 1)  # the round that counted 0 before
+
+    always_late_rows = at_the_bound(lambda c: perf_row(36.0 * c, latencies(200.0), concurrency=c), 31, BOUND)
+    assert [r.concurrency for r in always_late_rows] == [31, 26, 22]  # ROUND_STEPS steps, then the round is lost
+    assert [r.concurrency for r in at_the_bound(lambda c: perf_row(36.0, latencies(200.0), concurrency=c), 1,
+                                                BOUND)] == [1]  # nothing lower than 1
+    assert [r.concurrency for r in at_the_bound(lambda c: perf_row(36.0 * c, latencies(200.0), concurrency=c), 2,
+                                                BOUND)] == [2, 1]
 
 
 def test_throughput_within_the_bound_needs_rounds_with_both_points_valid():

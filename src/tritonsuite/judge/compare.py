@@ -16,7 +16,10 @@ load at the bound (the most concurrency or request rate within it), interleaved 
 are not comparable (each is near the bound by construction), so the objective itself is judged: the throughput
 within the bound, every stable window of a round counted (0 inf/s for a round whose point broke the bound), B above
 A by Mann-Whitney U on those windows (p < ``alpha``) and by more than the minimum effect. A round in which either
-point is not valid (unstable, failed) is not compared; at least ``MIN_ROUNDS`` must be.
+point is not valid (unstable, failed) is not compared; at least ``MIN_ROUNDS`` must be. A round's point is found by
+:func:`at_the_bound`: where the load found minutes before is over the bound now (or undecided by its request counts),
+the round measures again a step lower, so that a configuration at the edge of its bound counts for what it bears a
+step lower rather than as 0 (with three rounds one such 0 outweighed the others: docs/tune.md, 2026-11-30).
 
 Points measured on another host, or by another Triton version, are never compared silently: another host does not
 join, and a different server is named at the top of the comparison. ``--perf-gate PCT`` (pytest) or
@@ -26,7 +29,7 @@ a comparison is informational. Stored runs are compared later with the command, 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,6 +45,8 @@ REASON_FUNCTIONS = ("describe",)
 DEFAULT_MIN_EFFECT = 10.0  # percent
 DEFAULT_ALPHA = 0.01
 MIN_ROUNDS = 2  # rounds with both points valid, so that one unstable point on a busy host does not decide
+STEP_DOWN = 0.85  # a round's point over the bound is measured again this much lower (at least one lower) ...
+ROUND_STEPS = 2  # ... at most this many times
 
 
 #: every failure reason this module gives, and the tests that make it happen (tritonsuite.core.reasons)
@@ -250,6 +255,19 @@ def within_bound(row: Row, bound) -> tuple[bool, str]:
     if verdict is None and value > bound.ms:
         return False, f"{stat} > {bound.ms:g} ms"
     return True, stat
+
+
+def at_the_bound(measure: Callable[[int], Row], load: int, bound, steps: int = ROUND_STEPS) -> list[Row]:
+    """One round's point of a configuration at ``bound``: ``measure(load)`` at the load it was found to bear and,
+    while that point is not within the bound (over it, undecided by its request counts, or not valid) and a step is
+    left, again ``STEP_DOWN`` lower (at least one lower, never below 1). The rows measured, in order; the last is
+    the round's point for :func:`compare_within_bound`. A configuration that no longer bears its load loses what the
+    step costs it, not the whole round."""
+    rows = [measure(load)]
+    while steps > 0 and load > 1 and not within_bound(rows[-1], bound)[0]:
+        load, steps = max(1, min(load - 1, int(load * STEP_DOWN))), steps - 1
+        rows.append(measure(load))
+    return rows
 
 
 def _windows(row: Row) -> list[float]:

@@ -18,9 +18,10 @@ highest first, until a point is within the latency bound; then the winner is che
   (:func:`tritonsuite.judge.responses.kind_accuracy` on the winner: sequences sent interleaved against each sent
   alone, a stream's responses multiplexed against each request alone). Then the winner and the deployment's own
   configuration measured interleaved, A B three times, each at the load it scored at (the own configuration at the
-  winner's when it had no point within the bound), and judged as the objective says: by throughput within the
+  winner's when it had no point within the bound; a step lower in a round where that load is over the bound now:
+  :func:`tritonsuite.judge.compare.at_the_bound`), and judged as the objective says: by throughput within the
   bound (:func:`tritonsuite.judge.compare.compare_within_bound`: every stable window of the rounds, 0 for a point
-  over the bound, beyond the minimum effect and by Mann-Whitney U on those windows; a pair's request latencies
+  still over the bound, beyond the minimum effect and by Mann-Whitney U on those windows; a pair's request latencies
   cannot say it: a batcher that ends a tail gains throughput while most requests get a little slower, and two loads'
   latencies are not comparable). The winner is recommended only when accuracy held (or the model has no accuracy
   task, which is said), at least two rounds had both points valid, and the winner's throughput within the bound is a
@@ -230,7 +231,7 @@ def tune(target: TuneTarget, space: TuneSpace, bound: LatencyBound, settings: Me
 
 def _verify(target: TuneTarget, result: TuneResult, settings: MeasurementSettings, record: Record, accuracy_data,
             probe_share: float, probe_seed: int) -> None:
-    from tritonsuite.judge.compare import compare_within_bound
+    from tritonsuite.judge.compare import at_the_bound, compare_within_bound
 
     if settled(result):
         return
@@ -255,14 +256,19 @@ def _verify(target: TuneTarget, result: TuneResult, settings: MeasurementSetting
     own = next((e for e in result.evaluations if e.candidate == result.default and e.load), None)
     own_point = LoadPoint(target.batch_size, own.load) if own else point  # each at the load it scored at
     rows = {"winner": [], "default": []}
+    inputs = target.spec.example_inputs(target.batch_size, 0)
     for _ in range(ABAB_ROUNDS):  # A B A B ...: a busy spell hits both alike
         for side, name, candidate, kind, at in (("winner", target.tune_name, best.candidate, description, point),
                                                 ("default", target.name, result.default, target.description,
                                                  own_point)):
-            m = target.source.measure(target.server, Traffic(name, target.spec.example_inputs(target.batch_size, 0),
-                                                             target.spec.outputs, at, kind), settings)
-            rows[side].append(record(m, name, kind, {"role": f"abab-{side}", "candidate": candidate.to_dict(),
-                                                     "label": candidate.label(), "bound": str(result.bound)}))
+            def measure(concurrency: int, side=side, name=name, candidate=candidate, kind=kind):
+                m = target.source.measure(target.server, Traffic(name, inputs, target.spec.outputs,
+                                                                 LoadPoint(target.batch_size, concurrency), kind),
+                                          settings)
+                return record(m, name, kind, {"role": f"abab-{side}", "candidate": candidate.to_dict(),
+                                              "label": candidate.label(), "bound": str(result.bound)})
+
+            rows[side].append(at_the_bound(measure, at.concurrency, result.bound)[-1])
     answer(result, compare_within_bound(rows["default"], rows["winner"], result.bound))
 
 
