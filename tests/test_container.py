@@ -235,6 +235,22 @@ def test_offline_and_accuracy_through_the_pytest_plugin(engine, image, tmp_path)
     assert not _containers(engine, run=manifest["run_id"]), "the run's container outlived it"
 
 
+def test_conformance_through_the_container_sees_a_version_added_on_the_host(engine, image, tmp_path):
+    """The conformance checks on --server container, as a team's server runs them: the reload check's new version is
+    added on the host's repository, which the container sees through its read-only mount. Every check passes or
+    says why it does not apply; nothing outlives the run."""
+    result = run_pytest(["--gpu", "tiny", "-m", "conformance", "--models", "bert", "--formats", "onnx", "--server",
+                         "container", "--image", image, "-q", "-p", "no:warnings"], tmp_path)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    rows = raw_rows(tmp_path / "reports", "conformance")
+    verdicts = {r["check"]: r["verdict"] for r in rows}
+    assert verdicts.get("reload") == "pass" and verdicts.get("identity") == "pass", verdicts
+    assert not [r for r in rows if r["verdict"] == "fail"], [(r["check"], r["reasons"]) for r in rows]
+    manifest = json.loads((tmp_path / "reports" / "manifest.json").read_text())
+    assert not run_leftovers(tmp_path / "reports")
+    assert not _containers(engine, run=manifest["run_id"]), "the run's container outlived it"
+
+
 # --- everywhere, engine or not ------------------------------------------------------------------------------------
 
 def test_no_engine_is_one_usage_line(tmp_path):
