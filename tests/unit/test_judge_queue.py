@@ -243,6 +243,31 @@ def test_probes_served_after_the_backlog_fail_as_arrival_order():
                 "ms): served in arrival order")
 
 
+def test_waves_that_met_no_contention_are_sent_once_more_before_the_setting_is_skipped(monkeypatch):
+    """CI on three workers (2026-11-30): FIFO served, yet the check skipped ("4 of the backlog still queued when
+    the probes came"): the probes' client had stalled until the backlog drained. Such waves are sent once more; a
+    second stall still skips (never a verdict without contention)."""
+    from tritonsuite.judge.conformance import priority
+
+    backlog = [ok(0.0, end) for end in (0.015, 0.025, 0.035, 0.045, 0.075, 0.085, 0.095, 0.105)]
+    drained = [ok(0.1, end) for end in (0.112, 0.114, 0.116, 0.118)]  # sent when the backlog was all but served
+    fifo = [ok(0.05, end) for end in (0.115, 0.125, 0.135, 0.145)]  # in time, served after the backlog
+    sent = []
+
+    def measure(target, plan, replies):
+        sent.append(plan)
+        return (backlog, replies[len(sent) - 1]), {}, EXEC_MS
+
+    for replies, expected in (([drained, fifo], ("fail", 2)), ([drained, drained], ("skipped", 2)),
+                              ([fifo, drained], ("fail", 1))):
+        sent.clear()
+        monkeypatch.setattr(priority, "measure", lambda target, plan, r=replies: measure(target, plan, r))
+        part = priority._overtake(None, "priority_levels 3: level 1 before level 3", 3, 1, 1, EXEC_MS)
+        assert (verdict(part, "priority")[0], part.evidence["waves_sent"]) == expected and len(sent) == expected[1]
+        if expected[0] == "skipped":
+            assert "no contention to order" in verdict(part, "priority")[1]
+
+
 @pytest.mark.parametrize("probe_ends, fails", [([0.095, 0.095, 0.11, 0.11], True),
                                                ([0.095, 0.095, 0.095, 0.11], False)])
 def test_probes_must_pass_a_median_of_at_least_one(probe_ends, fails):

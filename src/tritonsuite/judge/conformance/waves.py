@@ -26,6 +26,7 @@ TIMED_OUT = "Request timeout expired"  # Triton r24.10, HTTP 503
 MAX_BURST = 96  # the most requests (and connections) one wave sends
 PROBES = 4  # the fewest probes of a wave that is judged by its members
 ALONE = 6  # the most requests the pace sends one at a time, to have three served
+WAVE_TRIES = 2  # waves sent at most this often where the later one met no contention (a stalled client), then skipped
 
 
 def batcher(d) -> dict:
