@@ -266,8 +266,7 @@ def verify(suite: Suite, case, deployment, space, bound: LatencyBound, answers: 
             for r in range(rounds):  # A B C ..., each round starting one further along
                 for arm in arms[r % len(arms):] + arms[:r % len(arms)]:
                     # a step lower where the load found is over the bound now (judge.compare.at_the_bound)
-                    arm["rows"].append(at_the_bound(lambda c, arm=arm, r=r: keep(arm, measure(arm, c),
-                                                                                f"round {r + 1}"),
+                    arm["rows"].append(at_the_bound(lambda c: keep(arm, measure(arm, c), f"round {r + 1}"),
                                                     arm["load"], bound)[-1])
     finally:
         for arm in arms:

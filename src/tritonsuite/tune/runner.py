@@ -254,21 +254,21 @@ def _verify(target: TuneTarget, result: TuneResult, settings: MeasurementSetting
             result.reason = f"the best configuration ({best.candidate.label()}) broke {result.accuracy_note}"
             return
     own = next((e for e in result.evaluations if e.candidate == result.default and e.load), None)
-    own_point = LoadPoint(target.batch_size, own.load) if own else point  # each at the load it scored at
-    rows = {"winner": [], "default": []}
+    own_load = own.load if own else best.load  # each at the load it scored at
     inputs = target.spec.example_inputs(target.batch_size, 0)
-    for _ in range(ABAB_ROUNDS):  # A B A B ...: a busy spell hits both alike
-        for side, name, candidate, kind, at in (("winner", target.tune_name, best.candidate, description, point),
-                                                ("default", target.name, result.default, target.description,
-                                                 own_point)):
-            def measure(concurrency: int, side=side, name=name, candidate=candidate, kind=kind):
-                m = target.source.measure(target.server, Traffic(name, inputs, target.spec.outputs,
-                                                                 LoadPoint(target.batch_size, concurrency), kind),
-                                          settings)
-                return record(m, name, kind, {"role": f"abab-{side}", "candidate": candidate.to_dict(),
-                                              "label": candidate.label(), "bound": str(result.bound)})
 
-            rows[side].append(at_the_bound(measure, at.concurrency, result.bound)[-1])
+    def measure(side: str, name: str, candidate: Candidate, kind: ModelDescription, concurrency: int):
+        m = target.source.measure(target.server, Traffic(name, inputs, target.spec.outputs,
+                                                         LoadPoint(target.batch_size, concurrency), kind), settings)
+        return record(m, name, kind, {"role": f"abab-{side}", "candidate": candidate.to_dict(),
+                                      "label": candidate.label(), "bound": str(result.bound)})
+
+    rows = {"winner": [], "default": []}
+    for _ in range(ABAB_ROUNDS):  # A B A B ...: a busy spell hits both alike
+        for side, name, candidate, kind, load in (("winner", target.tune_name, best.candidate, description, best.load),
+                                                  ("default", target.name, result.default, target.description,
+                                                   own_load)):
+            rows[side].append(at_the_bound(lambda c: measure(side, name, candidate, kind, c), load, result.bound)[-1])
     answer(result, compare_within_bound(rows["default"], rows["winner"], result.bound))
 
 
