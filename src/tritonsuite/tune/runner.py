@@ -7,7 +7,8 @@ highest first, until a point is within the latency bound; then the winner is che
   own rule) or, from the second candidate on, when its first two windows each gave less than ``DOMINATED_SHARE``
   of the best score so far: at a lower concurrency it would give less still (closed loop), so the candidate ends
   there, marked early-stopped. Its score is the inferences/s of the first (highest-concurrency) point within the
-  bound, 0 when none was.
+  bound, 0 when none was. A candidate measured again (only to confirm a gain, :mod:`tritonsuite.tune.strategy`) is
+  never given up early, and its rows say so.
 - **Every kind as it is**: a candidate is the deployment's own configuration with the tuned fields set
   (:class:`~tritonsuite.profiles.tunespace.Candidate`: a sequence model's sequence batcher, never dynamic batching
   beside it) in a copy of its directory, and it is measured by its description as the server runs it (sequences for a
@@ -177,8 +178,11 @@ def _evaluate(target: TuneTarget, space: TuneSpace, bound: LatencyBound, setting
               record: Record) -> Callable[[Candidate, float], Evaluation]:
     over = stop_when_clearly_over(bound)
     inputs = target.spec.example_inputs(target.batch_size, 0)
+    seen: set[Candidate] = set()
 
     def evaluate(candidate: Candidate, incumbent: float) -> Evaluation:
+        again = "measured again to confirm a gain; " if candidate in seen else ""
+        seen.add(candidate)
         description = _load(target, candidate)
         mine = dominated(incumbent, target.batch_size)
         found = Evaluation(candidate, 0.0)
@@ -191,7 +195,7 @@ def _evaluate(target: TuneTarget, space: TuneSpace, bound: LatencyBound, setting
             stopped = reason if m.status == "STOPPED" and reason.startswith("dominated") else ""
             found.points.append(record(m, target.tune_name, description, {
                 "role": "evidence", "candidate": candidate.to_dict(), "label": candidate.label(),
-                "varied": space.varied(), "bound": str(bound), "within": within, "why": why,
+                "varied": space.varied(), "bound": str(bound), "within": within, "why": again + why,
                 "early_stopped": stopped}))
             if within:
                 found.score, found.load = float(m.result["Inferences/Second"]), concurrency

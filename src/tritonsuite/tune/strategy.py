@@ -5,23 +5,31 @@ batching: along each setting the score (inferences/s within the latency bound) c
 search starts at the deployment's own configuration and walks one setting at a time (instance count, preferred batch
 sizes, max queue delay, threads per instance, max batch size), from the current best to the next higher value while
 the score gains more than ``MIN_GAIN`` (the suite's minimum effect: a gain within the noise of this host is none);
-when the first step up does not gain, it walks down instead. The best moves as soon as a step gains. After a pass
-over every setting that moved the best, one more pass checks the settings again from the new best (they interact).
-Settings interact the other way too: on TFT cpu a shorter queue delay alone measured the same as the profile's (1479
-against 1496 inf/s) but was what let more instances pay (1726 inf/s with 3); so when a pass moves nothing, the walk
-takes one sideways step to the best neighbour within the noise of the best (``MIN_GAIN`` below it) and checks the
-settings from there (at most ``MAX_SIDEWAYS`` such steps). Before that step, the walk tries two settings changed at
-once rather than stop with budget left: the pairs of single changes it measured from one base (in two settings), the
-most promising first (the product of their ratios to the base), ``DIAGONAL_TRIES`` of them; one that gains moves the
-best and the walk goes on from there. On TFT cpu (2026-11-29) every single change from the profile's configuration
-measured 4-26% lower (2 instances 2565, delay 0 us 3005 against 3133 inf/s) and the walk stopped after 6 of its 9;
-both together measured 4559 inf/s, the grid's best; a second walk "gained" 5.7% with delay 8000 us (noise: the grid
-measured it at 2987), climbed there and spent its budget around it. Nothing is measured twice, and the budget
-(configurations, minutes) ends the walk wherever it is. The grid measures every candidate in order (Model Analyzer's
-brute force), for comparison.
+when the first step up does not gain, it walks down instead. After a pass over every setting that moved the best,
+one more pass checks the settings again from the new best (they interact).
+
+- **A gain is confirmed before the walk moves**: one measurement of a configuration minutes after another differs by
+  up to 13% on a 2-core host (TFT cpu 2026-11-30: the own configuration 1411 then 1540 inf/s, delay 8000 us 1593
+  then 1445). A step that gains is measured once more right after the best is measured once more, and the walk moves
+  only when the mean of each still differs by more than ``MIN_GAIN``; a score is the mean of its measurements. Without
+  this, that walk climbed to delay 8000 us on a +12.9% step that the A B rounds measured at -1.5%, spent its budget
+  around it and never measured delay 0 us, where the grid and Model Analyzer found +38% to +51%.
+- **Settings that pay only together**: when a pass moves nothing, the walk tries two settings changed at once, pairs
+  of the single changes it measured from one base, ``DIAGONAL_TRIES`` of them. First the pairs that add instances
+  and let the batcher dispatch sooner or smaller (a shorter max queue delay, a smaller max batch size, smaller
+  preferred batch sizes): under a closed-loop load, a dynamic batcher that waits for a full batch hands all queued
+  requests to one instance, so more instances pay only with such a change (TFT cpu, the grid of 2026-11-30: 2 instances
+  alone +9%, delay 0 us alone -3%, both +62%); then by the product of their ratios to the base, a ratio within the noise
+  counting as 1 (the noise must not order them). A pair that gains (confirmed as above) moves the best.
+- **A step along the plateau**: when no pair gains either, the walk takes one sideways step to the best neighbour
+  within the noise of the best and checks the settings from there (at most ``MAX_SIDEWAYS`` such steps).
+
+A configuration is measured once, then again only to confirm a gain (the budget counts configurations; a confirming
+measurement counts against the minutes). The budget (configurations, minutes) ends the walk wherever it is. The grid
+measures every candidate once, in order (Model Analyzer's brute force), for comparison.
 
 Pure: ``evaluate(candidate, incumbent_score)`` measures (or, in the unit tests, computes) one candidate; the
-incumbent lets it give a clearly dominated candidate up early.
+incumbent lets it give a clearly dominated candidate up early (0: never, as for a confirming measurement).
 """
 from __future__ import annotations
 
@@ -41,8 +49,8 @@ STRATEGIES = ("search", "grid")
 
 @dataclass
 class Evaluation:
-    """One measured candidate: its score (the most inferences/s within the bound, 0 when no point was within it)
-    and the points behind it."""
+    """One measured candidate: its score (the most inferences/s within the bound, 0 when no point was within it; the
+    mean of its measurements when it was measured again to confirm a gain) and the points behind it."""
 
     candidate: Candidate
     score: float
@@ -50,6 +58,15 @@ class Evaluation:
     early_stopped: str = ""  # why it was given up before its points were all measured ("" when it was not)
     points: list = field(default_factory=list)  # what the measuring side keeps (rows, measurements)
     order: int = 0  # 1 for the first candidate measured
+    scores: list = field(default_factory=list)  # each measurement's score, when it was measured more than once
+
+    def again(self, other: "Evaluation") -> None:
+        """Add a later measurement of the same candidate: the score becomes the mean, the load the lowest within the
+        bound (where each measurement's point was within it, closed loop), the points all of them."""
+        self.scores = (self.scores or [self.score]) + [other.score]
+        self.score = sum(self.scores) / len(self.scores)
+        self.load = min((x for x in (self.load, other.load) if x), default=0)
+        self.points.extend(other.points)
 
 
 class _Spent(Exception):
@@ -63,7 +80,8 @@ def _key(value):
 def run_strategy(strategy: str, space: TuneSpace, start: Candidate,
                  evaluate: Callable[[Candidate, float], Evaluation], exhausted: Callable[[int], bool]
                  ) -> list[Evaluation]:
-    """Every evaluation made, in order. ``exhausted(n)`` says whether the budget allows no more after ``n``."""
+    """Every configuration measured, in order (one evaluation each, its later measurements merged into it).
+    ``exhausted(n)`` says whether the budget allows no more after ``n`` configurations."""
     if strategy not in STRATEGIES:
         raise ValueError(f"tune strategy {strategy!r}; valid choices: {', '.join(STRATEGIES)}")
     measured: dict[Candidate, Evaluation] = {}
@@ -82,18 +100,31 @@ def run_strategy(strategy: str, space: TuneSpace, start: Candidate,
             order.append(found)
         return measured[candidate].score
 
+    def confirmed(best: Candidate, candidate: Candidate) -> tuple[float, float]:
+        """Measure the best, then the candidate, once more (no early stop): the mean scores of each."""
+        for c in (best, candidate):
+            if exhausted(len(order) - 1):  # as the step itself was: only the minutes can end it
+                raise _Spent
+            measured[c].again(evaluate(c, 0.0))
+        return measured[best].score, measured[candidate].score
+
     try:
         if strategy == "grid":
             for candidate in space.grid():
                 score(candidate)
         else:
-            _coordinate(space, start, score)
+            _coordinate(space, start, score, confirmed)
     except _Spent:
         pass
     return order
 
 
-def _coordinate(space: TuneSpace, start: Candidate, score: Callable[[Candidate], float]) -> None:
+def _gains(value: float, best_value: float) -> bool:
+    return value > best_value * (1 + MIN_GAIN)
+
+
+def _coordinate(space: TuneSpace, start: Candidate, score: Callable[[Candidate], float],
+                confirmed: Callable[[Candidate, Candidate], tuple[float, float]]) -> None:
     best, best_value = start, score(start)
     bases, passes, sideways = {start}, 0, 0
     singles: list[tuple[float, Candidate, str, object]] = []  # (ratio to its base, base, setting, value) of each
@@ -117,8 +148,10 @@ def _coordinate(space: TuneSpace, start: Candidate, score: Callable[[Candidate],
                         continue
                     value = score(candidate)
                     measured.add(candidate)
+                    if _gains(value, best_value):
+                        best_value, value = confirmed(best, candidate)
                     singles.append((value / best_value if best_value > 0 else 0.0, best, dimension, ordered[step]))
-                    if value > best_value * (1 + MIN_GAIN):
+                    if _gains(value, best_value):
                         best, best_value, moved = candidate, value, True
                         bases.add(best)
                     else:
@@ -129,7 +162,7 @@ def _coordinate(space: TuneSpace, start: Candidate, score: Callable[[Candidate],
                     moved_in_pass = True
                     break  # it climbed up: no need to look down
         if not moved_in_pass:
-            jump = _diagonal(space, best_value, singles, measured, score)
+            jump = _diagonal(space, best, best_value, singles, measured, score, confirmed)
             if jump is not None:  # two settings that pay only together
                 passes -= 1  # it moved: the settings are checked again from there
                 best_value, best = jump
@@ -142,24 +175,49 @@ def _coordinate(space: TuneSpace, start: Candidate, score: Callable[[Candidate],
             bases.add(best)
 
 
-def _diagonal(space: TuneSpace, best_value: float, singles: list, measured: set,
-              score: Callable[[Candidate], float]) -> tuple[float, Candidate] | None:
+#: settings whose lower value lets a dynamic batcher dispatch sooner or smaller: what lets more instances pay
+SOONER = ("max_queue_delay_microseconds", "max_batch_size", "preferred_batch_sizes")
+
+
+def _frees_instances(base: Candidate, d1: str, x1, d2: str, x2) -> bool:
+    """More instances together with a batcher that dispatches sooner or smaller (a pair of single changes)."""
+    changes = {d1: x1, d2: x2}
+    more = "instance_count" in changes and _key(changes["instance_count"]) > _key(base.instance_count)
+    other = next((d for d in changes if d != "instance_count"), None)
+    if not more or other not in SOONER:
+        return False
+    value, was = changes[other], getattr(base, other)
+    if other == "preferred_batch_sizes" and (value == () or was == ()):  # none: up to the max batch size
+        return value != () and was == ()
+    return _key(value) < _key(was)
+
+
+def _within_noise(ratio: float) -> float:
+    return 1.0 if abs(ratio - 1.0) <= MIN_GAIN else ratio
+
+
+def _diagonal(space: TuneSpace, best: Candidate, best_value: float, singles: list, measured: set,
+              score: Callable[[Candidate], float], confirmed: Callable) -> tuple[float, Candidate] | None:
     """Two settings changed at once: each pair of single changes measured from one base (``singles``: ratio to the
-    base, base, setting, value) in two different settings, applied to that base, the highest product of their
-    ratios first, DIAGONAL_TRIES of those not yet measured at most. The first that gains more than MIN_GAIN over
-    the best (its score and itself), or None."""
-    pairs = {}
+    base, base, setting, value) in two different settings, applied to that base; those that add instances and
+    dispatch sooner first, then the highest product of their ratios (each within the noise counted as 1), in the
+    order measured on a tie; DIAGONAL_TRIES of those not yet measured at most. The first whose gain over the best
+    holds when both are measured again (its mean score and itself), or None."""
+    pairs: dict[Candidate, tuple[bool, float]] = {}
     for i, (r1, base, d1, x1) in enumerate(singles):
         for r2, other, d2, x2 in singles[i + 1:]:
             if other == base and d1 != d2:
                 candidate = space.with_value(space.with_value(base, d1, x1), d2, x2)
                 if space.valid(candidate) and candidate not in measured:
-                    pairs[candidate] = max(pairs.get(candidate, 0.0), r1 * r2)
-    for candidate in sorted(pairs, key=lambda c: -pairs[c])[:DIAGONAL_TRIES]:
+                    promise = (_frees_instances(base, d1, x1, d2, x2), _within_noise(r1) * _within_noise(r2))
+                    pairs[candidate] = max(pairs.get(candidate, promise), promise)
+    for candidate in sorted(pairs, key=lambda c: (not pairs[c][0], -pairs[c][1]))[:DIAGONAL_TRIES]:
         value = score(candidate)
         measured.add(candidate)
-        if value > best_value * (1 + MIN_GAIN):
-            return value, candidate
+        if _gains(value, best_value):
+            best_value, value = confirmed(best, candidate)
+            if _gains(value, best_value):
+                return value, candidate
     return None
 
 
