@@ -49,6 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from tritonsuite.core.access import redact
+from tritonsuite.core.children import dying_with_parent
 from tritonsuite.core.rows import RESULT_COLUMNS
 from tritonsuite.core.settings import STABLE_WINDOWS, MeasurementSettings
 from tritonsuite.core.spec import TensorSpec
@@ -138,12 +139,6 @@ def build_command(pa: PerfAnalyzer, model: str, url: str, point: LoadPoint, sett
 
 
 # ------------------------------------------------------------------------------------------------------ running
-def _die_with_parent() -> None:  # in the child between fork and exec: perf_analyzer dies with this process
-    import ctypes
-
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 def run_timeout_s(settings: MeasurementSettings, factor: int) -> float:
     """The bound on one perf_analyzer run: every window it may take, twice over, plus a request timeout."""
     if settings.window_requests > 0:
@@ -170,9 +165,8 @@ def _run(argv: list[str], env: dict, server, timeout_s: float, log: Path) -> _Ru
     with open(log, "wb") as out:
         start, before = time.perf_counter(), host.read()
         after = before
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                # the death signal needs the child's side of the fork, as the embedded server's
-                                start_new_session=True, preexec_fn=_die_with_parent)  # noqa: PLW1509
+        proc = subprocess.Popen(dying_with_parent(argv), stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         pa_pid = proc.pid
         try:
             handle = psutil.Process(proc.pid)

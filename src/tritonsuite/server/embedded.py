@@ -12,7 +12,6 @@ unchanged.
 """
 from __future__ import annotations
 
-import ctypes
 import itertools
 import os
 import shutil
@@ -28,6 +27,7 @@ import urllib.request
 from pathlib import Path
 
 from tritonsuite.core.access import PLAIN, Access
+from tritonsuite.core.children import dying_with_parent
 from tritonsuite.deploy.backends import STANDIN_FILE, STOCKCHECKS_FILE, native_backends, standin_backends
 from tritonsuite.deploy.backends.standin import REPOSITORY_ENV
 from tritonsuite.deploy.backends.stockchecks import INTEROP_MARK_ENV
@@ -39,11 +39,6 @@ _launch_counter = itertools.count(1)
 INTEROP_MARK = ".interop-threads-set-by"  # in the backend directory: the model that set it (stockchecks)
 WATCHDOG_INTERVAL_S = 0.2
 CACHE_BYTES = 64 * 1024 * 1024  # the local response cache's size
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    PR_SET_PDEATHSIG = 1
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def pytriton_paths() -> dict[str, Path]:
@@ -210,10 +205,9 @@ class EmbeddedServer(TritonServer):
         stamp = time.strftime("%Y%m%dT%H%M%S")
         self.log_path = self.log_dir / f"tritonserver-{stamp}-{os.getpid()}-{launch}.log"
         with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(self.arguments().command(str(paths["binary"])), stdout=log,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                            env=self._environment(paths),
-                                            start_new_session=True, preexec_fn=_die_with_parent)
+            self.process = subprocess.Popen(dying_with_parent(self.arguments().command(str(paths["binary"]))),
+                                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            env=self._environment(paths), start_new_session=True)
         self._await_start("tritonserver", self._ended)
         self._stopping.clear()
         # if this process dies without stopping the server (SIGKILL, OOM), the janitor cleans up

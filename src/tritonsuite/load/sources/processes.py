@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tritonsuite.core.access import PLAIN, Access
+from tritonsuite.core.children import die_with_parent
 from tritonsuite.core.settings import MeasurementSettings
 from tritonsuite.load.engine import Traffic, request_bound, request_tensors
 from tritonsuite.load.exchange import prepare
@@ -53,13 +54,6 @@ class _Endpoint:
         return []
 
 
-def _die_with_parent() -> None:
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG: the kernel kills it when the parent dies
-
-
 def watch(loop, conn, callback, *args) -> None:
     """``loop.add_reader`` on a pipe end that stays blocking: uvloop's add_reader makes the descriptor non-blocking,
     and ``Connection.send`` on a full pipe then raises BlockingIOError (8 worker processes on 2 cores: the parent
@@ -71,7 +65,7 @@ def watch(loop, conn, callback, *args) -> None:
 
 def _child(conn, job: Job) -> None:
     """A worker process's main: Ctrl-C is the parent's to handle (it stops the workers)."""
-    _die_with_parent()
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if not serve(conn, job):
         raise SystemExit(1)
