@@ -1,6 +1,7 @@
 """How busy the host was: other processes' CPU, without the server's and the load generator's own."""
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -125,3 +126,38 @@ def test_busyhost_terminated_leaves_neither_its_burners_nor_its_command(tmp_path
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_a_server_process_that_ends_between_two_readings_keeps_its_time_in_the_server_s():
+    """A python-backend stub that ends (a model unloaded) between two readings: its time stays the server's through
+    the parent that reaps it, so the server's time does not fall, and the CPU it burned after the first reading is
+    the server's, not other load. Judged by CPU time, not wall time: a busy host changes nothing."""
+    import psutil
+
+    tree = subprocess.Popen([sys.executable, "-c", (
+        "import subprocess, sys, time\n"
+        "stub = subprocess.Popen([sys.executable, '-c', 'import time\\nwhile time.process_time() < 1.5: pass'])\n"
+        "stub.wait()\n"  # reaped by its parent, as tritonserver reaps its stubs
+        "time.sleep(60)\n")])
+    try:
+        root = psutil.Process(tree.pid)
+        server = HostCpu(lambda: [root.pid] + [c.pid for c in root.children(recursive=True)])
+        deadline = time.monotonic() + 60
+        stub = None
+        while time.monotonic() < deadline:  # the stub has burned 0.5-1.0 s of its 1.5
+            children = root.children()
+            if children:
+                stub = children[0]
+                with contextlib.suppress(psutil.Error):
+                    if 0.5 <= sum(stub.cpu_times()[:2]) < 1.0:
+                        break
+            time.sleep(0.01)
+        a = server.read()
+        while time.monotonic() < deadline and root.children():  # ended and reaped
+            time.sleep(0.05)
+        assert not root.children()
+        b = server.read()
+        assert b.server - a.server >= 0.45, (a, b)  # what it burned after the first reading: at least 0.5 s
+    finally:
+        tree.kill()
+        tree.wait()

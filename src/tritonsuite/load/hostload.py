@@ -2,8 +2,12 @@
 stubs) and the load generator (this process), so a reader can tell a slow deployment from a busy machine.
 
 Read from the kernel's counters with psutil at each window boundary: the host's busy CPU time (all CPUs, without
-idle, iowait and steal) minus the server's processes' and this process's CPU time. Processes that end between two
-readings take their time with them, so the figure is a lower bound; it is reported as percent of one core.
+idle, iowait and steal) minus the server's processes' and this process's CPU time; reported as percent of one core.
+A server process counts with the time of its children that ended and that it reaped (the kernel adds theirs to its
+own ``children`` times): a python-backend stub that ends between two readings (a model unloaded, a candidate of a
+tune replaced in place) keeps its time in the server's, where without it the server's time fell by the stub's whole
+life and "other processes" rose by as much (a tune's points read 95-118% of a core of other load on a quiet host,
+2026-11-30). What another process that ended used is in the host's busy time, so it counts as other load.
 """
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ def _process_seconds(pids: Sequence[int]) -> float:
             times = psutil.Process(pid).cpu_times()
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
-        total += times.user + times.system
+        total += times.user + times.system + times.children_user + times.children_system  # with what it reaped
     return total
 
 
