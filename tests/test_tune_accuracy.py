@@ -76,4 +76,7 @@ def test_the_same_search_recommends_the_winner_of_a_correct_model(served):
     assert result.comparison.verdict == "improvement" and result.comparison.rounds == 3, result.describe()
     assert result.recommended and result.shipped == result.best.candidate
     roles = [r.measurement["tune"]["role"] for r in rows]
-    assert roles.count("evidence") == 2 and roles[-6:] == ["abab-winner", "abab-default"] * 3
+    assert roles.count("evidence") == 4 and roles[-6:] == ["abab-winner", "abab-default"] * 3
+    # the step's gain confirmed before the walk moved: the own configuration and the step measured once more each
+    again = [r.measurement["tune"]["why"].startswith("measured again to confirm a gain; ") for r in rows[:4]]
+    assert again == [False, False, True, True] and len(result.best.scores) == 2

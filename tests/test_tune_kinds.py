@@ -52,11 +52,13 @@ def _tune(tmp_path, model: str):
     assert result.returncode == 0 and "1 passed" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
     rows = raw_rows(tmp_path / "reports", "tune")
     roles = [r["measurement"]["tune"]["role"] for r in rows]
-    assert roles == ["evidence", "evidence"] + ["abab-winner", "abab-default"] * 3 + ["answer"], roles
+    # two configurations, the step's gain confirmed (both measured once more) before the walk moved
+    assert roles == ["evidence"] * 4 + ["abab-winner", "abab-default"] * 3 + ["answer"], roles
     # at -v each measured point is told as it comes, counting the configurations; then the tune's line
     told = re.findall(rf"^  {model}-\S+ \[\d+ s\] (.*)$", result.stdout, re.M)
-    assert [line.split(":")[0] for line in told] == ["configuration 1", "configuration 2"] + \
+    assert [line.split(":")[0] for line in told] == ["configuration 1", "configuration 2"] * 2 + \
         ["abab-winner", "abab-default"] * 3, told
+    assert all("measured again to confirm a gain; " in line for line in told[2:4]), told
     assert re.match(r"configuration 2: .+ at concurrency 2: (within|over): ", told[1]), told
     assert re.search(rf"^  \[1/1\] {model}-\S+ passed in [\d.]+ s: ship ", result.stdout, re.M), result.stdout
     page = (tmp_path / "reports" / "tune" / model / "summary.md").read_text()  # the session's pages of the stored rows
