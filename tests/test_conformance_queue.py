@@ -125,12 +125,14 @@ def test_a_sound_deployment_passes(deployed, model, name):
         probes = override_evidence(result)
         assert probes["probe_timeout_us"] == 750000 and probes["backlog"] >= 10, probes
         # allowed: some probe refused on its own 750 ms (one examined before its expiry may still be answered);
-        # not allowed: every probe answered, some after its own 750 ms (how long after is the host's pace: CI's
-        # busy host answered one at 2709 ms, still before the 3 s default that the check does not time)
+        # not allowed: the probes waited past their own 750 ms (how long after is the host's pace: CI's busy host
+        # answered one at 2709 ms, and on three workers refused one at the 3 s default, which the check allows: a
+        # probe refused by the default waited at least 0.9 of it)
         if model == "q_override":
             assert 1 <= probes["probes_timed_out"] <= 4, probes
         else:
-            assert probes["probes_timed_out"] == 0 and max(probes["probe_latency_ms"]) > 750, probes
+            waited_out = sum(ms >= 0.9 * 3000 for ms in probes["probe_latency_ms"])
+            assert probes["probes_timed_out"] <= waited_out and max(probes["probe_latency_ms"]) > 750, probes
 
 
 def override_evidence(result) -> dict:
