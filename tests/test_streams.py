@@ -65,9 +65,11 @@ def test_stream_columns(server, point):
     assert r["Responses/Request"] == 5.0 and stream["responses_per_request_min"] == 5
     assert stream["inter_response_samples"] == 4 * stream["requests"] > 0
     assert stream["time_to_first_response_samples"] == stream["requests"]
-    # the model sleeps 1 ms between responses: the first response comes before the last, gaps are real
-    assert 0 < r["avg time to first response"] < r["avg latency"]
-    assert r["p50 inter-response latency"] >= 0.9 and r["p99 inter-response latency"] >= r["p50 inter-response latency"]
+    # the model sleeps 1 ms between responses: the first response comes before the last, and the last no sooner
+    # than 4 ms after the request (the gaps as the client sees them are not the server's: a client late to read, on
+    # a busy host, gets several at once: a p50 gap of 0.12 ms on three CI workers)
+    assert 0 < r["avg time to first response"] < r["avg latency"] and r["avg latency"] >= 4 * 0.9
+    assert r["p99 inter-response latency"] >= r["p50 inter-response latency"] >= 0
     assert r["Responses/Second"] == pytest.approx(5 * r["Inferences/Second"] / point.batch_size, rel=1e-6)
 
 
