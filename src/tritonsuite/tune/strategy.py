@@ -124,6 +124,15 @@ def _gains(value: float, best_value: float) -> bool:
     return value > best_value * (1 + MIN_GAIN)
 
 
+def _held(best: Candidate, best_value: float, candidate: Candidate, value: float,
+          confirmed: Callable[[Candidate, Candidate], tuple[float, float]]) -> tuple[float, float]:
+    """(the best's score, the candidate's): both measured once more when the candidate seems to gain on a best with a
+    point within the bound (from none there is no ratio to be noise), else as they were."""
+    if _gains(value, best_value) and best_value > 0:
+        return confirmed(best, candidate)
+    return best_value, value
+
+
 def _coordinate(space: TuneSpace, start: Candidate, score: Callable[[Candidate], float],
                 confirmed: Callable[[Candidate, Candidate], tuple[float, float]]) -> None:
     best, best_value = start, score(start)
@@ -149,8 +158,7 @@ def _coordinate(space: TuneSpace, start: Candidate, score: Callable[[Candidate],
                         continue
                     value = score(candidate)
                     measured.add(candidate)
-                    if _gains(value, best_value) and best_value > 0:
-                        best_value, value = confirmed(best, candidate)
+                    best_value, value = _held(best, best_value, candidate, value, confirmed)
                     singles.append((value / best_value if best_value > 0 else 0.0, best, dimension, ordered[step]))
                     if _gains(value, best_value):
                         best, best_value, moved = candidate, value, True
@@ -215,11 +223,9 @@ def _diagonal(space: TuneSpace, best: Candidate, best_value: float, singles: lis
     for candidate in sorted(pairs, key=lambda c: (not pairs[c][0], -pairs[c][1]))[:DIAGONAL_TRIES]:
         value = score(candidate)
         measured.add(candidate)
+        best_value, value = _held(best, best_value, candidate, value, confirmed)
         if _gains(value, best_value):
-            if best_value > 0:
-                best_value, value = confirmed(best, candidate)
-            if _gains(value, best_value):
-                return value, candidate
+            return value, candidate
     return None
 
 
