@@ -1,10 +1,13 @@
 """The launchers against the real tritonserver: start, stop, clean-up, faults, and remote model control."""
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -37,6 +40,26 @@ def test_embedded_binds_loopback_loads_models_and_leaves_nothing_behind(identity
     assert not leftover_shm(prefix)
     assert not any(_listening(p) for p in ports.values())
     assert not server.is_alive()
+
+
+PRIVATE_HOST = os.geteuid() == 0 and shutil.which("unshare") is not None and shutil.which("mount") is not None
+
+
+@pytest.mark.skipif(not PRIVATE_HOST, reason="a host of its own (PID and mount namespaces) needs root and util-linux")
+def test_what_servers_make_in_tmp_goes_when_no_running_server_can_own_it():
+    """On a host of the scenario's own (tests/private_tmp.py): a server serving an uploaded python-backend model has
+    Triton's two /tmp directories; a stopped server's stay while an older one serves (either could have made them),
+    and go with the last; so do a killed server's once it is stopped, and a killed run's, by its janitor."""
+    done = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", sys.executable,
+                           str(Path(__file__).parent / "private_tmp.py")],
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    one, two = ["folder", "python_env_"], ["folder", "folder", "python_env_", "python_env_"]
+    assert seen == {"one server serving": one, "two servers serving": two,
+                    "the newer stopped, the older serving": two, "both stopped": [],
+                    "a server killed": one, "the killed server stopped": [],
+                    "a run serving": one, "the run killed": []}
 
 
 def test_a_crashed_server_is_detected_and_cleaned_up(identity_repo, tmp_path):

@@ -2,9 +2,10 @@
 
 It binds HTTP, gRPC and metrics to 127.0.0.1 on free ports (retrying on a port clash), uses explicit model
 control, waits for readiness with a timeout, writes its log to a file, and on stop leaves no process (the server
-and its python-backend stubs are one process group, killed with the parent if the parent dies) and no ``/dev/shm``
+and its python-backend stubs are one process group, killed with the parent if the parent dies), no ``/dev/shm``
 region behind (each launch gets its own region prefix, removed after the server exits; regions of launches whose
-owner died are swept at the next start).
+owner died are swept at the next start), and none of the directories Triton makes in ``/tmp`` once no running
+server can own them (:mod:`tritonsuite.server.tritontmp`).
 
 The wheel ships only the python backend. Its backend directory gets the python backend and, for every stock
 backend in :mod:`tritonsuite.deploy.backends`, ``<name>/model.py``: a python-based stand-in, so stock repositories load
@@ -34,6 +35,7 @@ from tritonsuite.deploy.backends.stockchecks import INTEROP_MARK_ENV
 import tritonsuite.server.janitor as janitor
 from tritonsuite.server.base import LOOPBACK, ServerArguments, ServerError, TritonServer, free_ports
 from tritonsuite.server.shm import SHM_DIR, SHM_PREFIX, owned_patterns, pid_alive, sweep_stale_shm
+from tritonsuite.server.tritontmp import sweep_triton_tmp
 
 _launch_counter = itertools.count(1)
 INTEROP_MARK = ".interop-threads-set-by"  # in the backend directory: the model that set it (stockchecks)
@@ -84,6 +86,7 @@ def backend_directory(paths: dict[str, Path], backends_from: str | Path | None =
     stock backend a python-based stand-in (``<name>/model.py`` and ``stockchecks.py``, no ``libtriton_<name>.so``).
     The caller removes it."""
     sweep_stale_backend_directories()
+    sweep_triton_tmp()
     backend_dir = Path(tempfile.mkdtemp(prefix=f"{BACKENDS_PREFIX}{os.getpid()}-"))
     python_dir = backend_dir / "python"
     shutil.copytree(paths["python_backend"], python_dir, ignore=shutil.ignore_patterns("__pycache__"))
@@ -301,6 +304,7 @@ class EmbeddedServer(TritonServer):
         if self.process is not None:
             self._reap()
         self._cleanup()
+        sweep_triton_tmp()  # what Triton would have removed at its own shutdown (server/tritontmp.py)
 
     def twin(self, log_dir: str | Path) -> "EmbeddedServer":
         """Another server like this one (the same repository, backends and options; not started), for a check that

@@ -4,8 +4,9 @@ taking the test process).
 The embedded and container launchers start this as a small separate process (its own session, so a signal to the
 run's process group does not reach it) reading one end of a pipe whose other end only the run holds. When the run
 ends in any way, the pipe reaches end-of-file. After a clean stop the run first writes ``done`` into the pipe, and
-the janitor just exits; otherwise it kills the server's process group (tritonserver and its python-backend stubs), or removes
-the server's container, and removes the run's shared-memory regions and the launch's backend directory.
+the janitor just exits; otherwise it kills the server's process group (tritonserver and its python-backend stubs),
+or removes the server's container, and removes the run's shared-memory regions, the launch's backend directory and
+the directories the server made in /tmp (:mod:`tritonsuite.server.tritontmp`).
 
 Usage (internal): ``python -m tritonsuite.server.janitor [--container ID] PGID GLOB [GLOB ...]`` with the pipe on
 standard input (PGID 0: no process group; the container's engine is found as ``docker.from_env()`` finds it).
@@ -18,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 DONE = b"done"
 
@@ -55,6 +57,8 @@ def remove_container(container: str) -> None:
 
 
 def clean(pgid: int, shm_globs: list[str], container: str = "") -> None:
+    from tritonsuite.server.tritontmp import sweep_triton_tmp
+
     if container:
         remove_container(container)
     if pgid > 0:  # never 0: os.killpg(0) is this janitor's own group
@@ -71,6 +75,23 @@ def clean(pgid: int, shm_globs: list[str], container: str = "") -> None:
                     os.unlink(path)
             except OSError:
                 pass
+    if pgid > 0:
+        _await_end(pgid)
+        sweep_triton_tmp()  # the server's /tmp directories, once it no longer runs (server/tritontmp.py)
+
+
+def _await_end(pid: int, timeout_s: float = 5.0) -> None:
+    """Until the killed server has ended (gone, or a zombie its new parent has yet to reap), at most ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            return
+        if stat[stat.rindex(b")") + 2:].startswith(b"Z"):
+            return
+        time.sleep(0.05)
 
 
 def main(argv: list[str]) -> int:
