@@ -82,15 +82,10 @@ def clean(pgid: int, shm_globs: list[str], container: str = "") -> None:
 
 def _await_end(pid: int, timeout_s: float = 5.0) -> None:
     """Until the killed server has ended (gone, or a zombie its new parent has yet to reap), at most ``timeout_s``."""
+    from tritonsuite.core.children import ended
+
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            return
-        if stat[stat.rindex(b")") + 2:].startswith(b"Z"):
-            return
+    while not ended(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
 
 

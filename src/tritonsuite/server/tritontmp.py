@@ -27,6 +27,8 @@ import shutil
 import time
 from pathlib import Path
 
+from tritonsuite.core.children import proc_stat
+
 TRITON_TMP = Path("/tmp")  # kDefaultMountDirectory in Triton's core, "/tmp/python_env_" in its python backend
 NAMES = re.compile(r"(python_env_|folder)[A-Za-z0-9]{6}")
 MARGIN_S = 5.0  # process start times are computed from the boot time, which /proc gives in whole seconds
@@ -49,11 +51,8 @@ def triton_cores() -> list[tuple[int, float]]:
         if not entry.name.isdigit():
             continue
         try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                stat = f.read()
-            comm = stat[stat.index(b"(") + 1:stat.rindex(b")")]
-            fields = stat[stat.rindex(b")") + 2:].split()
-            if fields[0] == b"Z":  # a zombie runs nothing
+            comm, fields = proc_stat(entry.name)
+            if fields[0] in (b"Z", b"X"):  # dead, not yet reaped: runs nothing
                 continue
             if comm != b"tritonserver":
                 with open(f"/proc/{entry.name}/maps", "rb") as f:
