@@ -62,6 +62,19 @@ def test_a_clear_drop_is_interference_and_equal_windows_are_not():
     assert same.verdict == "no significant effect" and same.low < 1 < same.high
 
 
+def test_an_effect_some_round_does_not_show_is_no_interference():
+    """A busy spell on the host during three of four rounds' together measurements: pooled, the windows say a 30%
+    loss (significant); round by round, the fourth says none. The mix did not do it."""
+    rows = _rounds("bert", 100.0, 70.0, rounds=4)
+    last = [r for r in rows if r.extra["mix"]["round"] == 4 and r.extra["mix"]["role"] == "together"][0]
+    last.measurement["window_throughputs"] = [999.0, 101.0, 103.0, 99.0, 102.0]
+    spell = interference("bert", *_split(rows))
+    assert spell.p_value < 0.01 and spell.ratio < 0.9 and (spell.rounds, spell.agreeing) == (4, 3)
+    assert spell.verdict == "no significant effect", spell.describe()
+    every = interference("bert", *_split(_rounds("bert", 100.0, 70.0, rounds=4)))  # every round shows it
+    assert (every.agreeing, every.verdict) == (4, "interference")
+
+
 def test_a_small_significant_change_is_below_the_minimum_effect():
     small = interference("bert", *_split(_rounds("bert", 100.0, 95.0, rounds=6)))
     assert small.p_value < 0.01 and small.verdict == "no significant effect"
@@ -221,10 +234,10 @@ def test_the_whole_interference_record_and_its_line():
     assert {k: v for k, v in data.items() if k not in ("p_value", "low", "high", "line")} == {
         "deployment": "d", "metric": "Inferences/Second", "ratio": 2.0, "alone_windows": 8, "together_windows": 8,
         "rounds": 2, "verdict": "improvement", "confidence": 0.99, "alpha": 0.01, "min_effect": 10.0,
-        "indicative": False}
+        "indicative": False, "agreeing": 2}
     assert data["line"] == found.describe() == (
         "d: throughput together ÷ alone 2.000 [1.961, 2.040] (99% interval; p=0.00088, Mann-Whitney on 8 together "
-        "and 8 alone windows from 2 rounds): improvement")
+        "and 8 alone windows from 2 rounds, 2 of them on the same side of 1): improvement")
     assert found.higher_is_better
     slower = interference("d", *_doubled(rate=5.0), confidence=0.9)
     assert not slower.higher_is_better and slower.verdict == "interference"
@@ -362,7 +375,8 @@ def test_the_indicative_line_whole_and_a_failed_row_with_figures_is_no_evidence(
     unstable = [Row(**{**t.__dict__, "status": "UNSTABLE"}) for t in together]
     found = interference("bert", alone, unstable)
     assert found.describe().endswith(
-        " alone windows from 3 rounds; indicative: from measurements that are not valid): undecided")
+        " alone windows from 3 rounds, 3 of them on the same side of 1; indicative: from measurements that are not"
+        " valid): undecided")
     failed = [Row(**{**t.__dict__, "status": "FAILED"}) for t in together]  # failed after measuring: no evidence
     assert all(r.result for r in failed)
     assert not interference("bert", alone, failed).indicative
