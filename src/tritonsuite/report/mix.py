@@ -55,7 +55,8 @@ def render_mix(name: str, points: Sequence[MixPoint], plot: str | None = None) -
             f"windows. The ratio is together ÷ alone of the metric the traffic leaves free (closed loop: throughput, "
             f"below 1 is interference; open loop: mean latency, above 1 is), the Hodges-Lehmann estimate over the "
             f"stable windows of every round with its distribution-free interval and a Mann-Whitney test; "
-            f"'interference' needs significance and more than the minimum effect (docs/mix.md).", "",
+            f"'interference' needs significance, more than the minimum effect, and every round on the same side of 1 "
+            f"(docs/mix.md).", "",
             "Client CPU: the load generator runs on the same host as the server (on 2 cores it competes with it); "
             "'% of a core' is the whole generator's, 'deployment' the part its traffic took.", ""]
     for m in points:
