@@ -22,6 +22,21 @@ def names() -> list[str]:
     return sorted("python_env_" if p.name.startswith("python_env_") else "folder" for p in triton_leftovers())
 
 
+DEPLOYMENT = Path("/tmp/identity/repo/identity")  # in the scenario's own /tmp
+
+
+def identity_deployment() -> None:
+    """The tiny identity model as an ONNX deployment (tests/conftest.py's ``identity_repo``): the stand-in serves it
+    through the python backend."""
+    from tritonsuite.deploy.export import export
+    from tritonsuite.deploy.repository import build_deployment, model_config
+    from tritonsuite.models import default_registry
+
+    spec = default_registry().get("identity", "tiny")
+    artifact = export(spec, "onnx", "fp32", DEPLOYMENT.parent.parent / "cache")
+    build_deployment(DEPLOYMENT.parent, model_config("identity", spec, artifact.format, max_batch_size=8), artifact)
+
+
 def serving(tag: str):
     from tritonsuite.server import EmbeddedServer, RemoteServer
 
@@ -29,7 +44,7 @@ def serving(tag: str):
     repo.mkdir(parents=True)
     server = EmbeddedServer(repo, Path("/tmp", tag, "logs"))
     server.start()
-    RemoteServer(server.http_url).load(ROOT / "model_repos" / "onnx_scale")  # uploaded with its files: a folderXXXXXX
+    RemoteServer(server.http_url).load(DEPLOYMENT)  # uploaded with its files: a folderXXXXXX
     return server
 
 
@@ -64,6 +79,7 @@ def main() -> int:
         print("run me in a PID namespace of my own (unshare --pid --fork --mount-proc)", file=sys.stderr)
         return 2
     private_tmp()
+    identity_deployment()
     seen = {}
     older = serving("older")
     seen["one server serving"] = names()
