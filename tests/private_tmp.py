@@ -14,15 +14,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+DEPLOYMENT = Path("/tmp/identity/repo/identity")  # in the scenario's own /tmp
 
 
 def names() -> list[str]:
     from tritonsuite.server.tritontmp import triton_leftovers
 
     return sorted("python_env_" if p.name.startswith("python_env_") else "folder" for p in triton_leftovers())
-
-
-DEPLOYMENT = Path("/tmp/identity/repo/identity")  # in the scenario's own /tmp
 
 
 def identity_deployment() -> None:

@@ -16,10 +16,10 @@ independent; interleaving the rounds is what keeps a busy spell on the host from
 verdict needs windows from at least two rounds. A deployment **suffers interference** when the test is significant
 at ``alpha`` *and* the ratio is worse than 1 by more than ``min_effect`` (the ratio's interval then lies wholly on
 the bad side of 1), so neither noise nor a real but negligible effect on a shared host reads as interference; and
-the effect shows in **every round** (each round's median together ÷ median alone on the same side of 1): windows of
-one measurement share its moment, and a busy spell on the host during some rounds' together measurements made a
-light companion read as interference (0.691 [0.432, 0.980] on three pytest workers, 2026-11-30), which no round-wise
-view of a real effect does.
+the effect shows in **every round** (each round's median together ÷ median alone on the same side of 1), as a real
+one does: windows of one measurement share its moment, and a busy spell on the host during some rounds' together
+measurements made a light companion read as interference once (0.691 [0.432, 0.980] on three pytest workers,
+2026-11-30).
 """
 from __future__ import annotations
 
