@@ -29,8 +29,14 @@ def test_a_point_reports_its_windows_at_verbose(tmp_path):
     windows = [line for line in lines if " window " in line]
     assert windows[0].endswith("; waiting for 3 windows to compare (latency and throughput within 100%)")
     assert re.search(r"\] window 1 of <=8, \d+ requests;", windows[0]), windows[0]
-    # the tiny profile counts any spread as stable: the third window ends the point
-    assert len(windows) == 3 and windows[-1].endswith(": stable"), "\n".join(lines)
+    # the tiny profile counts any spread as stable: the third window ends the point, unless its windows hold too few
+    # requests for the percentiles (a busy host: 318 requests in three, 2026-11-30), then it measures on and says so
+    assert len(windows) >= 3 and ": stable" in windows[2], "\n".join(lines)
+    if len(windows) == 3:
+        assert windows[-1].endswith(": stable"), "\n".join(lines)
+    else:
+        assert windows[2].endswith(": stable; measuring on for the samples its percentiles need"), "\n".join(lines)
+        assert windows[-1].endswith(f": stable; {len(windows)} stable windows pooled"), "\n".join(lines)
     assert f"test_online[{POINT}] PASSED" in result.stdout  # pytest's own line still follows
     # and the point's line, from its figures, as a log shows it
     assert re.search(rf"^  \[1/1\] {POINT} passed in \d+\.\d s: [\d.]+ infer/s, p99 [\d.]+ ms, \d+ requests, OK$",
