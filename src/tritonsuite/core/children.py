@@ -11,8 +11,6 @@ currently calling into gRPC, skipping fork() handlers"); reproduced with 4 threa
 
 So a program is started through a small Python (vfork, no handlers run) that asks for the signal, exits if its parent
 is already gone (the race the signal cannot cover), and execs the program: the same process, the same pid.
-
-And what /proc says of a process (:func:`proc_stat`, :func:`ended`), for those that wait for one to end.
 """
 from __future__ import annotations
 
@@ -43,19 +41,3 @@ def die_with_parent() -> None:
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
     except (OSError, AttributeError):
         pass
-
-
-def proc_stat(pid: int | str) -> tuple[bytes, list[bytes]]:
-    """A process's name and the fields of ``/proc/PID/stat`` after it (state, ppid, pgrp, ...); OSError when it is
-    gone."""
-    with open(f"/proc/{pid}/stat", "rb") as f:
-        stat = f.read()
-    return stat[stat.index(b"(") + 1:stat.rindex(b")")], stat[stat.rindex(b")") + 2:].split()
-
-
-def ended(pid: int) -> bool:
-    """Whether a process no longer runs: gone, or dead and not yet reaped (a zombie holds nothing)."""
-    try:
-        return proc_stat(pid)[1][0] in (b"Z", b"X")
-    except (OSError, ValueError, IndexError):
-        return True

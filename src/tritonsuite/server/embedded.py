@@ -28,7 +28,7 @@ import urllib.request
 from pathlib import Path
 
 from tritonsuite.core.access import PLAIN, Access
-from tritonsuite.core.children import dying_with_parent, proc_stat
+from tritonsuite.core.children import dying_with_parent
 from tritonsuite.deploy.backends import STANDIN_FILE, STOCKCHECKS_FILE, native_backends, standin_backends
 from tritonsuite.deploy.backends.standin import REPOSITORY_ENV
 from tritonsuite.deploy.backends.stockchecks import INTEROP_MARK_ENV
@@ -354,11 +354,11 @@ def _group_alive(pgid: int) -> bool:
         except (ProcessLookupError, PermissionError):
             return False
         return True
-    for entry in proc.glob("[0-9]*"):
+    for stat in proc.glob("[0-9]*/stat"):
         try:
-            fields = proc_stat(entry.name)[1]
-        except (OSError, ValueError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # after "pid (comm)": state, ppid, pgrp, ...
+        except (OSError, IndexError):
             continue  # gone meanwhile
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
             return True
     return False

@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 
+from tritonsuite.server.tritontmp import sweep_triton_tmp
+
 DONE = b"done"
 
 def start(pgid: int, shm_globs: list[str], container: str = "") -> int:
@@ -57,8 +59,6 @@ def remove_container(container: str) -> None:
 
 
 def clean(pgid: int, shm_globs: list[str], container: str = "") -> None:
-    from tritonsuite.server.tritontmp import sweep_triton_tmp
-
     if container:
         remove_container(container)
     if pgid > 0:  # never 0: os.killpg(0) is this janitor's own group
@@ -82,10 +82,15 @@ def clean(pgid: int, shm_globs: list[str], container: str = "") -> None:
 
 def _await_end(pid: int, timeout_s: float = 5.0) -> None:
     """Until the killed server has ended (gone, or a zombie its new parent has yet to reap), at most ``timeout_s``."""
-    from tritonsuite.core.children import ended
+    import psutil
 
     deadline = time.monotonic() + timeout_s
-    while not ended(pid) and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
+                return
+        except psutil.NoSuchProcess:
+            return
         time.sleep(0.05)
 
 

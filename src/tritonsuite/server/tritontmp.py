@@ -27,40 +27,29 @@ import shutil
 import time
 from pathlib import Path
 
-from tritonsuite.core.children import proc_stat
-
 TRITON_TMP = Path("/tmp")  # kDefaultMountDirectory in Triton's core, "/tmp/python_env_" in its python backend
 NAMES = re.compile(r"(python_env_|folder)[A-Za-z0-9]{6}")
-MARGIN_S = 5.0  # process start times are computed from the boot time, which /proc gives in whole seconds
+MARGIN_S = 5.0  # start times (psutil's create_time) come from the boot time, which /proc gives in whole seconds
 CORE_LIBRARY = b"libtritonserver"
-
-
-def _boot_time() -> float:
-    with open("/proc/stat", "rb") as f:
-        for line in f:
-            if line.startswith(b"btime "):
-                return float(line.split()[1])
-    raise OSError("/proc/stat has no btime")
 
 
 def triton_cores() -> list[tuple[int, float]]:
     """(pid, start time in seconds since the epoch) of every process on this host that runs a Triton core."""
-    boot, ticks = _boot_time(), os.sysconf("SC_CLK_TCK")
+    import psutil
+
     cores = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            comm, fields = proc_stat(entry.name)
-            if fields[0] in (b"Z", b"X"):  # dead, not yet reaped: runs nothing
-                continue
-            if comm != b"tritonserver":
-                with open(f"/proc/{entry.name}/maps", "rb") as f:
+    for process in psutil.process_iter(["name", "create_time", "status"]):
+        info = process.info
+        if info["status"] in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD) or info["create_time"] is None:
+            continue  # dead, not yet reaped: runs nothing
+        if info["name"] != "tritonserver":
+            try:
+                with open(f"/proc/{process.pid}/maps", "rb") as f:
                     if CORE_LIBRARY not in f.read():
                         continue
-            cores.append((int(entry.name), boot + int(fields[19]) / ticks))
-        except (OSError, ValueError, IndexError):
-            continue  # gone meanwhile, or not ours to read
+            except OSError:
+                continue  # gone meanwhile, or not ours to read
+        cores.append((process.pid, info["create_time"]))
     return cores
 
 
