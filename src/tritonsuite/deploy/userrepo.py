@@ -171,6 +171,27 @@ def auto_complete(directory: Path) -> dict | Undrivable:
     return Undrivable(directory.name, "no config.pbtxt and no model.onnx to auto-complete it from")
 
 
+def completion_needed(repository: str | Path) -> str | None:
+    """Why a server of ``repository`` must auto-complete a configuration (the first deployment that needs it: shipped
+    without config.pbtxt, a config.pbtxt that declares no tensors, or a python model that completes its own with
+    ``auto_complete_config``), or None when each is complete as written: a server with the stand-ins may then start
+    with auto-completion off (:meth:`tritonsuite.server.embedded.EmbeddedServer._completion_arguments`)."""
+    repository = Path(repository)
+    for directory in sorted(d for d in repository.iterdir() if d.is_dir() and not d.name.startswith(".")):
+        if not (directory / "config.pbtxt").is_file():
+            return f"{directory.name} ships no config.pbtxt"
+        try:
+            config = config_json(directory)
+        except ValueError:  # not parsable, not UTF-8: refused or not driven, completed or not
+            continue
+        if config.get("platform") != "ensemble" and not config.get("input") and not config.get("output"):
+            return f"{directory.name}'s config.pbtxt declares no inputs or outputs"
+        for source in sorted(directory.rglob("*.py")):
+            if "auto_complete_config" in source.read_text(errors="replace"):
+                return f"{directory.name}/{source.relative_to(directory)} completes its own configuration"
+    return None
+
+
 def read_repository(repository: str | Path) -> tuple[list[UserDeployment], list[Undrivable]]:
     """Every deployment of a stock model repository, drivable or not (with the reason)."""
     repository = Path(repository)

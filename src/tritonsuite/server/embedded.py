@@ -125,7 +125,7 @@ class EmbeddedServer(TritonServer):
     def __init__(self, model_repository: str | Path, log_dir: str | Path, startup_timeout: float = 120.0,
                  extra_args: tuple[str, ...] = (), model_control_mode: str = "explicit", port_attempts: int = 3,
                  backend_directory: str | Path | None = None, response_cache: bool = True,
-                 address: str = LOOPBACK, access: Access = PLAIN):
+                 address: str = LOOPBACK, access: Access = PLAIN, auto_complete: bool = True):
         self.access = access  # a server started with TLS or restricted APIs (--triton-server-flag) is reached so
         self.model_repository = Path(model_repository).resolve()
         self.backends_from = Path(backend_directory).resolve() if backend_directory else None
@@ -133,6 +133,7 @@ class EmbeddedServer(TritonServer):
         self.startup_timeout = startup_timeout
         self.extra_args = tuple(extra_args)
         self.response_cache = response_cache
+        self.auto_complete = auto_complete  # False: started with --disable-auto-complete-config (_completion_arguments)
         self.address = address  # what every endpoint binds: loopback (a network namespace's own address in tests)
         self.model_control_mode = model_control_mode
         self.port_attempts = port_attempts
@@ -174,7 +175,21 @@ class EmbeddedServer(TritonServer):
             metrics_port=p["metrics"], backend_directory=str(self._backend_dir),
             model_control_mode=self.model_control_mode, address=self.address,
             backend_config=(f"python,shm-region-prefix-name={self.shm_prefix}",),
-            extra=self._cache_arguments() + self.extra_args)
+            extra=self._cache_arguments() + self._completion_arguments() + self.extra_args)
+
+    def _completion_arguments(self) -> tuple[str, ...]:
+        """``--disable-auto-complete-config`` for a server started with ``auto_complete`` False, unless the caller's
+        own arguments decide it. The python backend (r24.10, ``python_be.cc``) auto-completes each model it loads by
+        starting a stub of its own for it and then sleeping 1 s (``StubLauncher::UpdateHealth``) before ending that
+        stub: the stand-ins are python-based backends, so every load on them took 1.42 s, 1.24 s of it this (a tiny
+        ONNX model, measured). A configuration that declares its tensors loses nothing by it: the stand-ins complete
+        only one that declares none, as the onnxruntime backend does (``standin.auto_complete_config``). Who starts
+        the server knows whether each configuration it will serve is complete
+        (:func:`tritonsuite.deploy.userrepo.completion_needed`); Triton's default, on, stays the default here."""
+        if self.auto_complete or any("auto-complete-config" in a or "strict-model-config" in a
+                                     for a in self.extra_args):
+            return ()
+        return ("--disable-auto-complete-config",)
 
     def _cache_arguments(self) -> tuple[str, ...]:
         """The wheel ships Triton's local response cache (``caches/local/libtritoncache_local.so``): the server starts
@@ -310,7 +325,8 @@ class EmbeddedServer(TritonServer):
         """Another server like this one (the same repository, backends and options; not started), for a check that
         must stop a server without stopping the run's."""
         return EmbeddedServer(self.model_repository, log_dir, self.startup_timeout, self.extra_args,
-                              self.model_control_mode, self.port_attempts, self.backends_from)
+                              self.model_control_mode, self.port_attempts, self.backends_from,
+                              auto_complete=self.auto_complete)
 
     def terminate(self, timeout_s: float = 40.0) -> bool:
         """Ask the server to shut down as an operator does (SIGTERM: Triton stops taking requests, lets those in
