@@ -261,7 +261,7 @@ def served(tmp_path_factory, write):
     embedded server over it with each loaded is yielded, and stopped afterwards."""
     repo = tmp_path_factory.mktemp("repo")
     directories = write(repo)
-    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs"), auto_complete=False) as server:
         for directory in directories:
             server.load(directory)
         yield server

@@ -73,7 +73,7 @@ def repo(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(repo, tmp_path_factory):
-    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs"), auto_complete=False) as server:
         yield server
 
 

@@ -85,7 +85,7 @@ def deployed(tmp_path_factory):
     repo = tmp_path_factory.mktemp("queue-repo")
     directories = {name: queued_model(repo, name, text, MAX_BATCH.get(name, 4), SLOW.get(name, WORK_MS))
                    for name, text in DEPLOYMENTS.items()}
-    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs"), auto_complete=False) as server:
         for directory in directories.values():
             server.load(directory)
         yield server, directories

@@ -38,7 +38,7 @@ def test_refusals_say_the_server_died_after_the_probe_that_killed_it(tmp_path):
     directory = repo / "kills_server"
     (directory / "1").mkdir(parents=True)
     (directory / "1" / "model.py").write_text(MODEL_PY)
-    with EmbeddedServer(repo, tmp_path / "logs") as server:
+    with EmbeddedServer(repo, tmp_path / "logs", auto_complete=False) as server:
         (directory / "config.pbtxt").write_text(f'''
 name: "kills_server"
 backend: "python"

@@ -30,7 +30,7 @@ def identity():
 def served(identity, tmp_path_factory):
     artifact = export(identity, "onnx", "fp32", tmp_path_factory.mktemp("cache"))
     repo = tmp_path_factory.mktemp("repo")
-    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs"), auto_complete=False) as server:
         for name, settings in (("static", dict(max_batch_size=8, intra_op_threads=1)),
                                ("dynamic", dict(max_batch_size=8, intra_op_threads=1, dynamic_batching=True,
                                                 preferred_batch_sizes=(4, 8), max_queue_delay_microseconds=100))):

@@ -27,7 +27,7 @@ def spec():
 def served(spec, tmp_path_factory):
     artifact = export(spec, "ts-trace", "fp32", tmp_path_factory.mktemp("cache"))
     repo = tmp_path_factory.mktemp("repo")
-    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs"), auto_complete=False) as server:
         server.load(build_deployment(repo, model_config("static", spec, artifact.format, max_batch_size=4,
                                                         intra_op_threads=1), artifact))
         # a long queue delay so that concurrent requests are surely executed together

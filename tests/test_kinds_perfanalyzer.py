@@ -21,7 +21,7 @@ def server(tmp_path_factory):
     sequence_model(repo, "seq_direct", work_ms=1)
     decoupled_model(repo)
     bls_models(repo)
-    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs"), auto_complete=False) as server:
         for name in ("seq_direct", "stream_n", "add_onnx", "bls_add"):
             server.load(repo / name)
         yield server

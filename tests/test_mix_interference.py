@@ -68,7 +68,7 @@ def served(tmp_path_factory):
         (repo / name / "1").mkdir(parents=True)
         (repo / name / "1" / "model.py").write_text(MODEL.format(burn=burn))
         (repo / name / "config.pbtxt").write_text(textwrap.dedent(CONFIG.format(count=count)))
-    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs"), auto_complete=False) as server:
         for name in ("victim", "hungry", "light"):
             server.load(repo / name)
         _pin_stubs(server)

@@ -39,7 +39,7 @@ def setup(tmp_path_factory):
     spec = default_registry().get("identity", "tiny")
     artifact = export(spec, "onnx", "fp32", tmp_path_factory.mktemp("cache"))
     repo = tmp_path_factory.mktemp("repo")
-    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs"), auto_complete=False) as server:
         targets = []
         for name in ("ida", "idb"):
             config = model_config(name, spec, artifact.format, **SLOW_DEFAULT)

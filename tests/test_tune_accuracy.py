@@ -28,7 +28,7 @@ def served(tmp_path_factory):
     import onnx
 
     models, repo = tmp_path_factory.mktemp("onnx"), tmp_path_factory.mktemp("repo")
-    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs"), auto_complete=False) as server:
         targets = {}
         for kind in ("mixing", "correct"):
             onnx.save(_graph(kind), models / f"{kind}.onnx")

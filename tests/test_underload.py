@@ -69,7 +69,7 @@ def served(tmp_path_factory):
     import onnx
 
     models, repo = tmp_path_factory.mktemp("onnx"), tmp_path_factory.mktemp("repo")
-    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs"), auto_complete=False) as server:
         for kind in ("mixing", "reversing", "correct"):
             onnx.save(_graph(kind), models / f"{kind}.onnx")
             artifact = SimpleNamespace(path=models / f"{kind}.onnx", format="onnx")

@@ -55,7 +55,7 @@ FAST = MeasurementSettings(window_ms=400, min_requests_per_window=5, stability_p
 def sleepy(tmp_path_factory):
     repo = tmp_path_factory.mktemp("repo")
     directory = _write(repo / "sleepy", CONFIG, "model.py", SLEEPY)
-    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs")) as server:
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs"), auto_complete=False) as server:
         server.load(directory)
         server.load(sequence_model(repo, "seq_direct", "direct", work_ms=2))
         yield server
