@@ -134,7 +134,7 @@ def assert_same_point(verdict: str, why: str, throughputs) -> None:
     assert same_point(verdict, why, throughputs), (why, throughputs)
 
 
-def pairs_until_alike(measure_pair, tries: int = 2) -> list:
+def pairs_until_alike(measure_pair, tries: int = 3) -> list:
     """``measure_pair()`` -> (first, second, (verdict, why, throughputs)), measured again only while the pair
     disagrees (a busy spell), at most ``tries`` times: a real gap between the two ways shows in every pair."""
     pairs = []

@@ -38,7 +38,7 @@ def test_a_truncated_cached_artifact_is_rebuilt_and_served(tmp_path):
     deployment = build_deployment(repo, model_config("identity", spec, healed.format, max_batch_size=8), healed)
     deployed = deployment / "1" / healed.path.name
     assert deployed.stat().st_ino != healed.path.stat().st_ino  # the deployment's own copy, not a hard link
-    with EmbeddedServer(repo, tmp_path / "logs") as server:
+    with EmbeddedServer(repo, tmp_path / "logs", auto_complete=False) as server:
         server.load(deployment)
         client = server.client()
         try:

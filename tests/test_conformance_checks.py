@@ -335,7 +335,7 @@ def test_reload_of_a_remote_server_needs_an_explicit_flag(server, identity_onlin
 def test_cache_is_skipped_with_the_reason_on_a_server_without_a_response_cache(repo, identity_online, tmp_path):
     """A stock server started without --cache-config serves a deployment that enables response_cache uncached: no
     lookup is counted, and the model's configuration as served still enables it (not the deployment's fault)."""
-    with EmbeddedServer(repo, tmp_path, response_cache=False) as plain:
+    with EmbeddedServer(repo, tmp_path, response_cache=False, auto_complete=False) as plain:
         plain.load(identity_online)
         result = check(plain, identity_online, "cache", inputs=None)
     assert result.verdict == "skipped", result.line()

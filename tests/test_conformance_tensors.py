@@ -196,7 +196,7 @@ def test_classes_of_a_bytes_output_kill_tritonserver_2_51(tmp_path):
 
     repo = tmp_path / "repo"
     directory = with_string_output(repo, "bytes_classes")
-    with EmbeddedServer(repo, tmp_path / "logs") as throwaway:
+    with EmbeddedServer(repo, tmp_path / "logs", auto_complete=False) as throwaway:
         throwaway.load(directory)
         inputs, outputs = infer_tensors(sixteen(1), ["SCORES", "NAMES"], class_counts={"NAMES": 1})
         client = throwaway.client(timeout=30)
@@ -261,7 +261,7 @@ def rate_limited(repo: Path, name: str) -> Path:
 @pytest.fixture(scope="module")
 def limited_server(repo, tmp_path_factory):
     with EmbeddedServer(repo, tmp_path_factory.mktemp("logs"),
-                        extra_args=("--rate-limit=execution_count",)) as server:
+                        extra_args=("--rate-limit=execution_count",), auto_complete=False) as server:
         yield server
 
 
@@ -326,7 +326,7 @@ def test_shutdown_catches_requests_cut_by_the_exit_timeout(repo, tmp_path_factor
     broken = shutting(repo, "shutdown_cut")
     code = broken / "1" / "model.py"
     code.write_text(code.read_text().replace("time.sleep(0.3)", "time.sleep(1.5)"))
-    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs"), extra_args=("--exit-timeout-secs=1",)) as server:
+    with EmbeddedServer(repo, tmp_path_factory.mktemp("logs"), extra_args=("--exit-timeout-secs=1",), auto_complete=False) as server:
         result = check(server, broken, "shutdown")
     assert result.verdict == "fail", result.line()
     assert "requests sent before the shutdown failed (" in result.reason, result.reason

@@ -83,7 +83,7 @@ def test_seed_sized_tensors_go_through_system_shared_memory(tmp_path):
     profile = dataclasses.replace(profile, models={"nnunet": entry}, measurement=MeasurementSettings(
         window_ms=300, min_requests_per_window=2, stability_percentage=100, max_trials=4, warmup_ms=100,
         client_bound_percent=1000))
-    with EmbeddedServer(tmp_path / "repo", tmp_path / "logs") as server:
+    with EmbeddedServer(tmp_path / "repo", tmp_path / "logs", auto_complete=False) as server:
         suite = Suite(profile, Registry([big]), server, tmp_path / "repo", tmp_path / "cache", tmp_path / "reports",
                       run_id="large")
         (case,) = suite.cases("offline")

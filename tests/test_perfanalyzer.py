@@ -37,7 +37,7 @@ def test_identity_point_by_perf_analyzer_and_by_the_engine(tmp_path, pa):
     name = deployment_name(spec, "onnx", "fp32", "offline")
     inputs = spec.example_inputs(4, 0)
     point = LoadPoint(4, 1, shared_memory=True)
-    with EmbeddedServer(tmp_path / "repo", tmp_path / "logs") as server:
+    with EmbeddedServer(tmp_path / "repo", tmp_path / "logs", auto_complete=False) as server:
         server.load(build_deployment(tmp_path / "repo", model_config(name, spec, artifact.format, max_batch_size=8,
                                                                      intra_op_threads=1), artifact))
         theirs = perfanalyzer.measure_with_perf_analyzer(server, name, inputs, spec.outputs, point, SETTINGS, pa)
@@ -73,7 +73,7 @@ def test_a_value_perf_analyzer_cannot_write_cuts_its_export_and_the_row_says_so(
     artifact = export(spec, "onnx", "fp32", tmp_path / "cache")
     name = deployment_name(spec, "onnx", "fp32", "offline")
     inputs = {k: np.full_like(v, np.nan) for k, v in spec.example_inputs(2, 0).items()}
-    with EmbeddedServer(tmp_path / "repo", tmp_path / "logs") as server:
+    with EmbeddedServer(tmp_path / "repo", tmp_path / "logs", auto_complete=False) as server:
         server.load(build_deployment(tmp_path / "repo", model_config(name, spec, artifact.format, max_batch_size=8,
                                                                      intra_op_threads=1), artifact))
         theirs = perfanalyzer.measure_with_perf_analyzer(server, name, inputs, spec.outputs, LoadPoint(2, 1),

@@ -73,7 +73,7 @@ def _shipped_loads(tmp_path, repo, model: str):
     fresh = tmp_path / "shipped"
     shutil.copytree(repo / model, fresh / model)
     shutil.copy(tmp_path / "reports" / "tune" / model / "config.pbtxt", fresh / model / "config.pbtxt")
-    with EmbeddedServer(fresh, tmp_path / "logs") as server:
+    with EmbeddedServer(fresh, tmp_path / "logs", auto_complete=False) as server:
         server.load(fresh / model)
         return server.model_description(model)
 
