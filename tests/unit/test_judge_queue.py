@@ -4,6 +4,8 @@ refused, both sides of each threshold. The server-based tests (tests/test_confor
 reasons from deployments served without the declared field."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from tritonsuite.judge.conformance.priority import judge_overtake
@@ -83,6 +85,27 @@ def test_a_wave_accepted_whole_fails_only_where_it_arrived_within_half_an_execut
             "none refused, but the wave took 5.0 ms to arrive against executions of 10.00 ms: the queue never had to "
             "hold 3")
 
+
+def test_a_wave_that_arrived_too_slowly_to_be_judged_is_sent_once_more_before_the_setting_is_skipped(monkeypatch):
+    """CI (2026-11-30, the CPUs 1% idle): a deployment served without its max_queue_size skipped ("the wave took 13.5
+    ms to arrive against executions of 25.4 ms"): its client had stalled. Such a wave is sent once more; a second
+    stall still skips (never a verdict on a queue that never had to hold anything)."""
+    from tritonsuite.judge.conformance import queue
+
+    slow, at_once = wave(14, 0, 0.005), wave(14, 0, 0.001)
+    sent = []
+
+    def measure(target, plan, replies):
+        sent.append(plan)
+        return (replies[len(sent) - 1],), {}, EXEC_MS
+
+    monkeypatch.setattr(queue, "metrics", lambda server, name: None)
+    for replies, expected in (([slow, at_once], ("fail", 2)), ([slow, slow], ("skipped", 2)),
+                              ([at_once, slow], ("fail", 1))):
+        sent.clear()
+        monkeypatch.setattr(queue, "measure", lambda target, plan, r=replies: measure(target, plan, r))
+        part = queue._queue_size(SimpleNamespace(server=None, name="m"), "default_queue_policy", 0, SIZE, 2, EXEC_MS)
+        assert (verdict(part)[0], part.evidence["waves_sent"]) == expected and len(sent) == expected[1]
 
 def test_a_request_failed_otherwise_than_by_a_policy_fails():
     assert verdict(size(wave(5, 8, other=1))) == (
