@@ -79,7 +79,8 @@ def test_the_run_turns_completion_off_only_where_nothing_needs_it(tmp_path):
     _complete(complete)
     _completing(completing)
     _complete(completing)
-    assert not resolve_options(_options(), tmp_path).auto_complete  # the suite's own deployments
+    own = resolve_options(_options(), tmp_path)  # the suite's own deployments: complete, written by it
+    assert not own.auto_complete and own.launcher_options()["auto_complete"] is False
     assert not resolve_options(_options(model_repository=[str(complete)]), tmp_path).auto_complete
     assert resolve_options(_options(model_repository=[str(completing)]), tmp_path).auto_complete
     backends = tmp_path / "backends"
