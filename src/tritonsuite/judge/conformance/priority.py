@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import statistics as stats
 
-from tritonsuite.judge.conformance.waves import (MAX_BURST, PROBES, QUEUE_FULL, TIMED_OUT, WAVE_TRIES, Part, backlog,
-                                                 batcher, capacity, combine, failures, latencies, measure, not_queued,
-                                                 pace, unpaced)
+from tritonsuite.judge.conformance.waves import (MAX_BURST, PROBES, QUEUE_FULL, TIMED_OUT, Part, backlog, batcher,
+                                                 capacity, combine, failures, latencies, measure, not_queued, pace,
+                                                 unpaced, until_contended)
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.load.exchange import Answer
 from tritonsuite.load.http import RequestOptions
@@ -70,14 +70,12 @@ def _overtake(target: Target, declared: str, low: int, high: int, cap: int, exec
         part.skipped = (f"executions of {exec_ms:.2f} ms: no backlog of at most {MAX_BURST} requests is still queued "
                         f"when the probes come ({lasts:.0f} ms)")
         return part
-    for sent in range(1, WAVE_TRIES + 1):
+
+    def send() -> Part:  # skipped where the probes came after the backlog had drained (their client stalled)
         (first, second), delta, measured = measure(target, [(n, RequestOptions(priority=low), 0.0),
                                                              (probes, RequestOptions(priority=high), gap_ms / 1e3)])
-        part = judge_overtake(declared, low, high, cap, measured or exec_ms, n, gap_ms, first, second)
-        part.evidence["waves_sent"] = sent
-        if not part.skipped:  # contention: judged. Else the probes came after the backlog had drained (their
-            break  # client stalled on a busy host): sent once more before the setting is skipped
-    return part
+        return judge_overtake(declared, low, high, cap, measured or exec_ms, n, gap_ms, first, second)
+    return until_contended(send)
 
 
 def judge_overtake(declared: str, low: int, high: int, cap: int, exec_ms: float, n: int, gap_ms: float,

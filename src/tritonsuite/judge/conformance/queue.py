@@ -34,9 +34,9 @@ from dataclasses import dataclass
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import metrics
-from tritonsuite.judge.conformance.waves import (MAX_BURST, PROBES, QUEUE_FULL, TIMED_OUT, WAVE_TRIES, Part, backlog,
-                                                 batcher, capacity, combine, failures, latencies, measure, not_queued,
-                                                 pace, unpaced)
+from tritonsuite.judge.conformance.waves import (MAX_BURST, PROBES, QUEUE_FULL, TIMED_OUT, Part, backlog, batcher,
+                                                 capacity, combine, failures, latencies, measure, not_queued, pace,
+                                                 unpaced, until_contended)
 from tritonsuite.load.exchange import Answer
 from tritonsuite.load.http import RequestOptions
 from tritonsuite.core.reasons import reason
@@ -171,18 +171,17 @@ def _queue_size(target: Target, name: str, level: int, p: Policy, cap: int, exec
     if n > MAX_BURST:
         part.skipped = f"filling it takes a wave of {n} requests at once, more than the {MAX_BURST} this check sends"
         return part
-    declared = part.declared
-    for sent in range(1, WAVE_TRIES + 1):
+
+    def send() -> Part:  # skipped where none was refused and the wave took over half an execution to arrive
         before_metrics = metrics(target.server, target.name)
         (answers,), delta, measured = measure(target, [(n, RequestOptions(priority=level), 0.0)])
         after_metrics = metrics(target.server, target.name)
-        part = judge_queue_size(declared, p, level, cap, measured or exec_ms, n, answers, delta.get("fail_count", 0))
-        part.evidence["failure_metric"] = None if before_metrics is None else \
+        sent = judge_queue_size(part.declared, p, level, cap, measured or exec_ms, n, answers,
+                                delta.get("fail_count", 0))
+        sent.evidence["failure_metric"] = None if before_metrics is None else \
             after_metrics["nv_inference_request_failure"] - before_metrics["nv_inference_request_failure"]
-        part.evidence["waves_sent"] = sent
-        if not part.skipped:  # judged. Else none was refused and the wave took longer than half an execution to
-            break  # arrive (its client stalled on a busy host): sent once more before the setting is skipped
-    return part
+        return sent
+    return until_contended(send)
 
 
 def judge_queue_size(declared: str, p: Policy, level: int, cap: int, exec_ms: float, n: int, answers: list[Answer],

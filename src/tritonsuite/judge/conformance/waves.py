@@ -14,6 +14,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.traffic import counted, ms_per_execution, settled_statistics, stats_delta
@@ -115,6 +116,18 @@ class Part:
     problems: tuple = ()
     skipped: str = ""
     evidence: dict | None = None
+
+
+def until_contended(send: Callable[[], Part]) -> Part:
+    """The part of ``send()`` (waves sent and judged), sent again while it is skipped for want of contention (its
+    client stalled on a busy host, so the waves met no queue), at most :data:`WAVE_TRIES` times; its evidence says how
+    many were sent (``waves_sent``)."""
+    for sent in range(1, WAVE_TRIES + 1):
+        part = send()
+        part.evidence["waves_sent"] = sent
+        if not part.skipped:
+            break
+    return part
 
 
 def combine(model: str, check: str, parts: list[Part]) -> CheckResult:
