@@ -144,14 +144,20 @@ def check_references(values, run: RepositoryRun) -> dict[str, Path]:
     return found
 
 
+def run_repositories(profile, repositories) -> list[str]:
+    """The repositories a run drives: the profile's ``model_repository`` and those given (``--model-repository``),
+    each once."""
+    return list(dict.fromkeys(([profile.model_repository] if profile.model_repository else [])
+                              + [str(r) for r in repositories]))
+
+
 def add_repositories(registry, profile, repositories, input_data=(), shapes=(), tolerances=(), references=(),
                      only=(), user_profile=False):
     """Every deployment of ``repositories`` (and the profile's ``model_repository``) into ``registry`` and the
     profile, with the command-line values of ``--input-data``, ``--shape``, ``--tolerance``, ``--reference`` and
     ``--models`` (``only``) checked first. ``user_profile``: the profile is the user's (its models are named).
     Returns (profile, the deployments that cannot be driven as (repository, name, reason))."""
-    repositories = list(dict.fromkeys(([profile.model_repository] if profile.model_repository else [])
-                                      + [str(r) for r in repositories]))
+    repositories = run_repositories(profile, repositories)
     run = RepositoryRun(repositories)
     if repositories:
         check_models(only, [n for n in registry.names() if n in profile.models], run)
