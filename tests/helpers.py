@@ -152,3 +152,17 @@ def points_of(rows) -> list:
     from tritonsuite.report.points import Point
 
     return [Point.of(r if isinstance(r, Row) else Row.from_dict(r)) for r in rows]
+
+
+def plugin_options(**given):
+    """The values pytest would hand the plugin with only ``given`` on the command line."""
+    import argparse
+    from types import SimpleNamespace
+
+    from tritonsuite.plugin import flags
+
+    parser = argparse.ArgumentParser()
+    group = parser.add_argument_group("tritonsuite")
+    group.addoption = group.add_argument
+    flags.add_options(SimpleNamespace(getgroup=lambda *a: group, addini=lambda *a, **k: None))
+    return SimpleNamespace(**{**vars(parser.parse_args([])), **given})

@@ -9,7 +9,7 @@ from tritonsuite.deploy.userrepo import completion_needed
 from tritonsuite.run.options import resolve_options
 from tritonsuite.server import EmbeddedServer
 
-from tests.unit.test_workers import _options
+from tests.helpers import plugin_options
 
 ONNX_CONFIG = '''name: "{name}"
 platform: "onnxruntime_onnx"
@@ -79,14 +79,14 @@ def test_the_run_turns_completion_off_only_where_nothing_needs_it(tmp_path):
     _complete(complete)
     _completing(completing)
     _complete(completing)
-    own = resolve_options(_options(), tmp_path)  # the suite's own deployments: complete, written by it
+    own = resolve_options(plugin_options(), tmp_path)  # the suite's own deployments: complete, written by it
     assert not own.auto_complete and own.launcher_options()["auto_complete"] is False
-    assert not resolve_options(_options(model_repository=[str(complete)]), tmp_path).auto_complete
-    assert resolve_options(_options(model_repository=[str(completing)]), tmp_path).auto_complete
+    assert not resolve_options(plugin_options(model_repository=[str(complete)]), tmp_path).auto_complete
+    assert resolve_options(plugin_options(model_repository=[str(completing)]), tmp_path).auto_complete
     backends = tmp_path / "backends"
     (backends / "onnxruntime").mkdir(parents=True)  # the user's own backends may complete what the stand-ins leave
     (backends / "onnxruntime" / "libtriton_onnxruntime.so").write_bytes(b"")  # as written: Triton's default
-    assert resolve_options(_options(model_repository=[str(complete)], backend_directory=str(backends)),
+    assert resolve_options(plugin_options(model_repository=[str(complete)], backend_directory=str(backends)),
                            tmp_path).auto_complete
     flags = EmbeddedServer(complete, tmp_path / "logs", auto_complete=False)
     assert "--disable-auto-complete-config" in flags._completion_arguments()

@@ -13,6 +13,8 @@ from tritonsuite.load import sources
 from tritonsuite.load.engine import LoadPoint, Traffic
 from tritonsuite.load.sources.workers import WorkerSource, _Feed, choose, split
 
+from tests.helpers import plugin_options
+
 
 def _description(sequence: bool = False):
     config = {"name": "m", "max_batch_size": 8, "input": [{"name": "INPUT", "data_type": "TYPE_INT32", "dims": [1]}],
@@ -53,23 +55,10 @@ def test_the_options_refuse_a_bad_workers_value_before_anything_starts(tmp_path)
     from tritonsuite.run.options import resolve_options
 
     with pytest.raises(OptionError) as bad:
-        resolve_options(_options(workers="lots"), tmp_path)
+        resolve_options(plugin_options(workers="lots"), tmp_path)
     assert str(bad.value).startswith("--workers 'lots': valid choices: a whole number of worker processes from 1")
-    assert resolve_options(_options(workers="auto"), tmp_path).workers == "auto"
-    assert resolve_options(_options(), tmp_path).workers == 1  # the profile's (cpu: none given)
-
-
-def _options(**given):
-    """The values pytest would hand the plugin with only ``given`` on the command line."""
-    import argparse
-
-    from tritonsuite.plugin import flags
-
-    parser = argparse.ArgumentParser()
-    group = parser.add_argument_group("tritonsuite")
-    group.addoption = group.add_argument
-    flags.add_options(SimpleNamespace(getgroup=lambda *a: group, addini=lambda *a, **k: None))
-    return SimpleNamespace(**{**vars(parser.parse_args([])), **given})
+    assert resolve_options(plugin_options(workers="auto"), tmp_path).workers == "auto"
+    assert resolve_options(plugin_options(), tmp_path).workers == 1  # the profile's (cpu: none given)
 
 
 def test_auto_chooses_from_the_load_and_the_cores_and_says_so():
