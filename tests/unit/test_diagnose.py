@@ -1,6 +1,8 @@
 """tritonsuite fp16-diagnose on the CPU: the module-by-module comparison names the module that overflows in half."""
 import dataclasses
 import json
+import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -199,12 +201,35 @@ def test_leaf_outputs_are_recorded_in_call_order_and_the_hooks_removed():
     x = torch.tensor([[1.0, -1.0]])
     recorded, outputs = record_leaf_outputs(net, (x,))
     assert [(name, kind) for name, kind, _ in recorded] == [("act", "ReLU"), ("first", "Linear"), ("act", "ReLU")]
-    assert all(value.dtype == np.float64 for _, _, value in recorded)  # the long output of inner.0 is no float
+    assert all(value.dtype == np.float32 for _, _, value in recorded)  # the long output of inner.0 is no float
     np.testing.assert_array_equal(recorded[0][2], [[1.0, 0.0]])
     assert isinstance(outputs, tuple) and len(outputs) == 2 and outputs[1].dtype == torch.int64
     assert not any(m._forward_hooks for m in net.modules())
     (single,) = record_leaf_outputs(torch.nn.ReLU(), (x,))[1]
     assert torch.equal(single, torch.relu(x))
+
+
+def test_a_recorded_output_is_a_copy_and_a_measured_one_is_handed_over_and_not_kept():
+    """The reference keeps each leaf's output as it was (an in-place module after it changes the tensor itself); a
+    candidate measured against it keeps none (nnU-Net large's leaves are 4.4 GiB a volume)."""
+    import torch
+
+    from tritonsuite.judge.diagnose import record_leaf_outputs
+
+    net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.LeakyReLU(0.5, inplace=True))
+    with torch.no_grad():
+        net[0].weight.copy_(torch.eye(2))
+        net[0].bias.zero_()
+    x = torch.tensor([[1.0, -2.0]])
+    recorded, (out,) = record_leaf_outputs(net, (x,))
+    assert [(n, k) for n, k, _ in recorded] == [("0", "Linear"), ("1", "LeakyReLU")]
+    np.testing.assert_array_equal(recorded[0][2], [[1.0, -2.0]])  # before the in-place activation
+    np.testing.assert_array_equal(recorded[1][2], [[1.0, -1.0]])
+    handed = []
+    kept, (again,) = record_leaf_outputs(net, (x,), each=lambda n, k, t: handed.append((n, k, t.clone())))
+    assert kept == [] and torch.equal(again, out) and [(n, k) for n, k, _ in handed] == [("0", "Linear"),
+                                                                                        ("1", "LeakyReLU")]
+    assert torch.equal(handed[1][2], out) and not any(m._forward_hooks for m in net.modules())
 
 
 def test_the_comparisons_and_the_models_diagnosed_by_default():
@@ -375,3 +400,49 @@ def test_a_module_the_candidate_never_called_is_skipped_not_the_end_of_the_compa
     candidate = [("a", "A", one), ("b", "B", np.array([1.0, 0.5]))]
     compared, first, worst = compare_modules(reference, candidate, 0.01)
     assert compared == 2 and first.name == "b" and worst.name == "b"
+
+
+def test_the_command_runs_each_models_fp32_reference_once_for_all_its_comparisons(tmp_path, monkeypatch, capsys):
+    """A large model's CPU fp32 run is the diagnosis's dearest part on a GPU host: one per model, not per comparison."""
+    from tritonsuite.judge import diagnose as module
+
+    monkeypatch.setitem(module.COMPARISONS, "cpu-fp16", ("cpu", "fp16", True))
+    monkeypatch.setitem(module.COMPARISONS, "cpu-fp32-no-cudnn", ("cpu", "fp32", False))
+    spec_file = tmp_path / "recorded_spec.py"
+    spec_file.write_text('''import dataclasses
+import torch
+from tritonsuite.core.spec import TensorSpec
+from tritonsuite.models import default_registry
+
+CALLS = []
+
+
+class Recording(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.linear = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        CALLS.append((str(x.dtype), torch.backends.cudnn.enabled))
+        return (self.linear(x),)
+
+
+SPECS = [dataclasses.replace(default_registry().get("identity", "tiny"), name="recorded",
+                             build=lambda checkpoint=None: Recording().eval(),
+                             outputs=(TensorSpec("OUTPUT__0", "float32", (4,)),))]
+''')
+    out = tmp_path / "d.jsonl"
+    comparisons = ["cpu-fp16", "cpu-fp32-no-cudnn", "cpu-fp16-emulated"]
+    assert main(["fp16-diagnose", "--model-spec", str(spec_file), "--models", "recorded:tiny", "--comparisons",
+                 ",".join(comparisons), "--batch-size", "3", "--out", str(out)]) == 0
+    calls = sys.modules["tritonsuite_user_spec_recorded_spec"].CALLS
+    # the fp32 reference once, then one candidate per comparison (emulated half computes in fp32)
+    assert calls[0][0] == "torch.float32" and calls[1:] == [
+        ("torch.float16", True), ("torch.float32", False), ("torch.float32", True)]
+    rows = [json.loads(r) for r in out.read_text().splitlines()]
+    assert [r["comparison"] for r in rows] == comparisons
+    spec = sys.modules["tritonsuite_user_spec_recorded_spec"].SPECS[0]
+    alone = [asdict(diagnose(spec, c, batch_size=3)) for c in comparisons]  # each with a reference of its own
+    assert rows == json.loads(json.dumps(alone)) and 0 < rows[0]["outputs_relative_l2"]["OUTPUT__0"] < 0.01
+    assert capsys.readouterr().out.splitlines()[-1] == f"wrote {out}"

@@ -102,9 +102,11 @@ def _first_float(value):
     return None
 
 
-def record_leaf_outputs(module, arguments: tuple) -> tuple[list[tuple[str, str, np.ndarray]], tuple]:
+def record_leaf_outputs(module, arguments: tuple, each=None) -> tuple[list[tuple[str, str, np.ndarray]], tuple]:
     """Run ``module`` on ``arguments``; return each leaf module's first floating output in call order (name, class,
-    float64 array) and the module's outputs."""
+    a float32 copy on the CPU: exact for an fp32 or fp16 run, half float64's memory) and the module's outputs.
+    With ``each``, every such output is handed to ``each(name, class, tensor)`` as it is produced and none is kept
+    (a candidate measured against a reference: nnU-Net large's leaves are 4.4 GiB a volume in float32)."""
     import torch
 
     recorded: list[tuple[str, str, np.ndarray]] = []
@@ -115,8 +117,12 @@ def record_leaf_outputs(module, arguments: tuple) -> tuple[list[tuple[str, str, 
 
         def hook(_m, _i, output, name=name, kind=type(sub).__name__):
             found = _first_float(output)
-            if found is not None:
-                recorded.append((name, kind, found.detach().double().cpu().numpy()))
+            if found is None:
+                return
+            if each is not None:
+                each(name, kind, found.detach())
+            else:  # a copy: a later in-place module (LeakyReLU(inplace=True)) would change the output itself
+                recorded.append((name, kind, found.detach().cpu().float().numpy().copy()))
 
         handles.append(sub.register_forward_hook(hook))
     try:
@@ -136,44 +142,84 @@ def relative_l2(candidate: np.ndarray, reference: np.ndarray) -> float:
     return float(np.linalg.norm(candidate - reference) / max(np.linalg.norm(reference), 1e-30))
 
 
-def compare_modules(reference: list, candidate: list, threshold: float):
-    """Pair the two runs' leaf outputs in call order (by name and call index) and find the first and the worst
-    module above ``threshold``."""
+def divergence(name: str, kind: str, candidate: np.ndarray, reference: np.ndarray) -> ModuleDivergence:
+    """One module's candidate output against its reference output, in float64."""
+    candidate, reference = np.asarray(candidate, np.float64), np.asarray(reference, np.float64)
+    same = candidate.shape == reference.shape
+    return ModuleDivergence(name, kind, relative_l2(candidate, reference),
+                            float(np.abs(candidate - reference).max()) if same else float("inf"))
+
+
+def _by_call(entries):
+    """((name, call index), class, value) of leaf outputs in call order: a module called twice is two entries."""
     seen: dict[str, int] = {}
-    keyed = {}
-    for name, kind, value in candidate:
+    for name, kind, value in entries:
         seen[name] = seen.get(name, 0) + 1
-        keyed[(name, seen[name])] = value
-    seen.clear()
+        yield (name, seen[name]), kind, value
+
+
+def first_and_worst(reference: list, measured: dict, threshold: float):
+    """In the reference's call order, the modules measured (``measured``: (name, call index) -> ModuleDivergence):
+    how many, the first above ``threshold`` and the worst (the earlier of equals)."""
     first = worst = None
     compared = 0
-    for name, kind, value in reference:
-        seen[name] = seen.get(name, 0) + 1
-        other = keyed.get((name, seen[name]))
-        if other is None:
-            continue
+    for key, _, _ in _by_call(reference):
+        found = measured.get(key)
+        if found is None:
+            continue  # a module the candidate never called
         compared += 1
-        error = relative_l2(other, value)
-        found = ModuleDivergence(name, kind, error, float(np.abs(other - value).max()) if other.shape == value.shape
-                                 else float("inf"))
-        if error > threshold and first is None:
+        if found.relative_l2 > threshold and first is None:
             first = found
-        if worst is None or error > worst.relative_l2:
+        if worst is None or found.relative_l2 > worst.relative_l2:
             worst = found
     return compared, first, worst
 
 
+def compare_modules(reference: list, candidate: list, threshold: float):
+    """Pair the two runs' leaf outputs in call order (by name and call index) and find the first and the worst
+    module above ``threshold``."""
+    values = {key: value for key, _, value in _by_call(candidate)}
+    measured = {key: divergence(key[0], kind, values[key], value) for key, kind, value in _by_call(reference)
+                if key in values}
+    return first_and_worst(reference, measured, threshold)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The CPU fp32 run every comparison of one model is measured against: its fp32 copy of the model, the input
+    it ran on, each leaf module's output and the model's outputs."""
+    module: object
+    arguments: tuple
+    leaves: list
+    outputs: tuple
+    batch_size: int
+
+
+def reference_run(spec: ModelSpec, checkpoint: Path | None = None, batch_size: int = 2, module=None) -> Reference:
+    """Run ``spec``'s eager model in fp32 on the CPU on its example input (seed 0) once, hooks on every leaf module:
+    the reference each comparison is measured against (a large model's CPU run is the diagnosis's dearest part)."""
+    import torch
+
+    reference_module = copy.deepcopy(module if module is not None else spec.build(checkpoint)).float().eval()
+    inputs = spec.example_inputs(batch_size, 0)
+    arguments = tuple(torch.from_numpy(inputs[t.name]) for t in spec.inputs)
+    leaves, outputs = record_leaf_outputs(reference_module, arguments)
+    return Reference(reference_module, arguments, leaves, outputs, batch_size)
+
+
 def diagnose(spec: ModelSpec, comparison: str, checkpoint: Path | None = None, batch_size: int = 2,
-             threshold: float = DEFAULT_THRESHOLD, module=None) -> Diagnosis:
-    """Compare ``spec``'s eager model under ``comparison`` (:data:`COMPARISONS`) with CPU fp32, module by module."""
+             threshold: float = DEFAULT_THRESHOLD, module=None, reference: Reference | None = None) -> Diagnosis:
+    """Compare ``spec``'s eager model under ``comparison`` (:data:`COMPARISONS`) with CPU fp32, module by module;
+    ``reference`` (:func:`reference_run`, of the same batch size) spares running the fp32 model again."""
     import torch
 
     device, dtype, cudnn = COMPARISONS[comparison]
-    reference_module = module if module is not None else spec.build(checkpoint)
-    reference_module = copy.deepcopy(reference_module).float().eval()
-    inputs = spec.example_inputs(batch_size, 0)
-    arguments = tuple(torch.from_numpy(inputs[t.name]) for t in spec.inputs)
-    reference, reference_out = record_leaf_outputs(reference_module, arguments)
+    if reference is None:
+        reference = reference_run(spec, checkpoint, batch_size, module)
+    elif reference.batch_size != batch_size:
+        raise ValueError(f"a reference of batch {reference.batch_size} for a diagnosis of batch {batch_size}")
+    reference_module, arguments = reference.module, reference.arguments
+    leaves, reference_out = reference.leaves, reference.outputs
     notes = []
     if dtype == "emulated":
         candidate_module = emulate_half(reference_module)
@@ -187,13 +233,22 @@ def diagnose(spec: ModelSpec, comparison: str, checkpoint: Path | None = None, b
     previous = (torch.backends.cudnn.enabled, torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     torch.backends.cudnn.enabled = cudnn
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False  # fp32 means fp32
+    references = {key: value for key, _, value in _by_call(leaves)}
+    measured: dict = {}
+    calls: dict[str, int] = {}
+
+    def measure(name, kind, output):  # as each leaf runs: no candidate output is kept
+        calls[name] = calls.get(name, 0) + 1
+        if (key := (name, calls[name])) in references:
+            measured[key] = divergence(name, kind, output.cpu().double().numpy(), references[key])
+
     try:
-        candidate, candidate_out = record_leaf_outputs(candidate_module, candidate_args)
+        candidate_out = record_leaf_outputs(candidate_module, candidate_args, each=measure)[1]
     finally:
         torch.backends.cudnn.enabled, torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = previous
     if not cudnn:
         notes.append("cuDNN disabled (torch.backends.cudnn.enabled=False)")
-    compared, first, worst = compare_modules(reference, candidate, threshold)
+    compared, first, worst = first_and_worst(leaves, measured, threshold)
     outputs = {t.name: relative_l2(c.detach().double().cpu().numpy(), r.detach().double().cpu().numpy())
                for t, r, c in zip(spec.outputs, reference_out, candidate_out)
                if r.is_floating_point() and c.is_floating_point()}
@@ -289,9 +344,10 @@ def run_fp16_diagnose(args, parser) -> int:
     with out.open("a") as f:
         for spec in specs:
             module = spec.build(None)
+            reference = reference_run(spec, batch_size=args.batch_size, module=module)
             for comparison in chosen:
                 found = diagnose(spec, comparison, batch_size=args.batch_size, threshold=args.threshold,
-                                 module=module)
+                                 reference=reference)
                 print(found.line() + (f" ({'; '.join(found.notes)})" if found.notes else ""), flush=True)
                 f.write(json.dumps(asdict(found)) + "\n")
             if args.accuracy:
