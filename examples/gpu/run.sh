@@ -6,6 +6,9 @@
 #   BUDGET_S=... bash examples/gpu/run.sh offline online selfbench conformance crosscheck
 #                                    # second call, same machine: what the session's device time leaves
 #
+# MODELS=tft,nnunet (of bert, wide_deep, fastpitch, nnunet, tft; default all five) narrows every step to those
+# models: a lease spends itself on what an earlier one did not reach (docs/containers-and-gpus.md).
+#
 # Steps, in the order given: diagnose (fp16-diagnose: CPU fp32 against GPU fp16, GPU fp16 with cuDNN off and GPU
 # fp32 with TF32 off, module by module), accuracy (fp32, fp16, mixed), offline and online (each deployment's first
 # and last point of its sweep, concurrency up to 16), crosscheck (perf_analyzer beside the engine), selfbench (the
@@ -28,14 +31,26 @@ budget="${BUDGET_S:-540}"
 kit="${KIT_DIR:-/tmp/tritonsuite-gpu-kit}"
 python="$(python3 -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
 kit_python="$(head -1 .gpu/kit.txt 2>/dev/null | cut -d' ' -f2)"
-models=bert,wide_deep,fastpitch,nnunet,tft
+all_models=bert,wide_deep,fastpitch,nnunet,tft
+models="${MODELS:-$all_models}"
 formats=ts-trace,ts-script
-crosscheck_models=bert,tft
 if [ "$profile" = cpu ]; then  # tried on a CPU host: its onnx too
     formats=onnx,ts-trace,ts-script
     # with a kit, no BERT: its cpu size loads the MiniLM weights the kit leaves out
-    [ "$kit_python" = "$python" ] && models=wide_deep,fastpitch,nnunet,tft && crosscheck_models=tft
+    [ "$kit_python" = "$python" ] && [ -z "${MODELS:-}" ] && models=wide_deep,fastpitch,nnunet,tft
 fi
+# fp16-diagnose's sizes (the GPU profiles'); on a CPU host only the two whose large sizes take seconds there. On a
+# GPU the emulated comparison is left out: CI's fp16 gate runs it on the CPU, and a call's minutes are the GPU's.
+declare -A diagnosed=([bert]=large [wide_deep]=full [fastpitch]=large [nnunet]=large [tft]=large)
+comparisons=cuda-fp16,cuda-fp16-no-cudnn,cuda-fp32-no-tf32
+[ "$profile" = cpu ] && diagnosed=([fastpitch]=large [tft]=large) && comparisons=cpu-fp16-emulated
+diagnose_models="" crosscheck_models=""
+for m in ${models//,/ }; do
+    [[ ",$all_models," == *",$m,"* ]] ||
+        { echo "run.sh: unknown model '$m' in MODELS; valid choices: $all_models"; exit 2; }
+    [ -n "${diagnosed[$m]:-}" ] && diagnose_models+="${diagnose_models:+,}$m:${diagnosed[$m]}"
+    [[ $m == bert || $m == tft ]] && crosscheck_models+="${crosscheck_models:+,}$m"
+done
 order="diagnose accuracy offline online crosscheck selfbench conformance"
 # caps that fit both calls, the machine's start and the transfers into the session's 15 minutes of device time
 declare -A cap=([diagnose]=130 [accuracy]=230 [offline]=80 [online]=80 [crosscheck]=50 [selfbench]=110
@@ -97,15 +112,18 @@ step() {
     local name="$1" work="$RUN_WORK" reports="$RUN_WORK/reports" ids
     local common=(-p no:randomly -q -rs --gpu "$profile" --models "$models" --formats "$formats" --reports-dir "$reports")
     case "$name" in
-        diagnose) exec python3 -m tritonsuite.cli fp16-diagnose --out "$reports/fp16-diagnosis.jsonl" \
-                      $([ "$profile" = cpu ] && echo --models tft:large,fastpitch:large --accuracy) ;;
+        diagnose) [ -n "$diagnose_models" ] || { echo "run.sh: no model of MODELS=$models to diagnose here"; exit 0; }
+                  exec python3 -m tritonsuite.cli fp16-diagnose --out "$reports/fp16-diagnosis.jsonl" \
+                      --models "$diagnose_models" --comparisons "$comparisons" \
+                      $([ "$profile" = cpu ] && echo --accuracy) ;;
         accuracy) exec python3 -m pytest -m accuracy "${common[@]}" --precisions fp32,fp16,mixed ;;
         offline|online)
             local axis=batch; [ "$name" = online ] && axis=concurrency
             mapfile -t ids < <(ends "$name" "$axis" "${common[@]}")
             echo "run.sh: $name points: ${ids[*]##*::}"
             exec python3 -m pytest -m "$name" "${common[@]}" "${ids[@]}" ;;
-        crosscheck) exec python3 -m pytest -m "offline or online" "${common[@]}" --models "$crosscheck_models" \
+        crosscheck) [ -n "$crosscheck_models" ] || { echo "run.sh: crosscheck runs BERT and TFT, not in MODELS=$models"; exit 0; }
+                    exec python3 -m pytest -m "offline or online" "${common[@]}" --models "$crosscheck_models" \
                         --formats ts-trace --batch-sizes 1 --concurrency 1,8 -k "not rate and not stream" \
                         --loadgen suite,perf_analyzer --reports-dir "$work/crosscheck" ;;
         # selfbench's identity ceiling (ONNX on the CPUs: the lent machine's onnxruntime has no CUDA provider) by
