@@ -154,6 +154,111 @@ def test_known_by_its_http_address_alone_it_is_measured_over_http(someone_elses,
                 description=http_only.model_description("stream_n"))
 
 
+@pytest.fixture
+def teams(tmp_path):
+    """A team's server as a run finds it: explicit model control, ``add_b`` and ``theirs`` served from its own
+    repository and ``pushed`` uploaded by someone earlier (served from no repository)."""
+    own = tmp_path / "own"
+    _add_model(own, "add_b")
+    _add_model(own, "theirs")
+    someone = _add_model(tmp_path / "someone", "pushed")
+    with EmbeddedServer(own, tmp_path / "logs", auto_complete=False) as server:
+        client = server.client()
+        client.load_model("add_b")
+        client.load_model("theirs")
+        client.close()
+        RemoteServer(server.http_url).load(someone)  # that session never stops
+        yield server
+
+
+def _served(server) -> dict[str, int]:
+    """model -> max_batch_size, of the models ready on ``server``."""
+    client = server.client()
+    try:
+        return {n: client.get_model_config(n)["max_batch_size"]
+                for n in ("add_a", "add_b", "twice", "outer", "theirs", "pushed") if client.is_model_ready(n)}
+    finally:
+        client.close()
+
+
+def test_at_its_stop_a_session_puts_the_server_back_as_it_found_it(teams, repo, tmp_path):
+    """Unloaded: what the session added (an ensemble before its steps). Loaded again from the server's own
+    repository: what it served before, which the session's upload replaced. One line for what could not be (a
+    model served from no repository keeps the upload), one for what was done."""
+    edited = _add_model(tmp_path / "own", "edited")  # the team's too, its config.pbtxt broken during the run
+    client = teams.client()
+    client.load_model("edited")
+    client.close()
+    local = tmp_path / "local"  # the session's own theirs, edited and pushed: the team's names, max_batch_size 4
+    for name in ("theirs", "edited", "pushed"):
+        config = _add_model(local, name) / "config.pbtxt"
+        config.write_text(config.read_text().replace("max_batch_size: 8", "max_batch_size: 4"))
+    session = RemoteServer(teams.http_url)
+    assert session.load(repo / "outer") == "outer"  # add_a, add_b (from beside it), twice, outer
+    for name in ("theirs", "edited", "pushed"):
+        session.load(local / name)
+    assert _served(teams) == {"add_a": 8, "add_b": 8, "twice": 8, "outer": 8, "theirs": 4, "pushed": 4}
+    assert session.loaded_here() == [("add_a", False), ("add_b", True), ("twice", False), ("outer", False),
+                                     ("theirs", True), ("edited", True), ("pushed", True)]
+    (edited / "config.pbtxt").write_text("max_batch_size: [not a number\n")
+    session.stop()
+    assert _served(teams) == {"add_b": 8, "theirs": 8, "pushed": 4}  # theirs as the team's repository holds it
+    pushed, broken, done = session.put_back_lines
+    assert pushed == (f"{session.describe()}: pushed was served before the run from none of its repositories "
+                      f"(uploaded earlier): it serves what the run uploaded")
+    assert broken == (f"{session.describe()}: edited was served before the run and could not be loaded from its own "
+                      f"repository ([500] failed to load 'edited', failed to poll from model repository): it serves "
+                      f"what the run uploaded")
+    assert done == (f"{session.describe()}: the run's models put back: 3 unloaded, 2 it served before reloaded "
+                    f"from its own repository, 2 not (above)")
+    client = teams.client()
+    assert client.get_model_config("edited")["max_batch_size"] == 4  # Triton keeps what it served
+    client.close()
+    session.stop()  # nothing left to put back
+    assert _served(teams) == {"add_b": 8, "theirs": 8, "pushed": 4} and session.loaded_here() == []
+
+
+def test_a_server_gone_at_the_end_of_the_run_is_said_not_put_back():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed_port = s.getsockname()[1]
+    gone = RemoteServer(f"127.0.0.1:{closed_port}", timeout=2)
+    assert gone.put_back([("a", False), ("b", True)]) == [
+        f"remote server at 127.0.0.1:{closed_port}: not live at the end of the run: the 2 models it loaded were not "
+        f"put back (a, b)"]
+
+
+def test_the_workers_lists_are_one_and_a_model_is_the_runs_where_any_worker_found_it_not_ready():
+    from tritonsuite.run.session import loaded_by_workers
+
+    first = [["add_a", False], ["add_b", True], ["twice", False]]
+    second = [["add_a", True], ["add_b", True], ["pushed", True], ["x", False]]  # add_a: the first worker's
+    assert loaded_by_workers([first, second]) == [("add_a", False), ("add_b", True), ("twice", False),
+                                                  ("pushed", True), ("x", False)]
+    assert loaded_by_workers([second, first]) == [("add_a", False), ("add_b", True), ("pushed", True),
+                                                  ("x", False), ("twice", False)]
+    assert loaded_by_workers([]) == []
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "two-workers"])
+def test_a_run_puts_the_server_back_once_at_its_end(teams, repo, tmp_path, workers):
+    """One line at the end of the run says what was put back. On two workers, a worker must not unload what the
+    other still measures: each reports what it loaded, and the controller puts the server back once both are done."""
+    from tests.helpers import run_pytest
+
+    result = run_pytest(["--gpu", "tiny", "--server", "remote", "--triton-url", teams.http_url, "--model-repository",
+                         str(repo), "--models", "outer,add_a", "-m", "conformance", "--checks", "identity", *workers,
+                         "-p", "no:warnings"], tmp_path, timeout=300)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "2 passed" in result.stdout, result.stdout[-4000:]
+    put_back = [line for line in result.stdout.splitlines() if "put back" in line]
+    assert put_back == [f"tritonsuite: remote server at {teams.http_url}: the run's models put back: 3 unloaded, "
+                        f"1 it served before reloaded from its own repository"], result.stdout[-4000:]
+    assert _served(teams) == {"add_b": 8, "theirs": 8, "pushed": 8}
+
+
 def test_the_suite_runs_on_it_given_its_addresses(someone_elses, repo, tmp_path):
     """The pytest options as a team passes them: --triton-grpc-url threaded through to the launcher (the decoupled
     model streams over it), the ensemble's composing models uploaded by the suite's own session."""

@@ -16,10 +16,19 @@ from tritonsuite.run.suite import Suite
 from tritonsuite.server import make_server
 
 
+#: the key under which an xdist worker reports to the controller what it loaded on a remote server
+LOADED_OUTPUT = "tritonsuite_remote_loaded"
+
+
 def server_for(options: Options):
-    """The run's server, not started: embedded, a container or a remote one, as --server chose."""
-    return make_server(options.server, model_repository=options.repository_dir, log_dir=options.reports_dir / "logs",
-                       triton_url=options.triton_url, **options.launcher_options())
+    """The run's server, not started: embedded, a container or a remote one, as --server chose. A remote one on an
+    xdist worker leaves what it loaded at its stop: the controller puts it back once every worker is done."""
+    server = make_server(options.server, model_repository=options.repository_dir,
+                         log_dir=options.reports_dir / "logs", triton_url=options.triton_url,
+                         **options.launcher_options())
+    if options.worker != "main" and hasattr(server, "put_back_on_stop"):
+        server.put_back_on_stop = False
+    return server
 
 
 def server_lines(server) -> tuple[list[str], list[str]]:
@@ -59,6 +68,29 @@ def refused_deployments(options: Options, named: list[str]) -> list[tuple[str, s
     return [(name, f"{name} in {repo}: Triton refuses to load it: {why}")
             for repo, name, why, is_refused in options.undrivable
             if is_refused and (not named or any(n.split(":")[0] == name for n in named))]
+
+
+def put_back_lines(options: Options, server, from_workers: list) -> list[str]:
+    """How the run left a remote server (:meth:`~tritonsuite.server.RemoteServer.put_back`): ``server`` is this
+    process's, put back at its stop; ``from_workers`` each xdist worker's models loaded there (its
+    ``loaded_here()``), put back here once every worker is done: a worker must not unload what another measures. A
+    model is taken as the run's where any worker found it not ready (another worker may have loaded it first)."""
+    if server is not None:
+        return [f"tritonsuite: {line}" for line in getattr(server, "put_back_lines", ())]
+    loaded = loaded_by_workers(from_workers)
+    if not loaded or options.server != "remote":
+        return []
+    return [f"tritonsuite: {line}" for line in server_for(options).put_back(loaded)]
+
+
+def loaded_by_workers(from_workers: list) -> list[tuple[str, bool]]:
+    """The workers' (model, ready before) lists as one, first loaded first: ready before only where every worker
+    that loaded it found it ready (a worker finds ready what another loaded a moment earlier)."""
+    loaded: dict[str, bool] = {}
+    for reported in from_workers:
+        for name, ready_before in reported:
+            loaded[name] = loaded.get(name, True) and bool(ready_before)
+    return list(loaded.items())
 
 
 def write_session_reports(options: Options, source_dir: Path) -> tuple[list[Path], list[str]]:

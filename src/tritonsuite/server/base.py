@@ -365,6 +365,11 @@ class TritonServer(ABC):
         same (a server's known false alarm); no by default."""
         return False
 
+    def loaded_here(self) -> list[tuple[str, bool]]:
+        """What a run must put back at its end (:class:`~tritonsuite.server.RemoteServer`): nothing on a server the
+        run started, whose models go with it."""
+        return []
+
     def unload(self, name: str) -> None:
         from tritonclient.utils import InferenceServerException
 

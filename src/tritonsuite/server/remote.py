@@ -104,6 +104,11 @@ class RemoteServer(TritonServer):
                                       "127.0.0.1:8002", ("", "/", "/metrics")) if metrics_url else ""
         self.timeout = timeout
         self._uploaded: dict[str, str] = {}  # model name -> sha256 of what this session uploaded for it
+        self._found: dict[str, bool] = {}  # model name -> ready there before this session first loaded it
+        #: at stop, put back what this session loaded (:meth:`put_back`); off where another session may still
+        #: use the same models (an xdist worker: the controller puts back what all of them loaded)
+        self.put_back_on_stop = True
+        self.put_back_lines: list[str] = []
 
     @property
     def grpc_url(self) -> str:
@@ -132,7 +137,59 @@ class RemoteServer(TritonServer):
             raise ServerError(f"remote Triton at {self.http_url} answers but is not live")
 
     def stop(self) -> None:
-        pass  # not ours to stop
+        """Not ours to stop: the models this session loaded are put back (:meth:`put_back`)."""
+        if self.put_back_on_stop and self._found:
+            self.put_back_lines = self.put_back(self.loaded_here())
+            self._found.clear()
+
+    def loaded_here(self) -> list[tuple[str, bool]]:
+        """(model, whether it was ready there before) for each model this session loaded, first loaded first."""
+        return list(self._found.items())
+
+    def put_back(self, loaded: list[tuple[str, bool]], deadline_s: float = 60.0) -> list[str]:
+        """Leave the server serving what it served before the run: each model of ``loaded`` (:meth:`loaded_here`)
+        that was not ready before is unloaded, the last loaded first (an ensemble before its steps); each that was
+        ready is loaded again from the server's own repository (a plain load request: its files, not the upload).
+        One line per model that could not be, then one saying what was done; at most ``deadline_s`` in all, each
+        request bounded by the server's timeout."""
+        import time
+
+        deadline = time.monotonic() + deadline_s
+        if not self.is_alive():
+            return [f"{self.describe()}: not live at the end of the run: the {len(loaded)} models it loaded were "
+                    f"not put back ({', '.join(n for n, _ in loaded)})"]
+        lines, unloaded, reloaded = [], [], []
+        client = self.client(timeout=self.timeout)
+        try:
+            try:  # what the server's own repositories hold (an uploaded model is in none)
+                indexed = {m.get("name") for m in client.get_model_repository_index()}
+            except Exception:
+                indexed = None  # not known (an API restricted): a load from the repository is tried
+            for name, ready_before in reversed(loaded):
+                if time.monotonic() > deadline:
+                    lines.append(f"{self.describe()}: {name}: not put back within {deadline_s:g} s")
+                    continue
+                if ready_before and indexed is not None and name not in indexed:
+                    lines.append(f"{self.describe()}: {name} was served before the run from none of its "
+                                 f"repositories (uploaded earlier): it serves what the run uploaded")
+                    continue
+                try:
+                    if ready_before:
+                        client.load_model(name)
+                        reloaded.append(name)
+                    else:
+                        client.unload_model(name)
+                        unloaded.append(name)
+                except Exception as exc:
+                    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                    lines.append(f"{self.describe()}: {name} was served before the run and could not be loaded from "
+                                 f"its own repository ({message}): it serves what the run uploaded" if ready_before
+                                 else f"{self.describe()}: {name} could not be unloaded ({message})")
+        finally:
+            client.close()
+        return lines + [f"{self.describe()}: the run's models put back: {len(unloaded)} unloaded"
+                        + (f", {len(reloaded)} it served before reloaded from its own repository" if reloaded else "")
+                        + (f", {len(lines)} not (above)" if lines else "")]
 
     def is_alive(self) -> bool:
         client = self.client(timeout=self.timeout)
@@ -147,7 +204,16 @@ class RemoteServer(TritonServer):
         """Upload and load a deployment; an ensemble's composing models first (:meth:`_load_composing`)."""
         deployment_dir = Path(deployment_dir)
         self._load_composing(deployment_dir, {deployment_dir.name})
-        return super().load(deployment_dir)
+        return self._upload(deployment_dir)
+
+    def _upload(self, deployment_dir: Path) -> str:
+        """Load one deployment, noting first whether the server served a model of that name already."""
+        name = deployment_dir.name
+        ready_before = self._found[name] if name in self._found else self._ready(name)
+        loaded = super().load(deployment_dir)
+        if name in self._uploaded:  # loaded by this session (not a ready model of a server without explicit control)
+            self._found.setdefault(name, ready_before)
+        return loaded
 
     def _load_composing(self, ensemble_dir: Path, visiting: set[str]) -> None:
         """Upload every composing model of an ensemble that lies beside it (its own composing models first), unless
@@ -160,7 +226,7 @@ class RemoteServer(TritonServer):
             self._load_composing(source, visiting | {step})
             if self._uploaded.get(step) == _digest(self._load_arguments(source)) and self._ready(step):
                 continue
-            super().load(source)
+            self._upload(source)
 
     def _ready(self, name: str) -> bool:
         client = self.client(timeout=self.timeout)
