@@ -226,8 +226,8 @@ def test_a_server_gone_at_the_end_of_the_run_is_said_not_put_back():
         closed_port = s.getsockname()[1]
     gone = RemoteServer(f"127.0.0.1:{closed_port}", timeout=2)
     assert gone.put_back([("a", False), ("b", True)]) == [
-        f"remote server at 127.0.0.1:{closed_port}: not live at the end of the run: the 2 models it loaded were not "
-        f"put back (a, b)"]
+        f"remote server at 127.0.0.1:{closed_port}: not live at the end of the run: the 2 models the run loaded there "
+        f"were not put back (a, b)"]
 
 
 def test_the_workers_lists_are_one_and_a_model_is_the_runs_where_any_worker_found_it_not_ready():

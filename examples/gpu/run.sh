@@ -122,7 +122,8 @@ step() {
             mapfile -t ids < <(ends "$name" "$axis" "${common[@]}")
             echo "run.sh: $name points: ${ids[*]##*::}"
             exec python3 -m pytest -m "$name" "${common[@]}" "${ids[@]}" ;;
-        crosscheck) [ -n "$crosscheck_models" ] || { echo "run.sh: crosscheck runs BERT and TFT, not in MODELS=$models"; exit 0; }
+        crosscheck) [ -n "$crosscheck_models" ] ||
+                        { echo "run.sh: crosscheck runs BERT and TFT, neither in MODELS=$models"; exit 0; }
                     exec python3 -m pytest -m "offline or online" "${common[@]}" --models "$crosscheck_models" \
                         --formats ts-trace --batch-sizes 1 --concurrency 1,8 -k "not rate and not stream" \
                         --loadgen suite,perf_analyzer --reports-dir "$work/crosscheck" ;;

@@ -150,16 +150,16 @@ class RemoteServer(TritonServer):
         """Leave the server serving what it served before the run: each model of ``loaded`` (:meth:`loaded_here`)
         that was not ready before is unloaded, the last loaded first (an ensemble before its steps); each that was
         ready is loaded again from the server's own repository (a plain load request: its files, not the upload).
-        One line per model that could not be, then one saying what was done; at most ``deadline_s`` in all, each
-        request bounded by the server's timeout."""
+        One line per model that could not be, then one saying what was done; no request is sent after ``deadline_s``
+        and each is bounded by it (a team's model may take seconds to load)."""
         import time
 
         deadline = time.monotonic() + deadline_s
         if not self.is_alive():
-            return [f"{self.describe()}: not live at the end of the run: the {len(loaded)} models it loaded were "
-                    f"not put back ({', '.join(n for n, _ in loaded)})"]
+            return [f"{self.describe()}: not live at the end of the run: the {len(loaded)} models the run loaded there "
+                    f"were not put back ({', '.join(n for n, _ in loaded)})"]
         lines, unloaded, reloaded = [], [], []
-        client = self.client(timeout=self.timeout)
+        client = self.client(timeout=deadline_s)
         try:
             try:  # what the server's own repositories hold (an uploaded model is in none)
                 indexed = {m.get("name") for m in client.get_model_repository_index()}
