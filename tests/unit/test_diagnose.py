@@ -408,41 +408,19 @@ def test_the_command_runs_each_models_fp32_reference_once_for_all_its_comparison
 
     monkeypatch.setitem(module.COMPARISONS, "cpu-fp16", ("cpu", "fp16", True))
     monkeypatch.setitem(module.COMPARISONS, "cpu-fp32-no-cudnn", ("cpu", "fp32", False))
-    spec_file = tmp_path / "recorded_spec.py"
-    spec_file.write_text('''import dataclasses
-import torch
-from tritonsuite.core.spec import TensorSpec
-from tritonsuite.models import default_registry
-
-CALLS = []
-
-
-class Recording(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.linear = torch.nn.Linear(16, 4)
-
-    def forward(self, x):
-        CALLS.append((str(x.dtype), torch.backends.cudnn.enabled))
-        return (self.linear(x),)
-
-
-SPECS = [dataclasses.replace(default_registry().get("identity", "tiny"), name="recorded",
-                             build=lambda checkpoint=None: Recording().eval(),
-                             outputs=(TensorSpec("OUTPUT__0", "float32", (4,)),))]
-''')
+    spec_file = tmp_path / "recorded_spec.py"  # the recording model of the tests above, as a user's spec file
+    spec_file.write_text("from tests.unit.test_diagnose import _recording_spec\nCALLS = []\n"
+                         "SPECS = [_recording_spec(CALLS)]\n")
     out = tmp_path / "d.jsonl"
     comparisons = ["cpu-fp16", "cpu-fp32-no-cudnn", "cpu-fp16-emulated"]
-    assert main(["fp16-diagnose", "--model-spec", str(spec_file), "--models", "recorded:tiny", "--comparisons",
+    assert main(["fp16-diagnose", "--model-spec", str(spec_file), "--models", "recording:tiny", "--comparisons",
                  ",".join(comparisons), "--batch-size", "3", "--out", str(out)]) == 0
-    calls = sys.modules["tritonsuite_user_spec_recorded_spec"].CALLS
-    # the fp32 reference once, then one candidate per comparison (emulated half computes in fp32)
-    assert calls[0][0] == "torch.float32" and calls[1:] == [
-        ("torch.float16", True), ("torch.float32", False), ("torch.float32", True)]
+    recorded = sys.modules["tritonsuite_user_spec_recorded_spec"]
+    # the fp32 reference once, as the settings were, then one candidate per comparison (cuDNN off for one, no TF32)
+    assert recorded.CALLS[1:] == [(True, False, False, 3), (False, False, False, 3), (True, False, False, 3)]
+    assert len(recorded.CALLS) == 4 and recorded.CALLS[0][3] == 3
     rows = [json.loads(r) for r in out.read_text().splitlines()]
     assert [r["comparison"] for r in rows] == comparisons
-    spec = sys.modules["tritonsuite_user_spec_recorded_spec"].SPECS[0]
-    alone = [asdict(diagnose(spec, c, batch_size=3)) for c in comparisons]  # each with a reference of its own
+    alone = [asdict(diagnose(recorded.SPECS[0], c, batch_size=3)) for c in comparisons]  # a reference each
     assert rows == json.loads(json.dumps(alone)) and 0 < rows[0]["outputs_relative_l2"]["OUTPUT__0"] < 0.01
     assert capsys.readouterr().out.splitlines()[-1] == f"wrote {out}"
