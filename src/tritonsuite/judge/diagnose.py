@@ -175,12 +175,27 @@ def first_and_worst(reference: list, measured: dict, threshold: float):
     return compared, first, worst
 
 
+def measure_against(reference: list):
+    """``(measured, each)``: ``each(name, class, array)`` measures a candidate's leaf output, as it comes, against the
+    reference's output of the same call (by name and call index), into ``measured`` ((name, call index) ->
+    ModuleDivergence); nothing else of the candidate is kept."""
+    references = {key: value for key, _, value in _by_call(reference)}
+    measured: dict = {}
+    calls: dict[str, int] = {}
+
+    def each(name: str, kind: str, value: np.ndarray) -> None:
+        calls[name] = calls.get(name, 0) + 1
+        if (key := (name, calls[name])) in references:
+            measured[key] = divergence(name, kind, value, references[key])
+    return measured, each
+
+
 def compare_modules(reference: list, candidate: list, threshold: float):
     """Pair the two runs' leaf outputs in call order (by name and call index) and find the first and the worst
     module above ``threshold``."""
-    values = {key: value for key, _, value in _by_call(candidate)}
-    measured = {key: divergence(key[0], kind, values[key], value) for key, kind, value in _by_call(reference)
-                if key in values}
+    measured, each = measure_against(reference)
+    for name, kind, value in candidate:
+        each(name, kind, value)
     return first_and_worst(reference, measured, threshold)
 
 
@@ -233,17 +248,10 @@ def diagnose(spec: ModelSpec, comparison: str, checkpoint: Path | None = None, b
     previous = (torch.backends.cudnn.enabled, torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     torch.backends.cudnn.enabled = cudnn
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False  # fp32 means fp32
-    references = {key: value for key, _, value in _by_call(leaves)}
-    measured: dict = {}
-    calls: dict[str, int] = {}
-
-    def measure(name, kind, output):  # as each leaf runs: no candidate output is kept
-        calls[name] = calls.get(name, 0) + 1
-        if (key := (name, calls[name])) in references:
-            measured[key] = divergence(name, kind, output.cpu().double().numpy(), references[key])
-
+    measured, each = measure_against(leaves)  # as each leaf runs: no candidate output is kept
     try:
-        candidate_out = record_leaf_outputs(candidate_module, candidate_args, each=measure)[1]
+        candidate_out = record_leaf_outputs(
+            candidate_module, candidate_args, each=lambda n, k, t: each(n, k, t.cpu().double().numpy()))[1]
     finally:
         torch.backends.cudnn.enabled, torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = previous
     if not cudnn:
