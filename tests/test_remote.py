@@ -230,6 +230,24 @@ def test_a_server_gone_at_the_end_of_the_run_is_said_not_put_back():
         f"were not put back (a, b)"]
 
 
+def test_what_the_server_refuses_or_a_spent_deadline_leaves_is_said_model_by_model(tmp_path):
+    """A server that restricts its model-repository API to a key the session lacks refuses the unload and the reload
+    alike (and its index: the reload is tried all the same); with the deadline spent, no request is sent."""
+    (tmp_path / "own").mkdir()
+    with EmbeddedServer(tmp_path / "own", tmp_path / "logs", auto_complete=False,
+                        extra_args=("--http-restricted-api=model-repository:admin-key=k",)) as server:
+        keyless = RemoteServer(server.http_url)
+        at = keyless.describe()
+        refused = keyless.put_back([("theirs", True), ("ours", False)])
+        assert len(refused) == 3 and refused[2] == f"{at}: the run's models put back: 0 unloaded, 2 not (above)"
+        assert refused[0].startswith(f"{at}: ours could not be unloaded ([403] ") and "admin-key" in refused[0]
+        assert refused[1].startswith(f"{at}: theirs was served before the run and could not be loaded from its own "
+                                     f"repository ([403] ") and refused[1].endswith(": it serves what the run uploaded")
+        assert keyless.put_back([("a", False), ("b", True)], deadline_s=0) == [
+            f"{at}: b: not put back within 0 s", f"{at}: a: not put back within 0 s",
+            f"{at}: the run's models put back: 0 unloaded, 2 not (above)"]
+
+
 def test_the_workers_lists_are_one_and_a_model_is_the_runs_where_any_worker_found_it_not_ready():
     from tritonsuite.run.session import loaded_by_workers
 
