@@ -94,6 +94,33 @@ def test_recorded_profile_export_gives_request_latencies():
     assert np.allclose(latencies, expected) and (latencies > 0).all()
 
 
+def test_an_export_of_more_windows_than_measured_gives_the_measured_windows_latencies():
+    """perf_analyzer 2.51 exports every window's records, its Request count is of the last 3: five windows of four
+    records each, the last response of the eighth exactly on the boundary (its window is the earlier one, as
+    perf_analyzer counts it). CI's identity test once read 7584 exported against 5863 measured."""
+    data = json.loads((DATA / "identity_online_c2_export_first20.json").read_text())
+    requests = sorted(data["experiments"][0]["requests"], key=lambda r: r["response_timestamps"][-1])
+    ends = [r["response_timestamps"][-1] for r in requests]
+    data["experiments"][0].update(requests=requests, window_boundaries=[ends[0] - 1, *ends[3::4]])
+    exported = parse_export(json.dumps(data))
+    expected = [(r["response_timestamps"][-1] - r["timestamp"]) / 1e9 for r in requests[8:]]
+    assert exported.whole and exported.earlier == 8 and np.allclose(exported.latencies, expected)
+    data["experiments"][0]["window_boundaries"] = [ends[0] - 1, ends[6], ends[13], ends[19]]  # three: every record
+    assert len(parse_export(json.dumps(data)).latencies) == 20
+
+
+def test_a_cut_export_of_more_windows_than_measured_gives_no_latencies():
+    """A cut file ends before its window boundaries: when perf_analyzer ran more windows than the 3 it measured, its
+    first records are from a window it did not measure, so none is kept, and the cut says why."""
+    text = json.dumps(json.loads((DATA / "identity_online_c2_export_first20.json").read_text()), separators=(",", ":"))
+    cut = text[:text.rindex('"response_timestamps"') + 25]  # inside the last record's response times
+    assert len(parse_export(cut, 3).latencies) == 19  # three windows: the complete records, as before
+    exported = parse_export(cut, 5)
+    assert not exported.whole and len(exported.latencies) == 0
+    assert exported.cut == (f"its export stops at byte {len(cut)}, mid-record, and perf_analyzer ran 5 windows, so "
+                            f"its first records are not of the last 3 it measured")
+
+
 @pytest.mark.parametrize("records", [0, 1, 7, 19])
 def test_a_cut_export_gives_the_latencies_of_its_complete_records(records):
     """perf_analyzer 2.51's writer stops at a value it cannot write (tests/test_perfanalyzer.py makes it happen):

@@ -250,7 +250,8 @@ def measure_with_perf_analyzer(server, model: str, inputs: Mapping[str, np.ndarr
             if not result_csv.is_file():
                 raise MeasurementError(f"perf_analyzer wrote no CSV: {last_line(run.output)}")
             result = parse_csv(result_csv.read_text(encoding="utf-8"), point.batch_size)
-            exported = (parse_export(export.read_text(encoding="utf-8", errors="replace")) if export.is_file() else
+            exported = (parse_export(export.read_text(encoding="utf-8", errors="replace"), len(these))
+                        if export.is_file() else
                         ExportedLatencies(np.empty(0), whole=False, cut="perf_analyzer wrote no export file"))
         else:
             result, exported = _unstable_figures(point, passes[-STABLE_WINDOWS:]), None

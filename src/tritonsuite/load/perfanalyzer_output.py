@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tritonsuite.core.rows import RESULT_COLUMNS
+from tritonsuite.core.settings import STABLE_WINDOWS
 from tritonsuite.load.point import MeasurementError
 
 UNSTABLE_MARK = "Failed to obtain stable measurement"
@@ -75,30 +76,47 @@ def parse_request_count(output: str) -> int | None:
 class ExportedLatencies:
     """Request latencies (s, send to last response) of the measured windows from ``--profile-export-file``.
 
-    ``whole`` is False when perf_analyzer 2.51 left the file cut short. Its export holds each request's input and
-    output values, and its JSON writer stops at the first value that is not finite, losing what it had not yet
-    flushed (64 KiB at a time). With shared memory those values are not the tensors but whatever the client read
-    in their place (a heap address's bytes: 1.08e31 on this host), so now and then one reads as NaN; a model whose
-    inputs or outputs hold a NaN or an infinity cuts it every time. The latencies are then those of the complete
-    records before the cut, the first ones in time."""
+    perf_analyzer 2.51 exports the records of *every* window it ran, the ones before the stable windows too, while
+    its ``Request count`` (and its CSV) are of the last three. The file's ``window_boundaries`` (contiguous windows:
+    n + 1 instants for n windows) say which is which; a record counts, as perf_analyzer counts it, in the window its
+    last response falls in. ``whole`` is False when perf_analyzer 2.51 left the file cut short. Its export holds each
+    request's input and output values, and its JSON writer stops at the first value that is not finite, losing what
+    it had not yet flushed (64 KiB at a time). With shared memory those values are not the tensors but whatever the
+    client read in their place (a heap address's bytes: 1.08e31 on this host), so now and then one reads as NaN; a
+    model whose inputs or outputs hold a NaN or an infinity cuts it every time. The latencies are then those of the
+    complete records before the cut, the first ones in time, and none when perf_analyzer ran more windows than it
+    measured (the boundaries come after the records, so the first records cannot be told from an earlier window's)."""
     latencies: np.ndarray
     whole: bool
     cut: str = ""  # what became of the file, when not whole
+    earlier: int = 0  # records left out: their last response fell in a window before the measured ones
 
 
-def parse_export(text: str) -> ExportedLatencies:
+def parse_export(text: str, windows_run: int | None = None) -> ExportedLatencies:
+    """``--profile-export-file`` -> the latencies of the requests perf_analyzer measured (its last STABLE_WINDOWS
+    windows). ``windows_run`` (the passes ``-v`` printed) is needed only for a cut file."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
-        return ExportedLatencies(_salvaged_latencies(text), whole=False,
-                                 cut=f"its export stops at byte {len(text.encode())}, mid-record")
-    latencies = []
+        cut = f"its export stops at byte {len(text.encode())}, mid-record"
+        if windows_run is not None and windows_run > STABLE_WINDOWS:
+            return ExportedLatencies(np.empty(0), whole=False,
+                                     cut=f"{cut}, and perf_analyzer ran {windows_run} windows, so its first records "
+                                         f"are not of the last {STABLE_WINDOWS} it measured")
+        return ExportedLatencies(_salvaged_latencies(text), whole=False, cut=cut)
+    latencies, earlier = [], 0
     for experiment in data.get("experiments", []):
+        bounds = experiment.get("window_boundaries") or []
+        after = bounds[-STABLE_WINDOWS - 1] if len(bounds) > STABLE_WINDOWS + 1 else None
         for request in experiment.get("requests", []):
             responses = request.get("response_timestamps") or []
-            if responses:
-                latencies.append((responses[-1] - request["timestamp"]) / 1e9)
-    return ExportedLatencies(np.asarray(latencies, dtype=np.float64), whole=True)
+            if not responses:
+                continue
+            if after is not None and responses[-1] <= after:  # counted in an earlier window (end within it)
+                earlier += 1
+                continue
+            latencies.append((responses[-1] - request["timestamp"]) / 1e9)
+    return ExportedLatencies(np.asarray(latencies, dtype=np.float64), whole=True, earlier=earlier)
 
 
 def _salvaged_latencies(text: str) -> np.ndarray:
