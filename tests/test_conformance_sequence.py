@@ -193,6 +193,53 @@ def test_a_sound_sequence_model_passes(server, repo, oldest):
     assert result.declared.endswith("controls START, END, READY, CORRID"), result.declared
 
 
+@pytest.mark.parametrize("stalls", [1, 3])
+def test_a_live_sequence_released_after_a_stall_sends_the_backlog_again(server, repo, monkeypatch, stalls):
+    """On CI's busy host the client once paused longer than the model's 0.2 s idle time: the server rightly released
+    a live sequence, a waiting one took its slot, and the check failed this sound model ("4 of 4 sequences were live
+    at once ..."). Here one live sequence's client pauses 0.6 s before its third request, in the first ``stalls``
+    tries: the part is sent again, and judged once a try is not stalled, or says it was not judged."""
+    import asyncio
+
+    from tritonsuite.judge.conformance import sequence_backlog
+
+    real, tries = sequence_backlog.send_backlog, []
+
+    async def stalling(wire, declared):
+        tries.append(declared)
+        if len(tries) > stalls:
+            return await real(wire, declared)
+        send, sent, paused = wire.send, {}, []
+
+        async def pausing(conn, sid, start, end):
+            sent[sid] = sent.get(sid, 0) + 1
+            if sent[sid] == 3 and not paused:  # START, one request, then the pause: a live sequence's
+                paused.append(sid)
+                await asyncio.sleep(0.6)
+            return await send(conn, sid, start, end)
+
+        wire.send = pausing
+        try:
+            return await real(wire, declared)
+        finally:
+            del wire.send
+
+    monkeypatch.setattr(sequence_backlog, "send_backlog", stalling)
+    directory = sequence_model(repo, "seq_stalled")
+    server.load(directory)
+    result = check(server, directory, "sequence")
+    assert result.verdict == "pass", result.line()
+    backlog = result.evidence["backlog"]
+    assert backlog["tries"] == len(tries) == min(stalls + 1, 3)
+    if stalls == 1:
+        assert backlog["live_at_once"] == 2 and not backlog["released"] and "not judged" not in result.reason
+    else:
+        assert backlog["released"][0]["span_s"] > 0.6 and "backlog not judged in 3 tries" in result.observed
+        assert result.reason.startswith("backlog not judged: in each of 3 tries 1 live sequence(s) released after "
+                                        "0.6"), result.reason
+        assert result.reason.endswith("over max_sequence_idle_microseconds 200000 (the host stalled)")
+
+
 def test_an_instance_group_without_a_count_is_judged_as_triton_serves_it(server, repo):
     """An ONNX sequence model with START/READY controls and ``instance_group [{ kind: KIND_CPU }]``, as outside
     generators write it: Triton runs two instances of an onnxruntime model there (its default count for KIND_CPU;

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tritonsuite.judge.conformance.sequence import (NO_CORRID, NO_START, judge_backlog, judge_controls, judge_idle,
+from tritonsuite.judge.conformance.sequence import (NO_CORRID, NO_START, judge_controls, judge_idle,
                                                     judge_refusals)
+from tritonsuite.judge.conformance.sequence_backlog import judge_backlog, stalled
 
 SOUND_REFUSALS = [("no correlation id", f"HTTP 400: {NO_CORRID}", NO_CORRID),
                   ("new sequence without START", f"HTTP 400: {NO_START}", NO_START),
@@ -68,6 +69,20 @@ def test_one_sequence_more_or_fewer_live_than_the_slots_fails(live, words):
 def test_a_backlog_request_refused_fails_with_the_first_error():
     problems = judge_backlog(backlog(2, ["sequence 7 request 3: HTTP 500: gone", "sequence 8 END: gone"]), 2)
     assert problems == ["backlog: 2 requests refused (sequence 7 request 3: HTTP 500: gone)"]
+
+
+def test_a_live_sequence_released_within_the_idle_time_is_the_server_s():
+    """A live sequence refused without START was released for idleness. After a span from a request's send to the
+    next one's answer over the idle time (a stalled host) the release was right and a waiting sequence took its
+    slot: the part says nothing (it is sent again); within that span the server released what it had not seen
+    idle, and the part fails."""
+    refused = [f"sequence 7 request 31: HTTP 400: {NO_START}"]
+    found = {**backlog(3, refused), "released": [{"sequence": 7, "span_s": 0.201}]}
+    assert stalled(found, 200_000) == ("1 live sequence(s) released after 0.201 s from a request's send to the next "
+                                       "one's answer, over max_sequence_idle_microseconds 200000 (the host stalled)")
+    found["released"][0]["span_s"] = 0.2
+    assert stalled(found, 200_000) == ""
+    assert judge_backlog(found, 2)[-1] == f"backlog: 1 requests refused ({refused[0]})"
 
 
 # -------------------------------------------------------------------------------------------------------- idle

@@ -11,10 +11,9 @@
   input would let the client set it). The values the model sees (``int32_false_true``, ``fp32_false_true``,
   ``bool_false_true``, CORRID's ``data_type``) reach only the model: they show in its answers, which only the
   deployment's own accuracy (its sequences against a reference) can judge;
-- backlog: slots = ``max_batch_size`` (``oldest``: ``max_candidate_sequences``) x instances. Slots + 2 sequences
-  start at once; the answered ones keep sending (so none goes idle) until no new first answer has come for
-  :data:`HOLD_S` and each sent :data:`HOLD_REQUESTS` more: exactly ``slots`` sequences are live, the others' first
-  requests wait; then the live ones end, and every waiting sequence is answered, after an END freed its slot;
+- backlog (:mod:`tritonsuite.judge.conformance.sequence_backlog`): exactly ``slots`` sequences are live at once,
+  the others wait, and each is answered after an END freed a slot; sent again where a stalled host let the server
+  release a live sequence rightly;
 - idle release: sequences left idle 1.5 x ``max_sequence_idle_microseconds`` (1 s when 0) plus 0.1 s are released
   (their next request, without START, refused with :data:`NO_START`) while as many sequences sending every quarter
   of it over the same span continue (2 or 3 of each; one of each on a single slot); shown only when the
@@ -28,29 +27,20 @@ a deployment nobody else is sending to. Ids are whole numbers: a CORRID of ``TYP
 from __future__ import annotations
 
 import asyncio
-import itertools
-import os
 import time
 
 import numpy as np
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
+from tritonsuite.judge.conformance.sequence_backlog import backlog_part
+from tritonsuite.judge.conformance.sequence_wire import BOUND_S, NO_CORRID, NO_START, SEQUENCE_IDS, Wire
 from tritonsuite.load.client import batch_first
-from tritonsuite.load.exchange import exchange, first_line, flagged, prepare
+from tritonsuite.load.exchange import exchange
 from tritonsuite.core.reasons import reason
-from tritonsuite.load.interrupt import within
 
-#: Triton's refusals (sequence_batch_scheduler.cc, r24.10), as the server words them
-NO_CORRID = "must specify a non-zero or non-empty correlation ID"
-NO_START = "must specify the START flag on the first request of the sequence"
 IDLE_BOUND_S = 5.0  # a declared idle time longer than this is not waited out (the part says so)
 MAX_SLOTS = 64  # more slots than this are not all filled (one connection per sequence)
-EXTRA = 2  # sequences started beyond the slots: the backlog
-HOLD_S, HOLD_REQUESTS = 0.3, 5  # how long, and how many requests each live sequence sends, with no new sequence live
-BOUND_S = 20.0  # any one wait of a part
 PAIRS = 3  # pairs of sequences: the idle part's (at most), the state check's
-#: sequence ids this process has not used (below 2**31: a CORRID of TYPE_INT32 takes them)
-SEQUENCE_IDS = itertools.count(1_000_000_000 + (os.getpid() % 1000) * 100_000)
 
 
 #: every failure reason this check gives, and the tests that make it happen (tritonsuite.core.reasons)
@@ -64,16 +54,6 @@ REASONS = (
            "client, not from the sequence batcher",
            "unit/test_judge_sequence.py::test_a_control_input_answered_from_a_client_fails",
            "test_conformance_sequence.py::test_a_sequence_model_served_otherwise_fails"),
-    reason("{} of {} sequences were live at once (declared {} slots: max_batch_size/max_candidate_sequences x "
-           "instances); no backlog: the server has more slots",
-           "unit/test_judge_sequence.py::test_one_sequence_more_or_fewer_live_than_the_slots_fails",
-           "test_conformance_sequence.py::test_a_sequence_model_served_otherwise_fails"),
-    reason("{} of {} sequences were live at once (declared {} slots: max_batch_size/max_candidate_sequences x "
-           "instances); fewer slots than declared",
-           "unit/test_judge_sequence.py::test_one_sequence_more_or_fewer_live_than_the_slots_fails",
-           "test_conformance_sequence.py::test_a_sequence_model_served_otherwise_fails"),
-    reason("backlog: {} requests refused ({})",
-           "unit/test_judge_sequence.py::test_a_backlog_request_refused_fails_with_the_first_error"),
     reason("max_sequence_idle_microseconds {}: {}/{} sequences idle {} s were not released ({})",
            "unit/test_judge_sequence.py::test_an_idle_sequence_still_answered_was_not_released",
            "test_conformance_sequence.py::test_a_sequence_model_served_otherwise_fails"),
@@ -90,39 +70,6 @@ def not_sequence(target: Target, check: str) -> CheckResult | None:
     return None
 
 
-class _Wire:
-    """The driver's transport, one connection per sequence, the deployment's reference request with the ids and
-    flags a part chooses."""
-
-    def __init__(self, target: Target, timeout_s: float = BOUND_S):
-        from tritonsuite.load.http import HttpTransport
-        from tritonsuite.load.point import LoadPoint
-
-        driver, self.timeout_s = target.driver, timeout_s
-        point, _ = driver.point(LoadPoint(batch_size=1, concurrency=1))
-        found = driver.transport(target.server, timeout_s, point)
-        self.grpc = found is not None
-        host, port = target.server.http_url.rsplit(":", 1)
-        self.transport = found or HttpTransport.of(target.server)
-        self.request = prepare(host, target.name, batch_first(target.request(1), target.description.batching),
-                               target.output_names, self.grpc, driver.batched)
-
-    async def open(self):
-        return await self.transport.open()
-
-    async def send(self, conn, sid: int, start: bool, end: bool) -> tuple[float, float, str]:
-        """(sent, answered, error: "" when answered)."""
-        t0 = time.monotonic()
-        try:
-            await within(self.transport.exchange(conn, flagged(self.request, self.grpc, (sid, start, end))),
-                                   self.timeout_s)
-            return t0, time.monotonic(), ""
-        except asyncio.TimeoutError:
-            return t0, time.monotonic(), f"no answer within {self.timeout_s:g} s"
-        except Exception as exc:  # noqa: BLE001 - the server's refusal, kept
-            return t0, time.monotonic(), first_line(exc)
-
-
 def one_request(target: Target, flags, extra=None) -> str:
     """One request with ``flags`` (id, START, END) through the driver: "" when answered, else its error."""
     request = {**target.request(1), **(extra or {})}
@@ -132,7 +79,7 @@ def one_request(target: Target, flags, extra=None) -> str:
     return "" if answer.ok else answer.error
 
 
-def _refusals(target: Target, wire: "_Wire", seen: dict) -> list[str]:
+def _refusals(target: Target, wire: "Wire", seen: dict) -> list[str]:
     """Triton's refusals, and a whole sequence (START, middle, END, back to back on one connection: the model gets
     the control inputs the server fills) that must be answered before the request after its END is refused."""
     probes = [("no correlation id", (0, False, False), NO_CORRID), ("no correlation id, START+END", (0, True, True),
@@ -200,56 +147,7 @@ def judge_controls(sent: list[tuple[str, str, str]]) -> list[str]:
     return problems
 
 
-async def _backlog(wire: _Wire, declared: int) -> dict:
-    ids = [next(SEQUENCE_IDS) for _ in range(declared + EXTRA)]
-    first: dict[int, tuple] = {}
-    middles = [0] * len(ids)
-    errors: list[str] = []
-    ends: list[float] = []
-    release = asyncio.Event()
-
-    async def one(i: int) -> None:
-        conn = await wire.open()
-        try:
-            first[i] = sent = await wire.send(conn, ids[i], True, False)
-            if sent[2]:
-                errors.append(f"sequence {ids[i]} START: {sent[2]}")
-                return
-            while not release.is_set():
-                got = await wire.send(conn, ids[i], False, False)
-                if got[2]:
-                    errors.append(f"sequence {ids[i]} request {middles[i] + 1}: {got[2]}")
-                    return
-                middles[i] += 1
-                await asyncio.sleep(0.005)
-            ends.append(time.monotonic())
-            got = await wire.send(conn, ids[i], False, True)
-            if got[2]:
-                errors.append(f"sequence {ids[i]} END: {got[2]}")
-        finally:
-            conn.close()
-
-    tasks = [asyncio.ensure_future(one(i)) for i in range(len(ids))]
-    deadline, last, mark = time.monotonic() + BOUND_S, (-1, 0.0), {}
-    while time.monotonic() < deadline and not all(t.done() for t in tasks):
-        if len(first) != last[0]:
-            last, mark = (len(first), time.monotonic()), {i: middles[i] for i in first}
-        elif (time.monotonic() - last[1] >= HOLD_S and first
-              and all(middles[i] - mark[i] >= HOLD_REQUESTS for i in mark)):
-            break
-        await asyncio.sleep(0.01)
-    live = sorted(i for i, sent in first.items() if not sent[2])
-    release.set()
-    await within(asyncio.gather(*tasks), BOUND_S * 2)
-    waiting = [i for i in range(len(ids)) if i not in live]
-    return {"sequences": len(ids), "live_at_once": len(live), "waited": len(waiting),
-            "middle_requests_while_live": sum(middles[i] for i in live),
-            "waited_ms": [round((first[i][1] - first[i][0]) * 1e3, 1) for i in waiting if i in first],
-            "answered_after_an_end": sum(1 for i in waiting if i in first and ends and first[i][1] >= min(ends)),
-            "errors": errors[:8]}
-
-
-async def _idle(wire: _Wire, idle_s: float, slots_free: int) -> dict:
+async def _idle(wire: Wire, idle_s: float, slots_free: int) -> dict:
     span = 1.5 * idle_s + 0.1
     found = {"released": [], "continued": [], "continued_span_s": [], "largest_gap_s": 0.0}
 
@@ -293,21 +191,6 @@ async def _idle(wire: _Wire, idle_s: float, slots_free: int) -> dict:
     for jobs in rounds:
         await asyncio.gather(*(job() for job in jobs))
     return found
-
-
-def judge_backlog(backlog: dict, declared: int) -> list[str]:
-    """The backlog part's problems: ``backlog`` as :func:`_backlog` found it, ``declared`` the slots."""
-    problems = []
-    live = backlog["live_at_once"]
-    if live > declared:
-        problems.append(f"{live} of {backlog['sequences']} sequences were live at once (declared {declared} slots: "
-                        f"max_batch_size/max_candidate_sequences x instances); no backlog: the server has more slots")
-    elif live < declared:
-        problems.append(f"{live} of {backlog['sequences']} sequences were live at once (declared {declared} slots: "
-                        f"max_batch_size/max_candidate_sequences x instances); fewer slots than declared")
-    if backlog["errors"]:
-        problems.append(f"backlog: {len(backlog['errors'])} requests refused ({backlog['errors'][0][:150]})")
-    return problems
 
 
 def judge_idle(idle: dict, idle_us: int) -> list[str]:
@@ -354,7 +237,7 @@ def check_sequence(target: Target, idle_bound_s: float = IDLE_BOUND_S) -> CheckR
     declared, idle_s = target.description.sequence_slots, sb.max_sequence_idle_microseconds / 1e6
     evidence: dict = {"slots": declared, "idle_s": idle_s, "refusals": {}, "controls": {},
                       "declared_controls": [f"{c.name}: {c.kind} {c.datatype}" for c in sb.controls]}
-    wire = _Wire(target)
+    wire, unjudged = Wire(target), []
     problems = _refusals(target, wire, evidence["refusals"]) + _controls(target, evidence["controls"])
     refused = [k for k, v in evidence["refusals"].items() if NO_CORRID in v or NO_START in v]
     whole = all(evidence["refusals"][w] == "answered" for w in ("START", "middle", "END"))
@@ -367,26 +250,26 @@ def check_sequence(target: Target, idle_bound_s: float = IDLE_BOUND_S) -> CheckR
     elif declared > MAX_SLOTS:
         parts.append(f"backlog not shown ({declared} slots > {MAX_SLOTS})")
     else:
-        backlog = evidence["backlog"] = asyncio.run(_backlog(wire, declared))
-        parts.append(f"{backlog['live_at_once']} of {backlog['sequences']} sequences live at once, "
-                     f"{backlog['waited']} waited ({backlog['answered_after_an_end']} answered after an END)")
-        problems += judge_backlog(backlog, declared)
-    unjudged = ""
+        evidence["backlog"], observed, found, why = backlog_part(wire, declared, sb.max_sequence_idle_microseconds)
+        parts.append(observed)
+        problems += found
+        unjudged += [why] * bool(why)
     if "not shown: a whole" in parts[-1]:
         pass
     elif idle_s > idle_bound_s:
         parts.append(f"idle release not shown (declared {idle_s:g} s > bound {idle_bound_s:g} s)")
     else:
-        live = evidence.get("backlog", {}).get("live_at_once") or declared  # fewer served: none waits either
+        # fewer served: none waits either (a backlog not judged counted none)
+        live = (not unjudged and evidence.get("backlog", {}).get("live_at_once")) or declared
         idle = evidence["idle"] = asyncio.run(_idle(wire, idle_s, min(declared, live)))
         parts.append(f"{sum(NO_START in e for e in idle['released'])}/{len(idle['released'])} idle "
                      f"{1.5 * idle_s + 0.1:g} s released, {idle['continued'].count('answered')}/"
                      f"{len(idle['continued'])} sending every {idle_s / 4:g} s continued")
         problems += judge_idle(idle, sb.max_sequence_idle_microseconds)
-        unjudged = unjudged_idle(idle, sb.max_sequence_idle_microseconds)
+        unjudged += [why] if (why := unjudged_idle(idle, sb.max_sequence_idle_microseconds)) else []
     controls = ", ".join(c.kind.removeprefix("CONTROL_SEQUENCE_") for c in sb.controls) or "none"
     return CheckResult(target.name, "sequence",
                        f"sequence_batching {sb.strategy}: {declared} slots, max_sequence_idle_microseconds "
                        f"{sb.max_sequence_idle_microseconds}, controls {controls}",
                        "; ".join(parts), "fail" if problems else "pass",
-                       "; ".join(problems + [unjudged] * bool(unjudged)), evidence)
+                       "; ".join(problems + unjudged), evidence)

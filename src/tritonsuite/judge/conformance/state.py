@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
-from tritonsuite.judge.conformance.sequence import (BOUND_S, PAIRS, SEQUENCE_IDS, control_tensor, not_sequence,
-                                                    one_request)
+from tritonsuite.judge.conformance.sequence import PAIRS, control_tensor, not_sequence, one_request
+from tritonsuite.judge.conformance.sequence_wire import BOUND_S, SEQUENCE_IDS
 from tritonsuite.judge.conformance.traffic import same
 from tritonsuite.core.reasons import reason
 
