@@ -25,7 +25,8 @@ from dataclasses import dataclass
 #: the modules whose reasons are registered (each defines ``REASONS``)
 MODULES = tuple(f"tritonsuite.judge.conformance.{m}" for m in (
     "identity", "batching", "ratelimit", "tensors", "steps", "sequence", "sequence_backlog", "state", "ordering",
-    "ragged", "queue", "priority", "decoupled", "cache", "refusals", "counters", "system", "warmup", "shutdown", "reload")) + (
+    "ragged", "queue", "priority", "decoupled", "cache", "refusals", "counters", "system", "warmup", "shutdown",
+    "reload")) + (
     # the accuracy gate and the baselines
     "tritonsuite.core.tensors", "tritonsuite.core.spec", "tritonsuite.run.accuracycase", "tritonsuite.judge.baselines",
     # compare and the perf gate, the case verdicts

@@ -40,8 +40,8 @@ REASONS = (
 
 
 async def send_backlog(wire: Wire, declared: int) -> dict:
-    """The part's sequences on ``wire`` (:class:`~tritonsuite.judge.conformance.sequence_wire.Wire`), what they found: ``released`` holds each sequence
-    refused with NO_START and its longest span (s) from a request's send to the next one's answer."""
+    """The part's sequences on ``wire``, what they found: ``released`` holds each sequence refused with NO_START and
+    its longest span (s) from a request's send to the next one's answer."""
     ids = [next(SEQUENCE_IDS) for _ in range(declared + EXTRA)]
     first: dict[int, tuple] = {}
     middles, spans = [0] * len(ids), [0.0] * len(ids)
