@@ -31,6 +31,15 @@ def _outcomes(out: str) -> dict[str, set[str]]:
     return found
 
 
+def _why(names: set[str], out: str, rows: list[dict]) -> str:
+    """What turned ``names`` red: their short-summary lines and the reasons of their failed rows."""
+    lines = [line for line in out.splitlines() if re.match(r"(FAILED|ERROR) ", line)
+             and any(f"[{n}-" in line or f"[{n}:" in line for n in names)]
+    reasons = [f"{r['deployment']} {r.get('scenario')} {r.get('check', '')}: {r['reasons']}" for r in rows
+               if r["deployment"].split(":")[0] in names and r.get("status") == "FAILED"]
+    return "\n".join(lines + reasons)
+
+
 #: the checks the corpus runs: the default ones but reload and counters (shown per kind elsewhere)
 CHECKS = ",".join(c for c in DEFAULT_CHECKS if c not in ("reload", "counters"))
 
@@ -59,9 +68,11 @@ def run_half(tmp_path, half: str) -> None:
     assert result.returncode == 1, out[-5000:]
     assert "INTERNALERROR" not in out
     red = {name for name, seen in outcomes.items() if "FAILED" in seen or "ERROR" in seen}
+    rows = raw_rows(tmp_path / "reports")
+    if red - set(broken):  # shown whole under "Captured stdout" (an assertion's message is cut to a few lines)
+        print(_why(red - set(broken), out, rows))
     assert red == set(broken), (red ^ set(broken), out[-8000:])
     assert all("PASSED" in outcomes.get(name, ()) for name in sound), {n: outcomes.get(n) for n in sound}
-    rows = raw_rows(tmp_path / "reports")
     for name, cause in broken.items():  # each broken deployment's failures carry its cause
         failed = [r for r in rows if r["deployment"].split(":")[0] == name and r.get("status") == "FAILED"]
         reasons = " ".join(r["reasons"][0] for r in failed) + out
