@@ -33,7 +33,7 @@ import numpy as np
 
 from tritonsuite.judge.conformance.result import CheckResult, Target
 from tritonsuite.judge.conformance.sequence_backlog import backlog_part
-from tritonsuite.judge.conformance.sequence_wire import BOUND_S, NO_CORRID, NO_START, SEQUENCE_IDS, Wire
+from tritonsuite.judge.conformance.sequence_wire import BOUND_S, NO_CORRID, NO_START, SEQUENCE_IDS, Wire, stalls
 from tritonsuite.load.client import batch_first
 from tritonsuite.load.exchange import exchange
 from tritonsuite.core.reasons import reason
@@ -215,12 +215,8 @@ def unjudged_idle(idle: dict, idle_us: int) -> str:
     send to the next one's answer outlasted the idle timeout (a host that stalled the client or the server), so the
     server may have released it rightly. Within that span the server cannot have seen it idle that long: a cut then
     is the server's (:func:`judge_idle`)."""
-    idle_s = idle_us / 1e6
-    stalled = [span for e, span in _continued(idle) if e != "answered" and span > idle_s]
-    if not stalled:
-        return ""
-    return (f"idle release not judged for {len(stalled)} cut sequence(s): {max(stalled):g} s from a request's send to "
-            f"the next one's answer, over max_sequence_idle_microseconds {idle_us} (the host stalled)")
+    n, words = stalls((span for e, span in _continued(idle) if e != "answered"), idle_us)
+    return f"idle release not judged for {n} cut sequence(s): {words}" if n else ""
 
 
 def _continued(idle: dict) -> list[tuple[str, float]]:
@@ -253,7 +249,7 @@ def check_sequence(target: Target, idle_bound_s: float = IDLE_BOUND_S) -> CheckR
         evidence["backlog"], observed, found, why = backlog_part(wire, declared, sb.max_sequence_idle_microseconds)
         parts.append(observed)
         problems += found
-        unjudged += [why] * bool(why)
+        unjudged += [why] if why else []
     if "not shown: a whole" in parts[-1]:
         pass
     elif idle_s > idle_bound_s:

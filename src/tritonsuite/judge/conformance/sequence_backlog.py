@@ -16,7 +16,7 @@ import asyncio
 import time
 
 from tritonsuite.core.reasons import reason
-from tritonsuite.judge.conformance.sequence_wire import BOUND_S, NO_START, SEQUENCE_IDS, Wire
+from tritonsuite.judge.conformance.sequence_wire import BOUND_S, NO_START, SEQUENCE_IDS, Wire, stalls
 from tritonsuite.load.interrupt import within
 
 EXTRA = 2  # sequences started beyond the slots: the backlog
@@ -44,28 +44,28 @@ async def send_backlog(wire: Wire, declared: int) -> dict:
     its longest span (s) from a request's send to the next one's answer."""
     ids = [next(SEQUENCE_IDS) for _ in range(declared + EXTRA)]
     first: dict[int, tuple] = {}
-    middles, spans = [0] * len(ids), [0.0] * len(ids)
+    middles = [0] * len(ids)
     errors: list[str] = []
     released: list[dict] = []
     ends: list[float] = []
     release = asyncio.Event()
 
     async def one(i: int) -> None:
-        conn = await wire.open()
+        conn, previous, longest = await wire.open(), 0.0, 0.0  # the last request's send; the longest span
 
         async def send(end: bool, what: str) -> bool:
-            got = await wire.send(conn, ids[i], False, end)
-            spans[i] = max(spans[i], got[1] - previous[0])
-            previous[0] = got[0]
-            if got[2]:
-                errors.append(f"sequence {ids[i]} {what}: {got[2]}")
-                if NO_START in got[2]:
-                    released.append({"sequence": ids[i], "span_s": round(spans[i], 3)})
-            return not got[2]
+            nonlocal previous, longest
+            sent, answered, error = await wire.send(conn, ids[i], False, end)
+            longest, previous = max(longest, answered - previous), sent
+            if error:
+                errors.append(f"sequence {ids[i]} {what}: {error}")
+                if NO_START in error:
+                    released.append({"sequence": ids[i], "span_s": round(longest, 3)})
+            return not error
 
         try:
             first[i] = sent = await wire.send(conn, ids[i], True, False)
-            previous = [sent[0]]
+            previous = sent[0]
             if sent[2]:
                 errors.append(f"sequence {ids[i]} START: {sent[2]}")
                 return
@@ -117,11 +117,8 @@ def judge_backlog(backlog: dict, declared: int) -> list[str]:
 def stalled(backlog: dict, idle_us: int) -> str:
     """Why ``backlog`` says nothing ("" where it does): a live sequence released after a span over the served
     ``max_sequence_idle_microseconds`` (the host stalled), rightly."""
-    over = [r["span_s"] for r in backlog.get("released", ()) if r["span_s"] > idle_us / 1e6]
-    if not over:
-        return ""
-    return (f"{len(over)} live sequence(s) released after {max(over):g} s from a request's send to the next one's "
-            f"answer, over max_sequence_idle_microseconds {idle_us} (the host stalled)")
+    n, words = stalls((r["span_s"] for r in backlog["released"]), idle_us)
+    return f"{n} live sequence(s) released after {words}" if n else ""
 
 
 def backlog_part(wire: Wire, declared: int, idle_us: int) -> tuple[dict, str, list[str], str]:

@@ -1,12 +1,13 @@
 """How the sequence checks (:mod:`tritonsuite.judge.conformance.sequence`, its backlog part, ``state``) reach a
-sequence model: the driver's transport, one connection per sequence, the ids and flags a part chooses, and
-Triton's own refusals."""
+sequence model: the driver's transport, one connection per sequence, the ids and flags a part chooses,
+Triton's own refusals, and the rule both the backlog and the idle parts judge a release by (:func:`stalls`)."""
 from __future__ import annotations
 
 import asyncio
 import itertools
 import os
 import time
+from collections.abc import Iterable
 
 from tritonsuite.judge.conformance.result import Target
 from tritonsuite.load.client import batch_first
@@ -52,3 +53,13 @@ class Wire:
             return t0, time.monotonic(), f"no answer within {self.timeout_s:g} s"
         except Exception as exc:  # noqa: BLE001 - the server's refusal, kept
             return t0, time.monotonic(), first_line(exc)
+
+
+def stalls(spans: Iterable[float], idle_us: int) -> tuple[int, str]:
+    """How many of a sequence's released or cut ``spans`` (s, from one of its requests' send to the next one's answer)
+    outlasted ``max_sequence_idle_microseconds``, and the longest, said ("" where none). Within such a span the server
+    cannot have seen the sequence idle that long, so a release then is the server's; over it (a host that stalled the
+    client or the server) the server may have released it rightly."""
+    over = [span for span in spans if span > idle_us / 1e6]
+    return len(over), (f"{max(over):g} s from a request's send to the next one's answer, over "
+                       f"max_sequence_idle_microseconds {idle_us} (the host stalled)" if over else "")
